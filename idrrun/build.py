@@ -1,0 +1,169 @@
+"""Source file, compile command, content-addressed build directory.
+
+A build lives in CACHE/builds/KEY/, KEY hashing everything that changes the binary: the source,
+its local headers, the compiler's path and version and every flag. It is compiled in a private
+temporary folder and renamed into place only when it succeeded, so a failed build never leaves
+an executable that could run, and two notebooks building at once never clobber each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from . import proc
+from .model import BuildResult, RunRequest, Source, Toolchain
+
+EXECUTABLE = "prog"
+OBJECT = "prog.o"
+SOURCE_STEM = "source"
+_MARKER = "build.json"
+
+_C_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_F_INCLUDE = re.compile(r"^\s*include\s*['\"]([^'\"]+)['\"]", re.MULTILINE | re.IGNORECASE)
+
+
+def source_file_name(source: Source) -> str:
+    return SOURCE_STEM + source.suffix
+
+
+def padded_text(source: Source) -> str:
+    """The text as written to disk: blank lines first, so the compiler's line N is the cell's."""
+    return "\n" * (source.first_line - 1) + source.text
+
+
+def local_headers(source: Source) -> list[Path]:
+    """Headers and Fortran include files the source pulls from its own folder, transitively."""
+    seen: dict[Path, None] = {}
+    todo = [source.text]
+    while todo:
+        text = todo.pop()
+        for name in _C_INCLUDE.findall(text) + _F_INCLUDE.findall(text):
+            path = (source.origin_dir / name).resolve()
+            if path in seen or not path.is_file():
+                continue
+            seen[path] = None
+            try:
+                todo.append(path.read_text(errors="replace"))
+            except OSError:
+                pass
+    return list(seen)
+
+
+def compile_argv(request: RunRequest, toolchain: Toolchain) -> tuple[str, ...]:
+    assert toolchain.compiler.path is not None
+    out = ("-c", "-o", OBJECT) if request.object_only else ("-o", EXECUTABLE)
+    return (
+        toolchain.compiler.path,
+        *toolchain.flags,
+        "-I", str(request.source.origin_dir),
+        *out,
+        source_file_name(request.source),
+        *(() if request.object_only else toolchain.link_flags),
+    )
+
+
+def build_key(request: RunRequest, toolchain: Toolchain) -> str:
+    h = hashlib.sha256()
+    for part in (
+        padded_text(request.source),
+        request.source.suffix,
+        toolchain.compiler.path or "",
+        toolchain.compiler.version,
+        "\0".join(compile_argv(request, toolchain)[1:]),
+    ):
+        h.update(part.encode("utf-8", errors="surrogateescape"))
+        h.update(b"\0")
+    for header in local_headers(request.source):
+        h.update(str(header).encode())
+        h.update(header.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def rename_paths(output: str, source: Source) -> str:
+    """Compiler diagnostics name the cell ("cell[3]:5:3: error") instead of a temporary file."""
+    name = re.escape(source_file_name(source))
+    return re.sub(rf'(?<![\w/.-]){name}(?=[:"(,])', source.name.replace("\\", r"\\"), output)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path) -> BuildResult:
+    argv = compile_argv(request, toolchain)
+    key = build_key(request, toolchain)
+    builds = cache_dir / "builds"
+    final = builds / key
+    product = OBJECT if request.object_only else EXECUTABLE
+    if not request.force and (final / _MARKER).is_file() and (final / product).is_file():
+        try:
+            recorded = json.loads((final / _MARKER).read_text())
+            return BuildResult(
+                ok=True, command=argv, proc=None, output=recorded.get("output", ""), cached=True,
+                key=key, build_dir=final,
+                executable=None if request.object_only else final / EXECUTABLE,
+                object_file=final / OBJECT if request.object_only else None,
+            )
+        except (OSError, ValueError):
+            pass  # unreadable marker: build again
+    builds.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=builds, prefix=f".{key}.tmp-"))
+    start = time.monotonic()
+    try:
+        write_atomic(work / source_file_name(request.source), padded_text(request.source))
+        result = proc.run(
+            argv, what="compile", timeout=request.compile_timeout, cwd=work,
+            max_output=request.max_output,
+        )
+        output = rename_paths(result.output, request.source)
+        ok = result.ok and (work / product).is_file()
+        if not ok:
+            return BuildResult(ok=False, command=argv, proc=result, output=output, cached=False,
+                               key=key, build_dir=None, seconds=time.monotonic() - start)
+        (work / _MARKER).write_text(json.dumps({"command": list(argv), "output": output}))
+        if request.force and final.exists():
+            _replace_dir(work, final)
+        else:
+            try:
+                os.rename(work, final)
+            except OSError:
+                # Another kernel built the same key at the same moment: theirs is as good.
+                shutil.rmtree(work, ignore_errors=True)
+        return BuildResult(
+            ok=True, command=argv, proc=result, output=output, cached=False, key=key,
+            build_dir=final, executable=None if request.object_only else final / EXECUTABLE,
+            object_file=final / OBJECT if request.object_only else None,
+            seconds=time.monotonic() - start,
+        )
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _replace_dir(new: Path, old: Path) -> None:
+    trash = old.with_name(f".{old.name}.old-{os.getpid()}")
+    try:
+        os.rename(old, trash)
+    except OSError:
+        pass
+    try:
+        os.rename(new, old)
+    except OSError:
+        shutil.rmtree(new, ignore_errors=True)
+    shutil.rmtree(trash, ignore_errors=True)

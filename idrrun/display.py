@@ -1,0 +1,111 @@
+"""What the student sees: text for notebooks and terminals. No decisions are taken here."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from typing import TextIO
+
+from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain
+
+# Message templates, kept as constants so tests can check the rendered text.
+HEADER = "idrrun: {version} [{family}] · {language}{guess} · {target}"
+TARGETS = {"gpu": "OpenACC on the GPU", "host": "OpenACC on the host (no GPU offload)",
+           "none": "no OpenACC"}
+BUILD_DONE = "built in {seconds:.2f} s"
+BUILD_CACHED = "build cached, not recompiled (--force rebuilds)"
+RUN_DONE = "{status} · {seconds:.2f} s"
+RUN_DONE_NOTIME = "{status}"
+FAILURE = "idrrun: {step} failed: {what}\n  command: {command}\n  hint: {hint}"
+OUTPUT_BLOCK = "  [{n} lines of output, last {shown}]\n{lines}\n  [end of output]"
+
+_COLORS = {"dim": "2", "note": "33", "ok": "32", "bad": "31;1"}
+
+
+def short_command(argv: Sequence[str]) -> str:
+    """The command as a shell line, the compiler or program shown by its name only."""
+    if not argv:
+        return ""
+    first = os.path.basename(argv[0])
+    return shlex.join([first, *argv[1:]])
+
+
+def render_failure(failure: Failure, with_output: bool = False, max_lines: int = 20) -> str:
+    text = FAILURE.format(step=failure.step, what=failure.what,
+                          command=short_command(failure.command), hint=failure.hint)
+    if with_output and failure.output.strip():
+        lines = failure.output.rstrip("\n").splitlines()
+        tail = lines[-max_lines:]
+        text += "\n" + OUTPUT_BLOCK.format(n=len(lines), shown=len(tail),
+                                           lines="\n".join("    " + ln for ln in tail))
+    return text
+
+
+class TextReporter:
+    """Writes the pipeline's events to a text stream (a notebook cell's stdout, a terminal)."""
+
+    def __init__(self, stream: TextIO, color: bool = False) -> None:
+        self._out = stream
+        self._color = color
+        self._at_line_start = True
+
+    def _paint(self, text: str, style: str) -> str:
+        if not self._color:
+            return text
+        return f"\x1b[{_COLORS[style]}m{text}\x1b[0m"
+
+    def _line(self, text: str, style: str = "dim") -> None:
+        if not self._at_line_start:
+            self._out.write("\n")
+        self._out.write(self._paint(text, style) + "\n")
+        self._out.flush()
+        self._at_line_start = True
+
+    def started(self, request: RunRequest, toolchain: Toolchain) -> None:
+        src = request.source
+        guess = ", guessed from the code (-l sets it)" if src.language_guessed else ""
+        version = toolchain.compiler.version or toolchain.compiler.command
+        self._line(HEADER.format(family=toolchain.family, version=version,
+                                 language=src.language, guess=guess,
+                                 target=TARGETS[toolchain.target] if request.acc else TARGETS["none"]))
+
+    def notes(self, notes: Sequence[str]) -> None:
+        for note in notes:
+            self._line(f"note: {note}", "note")
+
+    def built(self, request: RunRequest, result: BuildResult) -> None:
+        if result.cached:
+            self._line(f"$ {short_command(result.command)}")
+            if result.output.strip():
+                self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
+            self._line(BUILD_CACHED)
+            return
+        self._line(f"$ {short_command(result.command)}")
+        if result.output.strip():
+            self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
+            self._out.flush()
+        if result.ok:
+            self._line(BUILD_DONE.format(seconds=result.seconds) if request.show_time else "built")
+
+    def output(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()
+        self._at_line_start = text.endswith("\n")
+
+    def ran(self, request: RunRequest, result: RunResult) -> None:
+        p = result.proc
+        status = "exit 0" if p.ok else p.describe()
+        style = "ok" if p.ok else "bad"
+        if p.truncated:
+            self._line("output truncated (max_output)", "note")
+        for name in request.get_files:
+            state = "missing" if name in result.missing_files else "written"
+            self._line(f"--get {name}: {state}", "note" if state == "missing" else "dim")
+        if request.show_time:
+            self._line(RUN_DONE.format(status=status, seconds=p.seconds), style)
+        else:
+            self._line(RUN_DONE_NOTIME.format(status=status), style)
+
+    def failure(self, failure: Failure) -> None:
+        self._line(render_failure(failure), "bad")

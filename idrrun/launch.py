@@ -1,0 +1,82 @@
+"""The run command: launcher (mpirun/srun), profiler, program, arguments, environment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import LauncherConfig, Settings
+from .errors import ToolNotFound
+from .model import RunRequest
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    notes: tuple[str, ...] = ()
+
+
+def _flag(flag: str, value: int) -> tuple[str, ...]:
+    """IDRIS site files write "--ntasks=" (glued) or "-np" (separate word)."""
+    if not flag:
+        return ()
+    return (f"{flag}{value}",) if flag.endswith(("=", ":")) else (flag, str(value))
+
+
+def launcher_for(request: RunRequest, settings: Settings) -> LauncherConfig | None:
+    launcher = settings.launcher
+    if launcher.kind == "none":
+        if request.mpi_ranks is None:
+            return None
+        return LauncherConfig(kind="mpirun", command="mpirun", tasks="-np")
+    if not launcher.command:
+        default = {"mpirun": ("mpirun", "-np"), "srun": ("srun", "--ntasks=")}[launcher.kind]
+        return LauncherConfig(kind=launcher.kind, command=default[0],
+                              tasks=launcher.tasks or default[1], threads=launcher.threads,
+                              gpus=launcher.gpus, options=launcher.options)
+    return launcher
+
+
+def command(
+    request: RunRequest, executable: Path, settings: Settings, base_env: Mapping[str, str]
+) -> Launch:
+    env = dict(base_env)
+    notes: list[str] = []
+    argv: list[str] = []
+    if request.threads is not None:
+        env["OMP_NUM_THREADS"] = str(request.threads)
+    launcher = launcher_for(request, settings)
+    if launcher is not None:
+        words = launcher.command.split()
+        exe = shutil.which(words[0])
+        if exe is None:
+            hint = "apt-get install openmpi-bin" if launcher.kind == "mpirun" else "run on a SLURM login node"
+            raise ToolNotFound(f"launcher '{words[0]}' not found on PATH: {hint}")
+        argv += [exe, *words[1:], *launcher.options]
+        argv += _flag(launcher.tasks, request.mpi_ranks or 1)
+        if request.threads is not None:
+            argv += _flag(launcher.threads, request.threads)
+        gpus = request.gpus if request.gpus is not None else settings.gpus
+        if gpus is not None:
+            argv += _flag(launcher.gpus, gpus)
+        if launcher.kind == "mpirun":
+            # Open MPI refuses root and more ranks than cores unless told; course containers
+            # run as root and laptops have few cores. Set both Open MPI 4 and 5 spellings.
+            if os.geteuid() == 0:
+                env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+            env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+    elif request.gpus is not None:
+        notes.append("-g/--gpus only applies with a launcher (srun); ignored")
+    if request.profile:
+        if settings.profiler:
+            argv += settings.profiler
+        else:
+            notes.append("--profile: no profiler is configured ([profiler] in the config); running without")
+    argv += [str(executable), *request.program_args]
+    return Launch(argv=tuple(argv), env=env, notes=tuple(notes))

@@ -1,0 +1,88 @@
+"""The notebook front end: %%idrrun and %idrrunfile, thin over pipeline.execute."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError as IPythonUsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from . import config, options, pipeline, source, toolchains
+from .display import TextReporter, render_failure
+from .errors import IdrrunError
+from .model import Failure, FamilyName, Outcome, Probe
+
+
+class IdrrunFailure(Exception):
+    """Raised at the end of a failed cell so that notebook runners (nbclient) see it.
+
+    IPython shows `_render_traceback_` instead of a Python traceback: the student reads one
+    message (step, command, exit code or signal, hint), not idrrun's internals.
+    """
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(f"{failure.step} failed: {failure.what}")
+        self.failure = failure
+
+    def _render_traceback_(self) -> list[str]:
+        return render_failure(self.failure).splitlines()
+
+
+@magics_class
+class IdrrunMagics(Magics):
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        # Probing runs a few short commands; once per kernel and family is enough.
+        self._probes: dict[tuple[str | None, str | None, str], Probe] = {}
+        self.last_outcome: Outcome | None = None
+
+    def _probe(self, settings: config.Settings, family: FamilyName | None) -> Probe:
+        key = (family, settings.family, os.environ.get("PATH", ""))
+        if key not in self._probes:
+            self._probes[key] = toolchains.probe(settings, family)
+        return self._probes[key]
+
+    @cell_magic
+    def idrrun(self, line: str, cell: str) -> None:
+        """Compile and run this cell. `%%idrrun --help` lists the flags."""
+        self._run(line, cell)
+
+    @line_magic
+    def idrrunfile(self, line: str) -> None:
+        """Compile and run a source file: `%idrrunfile [flags] FILE`."""
+        self._run(line, None)
+
+    def _run(self, line: str, cell: str | None) -> None:
+        prog = "%%idrrun" if cell is not None else "%idrrunfile"
+        workdir = Path.cwd()
+        try:
+            opts = options.parse_line(line, prog=prog, with_file=cell is None)
+            if opts is None:
+                return
+            settings = config.load(workdir)
+            if cell is not None:
+                count = getattr(self.shell, "execution_count", 0)
+                name = opts.keep or f"cell[{count}]"
+                src = source.from_cell(cell, name, opts.language, settings.language, workdir)
+            else:
+                assert opts.file is not None
+                src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
+            request = pipeline.request_from(opts, src, settings, workdir)
+            reporter = TextReporter(sys.stdout, color=True)
+            outcome = pipeline.execute(request, self._probe(settings, opts.family), settings, reporter)
+        except IdrrunError as exc:
+            # Exactly IPython's UsageError: the shell prints one line, no traceback.
+            raise IPythonUsageError(str(exc)) from None
+        self.last_outcome = outcome
+        self.shell.user_ns["_idrrun"] = outcome
+        if outcome.failure is not None:
+            if request.raise_on_failure:
+                raise IdrrunFailure(outcome.failure)
+            reporter.failure(outcome.failure)
+
+
+IdrrunMagics.idrrun.__doc__ = options.help_text("%%idrrun", with_file=False)
+IdrrunMagics.idrrunfile.__doc__ = options.help_text("%idrrunfile", with_file=True)

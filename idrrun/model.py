@@ -1,0 +1,240 @@
+"""The values that flow through idrrun's pipeline, as frozen dataclasses (stdlib only).
+
+    RunRequest -> Toolchain -> BuildResult -> RunResult -> Verdict
+
+Each stage is a plain function of the previous stage's value (see pipeline.py). Expected
+failures of a course (a compile error, a crash, a timeout, a wrong answer) are data here, not
+exceptions.
+"""
+
+from __future__ import annotations
+
+import signal as _signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Language = Literal["c", "c++", "fortran", "cuda"]
+LANGUAGES: tuple[Language, ...] = ("c", "c++", "fortran", "cuda")
+FamilyName = Literal["nvhpc", "pgi", "gcc"]
+FAMILY_NAMES: tuple[FamilyName, ...] = ("nvhpc", "gcc", "pgi")
+# Where the OpenACC regions of a build will execute.
+Target = Literal["gpu", "host", "none"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """The code to build, as the student wrote it."""
+
+    text: str
+    name: str  # what diagnostics show instead of a temporary path: "cell[3]" or the file's path
+    language: Language
+    language_guessed: bool
+    # Line number, in the cell or file, of the first line of `text`: 2 for a cell (the magic
+    # line is line 1), 1 for a file. The written source is padded so compiler lines match.
+    first_line: int
+    origin_dir: Path  # where `#include "x.h"` and Fortran `include` files are looked up
+    suffix: str  # file suffix given to the compiler: ".c", ".f90", ...
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One `%%idrrun` cell, `%idrrunfile` or `idrrun run`, with every option resolved."""
+
+    source: Source
+    workdir: Path
+    acc: bool = False
+    accopts: tuple[str, ...] = ()
+    compiler_options: tuple[str, ...] = ()
+    program_args: tuple[str, ...] = ()
+    family: FamilyName | None = None  # None: from config, else detected
+    openmp: bool = False
+    threads: int | None = None
+    mpi_ranks: int | None = None
+    gpus: int | None = None
+    get_files: tuple[str, ...] = ()
+    show_time: bool = True
+    profile: bool = False
+    execute: bool = True
+    object_only: bool = False
+    keep: str | None = None
+    timeout: float = 300.0
+    compile_timeout: float = 120.0
+    max_output: int = 1 << 20
+    force: bool = False
+    raise_on_failure: bool = True
+    check: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    name: str
+    compute_capability: str  # "9.0"
+    driver: str
+
+    @property
+    def sm(self) -> int:
+        major, _, minor = self.compute_capability.partition(".")
+        try:
+            return int(major) * 10 + int(minor or 0)
+        except ValueError:
+            return 0
+
+
+@dataclass(frozen=True)
+class CompilerInfo:
+    command: str  # as configured: "gcc"
+    path: str | None  # resolved on PATH, None when missing
+    version: str  # first line of --version, "" when unknown
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What this machine offers, probed once per kernel (short timeouts, never raises)."""
+
+    family: FamilyName
+    family_source: str  # "detected", "config", "flag"
+    compilers: tuple[CompilerInfo, ...]
+    gpus: tuple[GpuInfo, ...]
+    gcc_offload: bool  # gcc's nvptx offload compiler is installed
+    warnings: tuple[str, ...] = ()
+
+    def compiler(self, command: str) -> CompilerInfo | None:
+        for info in self.compilers:
+            if info.command == command:
+                return info
+        return None
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How to compile this request: the compiler and every flag, decided from data."""
+
+    family: FamilyName
+    language: Language
+    compiler: CompilerInfo
+    flags: tuple[str, ...]  # before the source file
+    link_flags: tuple[str, ...]  # after it
+    target: Target
+    notes: tuple[str, ...] = ()  # what the student should know: host fallback, ignored accopts
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """A finished child process, whatever the way it ended."""
+
+    argv: tuple[str, ...]
+    returncode: int | None  # None when it could not start
+    timed_out: bool = False
+    interrupted: bool = False
+    output: str = ""
+    truncated: bool = False
+    seconds: float = 0.0
+    start_error: str | None = None  # e.g. "No such file or directory"
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return _signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.interrupted
+
+    def describe(self) -> str:
+        """How it ended, in words: 'exit code 3', 'killed by SIGSEGV', 'timed out after 2 s'."""
+        if self.start_error is not None:
+            return f"could not start: {self.start_error}"
+        if self.interrupted:
+            return "interrupted"
+        if self.timed_out:
+            return "timed out"
+        if self.signal_name is not None:
+            return f"killed by {self.signal_name}"
+        return f"exit code {self.returncode}"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    ok: bool
+    command: tuple[str, ...]
+    proc: ProcResult | None  # None when the build came from the cache
+    output: str  # diagnostics, temporary paths replaced by the source's name
+    cached: bool
+    key: str
+    build_dir: Path | None
+    executable: Path | None = None  # only set when ok and linked
+    object_file: Path | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    command: tuple[str, ...]
+    proc: ProcResult
+    missing_files: tuple[str, ...] = ()  # --get files the program did not write
+
+    @property
+    def ok(self) -> bool:
+        return self.proc.ok
+
+
+Step = Literal["compile", "run", "check"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a request failed, as data; display.py renders it."""
+
+    step: Step
+    what: str  # "exit code 1", "killed by SIGSEGV", "timed out after 2 s", "wrong result"
+    command: tuple[str, ...] = ()
+    output: str = ""
+    hint: str = ""
+
+
+CheckStatus = Literal["pass", "fail", "skipped"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    status: CheckStatus
+    expected: str = ""
+    got: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    exercise: str
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+    @property
+    def failed_checks(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if c.status == "fail")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything one request produced."""
+
+    request: RunRequest
+    toolchain: Toolchain | None
+    build: BuildResult | None
+    run: RunResult | None
+    failure: Failure | None
+    verdict: Verdict | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and (self.verdict is None or self.verdict.passed)

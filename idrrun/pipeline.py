@@ -1,0 +1,159 @@
+"""The one pipeline behind %%idrrun, %idrrunfile and `idrrun run`.
+
+    RunRequest -> Toolchain -> BuildResult -> RunResult (-> Verdict, checks.py)
+
+Front ends build the RunRequest and a Reporter (display.py) and call `execute`. Expected
+failures come back in Outcome.failure; only misconfiguration raises (errors.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from . import build as build_mod
+from . import launch, proc, toolchains
+from .config import Settings
+from .model import BuildResult, Failure, Outcome, Probe, RunRequest, RunResult, Source, Toolchain
+from .options import Options
+
+
+class Reporter(Protocol):
+    """What the front end shows while the pipeline runs."""
+
+    def started(self, request: RunRequest, toolchain: Toolchain) -> None: ...
+    def notes(self, notes: Sequence[str]) -> None: ...
+    def built(self, request: RunRequest, result: BuildResult) -> None: ...
+    def output(self, text: str) -> None: ...
+    def ran(self, request: RunRequest, result: RunResult) -> None: ...
+
+
+_SIGNAL_HINTS = {
+    "SIGSEGV": "the program touched memory it does not own: check array bounds, and on a GPU "
+               "that every array used in a compute region is in a data clause",
+    "SIGBUS": "bad memory access: check array bounds and alignment",
+    "SIGFPE": "arithmetic error, e.g. an integer division by zero",
+    "SIGABRT": "the program aborted: read the runtime's message above (assert, double free, "
+               "OpenACC runtime error)",
+    "SIGKILL": "killed from outside: out of memory, or a limit was reached",
+    "SIGILL": "illegal instruction: built for another processor?",
+}
+
+
+def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
+    p = result.proc
+    assert p is not None
+    if p.timed_out:
+        what = f"compile timeout after {request.compile_timeout:g} s"
+        hint = ("the compiler ran past compile_timeout: look for an #include of the file itself "
+                "or a huge generated source")
+    elif p.start_error is not None:
+        what = p.describe()
+        hint = "is the compiler installed and executable?"
+    elif p.interrupted:
+        what, hint = "interrupted", "the build was interrupted"
+    else:
+        what = p.describe()
+        hint = (f"fix the first error above; line numbers are those of {request.source.name}"
+                if p.returncode else "the compiler produced no output file")
+    return Failure(step="compile", what=what, command=result.command,
+                   output=result.output, hint=hint)
+
+
+def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
+    p = result.proc
+    if p.ok and not result.missing_files:
+        return None
+    if p.start_error is not None:
+        what, hint = p.describe(), "the program or its launcher could not be started"
+    elif p.interrupted:
+        what, hint = "interrupted", "the run was interrupted; its output so far is kept above"
+    elif p.timed_out:
+        what = f"timed out after {request.timeout:g} s"
+        hint = ("the program ran past --timeout: an endless loop, or a wait on something that "
+                "never comes? If it really needs longer, raise --timeout")
+    elif p.signal_name is not None:
+        what = f"killed by {p.signal_name}"
+        hint = _SIGNAL_HINTS.get(p.signal_name, "the program was stopped by a signal")
+    elif p.returncode != 0:
+        what = f"exit code {p.returncode}"
+        hint = "the program returned a non-zero status, which means failure"
+    else:
+        what = "missing output files"
+        hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
+    return Failure(step="run", what=what, command=result.command, output=p.output, hint=hint)
+
+
+def execute(
+    request: RunRequest,
+    probe: Probe,
+    settings: Settings,
+    reporter: Reporter,
+    environ: Mapping[str, str] | None = None,
+) -> Outcome:
+    toolchain = toolchains.resolve(request, probe, settings)
+    reporter.started(request, toolchain)
+    notes = list(probe.warnings) + list(toolchain.notes)
+    reporter.notes(notes)
+    if request.keep:
+        build_mod.write_atomic(request.workdir / request.keep, request.source.text)
+    built = build_mod.build(request, toolchain, settings.cache_dir)
+    reporter.built(request, built)
+    if not built.ok:
+        return Outcome(request, toolchain, built, None, compile_failure(built, request), notes=tuple(notes))
+    if request.object_only:
+        assert built.object_file is not None
+        stem = Path(request.keep).stem if request.keep else Path(request.source.name).stem
+        stem = stem if stem and "[" not in stem else "cell"
+        dest = request.workdir / f"{stem}.o"
+        shutil.copyfile(built.object_file, dest)
+        reporter.notes([f"object file: {dest}"])
+        return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
+    if not request.execute:
+        return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
+    assert built.executable is not None
+    how = launch.command(request, built.executable, settings,
+                         os.environ if environ is None else environ)
+    reporter.notes(how.notes)
+    notes += how.notes
+    p = proc.run(how.argv, what="run", timeout=request.timeout, cwd=request.workdir,
+                 env=how.env, on_output=reporter.output, terminal=True,
+                 max_output=request.max_output)
+    missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
+    ran = RunResult(command=how.argv, proc=p, missing_files=missing)
+    reporter.ran(request, ran)
+    return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes))
+
+
+def request_from(
+    options: Options, source: Source, settings: Settings, workdir: Path
+) -> RunRequest:
+    """Merge the typed options over the settings (the magic line wins)."""
+    return RunRequest(
+        source=source,
+        workdir=workdir,
+        acc=options.acc,
+        accopts=options.accopts,
+        compiler_options=options.compiler_options,
+        program_args=options.program_args,
+        family=options.family,
+        openmp=options.openmp,
+        threads=options.threads,
+        mpi_ranks=options.mpi,
+        gpus=options.gpus,
+        get_files=options.get,
+        show_time=not options.notime,
+        profile=options.profile,
+        execute=not (options.noexec or options.object),
+        object_only=options.object,
+        keep=options.keep,
+        timeout=options.timeout if options.timeout is not None else settings.timeout,
+        compile_timeout=settings.compile_timeout,
+        max_output=settings.max_output,
+        force=options.force,
+        raise_on_failure=not options.no_raise,
+        check=options.check,
+    )
