@@ -1,0 +1,252 @@
+"""%%idrrun and %idrrunfile in a real Jupyter kernel, with real gcc and gfortran."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+
+import pytest
+
+from conftest import CellResult, Kernel, has_gpu
+
+HELLO_C = """%%idrrun
+#include <stdio.h>
+int main(void) {
+    printf("hello from C\\n");
+    return 0;
+}
+"""
+
+HELLO_F = """%%idrrun
+program hello
+  implicit none
+  print '(a)', 'hello from Fortran'
+end program hello
+"""
+
+
+def test_hello_c(kernel: Kernel) -> None:
+    r = kernel.run(HELLO_C)
+    assert r.status == "ok", r.error_text
+    assert "hello from C" in r.stdout
+    assert "[gcc] · c, guessed from the code" in r.stdout
+    assert "exit 0" in r.stdout
+    assert r.stderr == ""  # graders that treat stderr as failure must not misfire
+
+
+def test_hello_fortran_guessed(kernel: Kernel) -> None:
+    r = kernel.run(HELLO_F)
+    assert r.status == "ok", r.error_text
+    assert "hello from Fortran" in r.stdout
+    assert "fortran, guessed from the code" in r.stdout
+
+
+def test_compile_error_line_is_the_cell_line(kernel: Kernel) -> None:
+    cell = "%%idrrun -l c\n#include <stdio.h>\nint main(void) {\n    int x = 1\n    return x;\n}\n"
+    # the missing ';' is on cell line 4; gcc reports it where 'return' starts, line 5
+    r = kernel.run(cell)
+    assert r.status == "error"
+    m = re.search(r"^(cell\[\d+\]):(\d+):\d+: error", r.stdout, re.MULTILINE)
+    assert m, r.stdout
+    assert m.group(2) == "5"
+    assert "source.c" not in r.stdout.split("$ ")[-1].split("\n", 1)[1]
+    assert "compile failed: exit code 1" in r.error_text
+    assert "hint:" in r.error_text
+    assert r.error["ename"] == "IdrrunFailure"
+
+
+def test_segfault_fails_the_cell_with_signal_name(kernel: Kernel) -> None:
+    cell = ("%%idrrun\n#include <stdio.h>\nint main(void) {\n  printf(\"before crash\\n\");\n"
+            "  volatile int *p = 0; *p = 1;\n  return 0;\n}\n")
+    r = kernel.run(cell)
+    assert r.status == "error"
+    assert "before crash" in r.stdout  # partial output kept: line-buffered through the pty
+    assert "killed by SIGSEGV" in r.error_text
+    assert kernel.alive()
+
+
+def test_nonzero_exit_fails_and_no_raise_does_not(kernel: Kernel) -> None:
+    body = "#include <stdlib.h>\nint main(void) { exit(3); }\n"
+    r = kernel.run("%%idrrun\n" + body)
+    assert r.status == "error" and "exit code 3" in r.error_text
+    r = kernel.run("%%idrrun --no-raise\n" + body)
+    assert r.status == "ok"
+    assert "run failed: exit code 3" in r.stdout
+
+
+def test_endless_loop_killed_at_timeout_kernel_survives(kernel: Kernel) -> None:
+    cell = ("%%idrrun --timeout 2\n#include <stdio.h>\nint main(void) {\n"
+            "  printf(\"looping\\n\");\n  while (1);\n}\n")
+    prebuilt = kernel.run(cell.replace("--timeout 2", "--timeout 2 -n"))
+    assert prebuilt.status == "ok", prebuilt.error_text
+    r = kernel.run(cell)
+    assert r.status == "error"
+    assert "looping" in r.stdout
+    assert "timed out after 2 s" in r.error_text
+    assert r.seconds < 3.0, f"cell took {r.seconds:.2f} s"
+    assert kernel.alive()
+
+
+def test_output_streams_while_the_program_runs(kernel: Kernel) -> None:
+    cell = ("%%idrrun\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n"
+            "  printf(\"first\\n\");\n  sleep(2);\n  printf(\"second\\n\");\n  return 0;\n}\n")
+    r = kernel.run(cell)
+    assert r.status == "ok", r.error_text
+    first = next(c for c in r.chunks if "first" in c.text)
+    second = next(c for c in r.chunks if "second" in c.text)
+    assert first is not second
+    assert second.at - first.at > 1.5, "the first line must arrive before the program ends"
+
+
+def test_cliopts_quoted_arguments(kernel: Kernel) -> None:
+    cell = ("%%idrrun --cliopts \"one 'two words' three\"\n#include <stdio.h>\n"
+            "int main(int argc, char **argv) {\n  for (int i = 1; i < argc; i++) printf(\"[%s]\\n\", argv[i]);\n"
+            "  return 0;\n}\n")
+    r = kernel.run(cell)
+    assert r.status == "ok", r.error_text
+    assert "[one]\n[two words]\n[three]" in r.stdout
+
+
+def test_keep_noexec_and_object(kernel: Kernel) -> None:
+    body = '#include <stdio.h>\nint main(void) { printf("kept ran\\n"); return 0; }\n'
+    r = kernel.run("%%idrrun -n -k kept.c\n" + body)
+    assert r.status == "ok", r.error_text
+    assert (kernel.cwd / "kept.c").read_text() == body
+    assert "kept ran" not in r.stdout  # -n: built, not run
+    lib = "double twice(double x) { return 2 * x; }\n"
+    r = kernel.run("%%idrrun --object -l c -k twice.c\n" + lib)
+    assert r.status == "ok", r.error_text
+    obj = kernel.cwd / "twice.o"
+    assert obj.is_file() and obj.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_cache_hit_and_force(kernel: Kernel) -> None:
+    cell = '%%idrrun\n#include <stdio.h>\nint main(void) { printf("cache test 7\\n"); return 0; }\n'
+    first = kernel.run(cell)
+    again = kernel.run(cell)
+    forced = kernel.run(cell.replace("%%idrrun", "%%idrrun --force"))
+    assert "built in" in first.stdout
+    assert "build cached" in again.stdout and "cache test 7" in again.stdout
+    assert "built in" in forced.stdout and "build cached" not in forced.stdout
+
+
+def test_failed_build_never_runs_a_stale_executable(kernel: Kernel) -> None:
+    good = '%%idrrun -k stale.c\n#include <stdio.h>\nint main(void) { printf("OLD VERSION\\n"); return 0; }\n'
+    assert kernel.run(good).status == "ok"
+    broken = good.replace('printf("OLD VERSION\\n");', 'printf("NEW" oops);')
+    r = kernel.run(broken)
+    assert r.status == "error"
+    assert "OLD VERSION" not in r.stdout
+
+
+def test_openmp_threads(kernel: Kernel) -> None:
+    cell = ("%%idrrun -t --threads 3\n#include <stdio.h>\n#include <omp.h>\nint main(void) {\n"
+            "  #pragma omp parallel\n  {\n    #pragma omp single\n    printf(\"threads = %d\\n\", omp_get_num_threads());\n  }\n"
+            "  return 0;\n}\n")
+    r = kernel.run(cell)
+    assert r.status == "ok", r.error_text
+    assert "threads = 3" in r.stdout
+    assert kernel.run("import os; assert 'OMP_NUM_THREADS' not in os.environ").status == "ok"
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not shutil.which("mpicc"), reason="Open MPI not installed")
+def test_mpi_two_ranks(kernel: Kernel) -> None:
+    cell = ("%%idrrun -m 2\n#include <stdio.h>\n#include <mpi.h>\nint main(int argc, char **argv) {\n"
+            "  int rank, size;\n  MPI_Init(&argc, &argv);\n  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n"
+            "  MPI_Comm_size(MPI_COMM_WORLD, &size);\n  printf(\"rank %d of %d\\n\", rank, size);\n"
+            "  MPI_Finalize();\n  return 0;\n}\n")
+    r = kernel.run(cell)
+    assert r.status == "ok", r.error_text + r.stdout
+    assert "rank 0 of 2" in r.stdout and "rank 1 of 2" in r.stdout
+    assert "mpicc" in r.stdout and "mpirun" not in r.stdout.split("exit 0")[0].split("$ ")[0]
+
+
+def usage_error(r: CellResult) -> str:
+    """IPython shows a UsageError as one line on stderr, without a traceback."""
+    assert r.status == "error"
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("UsageError: "), r.stderr
+    return lines[0]
+
+
+def test_usage_error_is_one_line(kernel: Kernel) -> None:
+    line = usage_error(kernel.run("%%idrrun --bogus\nint main(void){return 0;}\n"))
+    assert "unrecognized arguments: --bogus" in line
+    line = usage_error(kernel.run("%%idrrun --timeout soon\nint main(void){return 0;}\n"))
+    assert "expected a number of seconds" in line
+
+
+def test_missing_compiler_names_it(kernel: Kernel) -> None:
+    if shutil.which("nvc"):
+        pytest.skip("nvc is installed here")
+    line = usage_error(kernel.run("%%idrrun -c nvhpc\n#include <stdio.h>\nint main(void){return 0;}\n"))
+    assert "'nvc'" in line and "-c gcc" in line
+
+
+def test_idrrunfile(kernel: Kernel) -> None:
+    (kernel.cwd / "prog.f90").write_text(
+        "program p\n  implicit none\n  print '(a)', 'from a file'\nend program p\n")
+    r = kernel.run("%idrrunfile prog.f90")
+    assert r.status == "ok", r.error_text
+    assert "from a file" in r.stdout and "fortran" in r.stdout
+    assert "no such file: nothere.c" in usage_error(kernel.run("%idrrunfile nothere.c"))
+
+
+def test_interrupt_kills_the_program_and_keeps_output(kernel: Kernel) -> None:
+    cell = ("%%idrrun --timeout 60\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n"
+            "  printf(\"started\\n\");\n  sleep(100);\n  return 0;\n}\n")
+    kc = kernel.kc
+    msg_id = kc.execute(cell)
+    seen = ""
+    deadline = time.monotonic() + 30
+    while "started" not in seen and time.monotonic() < deadline:
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            seen += msg["content"]["text"]
+    t0 = time.monotonic()
+    kernel.km.interrupt_kernel()
+    error = None
+    while True:
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "error":
+            error = msg["content"]
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    while kc.get_shell_msg(timeout=10)["parent_header"].get("msg_id") != msg_id:
+        pass
+    assert time.monotonic() - t0 < 3
+    assert error is not None and "interrupted" in "\n".join(error["traceback"])
+    assert kernel.alive()
+
+
+def test_acc_cell_reports_where_it_ran(kernel: Kernel) -> None:
+    cell = ("%%idrrun -a\n#include <stdio.h>\n#include <openacc.h>\nint main(void) {\n  int on_gpu = 0;\n"
+            "  #pragma acc parallel copyout(on_gpu)\n  on_gpu = !acc_on_device(acc_device_host);\n"
+            "  printf(\"compute region ran on the %s\\n\", on_gpu ? \"GPU\" : \"host\");\n  return 0;\n}\n")
+    r = kernel.run(cell)
+    assert r.status == "ok", r.error_text + r.stdout
+    print(r.stdout)
+    if has_gpu():
+        assert "compute region ran on the GPU" in r.stdout
+    else:
+        assert "compute region ran on the host" in r.stdout
+        assert "no GPU found: building for the host" in r.stdout or "cannot offload" in r.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="no GPU on this machine")
+def test_acc_cell_runs_on_the_gpu(kernel: Kernel) -> None:
+    cell = ("%%idrrun -a\n#include <stdio.h>\n#include <openacc.h>\nint main(void) {\n  int on_gpu = 0;\n"
+            "  #pragma acc parallel copyout(on_gpu)\n  on_gpu = !acc_on_device(acc_device_host);\n"
+            "  printf(\"devices = %d\\n\", acc_get_num_devices(acc_device_nvidia));\n"
+            "  printf(\"compute region ran on the %s\\n\", on_gpu ? \"GPU\" : \"host\");\n  return 0;\n}\n")
+    r = kernel.run(cell)
+    print(r.stdout)
+    assert r.status == "ok", r.error_text + r.stdout
+    assert "OpenACC on the GPU" in r.stdout
+    assert "compute region ran on the GPU" in r.stdout
