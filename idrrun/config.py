@@ -85,7 +85,7 @@ def user_config_path() -> Path:
 def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in raw.items():
-        where = f"{origin}: field '{key}'"
+        where = _field(origin, key)
         if key in ("family",):
             out[key] = _choice(value, FAMILY_NAMES, where)
         elif key == "language":
@@ -101,13 +101,13 @@ def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
                 raise ConfigError(f"{where}: expected a folder path (a string), got {value!r}")
             out[key] = Path(os.path.expanduser(value))
         elif key == "compilers":
-            out[key] = _compilers(value, where)
+            out[key] = _compilers(value, origin)
         elif key == "launcher":
-            out[key] = _launcher(value, where)
+            out[key] = _launcher(value, origin)
         elif key == "profiler":
             out[key] = _profiler(value, where)
         else:
-            raise ConfigError(f"{origin}: unknown field '{key}'")
+            raise ConfigError(f"{_field(origin, key)}: unknown field")
     return out
 
 
@@ -135,47 +135,53 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _compilers(value: Any, where: str) -> dict[str, dict[str, Any]]:
+def _field(origin: str, path: str) -> str:
+    return f"{origin}: field '{path}'"
+
+
+def _compilers(value: Any, origin: str) -> dict[str, dict[str, Any]]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: expected a table [compilers.FAMILY]")
+        raise ConfigError(f"{_field(origin, 'compilers')}: expected a table [compilers.FAMILY]")
     out: dict[str, dict[str, Any]] = {}
     for family, table in value.items():
-        fwhere = f"{where}.{family}"
+        fwhere = f"compilers.{family}"
         if family not in FAMILY_NAMES:
-            raise ConfigError(f"{fwhere}: unknown compiler family (known: {', '.join(FAMILY_NAMES)})")
+            raise ConfigError(f"{_field(origin, fwhere)}: unknown compiler family "
+                              f"(known: {', '.join(FAMILY_NAMES)})")
         if not isinstance(table, dict):
-            raise ConfigError(f"{fwhere}: expected a table")
+            raise ConfigError(f"{_field(origin, fwhere)}: expected a table")
         entry: dict[str, Any] = {}
         for key, item in table.items():
             if key == "flags":
-                entry[key] = _str_list(item, f"{fwhere}.flags")
+                entry[key] = _str_list(item, _field(origin, f"{fwhere}.flags"))
             elif key in COMPILER_KEYS:
                 if not isinstance(item, str) or not item:
-                    raise ConfigError(f"{fwhere}.{key}: expected a command name, got {item!r}")
+                    raise ConfigError(f"{_field(origin, f'{fwhere}.{key}')}: expected a command "
+                                      f"name, got {item!r}")
                 entry[key] = item
             else:
-                raise ConfigError(
-                    f"{fwhere}: unknown field '{key}' (known: {', '.join(COMPILER_KEYS)}, flags)"
-                )
+                raise ConfigError(f"{_field(origin, f'{fwhere}.{key}')}: unknown field "
+                                  f"(known: {', '.join(COMPILER_KEYS)}, flags)")
         out[family] = entry
     return out
 
 
-def _launcher(value: Any, where: str) -> LauncherConfig:
+def _launcher(value: Any, origin: str) -> LauncherConfig:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: expected a table [launcher]")
-    kind = _choice(value.get("kind", "none"), LAUNCHER_KINDS, f"{where}.kind")
+        raise ConfigError(f"{_field(origin, 'launcher')}: expected a table [launcher]")
+    kind = _choice(value.get("kind", "none"), LAUNCHER_KINDS, _field(origin, "launcher.kind"))
     fields: dict[str, Any] = {"kind": kind}
     for key in ("command", "tasks", "threads", "gpus"):
         if key in value:
             if not isinstance(value[key], str):
-                raise ConfigError(f"{where}.{key}: expected a string, got {value[key]!r}")
+                raise ConfigError(f"{_field(origin, f'launcher.{key}')}: expected a string, "
+                                  f"got {value[key]!r}")
             fields[key] = value[key]
     if "options" in value:
-        fields["options"] = _str_list(value["options"], f"{where}.options")
+        fields["options"] = _str_list(value["options"], _field(origin, "launcher.options"))
     unknown = set(value) - {"kind", "command", "tasks", "threads", "gpus", "options"}
     if unknown:
-        raise ConfigError(f"{where}: unknown field '{sorted(unknown)[0]}'")
+        raise ConfigError(f"{_field(origin, 'launcher.' + sorted(unknown)[0])}: unknown field")
     return LauncherConfig(**fields)
 
 

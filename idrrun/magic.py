@@ -31,6 +31,13 @@ class IdrrunFailure(Exception):
         return render_failure(self.failure).splitlines()
 
 
+def _wants_color() -> bool:
+    """Notebooks render ANSI colours in output; plain terminals only when they say so."""
+    if "ipykernel" in sys.modules:
+        return True
+    return sys.stdout.isatty() and os.environ.get("TERM", "dumb") != "dumb"
+
+
 @magics_class
 class IdrrunMagics(Magics):
     def __init__(self, shell: Any) -> None:
@@ -71,7 +78,7 @@ class IdrrunMagics(Magics):
                 assert opts.file is not None
                 src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
             request = pipeline.request_from(opts, src, settings, workdir)
-            reporter = TextReporter(sys.stdout, color=True)
+            reporter = TextReporter(sys.stdout, color=_wants_color())
             outcome = pipeline.execute(request, self._probe(settings, opts.family), settings, reporter)
         except IdrrunError as exc:
             # Exactly IPython's UsageError: the shell prints one line, no traceback.

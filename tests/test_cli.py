@@ -1,0 +1,85 @@
+"""`idrrun run` in a terminal: exit codes, messages, and the nvhpc command line (fake nvc)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+FAKES = ROOT / "tests" / "fakes"
+
+
+def idrrun(*args: str, cwd: Path, env: dict[str, str] | None = None,
+           timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT))
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_version(tmp_path: Path) -> None:
+    r = idrrun("--version", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("idrrun ")
+
+
+@pytest.mark.parametrize("body, code, message", [
+    ('#include <stdio.h>\nint main(void){ puts("fine"); return 0; }\n', 0, ""),
+    ("int main(void){ return 0 }\n", 1, "compile failed: exit code 1"),
+    ("#include <stdlib.h>\nint main(void){ abort(); }\n", 3, "run failed: killed by SIGABRT"),
+    ("#include <stdlib.h>\nint main(void){ exit(5); }\n", 3, "run failed: exit code 5"),
+    ("int main(void){ for(;;); }\n", 124, "run failed: timed out after 1 s"),
+])
+def test_exit_codes(tmp_path: Path, body: str, code: int, message: str) -> None:
+    (tmp_path / "p.c").write_text(body)
+    r = idrrun("run", "--timeout", "1", "p.c", cwd=tmp_path)
+    assert r.returncode == code, r.stdout + r.stderr
+    assert message in r.stderr
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    r = idrrun("run", "--frobnicate", "x.c", cwd=tmp_path)
+    assert r.returncode == 2 and "unrecognized arguments: --frobnicate" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = idrrun("run", "missing.c", cwd=tmp_path)
+    assert r.returncode == 2 and "no such file: missing.c" in r.stderr
+    (tmp_path / "idrrun.toml").write_text("timeout = -1\n")
+    (tmp_path / "ok.c").write_text("int main(void){return 0;}\n")
+    r = idrrun("run", "ok.c", cwd=tmp_path)
+    assert r.returncode == 2 and "idrrun.toml: field 'timeout'" in r.stderr
+
+
+def test_nvhpc_command_line_with_fake_nvc(tmp_path: Path) -> None:
+    """nvc cannot be installed here: a fake nvc records its argv (then builds with gcc)."""
+    log = tmp_path / "argv.jsonl"
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void){ puts("ran"); return 0; }\n')
+    env = {"PATH": f"{FAKES}{os.pathsep}{os.environ['PATH']}", "FAKE_NVHPC_LOG": str(log)}
+    r = idrrun("run", "-a", "--accopts", "cc70,pinned", "--options", "-O3", "p.c", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[nvhpc]" in r.stdout  # detected: nvc is on PATH
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    build = [c for c in calls if "--version" not in c]
+    assert len(build) == 1
+    argv = build[0]
+    assert Path(argv[0]).name == "nvc"
+    assert argv[1:5] == ["-acc", "-gpu=cc70,pinned", "-Minfo=accel", "-O3"]
+    assert argv[-1] == "source.c"
+    r = idrrun("run", "-c", "pgi", "-a", "--accopts", "cc70", "p.c", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = json.loads(log.read_text().splitlines()[-1])
+    assert Path(last[0]).name == "pgcc" and "-ta=tesla:cc70" in last
+
+
+def test_fortran_nvhpc_command_line_with_fake_nvfortran(tmp_path: Path) -> None:
+    log = tmp_path / "argv.jsonl"
+    (tmp_path / "p.f90").write_text("program p\n  print '(a)', 'ok'\nend program p\n")
+    env = {"PATH": f"{FAKES}{os.pathsep}{os.environ['PATH']}", "FAKE_NVHPC_LOG": str(log)}
+    r = idrrun("run", "-a", "p.f90", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    build = [json.loads(x) for x in log.read_text().splitlines() if "--version" not in x]
+    assert Path(build[-1][0]).name == "nvfortran" and "-acc" in build[-1] and "-Minfo=accel" in build[-1]

@@ -1,0 +1,69 @@
+"""Config layers and their precedence; broken files name the file and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from idrrun import config
+from idrrun.errors import ConfigError
+
+
+def test_precedence_user_project_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user = Path(config.user_config_path())
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('timeout = 10\nlanguage = "fortran"\nfamily = "pgi"\n')
+    (tmp_path / "idrrun.toml").write_text('timeout = 20\nfamily = "gcc"\n')
+    env_file = tmp_path / "env.toml"
+    env_file.write_text("timeout = 30\n")
+    s = config.load(tmp_path, environ={})
+    assert (s.timeout, s.language, s.family) == (20, "fortran", "gcc")
+    s = config.load(tmp_path, environ={"IDRRUN_CONFIG": str(env_file)})
+    assert s.timeout == 30
+    s = config.load(tmp_path, environ={"IDRRUN_CONFIG": str(env_file), "IDRRUN_TIMEOUT": "40"})
+    assert s.timeout == 40
+    assert s.files == (str(user), str(tmp_path / "idrrun.toml"), str(env_file))
+    user.unlink()
+
+
+def test_defaults(tmp_path: Path) -> None:
+    s = config.load(tmp_path, environ={})
+    assert s.timeout == 300 and s.family is None and s.launcher.kind == "none"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("timeout = 'soon'", "field 'timeout': expected a positive number"),
+    ("family = 'intel'", "field 'family': expected one of nvhpc, gcc, pgi"),
+    ("tiemout = 3", "field 'tiemout': unknown field"),
+    ("[compilers.gcc]\nc = 3", "field 'compilers.gcc.c': expected a command name"),
+    ("[launcher]\nkind = 'qsub'", "field 'launcher.kind': expected one of none, mpirun, srun"),
+    ("timeout = ", "not valid TOML"),
+])
+def test_broken_project_file(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "idrrun.toml").write_text(text)
+    with pytest.raises(ConfigError, match=message) as info:
+        config.load(tmp_path, environ={})
+    assert str(tmp_path / "idrrun.toml") in str(info.value)
+
+
+def test_idris_site_file(tmp_path: Path) -> None:
+    site = {
+        "nvhpc": {"c": {"compiler": "nvc", "extension": ".c"},
+                  "fortran": {"compiler": "nvfortran", "extension": ".f90"}},
+        "gcc": {"c": {"compiler": "gcc-12", "extension": ".c"}},
+        "profiling": {"command": "nsys profile", "default_options": ["--trace=openacc,cuda"]},
+        "launcher": {"command": "srun", "tasks": "--ntasks=", "threads": "--cpus-per-task=",
+                     "gpus": "--gres=gpu:", "options": ["--qos=qos_gpu-dev"]},
+        "default_settings": {"gpus": 1, "compilers": "nvhpc", "language": "fortran"},
+    }
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps(site))
+    s = config.load(tmp_path, environ={"IDR_CONFIG_FILE": str(path)})
+    assert s.family == "nvhpc" and s.language == "fortran" and s.gpus == 1
+    assert s.compiler_command("gcc", "c") == "gcc-12"
+    assert s.launcher.kind == "srun" and s.launcher.gpus == "--gres=gpu:"
+    assert s.profiler == ("nsys", "profile", "--trace=openacc,cuda")
+    (tmp_path / "idrrun.toml").write_text('family = "gcc"\n')  # the project file wins
+    assert config.load(tmp_path, environ={"IDR_CONFIG_FILE": str(path)}).family == "gcc"

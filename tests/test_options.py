@@ -1,0 +1,64 @@
+"""The one option spec: IDRIS-compatible flags, shlex-correct values, clear usage errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from idrrun.errors import UsageError
+from idrrun.options import Options, parse_line
+
+
+def parse(line: str) -> Options:
+    opts = parse_line(line)
+    assert opts is not None
+    return opts
+
+
+@pytest.mark.parametrize("line", ['-a --accopts cc70,pinned', '-a --accopts "cc70,pinned"',
+                                  "-a --accopts 'cc70 pinned'", "--acc --accopts=cc70,pinned"])
+def test_accopts_quoted_or_not(line: str) -> None:
+    assert parse(line).accopts == ("cc70", "pinned")
+
+
+def test_options_values_may_start_with_a_dash() -> None:
+    assert parse('--options "-O3 -g"').compiler_options == ("-O3", "-g")
+    assert parse("--options -O3").compiler_options == ("-O3",)
+    assert parse('--option "-DN=4 -Wall"').compiler_options == ("-DN=4", "-Wall")
+
+
+def test_cliopts_keep_quoted_words_together() -> None:
+    assert parse("""--cliopts "10 'two words' -v" """).program_args == ("10", "two words", "-v")
+    assert parse("--cliopts 42").program_args == ("42",)
+
+
+def test_every_idris_flag() -> None:
+    o = parse("-a -l fortran -c gcc -t --threads 4 -m 2 -g 1 --get out.dat log.txt --notime "
+              "--profile -n --object -k saved.f90 --timeout 12.5 --force --no-raise --exercise ex1")
+    assert (o.acc, o.language, o.family, o.openmp, o.threads, o.mpi, o.gpus) == (
+        True, "fortran", "gcc", True, 4, 2, 1)
+    assert o.get == ("out.dat", "log.txt")
+    assert (o.notime, o.profile, o.noexec, o.object, o.keep) == (True, True, True, True, "saved.f90")
+    assert (o.timeout, o.force, o.no_raise, o.check) == (12.5, True, True, "ex1")
+
+
+def test_defaults_leave_room_for_config() -> None:
+    o = parse("")
+    assert o.timeout is None and o.language is None and o.family is None
+
+
+@pytest.mark.parametrize("line, message", [
+    ("--bogus", "unrecognized arguments: --bogus"),
+    ("-m zero", "expected a whole number"),
+    ("-m 0", "expected a number >= 1"),
+    ("--timeout -3", "expected a number of seconds"),
+    ("-c intel", "invalid choice: 'intel'"),
+    ('--cliopts "unterminated', "cannot read the line"),
+])
+def test_bad_flags_are_usage_errors(line: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        parse_line(line)
+
+
+def test_help_is_shown_and_nothing_parsed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_line("--help") is None
+    assert "--accopts" in capsys.readouterr().out
