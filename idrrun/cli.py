@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__, config, options, pipeline, source, toolchains
+from . import __version__, classroom, config, grading, options, source, specs, toolchains
 from .display import TextReporter, render_failure
-from .errors import IdrrunError
+from .errors import IdrrunError, UsageError
 from .model import Outcome
 
 EXIT_OK, EXIT_BUILD, EXIT_USAGE, EXIT_RUN, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 124, 130
@@ -41,39 +41,185 @@ def _run(tokens: Sequence[str]) -> int:
     settings = config.load(workdir)
     assert opts.file is not None
     src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
-    request = pipeline.request_from(opts, src, settings, workdir)
     reporter = TextReporter(sys.stdout, color=sys.stdout.isatty())
     probe = toolchains.probe(settings, opts.family)
-    outcome = pipeline.execute(request, probe, settings, reporter)
+    outcome = grading.run_with_options(opts, src, settings, workdir, probe, reporter)
     if outcome.failure is not None:
         print(render_failure(outcome.failure), file=sys.stderr)
     return exit_code(outcome)
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected at least 1")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _console():  # type: ignore[no-untyped-def]
+    from rich.console import Console
+
+    return Console(stderr=False, highlight=False)
+
+
+def _grade(tokens: Sequence[str]) -> int:
+    p = _Parser(prog="idrrun grade", description="Grade submissions of one exercise.")
+    p.add_argument("exercise", metavar="NAME")
+    p.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
+                   help="source files, notebooks, or one folder per student")
+    p.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N")
+    p.add_argument("--language", "-l", choices=("c", "c++", "fortran", "cuda"))
+    p.add_argument("--report", type=Path, metavar="FILE.csv|FILE.json")
+    p.add_argument("--feedback", type=Path, metavar="DIR", help="write one Markdown file per student")
+    p.add_argument("--timeout", type=options._seconds, metavar="S")
+    p.add_argument("-c", "--compiler", choices=("nvhpc", "gcc", "pgi"))
+    args = p.parse_args(list(tokens))
+    if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
+        raise UsageError(f"--report {args.report}: use a .csv or .json file name")
+    workdir = Path.cwd()
+    settings = config.load(workdir)
+    exercise = specs.find(args.exercise, settings, workdir)
+    probe = toolchains.probe(settings, args.compiler)
+    subs = classroom.discover(args.submissions, exercise, args.language)
+    console = _console()
+    rows = _with_progress(console, len(subs), f"grading {exercise.name}",
+                          lambda done: classroom.grade_all(subs, exercise, settings, probe,
+                                                           args.jobs, args.timeout, done))
+    _summary(console, rows)
+    if args.report is not None:
+        classroom.write_report(rows, args.report)
+        console.print(f"report: {args.report}")
+    if args.feedback is not None:
+        classroom.write_feedback(rows, exercise, args.feedback)
+        console.print(f"feedback: {args.feedback}/")
+    return EXIT_OK if all(r.verdict == "pass" for r in rows) else 1
+
+
+def _with_progress(console, total, label, work):  # type: ignore[no-untyped-def]
+    """Run work(done_callback) under a progress bar with ETA on a terminal, plain lines elsewhere."""
+    if console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn(), console=console) as progress:
+            task = progress.add_task(label, total=total)
+            return work(lambda row: progress.advance(task))
+    return work(lambda row: print(f"{row.student}: {row.verdict}", flush=True))
+
+
+def _summary(console, rows) -> None:  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    table = Table(title="verdicts")
+    for col in ("student", "language", "verdict", "reasons", "build s", "run s"):
+        table.add_column(col)
+    for r in rows:
+        style = {"pass": "green", "fail": "red", "error": "magenta"}[r.verdict]
+        table.add_row(r.student, r.language, f"[{style}]{r.verdict}[/]", r.reasons,
+                      f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}")
+    console.print(table)
+    counts = {v: sum(r.verdict == v for r in rows) for v in ("pass", "fail", "error")}
+    console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errors")
+
+
+def _course(tokens: Sequence[str]) -> int:
+    p = _Parser(prog="idrrun course", description="The course's own checks and tools.")
+    sub = p.add_subparsers(dest="action", required=True)
+    chk = sub.add_parser("check", help="every solution passes, every start file builds and fails")
+    chk.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N")
+    chk.add_argument("--language", "-l", choices=("c", "fortran"), action="append")
+    chk.add_argument("--exercise", action="append", metavar="NAME")
+    chk.add_argument("-c", "--compiler", choices=("nvhpc", "gcc", "pgi"))
+    strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells")
+    strip.add_argument("notebooks", nargs="+", type=Path, help="notebooks or folders of notebooks")
+    strip.add_argument("--out", type=Path, required=True, metavar="DIR")
+    args = p.parse_args(list(tokens))
+    if args.action == "strip":
+        return _strip(args.notebooks, args.out)
+    workdir = Path.cwd()
+    settings = config.load(workdir)
+    folder = specs.exercises_folder_or_fail(settings, workdir)
+    exercises = specs.all_exercises(folder)
+    if args.exercise:
+        unknown = set(args.exercise) - {e.name for e in exercises}
+        if unknown:
+            raise UsageError(f"unknown exercise(s): {', '.join(sorted(unknown))}")
+        exercises = [e for e in exercises if e.name in args.exercise]
+    probe = toolchains.probe(settings, args.compiler)
+    console = _console()
+    where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
+    console.print(f"course check: {len(exercises)} exercises, {probe.family} family, {where}")
+    total = sum(2 * len([l for l in e.sources if not args.language or l in args.language]) for e in exercises)
+    rows = _with_progress(console, total, "course check",
+                          lambda done: classroom.course_check(exercises, args.language, settings,
+                                                              probe, args.jobs, done))
+    from rich.table import Table
+
+    table = Table(title="course check")
+    for col in ("exercise", "language", "solution", "start file", "solution run s", "ok"):
+        table.add_column(col)
+    for r in rows:
+        sol = r.solution.verdict + ("" if r.solution.verdict == "pass" else f": {r.solution.reasons}")
+        start = r.start.verdict + (f": {r.start.reasons}" if r.start.verdict != "pass" else "")
+        table.add_row(r.exercise, r.language, sol, start, f"{r.solution.run_seconds:.2f}",
+                      "[green]yes[/]" if r.ok else "[red]NO[/]")
+    console.print(table)
+    bad = [r for r in rows if not r.ok]
+    console.print(f"{len(rows) - len(bad)} passed, {len(bad)} failed")
+    return EXIT_OK if not bad and rows else 1
+
+
+def _strip(paths: Sequence[Path], out: Path) -> int:
+    notebooks: list[tuple[Path, Path]] = []
+    for path in paths:
+        if path.is_dir():
+            notebooks += [(nb, out / nb.relative_to(path)) for nb in sorted(path.rglob("*.ipynb"))
+                          if ".ipynb_checkpoints" not in nb.parts]
+        elif path.suffix == ".ipynb" and path.is_file():
+            notebooks.append((path, out / path.name))
+        else:
+            raise UsageError(f"{path}: not a notebook or a folder")
+    for nb, dest in notebooks:
+        removed = classroom.strip_solutions(nb, dest)
+        print(f"{dest}: {removed} solution cells removed")
+    return EXIT_OK
+
+
+COMMANDS = {"run": _run, "grade": _grade, "course": _course}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="idrrun", description="Compile, run and check OpenACC course code.",
-        epilog="Commands: run (compile and run a file). 'idrrun COMMAND --help' for details.",
+        epilog="Commands: run FILE (compile and run), grade NAME SUBMISSION... (grade a class), "
+               "course check|strip. 'idrrun COMMAND --help' for details.",
     )
     parser.add_argument("--version", action="version", version=f"idrrun {__version__}")
-    parser.add_argument("command", nargs="?", choices=["run"], help="what to do")
+    parser.add_argument("command", nargs="?", choices=sorted(COMMANDS), help="what to do")
     if not argv or argv[0] in ("-h", "--help", "--version"):
         parser.parse_args(argv)
         parser.print_help()
         return EXIT_USAGE
     command, rest = argv[0], argv[1:]
     try:
-        if command == "run":
-            return _run(rest)
-        parser.error(f"unknown command {command!r} (known: run)")
+        if command not in COMMANDS:
+            raise UsageError(f"unknown command {command!r} (known: {', '.join(sorted(COMMANDS))})")
+        return COMMANDS[command](rest)
     except IdrrunError as exc:
         print(f"idrrun: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("idrrun: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import os
 import shlex
 from collections.abc import Sequence
 from typing import TextIO
 
-from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain
+from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
 
 # Message templates, kept as constants so tests can check the rendered text.
 HEADER = "idrrun: {version} [{family}] · {language}{guess} · {target}"
@@ -109,3 +110,55 @@ class TextReporter:
 
     def failure(self, failure: Failure) -> None:
         self._line(render_failure(failure), "bad")
+
+    def verdict(self, verdict: Verdict) -> None:
+        self._line(str(VerdictView(verdict)), "ok" if verdict.passed else "bad")
+
+
+# ---------------------------------------------------------------------------------------
+# Verdicts
+
+_MARK = {"pass": "PASS", "fail": "FAIL", "skipped": "skip"}
+_HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "skipped": "#6e7781"}
+
+
+class VerdictView:
+    """A verdict as a small table: HTML in the notebook, plain text elsewhere."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+
+    def headline(self) -> str:
+        v = self.verdict
+        if v.passed:
+            return f"{v.exercise}: PASS, {len(v.checks)} checks"
+        return f"{v.exercise}: not yet, {len(v.failed_checks)} of {len(v.checks)} checks failed"
+
+    def __str__(self) -> str:
+        rows = [("check", "result", "expected", "got", "why")]
+        rows += [(c.name, _MARK[c.status], c.expected, c.got, c.reason) for c in self.verdict.checks]
+        widths = [min(max(len(r[i]) for r in rows), 28) for i in range(4)]
+        lines = [self.headline()]
+        for r in rows:
+            cells = [r[i][:28].ljust(widths[i]) for i in range(4)]
+            lines.append("  " + "  ".join(cells) + "  " + r[4])
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        v = self.verdict
+        color = _HTML_COLOR["pass" if v.passed else "fail"]
+        body = "".join(
+            f"<tr><td>{html.escape(c.name)}</td>"
+            f"<td style='color:{_HTML_COLOR[c.status]};font-weight:bold'>{_MARK[c.status]}</td>"
+            f"<td>{html.escape(c.expected)}</td><td>{html.escape(c.got)}</td>"
+            f"<td>{html.escape(c.reason)}</td></tr>"
+            for c in v.checks
+        )
+        return (
+            f"<div class='idrrun-verdict'><b style='color:{color}'>{html.escape(self.headline())}</b>"
+            "<table><thead><tr><th>check</th><th>result</th><th>expected</th><th>got</th>"
+            f"<th>why</th></tr></thead><tbody>{body}</tbody></table></div>"
+        )
+
+    def _repr_pretty_(self, p: object, cycle: bool) -> None:
+        p.text(str(self))  # type: ignore[attr-defined]

@@ -10,10 +10,10 @@ from typing import Any
 from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from . import config, options, pipeline, source, toolchains
-from .display import TextReporter, render_failure
+from . import config, grading, options, source, toolchains
+from .display import TextReporter, VerdictView, render_failure
 from .errors import IdrrunError
-from .model import Failure, FamilyName, Outcome, Probe
+from .model import Failure, FamilyName, Outcome, Probe, Verdict
 
 
 class IdrrunFailure(Exception):
@@ -36,6 +36,16 @@ def _wants_color() -> bool:
     if "ipykernel" in sys.modules:
         return True
     return sys.stdout.isatty() and os.environ.get("TERM", "dumb") != "dumb"
+
+
+class NotebookReporter(TextReporter):
+    """Text for the build and run; the verdict as a rich display (HTML table in notebooks)."""
+
+    def verdict(self, verdict: Verdict) -> None:
+        from IPython.display import display
+
+        sys.stdout.flush()
+        display(VerdictView(verdict))
 
 
 @magics_class
@@ -77,16 +87,16 @@ class IdrrunMagics(Magics):
             else:
                 assert opts.file is not None
                 src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
-            request = pipeline.request_from(opts, src, settings, workdir)
-            reporter = TextReporter(sys.stdout, color=_wants_color())
-            outcome = pipeline.execute(request, self._probe(settings, opts.family), settings, reporter)
+            reporter = NotebookReporter(sys.stdout, color=_wants_color())
+            probe = self._probe(settings, opts.family)
+            outcome = grading.run_with_options(opts, src, settings, workdir, probe, reporter)
         except IdrrunError as exc:
             # Exactly IPython's UsageError: the shell prints one line, no traceback.
             raise IPythonUsageError(str(exc)) from None
         self.last_outcome = outcome
         self.shell.user_ns["_idrrun"] = outcome
         if outcome.failure is not None:
-            if request.raise_on_failure:
+            if outcome.request.raise_on_failure:
                 raise IdrrunFailure(outcome.failure)
             reporter.failure(outcome.failure)
 

@@ -255,6 +255,11 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings) -> Toolchain
             if not probe_.gpus:
                 notes.append("no GPU found: the program will need one to run its OpenACC regions")
         flags += family.feedback_flags
+        if request.check is not None and family.name == "gcc":
+            # The exercise checks read gcc's tree dumps (written and lowered data clauses).
+            from .accinfo import GCC_DUMP_FLAGS
+
+            flags += GCC_DUMP_FLAGS
     elif request.accopts:
         notes.append("--accopts is ignored without -a/--acc")
     if request.openmp:

@@ -1,0 +1,624 @@
+"""What the compiler made of a program's OpenACC directives: compute regions and implicit data.
+
+Exercise checks ask two questions of a build: did the compiler create at least one OpenACC
+compute region (parallel, kernels, serial), and which arrays reach a compute region without a
+data clause naming them, so that the runtime moves them (or, for a C pointer under gcc, fails to
+move them) implicitly. The answers come from what the compiler wrote, never from the source:
+a directive the compiler ignored (no -fopenacc, a typo) creates no region.
+
+gcc / gfortran (12). The build adds GCC_DUMP_FLAGS. The `original` dump prints each construct
+with the clauses the student wrote; the `gimple` dump prints the same construct after
+gimplification has ADDED a clause for every variable the region uses without one. A name in a
+gimple clause that the original construct does not name is therefore implicit. Constructs are
+paired per function, in order. Of the implicit names, only data counts:
+
+- a map of a dereference (`*a`, `MEM[...]`, a Fortran descriptor's `a.data`) or of a name that
+  is an array (declared with `[...]` in the function, or indexed in the region's body);
+- a map or `firstprivate` of a name declared as a pointer: under gcc only the pointer value, a
+  host address, reaches the device;
+- never a scalar (plain scalars become firstprivate, kernels scalars force_tofrom), never a
+  variable of a reduction clause, never a struct or a global scalar whose type the dumps do not
+  show (a global array is recognised by its indexing in the region).
+
+nvhpc (nvc / nvfortran). The text of -Minfo=accel: a compute region is a line group that says
+"Generating NVIDIA GPU code" (older: "Generating Tesla code", "Accelerator kernel generated";
+"Generating Multicore code" for the host target) and is not an `acc routine`. Implicit data is
+"Generating implicit copy|copyin|copyout|create(...)" on a name with an array section, `x[...]`
+in C or `x(...)` in Fortran: nvhpc prints whole arrays with a section (`a[:]`, `a(:)`), so a
+bare name is a scalar (a reduction variable, a counter) or a struct, and is left out.
+
+Everything here is pure: the texts come in, frozen values go out, nothing raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+# -fdump-tree-original: the clauses as written (no line markers in C, so they are not asked for).
+# -fdump-tree-gimple-lineno: the clauses after gimplification, and `[file:line:col]` before each
+# construct, which names the source line of a finding. Both dumps land next to the output file,
+# named like `prog-source.c.005t.original` and `prog-source.c.006t.gimple` (numbers vary with
+# versions); the plain -fdump-tree-gimple and -fdump-tree-original-lineno variants parse too.
+GCC_DUMP_FLAGS: tuple[str, ...] = ("-fdump-tree-original", "-fdump-tree-gimple-lineno")
+
+GCC_METHOD = "gcc tree dumps (original vs gimple)"
+NVHPC_METHOD = "nvhpc -Minfo=accel"
+
+COMPUTE_CONSTRUCTS: tuple[str, ...] = ("parallel", "kernels", "serial")
+
+
+@dataclass(frozen=True)
+class ImplicitData:
+    """One variable a compute region uses without a data clause naming it."""
+
+    variable: str
+    line: int | None  # source line of the construct, when known
+    construct: str  # "parallel", "kernels", "serial"
+    detail: str  # one readable sentence for the student
+
+
+@dataclass(frozen=True)
+class AccReport:
+    """What a build did with the program's OpenACC directives."""
+
+    regions: int  # compute regions the compiler created
+    implicit: tuple[ImplicitData, ...]
+    method: str  # how this was found out, for messages and logs
+
+
+# Message templates, kept here so that tests can check the rendered text.
+MSG_ARRAY = ("{var} is used in the {construct} region{at} without a data clause, so the runtime "
+             "moves it implicitly: name it in copy, copyin, copyout or create, or in present if "
+             "it is already on the device.")
+MSG_POINTER = ("The pointer {var} is used in the {construct} region{at} without a data clause, so "
+               "only its value, a host address, reaches the device and not the data it points "
+               "to: name it with a section, e.g. copyin({var}[0:n]), or present({var}[0:n]) if "
+               "the data is already on the device.")
+MSG_IN_DATA = ("{var} is used in the {construct} region{at} without a data clause (it is in an "
+               "enclosing data region{data_at}: add present({var})).")
+MSG_ENTERED = ("{var} is used in the {construct} region{at} without a data clause (it was put on "
+               "the device by the {directive} directive{data_at}: add present({var})).")
+MSG_NVHPC = ("{var} is used in the {construct} region{at} without a data clause, so the compiler "
+             "adds {clause} implicitly: name it in a data clause yourself, or in present if it "
+             "is already on the device.")
+MSG_NVHPC_UNKNOWN = ("{var} is used in the {construct} region{at} without a data clause, and the "
+                     "compiler cannot tell how much of it to move: name it with a section, "
+                     "e.g. copyin({var}[0:n]).")
+
+
+def _at(line: int | None) -> str:
+    return f" at line {line}" if line is not None else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Directives in the source
+
+
+# Comments and string literals of C, matched together so that a `/*` inside a string stays a
+# string and a `#pragma acc` inside a block comment is not counted.
+_C_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*',
+                                  re.DOTALL)
+_C_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+acc\b|_Pragma[ \t]*\([ \t]*"[ \t]*acc\b',
+                       re.MULTILINE)
+# Free form: `!$acc` after blanks. Fixed form: `c$acc`, `*$acc` or `!$acc` in column 1. The
+# sentinel must end there: `!$accx` is a comment, `!$acc&` a continued directive.
+_F_SENTINEL = re.compile(r"^(?:[ \t]*!|[cC*])\$acc(?![A-Za-z0-9_$])", re.MULTILINE | re.IGNORECASE)
+
+
+def _strip_c_comments(text: str) -> str:
+    return _C_COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text)
+
+
+def source_has_directives(text: str, language: str) -> bool:
+    """Whether the source holds at least one OpenACC directive ("c", "c++", "cuda", "fortran")."""
+    try:
+        lang = language.strip().lower()
+        if lang in ("c", "c++", "cuda"):
+            return bool(_C_PRAGMA.search(_strip_c_comments(text)))
+        if lang == "fortran":
+            return bool(_F_SENTINEL.search(text))
+        # An unknown language name: either spelling of a directive counts.
+        return bool(_C_PRAGMA.search(_strip_c_comments(text)) or _F_SENTINEL.search(text))
+    except Exception:  # noqa: BLE001 - a check helper never breaks a run (see module doc)
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# gcc tree dumps: reading
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One variable or expression named by a clause."""
+
+    clause: str  # "map", "firstprivate", "reduction", "private", ...
+    expr: str  # "*a", "x", "MEM[(char *)a]", "(real(kind=8)[0:] *) b.data"
+    attrs: str  # what gcc appends in brackets: "len: 800", "pointer assign, bias: 0", ""
+
+
+@dataclass(frozen=True)
+class _Directive:
+    kind: str  # "parallel", "kernels", "serial", "data", "enter data", "declare", "loop", ...
+    line: int | None
+    items: tuple[_Item, ...]
+    start: int  # index of the pragma line in the function's lines
+    end: int  # index one past the last line of its body (== start + 1 for standalone ones)
+
+
+@dataclass(frozen=True)
+class _Function:
+    name: str
+    lines: tuple[str, ...]
+    directives: tuple[_Directive, ...]
+    pointers: frozenset[str]  # base names declared as pointers (parameters, locals, copies)
+    arrays: frozenset[str]  # names declared as arrays, as the dump spells them
+
+    def computes(self) -> tuple[_Directive, ...]:
+        return tuple(d for d in self.directives if d.kind in COMPUTE_CONSTRUCTS)
+
+
+# `[file:line:col]` (gimple-lineno, and gfortran's original-lineno), possibly `discrim N`. The
+# `:\d+:\d+` tail keeps `[len: 800]` and `[0:99]` out.
+_LOC = re.compile(r"\[[^\[\]]*?:(\d+):\d+(?: discrim \d+)?\]\s*")
+_PRAGMA = re.compile(r"^(?P<indent>[ \t]*)(?P<locs>(?:\[[^\[\]]*?:\d+:\d+(?: discrim \d+)?\]\s*)*)"
+                     r"#pragma\s+(?P<rest>.*)$")
+_ORIGINAL_KIND = re.compile(r"acc\s+(?P<kind>enter\s+data|exit\s+data|host_data|parallel|kernels"
+                            r"|serial|data|update|declare|wait|cache|loop|atomic|routine)\b")
+_GIMPLE_KIND = re.compile(r"omp\s+target\s+oacc_(?P<kind>\w+)")
+_FN_DUMP_HEADER = re.compile(r"^;; Function (?P<sig>.*?)(?:\s+\([^()]*\))?\s*$")
+_BLOCK_OPEN = re.compile(r"^(?:\[[^\[\]]*\]\s*)?\{\s*$")
+# gcc's own temporaries: `D.4238`, `_39`.
+_TEMP = re.compile(r"D\.\d+|_\d+")
+_CLAUSE_NAME = re.compile(r"\s*([A-Za-z_]\w*)")
+_IDENT = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
+_CAST = re.compile(r"\((?:[^()]|\([^()]*\))*?\*\s*(?:restrict\s*|const\s*|volatile\s*)*\)")
+_ATTRS = re.compile(r"\s*\[(?P<attrs>(?:len:|pointer |bias:|value-expr:)[^\[\]]*)\]\s*$")
+_MEM_INNER = re.compile(r"\[(?P<inner>[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*)\]\s*$")
+_NOT_NAMES = frozenset({"MEM", "restrict", "const", "volatile", "char", "void", "sizetype"})
+# Tree codes g++ prints around a name: `*NON_LVALUE_EXPR <a>`.
+_TREE_CODE = re.compile(r"[A-Z][A-Z_]*_EXPR")
+# A declaration line in a gimple function: `double * restrict A;`, `double * gp.29;`,
+# `real(kind=8)[0:D.4292] * restrict a.0;`. Statements always print ` = `, declarations never.
+_PTR_DECL = re.compile(r"^\s*(?!return\b|goto\b)[A-Za-z_][\w()=:\[\]., <>]*?\*\s*"
+                       r"(?:(?:restrict|__restrict|const|volatile)\s+|\*\s*)*"
+                       r"(?P<name>[A-Za-z_]\w*(?:\.\d+)?)\s*;\s*$")
+_ARRAY_DECL = re.compile(r"^\s*(?:static\s+)?[A-Za-z_][\w()=:.,<>]*(?:\s+[A-Za-z_][\w()=:.,<>]*)*"
+                         r"\s+(?P<name>[A-Za-z_]\w*(?:\.\d+)?)\s*(?:\[[^\[\]]*\])+\s*(?:=.*)?;\s*$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _balanced(text: str, open_at: int) -> int:
+    """Index just past the parenthesis that closes the one at `open_at` (or len(text))."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch in "([<":
+            depth += 1
+        elif ch in ")]>" and depth > 0:
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _clauses(text: str) -> Iterator[tuple[str, str]]:
+    """(name, argument text) of each clause: `map(tofrom:x) async(q) independent`."""
+    i = 0
+    while i < len(text):
+        m = _CLAUSE_NAME.match(text, i)
+        if m is None:
+            i += 1
+            continue
+        name = m.group(1)
+        i = m.end()
+        if i < len(text) and text[i] == "(":
+            end = _balanced(text, i)
+            yield name, text[i + 1:end - 1]
+            i = end
+        else:
+            yield name, ""
+
+
+def _items(text: str) -> tuple[_Item, ...]:
+    items: list[_Item] = []
+    for clause, args in _clauses(_LOC.sub("", text)):
+        if clause == "map":
+            _, _, rest = args.partition(":")  # the map kind (tofrom, force_present, ...) aside
+            m = _ATTRS.search(rest)
+            expr, attrs = (rest[:m.start()], m.group("attrs")) if m else (rest, "")
+            items.append(_Item("map", expr.strip(), attrs.strip()))
+        elif clause == "reduction":
+            _, _, names = args.partition(":")
+            items.extend(_Item("reduction", n, "") for n in _split_top(names))
+        else:
+            items.extend(_Item(clause, a, "") for a in _split_top(args))
+    return tuple(items)
+
+
+def _base_name(expr: str) -> str | None:
+    """The user variable an expression of a clause is about, or None for compiler temporaries.
+
+    `*a` -> a, `MEM[(char *)a]` -> a, `(real(kind=8)[0:] * restrict) b.11_14->data` -> b,
+    `a.0` -> a (gfortran's copy of a dummy array), `gp.28_13` -> gp, `*NON_LVALUE_EXPR <a>` -> a,
+    `D.4238` -> None.
+    """
+    text = expr.strip()
+    if text.lstrip("*( ").startswith("MEM"):
+        m = _MEM_INNER.search(text)
+        if m is None:
+            return None
+        text = m.group("inner")
+    text = _CAST.sub(" ", text)
+    for m in _IDENT.finditer(text):
+        token = m.group(0)
+        if token in _NOT_NAMES or _TREE_CODE.fullmatch(token):
+            continue
+        return None if _TEMP.fullmatch(token) else token.split(".")[0]
+    return None
+
+
+def _is_dereference(item: _Item) -> bool:
+    """Whether a clause expression is about pointed-to data rather than a variable's own bytes."""
+    expr = _CAST.sub(" ", item.expr)
+    return ("*" in expr or "->" in expr or "MEM" in expr or ".data" in expr
+            or "pointer" in item.attrs)
+
+
+def _function_name(signature: str) -> str:
+    """`void f (double * a, int n)`, `void f(double*, int)` and `f` all give `f`."""
+    sig = signature.strip()
+    cut = sig.find(" (")
+    if cut < 0:
+        cut = sig.find("(")
+    head = sig[:cut] if cut >= 0 else sig
+    while re.search(r"<[^<>]*>", head):
+        head = re.sub(r"<[^<>]*>", "", head)
+    words = head.split()
+    return words[-1].lstrip("*&") if words else ""
+
+
+def _split_functions(text: str) -> list[tuple[str, list[str]]]:
+    """The dump cut into (function name, lines); one nameless piece when no header is found.
+
+    C's original dump heads each function with `;; Function f (null)`; gimple dumps and gfortran's
+    original dump print the signature at column 0, then `{` (maybe after a `[file:line:col]`).
+    """
+    lines = text.splitlines()
+    dump_headers = any(_FN_DUMP_HEADER.match(line) for line in lines)
+    functions: list[tuple[str, list[str]]] = []
+    current: tuple[str, list[str]] | None = None
+    for i, line in enumerate(lines):
+        name: str | None = None
+        if dump_headers:
+            m = _FN_DUMP_HEADER.match(line)
+            if m:
+                name = _function_name(m.group("sig"))
+        elif (line[:1] not in ("", " ", "\t", "{", "}", "[", "#", ";", "<")
+              and not line.startswith("__attribute__")
+              and i + 1 < len(lines) and _BLOCK_OPEN.match(lines[i + 1])):
+            name = _function_name(line)
+        if name is not None:
+            current = (name, [line])
+            functions.append(current)
+        elif current is not None:
+            current[1].append(line)
+        elif line.strip():
+            current = ("", [line])
+            functions.append(current)
+    return functions
+
+
+def _directives(lines: list[str]) -> tuple[_Directive, ...]:
+    found: list[_Directive] = []
+    for i, line in enumerate(lines):
+        m = _PRAGMA.match(line)
+        if m is None:
+            continue
+        rest = m.group("rest")
+        g = _GIMPLE_KIND.match(rest)
+        o = _ORIGINAL_KIND.match(rest) if g is None else None
+        if g is not None:
+            kind = g.group("kind")
+            clauses = rest[g.end():]
+            # Later passes split kernels into oacc_parallel_kernels_*; gcc 12's gimple does not.
+            kind = "kernels" if kind.startswith("parallel_kernels") else kind.replace("_", " ")
+            kind = "host_data" if kind == "host data" else kind
+        elif o is not None:
+            kind = " ".join(o.group("kind").split())
+            clauses = rest[o.end():]
+        else:
+            continue
+        locs = _LOC.findall(m.group("locs"))
+        line_no = int(locs[0]) if locs else None
+        indent = _indent(line)
+        end = i + 1
+        # The body is what follows at a deeper indent: dumps indent every block they print.
+        while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > indent):
+            end += 1
+        found.append(_Directive(kind, line_no, _items(clauses.rstrip().rstrip(";")), i, end))
+    return tuple(found)
+
+
+def _declarations(lines: list[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(pointer base names, array names) declared in a function, signature included."""
+    pointers: set[str] = set()
+    arrays: set[str] = set()
+    if lines:
+        head = lines[0]
+        open_at = head.find("(")
+        if open_at >= 0 and not head.startswith(";;"):
+            for param in _split_top(head[open_at + 1:_balanced(head, open_at) - 1]):
+                m = re.search(r"\*\s*(?:(?:restrict|__restrict|const|volatile)\s+)*"
+                              r"([A-Za-z_]\w*)\s*$", param)
+                if m:
+                    pointers.add(m.group(1))
+    for line in lines[1:]:
+        # Declarations are short and never hold ` = ` outside an initialiser; skipping the rest
+        # keeps the regular expressions away from long clause lines.
+        if len(line) > 240 or not line.rstrip().endswith(";") or line.lstrip().startswith("["):
+            continue
+        if " = " not in line:
+            p = _PTR_DECL.match(line)
+            if p and not re.fullmatch(r"D\.\d+", p.group("name")):
+                pointers.add(p.group("name").split(".")[0])
+        a = _ARRAY_DECL.match(line)
+        if a and " = " not in line[:a.start("name")]:
+            arrays.add(a.group("name"))
+    return frozenset(pointers), frozenset(arrays)
+
+
+def _parse_dump(text: str) -> list[_Function]:
+    functions: list[_Function] = []
+    for name, lines in _split_functions(text):
+        pointers, arrays = _declarations(lines)
+        functions.append(_Function(name, tuple(lines), _directives(lines), pointers, arrays))
+    return functions
+
+
+# ---------------------------------------------------------------------------------------------
+# gcc tree dumps: deciding
+
+
+def _pairs(original: list[_Function], gimple: list[_Function]
+           ) -> Iterator[tuple[_Function, _Directive, _Directive]]:
+    """(gimple function, original construct, gimple construct) for every construct paired.
+
+    Functions pair by name, the n-th `f` of one dump with the n-th `f` of the other: the two
+    dumps do not list functions in the same order (gimplification follows the call graph).
+    Constructs pair by order inside a function. A function whose counts differ, or whose lines
+    disagree where both dumps give them, is left out rather than risk a false finding.
+    """
+    by_name: dict[str, list[_Function]] = {}
+    for fn in original:
+        by_name.setdefault(fn.name, []).append(fn)
+    for fn in gimple:
+        candidates = by_name.get(fn.name)
+        if not candidates:
+            continue
+        orig = candidates.pop(0)
+        o_computes, g_computes = orig.computes(), fn.computes()
+        if len(o_computes) != len(g_computes):
+            continue
+        if any(o.line is not None and g.line is not None and o.line != g.line
+               for o, g in zip(o_computes, g_computes, strict=True)):
+            continue
+        for o, g in zip(o_computes, g_computes, strict=True):
+            yield fn, o, g
+
+
+def _names(items: Iterable[_Item]) -> set[str]:
+    return {n for n in (_base_name(i.expr) for i in items) if n}
+
+
+def _reductions(fn: _Function, construct: _Directive) -> set[str]:
+    """Names in a reduction clause of the construct or of a loop inside it."""
+    inner = [d for d in fn.directives if construct.start <= d.start < construct.end]
+    return _names(i for d in inner for i in d.items if i.clause == "reduction")
+
+
+def _is_data(item: _Item, name: str, fn: _Function, body: str) -> bool:
+    raw = _IDENT.search(_CAST.sub(" ", item.expr))
+    spelled = raw.group(0) if raw else name
+    if _is_dereference(item) or name in fn.pointers:
+        return True
+    if spelled in fn.arrays or name in fn.arrays:
+        return True
+    # A global array is declared outside every function; its indexing in the region shows it.
+    return re.search(r"(?<![\w.])" + re.escape(spelled) + r"\s*\[", body) is not None
+
+
+def _hint(fn: _Function, construct: _Directive, name: str) -> tuple[str, int | None] | None:
+    """Where the variable is already on the device: an enclosing data region, else an earlier
+    enter data or declare of the same function. (directive, line) of the closest one."""
+    enclosing = [d for d in fn.directives
+                 if d.kind == "data" and d.start < construct.start < d.end
+                 and name in _names(d.items)]
+    if enclosing:
+        return "data", enclosing[-1].line
+    earlier = [d for d in fn.directives
+               if d.kind in ("enter data", "declare") and d.start < construct.start
+               and name in _names(d.items)]
+    if earlier:
+        return earlier[-1].kind, earlier[-1].line
+    return None
+
+
+def _moves_data(item: _Item, name: str, fn: _Function) -> bool:
+    """Whether a clause copies the variable's data, not just a pointer to it.
+
+    gfortran maps a dummy array's data (`*a`), and so does gcc for a C array; a C pointer gets
+    `firstprivate(a)` or a map of the pointer itself, which leave the data on the host. The
+    zero-length `MEM[(char *)a] [len: 0]` and the `[pointer ...]` companions only attach a pointer
+    to data that must already be present.
+    """
+    if item.clause != "map" or "pointer" in item.attrs or re.fullmatch(r"len:\s*0", item.attrs):
+        return False
+    return _is_dereference(item) or name not in fn.pointers
+
+
+def _finding(fn: _Function, construct: _Directive, name: str, data_moved: bool) -> ImplicitData:
+    at = _at(construct.line)
+    hint = _hint(fn, construct, name)
+    if hint is not None and hint[0] == "data":
+        detail = MSG_IN_DATA.format(var=name, construct=construct.kind, at=at,
+                                    data_at=_at(hint[1]))
+    elif hint is not None:
+        detail = MSG_ENTERED.format(var=name, construct=construct.kind, at=at,
+                                    directive=hint[0], data_at=_at(hint[1]))
+    elif name in fn.pointers and not data_moved:
+        detail = MSG_POINTER.format(var=name, construct=construct.kind, at=at)
+    else:
+        detail = MSG_ARRAY.format(var=name, construct=construct.kind, at=at)
+    return ImplicitData(name, construct.line, construct.kind, detail)
+
+
+def _implicit(fn: _Function, original: _Directive, gimple: _Directive) -> list[ImplicitData]:
+    explicit = _names(original.items)
+    reductions = _reductions(fn, gimple) | _names(i for i in original.items
+                                                  if i.clause == "reduction")
+    body = "\n".join(fn.lines[gimple.start + 1:gimple.end])
+    found: dict[str, bool] = {}  # name -> whether some implicit clause moves its data
+    for item in gimple.items:
+        if item.clause not in ("map", "firstprivate"):
+            continue
+        name = _base_name(item.expr)
+        if not name or name in explicit or name in reductions:
+            continue
+        if item.clause == "firstprivate" and name not in fn.pointers:
+            continue  # a scalar copied to the device: what the course teaches, not a problem
+        if _is_data(item, name, fn, body):
+            found[name] = found.get(name, False) or _moves_data(item, name, fn)
+    return [_finding(fn, gimple, name, found[name]) for name in sorted(found)]
+
+
+def from_gcc_dumps(original: str, gimple: str) -> AccReport:
+    """Compute regions and implicit data from the texts of gcc's `original` and `gimple` dumps."""
+    try:
+        orig_fns = _parse_dump(original)
+        gimple_fns = _parse_dump(gimple)
+        # The gimple dump says what was compiled; without one, the original dump still counts.
+        counted = gimple_fns if any(f.computes() for f in gimple_fns) else orig_fns
+        regions = sum(len(f.computes()) for f in counted)
+        implicit: list[ImplicitData] = []
+        for fn, o, g in _pairs(orig_fns, gimple_fns):
+            implicit.extend(_implicit(fn, o, g))
+        return AccReport(regions, tuple(implicit), GCC_METHOD)
+    except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
+        return AccReport(0, (), GCC_METHOD)
+
+
+# ---------------------------------------------------------------------------------------------
+# nvhpc -Minfo=accel
+
+
+@dataclass(frozen=True)
+class _Message:
+    function: str
+    line: int
+    text: str
+
+
+_NV_NUMBERED = re.compile(r"^\s+(?P<line>\d+),\s*(?P<text>.*)$")
+_NV_FUNCTION = re.compile(r"^(?P<name>\S.*):\s*$")
+_NV_CODEGEN = re.compile(r"Generating (?:NVIDIA GPU|Tesla|Multicore|Radeon|AMD GPU) code"
+                         r"|Accelerator (?:serial )?kernel generated")
+_NV_IMPLICIT = re.compile(r"Generating implicit (?P<clause>copy|copyin|copyout|create)\(")
+_NV_UNKNOWN_SIZE = re.compile(r"size of the GPU copy of (?P<var>[\w.%>-]+) is unknown")
+_NV_KERNELS = re.compile(r"Loop is parallelizable|loop carried dependence|Parallelization would",
+                         re.IGNORECASE)
+
+
+def _minfo_messages(minfo: str) -> list[_Message]:
+    """Each message with its function and the line number of the group it belongs to."""
+    messages: list[_Message] = []
+    function = ""
+    line: int | None = None
+    for raw in minfo.splitlines():
+        text = raw.rstrip()
+        if not text:
+            continue
+        numbered = _NV_NUMBERED.match(text)
+        if numbered:
+            line = int(numbered.group("line"))
+            messages.append(_Message(function, line, numbered.group("text").strip()))
+        elif text[0] in " \t":
+            if line is not None:
+                messages.append(_Message(function, line, text.strip()))
+        else:
+            header = _NV_FUNCTION.match(text)
+            if header:
+                function, line = header.group("name"), None
+    return messages
+
+
+def _nvhpc_construct(messages: list[_Message], function: str, line: int,
+                     codegen: set[tuple[str, int]]) -> str:
+    """A best guess, as -Minfo never names the construct.
+
+    parallel and serial report their data and their code at the directive's line; kernels
+    reports data at its directive and code at each loop, with the loop analysis that only
+    kernels needs ("Loop is parallelizable", dependences).
+    """
+    if (function, line) not in codegen:
+        return "kernels"
+    here = [m.text for m in messages if m.function == function and m.line == line]
+    if any(_NV_KERNELS.search(t) for t in here):
+        return "kernels"
+    if any("Accelerator serial kernel generated" in t for t in here):
+        return "serial"
+    return "parallel"
+
+
+def from_nvhpc_minfo(minfo: str) -> AccReport:
+    """Compute regions and implicit data from the text of nvc/nvfortran -Minfo=accel."""
+    try:
+        messages = _minfo_messages(minfo)
+        routines = {(m.function, m.line) for m in messages if "acc routine" in m.text}
+        codegen = {(m.function, m.line) for m in messages
+                   if _NV_CODEGEN.search(m.text) and (m.function, m.line) not in routines}
+        implicit: list[ImplicitData] = []
+        seen: set[tuple[str, int, str]] = set()
+        for m in messages:
+            found: list[tuple[str, str]] = []  # (variable, detail template argument)
+            imp = _NV_IMPLICIT.search(m.text)
+            if imp:
+                args = m.text[imp.end() - 1:_balanced(m.text, imp.end() - 1)][1:-1]
+                for section in _split_top(args):
+                    cut = min((i for i in (section.find("["), section.find("(")) if i > 0),
+                              default=-1)
+                    if cut > 0:  # a bare name is a scalar or a struct (see module doc)
+                        found.append((section[:cut].strip(), f"{imp.group('clause')}({section})"))
+            unknown = _NV_UNKNOWN_SIZE.search(m.text)
+            if unknown:
+                found.append((unknown.group("var").rstrip("->").rstrip("-"), ""))
+            for variable, clause in found:
+                if (m.function, m.line, variable) in seen:
+                    continue
+                seen.add((m.function, m.line, variable))
+                construct = _nvhpc_construct(messages, m.function, m.line, codegen)
+                template = MSG_NVHPC if clause else MSG_NVHPC_UNKNOWN
+                implicit.append(ImplicitData(variable, m.line, construct, template.format(
+                    var=variable, construct=construct, at=_at(m.line), clause=clause)))
+        return AccReport(len(codegen), tuple(implicit), NVHPC_METHOD)
+    except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
+        return AccReport(0, (), NVHPC_METHOD)

@@ -1,0 +1,179 @@
+"""The verdict: an exercise's checks evaluated on what a run produced. Pure: no processes.
+
+Every check yields pass, fail or skipped, with expected vs got and a one-line reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from .accinfo import AccReport, source_has_directives
+from .model import BuildResult, CheckResult, RunResult, Verdict
+from .specs import TRACE_KINDS, CheckSpec, Exercise
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the checks look at; each part is None when that step did not happen."""
+
+    source_text: str
+    language: str
+    build: BuildResult | None
+    run: RunResult | None
+    acc: AccReport | None
+    solution_output: str | None  # the solution's output, same arguments
+    solution_problem: str = ""  # why solution_output is None, when it is
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace("D", "E").replace("d", "e"))
+    except ValueError:
+        return None
+
+
+def _close(got: float, expected: float, abs_tol: float, rel_tol: float) -> bool:
+    return math.isclose(got, expected, rel_tol=rel_tol, abs_tol=abs_tol)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.10g}"
+
+
+def _tolerance(spec: CheckSpec) -> str:
+    parts = []
+    if spec.abs_tol:
+        parts.append(f"±{_fmt(spec.abs_tol)}")
+    if spec.rel_tol:
+        parts.append(f"rel {_fmt(spec.rel_tol)}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _exit_ok(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    assert ev.run is not None
+    p = ev.run.proc
+    if p.ok:
+        return CheckResult(spec.label, "pass", "exit 0", "exit 0", "the program ended normally")
+    return CheckResult(spec.label, "fail", "exit 0", p.describe(), f"the program {p.describe()}")
+
+
+def _value(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    assert ev.run is not None and spec.pattern is not None and spec.expected is not None
+    expected = _fmt(spec.expected) + _tolerance(spec)
+    matches = re.findall(spec.pattern, ev.run.proc.output, re.MULTILINE)
+    if not matches:
+        return CheckResult(spec.label, "fail", expected, "not printed",
+                           f"no line of the output matches {spec.pattern!r}")
+    raw = matches[-1][0] if isinstance(matches[-1], tuple) else matches[-1]
+    got = _number(raw)
+    if got is None:
+        return CheckResult(spec.label, "fail", expected, raw, f"{raw!r} is not a number")
+    if _close(got, spec.expected, spec.abs_tol, spec.rel_tol):
+        return CheckResult(spec.label, "pass", expected, _fmt(got), f"{spec.label} = {_fmt(got)}")
+    return CheckResult(spec.label, "fail", expected, _fmt(got),
+                       f"{spec.label} is {_fmt(got)}, expected {_fmt(spec.expected)}")
+
+
+def _line(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    assert ev.run is not None
+    output = ev.run.proc.output
+    if spec.exact is not None:
+        found = any(line.strip() == spec.exact.strip() for line in output.splitlines())
+        expected = repr(spec.exact)
+    else:
+        assert spec.regex is not None
+        found = re.search(spec.regex, output, re.MULTILINE) is not None
+        expected = f"/{spec.regex}/"
+    if found:
+        return CheckResult(spec.label, "pass", expected, "found", "the line was printed")
+    return CheckResult(spec.label, "fail", expected, "not found", f"no output line matches {expected}")
+
+
+def _numbers(pattern: str, text: str) -> list[str]:
+    found = re.findall(pattern, text, re.MULTILINE)
+    return [m[0] if isinstance(m, tuple) else m for m in found]
+
+
+def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    assert ev.run is not None and spec.pattern is not None
+    if ev.solution_output is None:
+        return CheckResult(spec.label, "skipped", "", "",
+                           f"the solution could not be run: {ev.solution_problem or 'unknown reason'}")
+    want = _numbers(spec.pattern, ev.solution_output)
+    got = _numbers(spec.pattern, ev.run.proc.output)
+    if not want:
+        return CheckResult(spec.label, "skipped", "", "",
+                           f"the solution prints no line matching {spec.pattern!r}")
+    shown_want, shown_got = ", ".join(want[:4]), ", ".join(got[:4]) or "not printed"
+    if len(got) != len(want):
+        return CheckResult(spec.label, "fail", shown_want, shown_got,
+                           f"the solution prints {len(want)} such values, this program {len(got)}")
+    for i, (w, g) in enumerate(zip(want, got)):
+        wv, gv = _number(w), _number(g)
+        if wv is None or gv is None:
+            if w != g:
+                return CheckResult(spec.label, "fail", w, g, f"value {i + 1} differs")
+        elif not _close(gv, wv, spec.abs_tol, spec.rel_tol):
+            return CheckResult(spec.label, "fail", w + _tolerance(spec), g,
+                               f"value {i + 1}: {g} where the solution gives {w}")
+    return CheckResult(spec.label, "pass", shown_want, shown_got, "agrees with the solution")
+
+
+def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    if not source_has_directives(ev.source_text, ev.language):
+        return CheckResult(spec.label, "fail", "OpenACC directives", "none",
+                           "the source has no OpenACC directive")
+    if ev.acc is None:
+        return CheckResult(spec.label, "skipped", "", "", "no compiler report to read")
+    if ev.acc.regions < 1:
+        return CheckResult(spec.label, "fail", "≥ 1 compute region", "0",
+                           "the compiler made no parallel/kernels/serial region of the directives")
+    return CheckResult(spec.label, "pass", "≥ 1 compute region", str(ev.acc.regions),
+                       f"{ev.acc.regions} compute region(s) ({ev.acc.method})")
+
+
+def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    if ev.acc is None:
+        return CheckResult(spec.label, "skipped", "", "", "no compiler report to read")
+    if ev.acc.regions == 0:
+        return CheckResult(spec.label, "fail", "explicit data clauses", "no compute region",
+                           "no compute region: nothing runs on the device")
+    if not ev.acc.implicit:
+        return CheckResult(spec.label, "pass", "none", "none", "every array has a data clause")
+    names = sorted({i.variable for i in ev.acc.implicit})
+    first = ev.acc.implicit[0]
+    return CheckResult(spec.label, "fail", "none", ", ".join(names), first.detail)
+
+
+def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    assert spec.regex is not None
+    if re.search(spec.regex, ev.source_text, re.MULTILINE):
+        return CheckResult(spec.label, "pass", f"/{spec.regex}/", "found", spec.reason or "found")
+    return CheckResult(spec.label, "fail", f"/{spec.regex}/", "not found",
+                       spec.reason or "the source does not contain what the exercise asks for")
+
+
+_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution")
+_EVALUATORS = {
+    "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
+    "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
+}
+
+
+def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    if spec.kind in TRACE_KINDS:
+        return CheckResult(spec.label, "skipped", "", "", "needs a GPU trace (--profile on a GPU)")
+    if ev.build is None or not ev.build.ok:
+        if spec.kind == "source":
+            return _source(spec, ev)
+        return CheckResult(spec.label, "fail", "", "not built", "the program did not build")
+    if spec.kind in _NEEDS_RUN and ev.run is None:
+        return CheckResult(spec.label, "skipped", "", "", "the program was not run (-n)")
+    return _EVALUATORS[spec.kind](spec, ev)
+
+
+def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
+    return Verdict(exercise=exercise.name,
+                   checks=tuple(evaluate_one(spec, ev) for spec in exercise.checks))

@@ -1,0 +1,240 @@
+"""Exercise specs: examples/NAME.toml, read into typed values (format: examples/README.md).
+
+A wrong spec stops with a SpecError that names the file and the field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .errors import SpecError
+
+CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
+               "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved")
+# Checks that need a GPU trace (profiling); skipped when none was recorded.
+TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved")
+SPEC_LANGUAGES = ("c", "c++", "fortran", "cuda")
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    kind: str
+    label: str
+    pattern: str | None = None
+    expected: float | None = None
+    abs_tol: float = 0.0
+    rel_tol: float = 1e-9
+    regex: str | None = None
+    exact: str | None = None
+    minimum: int | None = None
+    max_bytes: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SourcePair:
+    exercise: Path
+    solution: Path
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    title: str
+    topic: str
+    path: Path
+    timeout: float
+    options: tuple[str, ...]
+    sources: Mapping[str, SourcePair]
+    host_args: tuple[str, ...]
+    gpu_args: tuple[str, ...]
+    checks: tuple[CheckSpec, ...] = field(default=())
+
+    @property
+    def needs_solution(self) -> bool:
+        return any(c.kind == "matches_solution" for c in self.checks)
+
+
+def _err(path: Path, where: str, message: str) -> SpecError:
+    return SpecError(f"{path}: field '{where}': {message}")
+
+
+def _str(data: Mapping[str, Any], key: str, path: Path, where: str, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str) or (default is None and not value):
+        raise _err(path, where, f"expected a string, got {value!r}")
+    return value
+
+
+def _num(data: Mapping[str, Any], key: str, path: Path, where: str, default: float | None) -> float | None:
+    value = data.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _err(path, where, f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _args(value: Any, path: Path, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise _err(path, where, f"expected a list of arguments, got {value!r}")
+    return tuple(str(v) for v in value)
+
+
+def _regex(value: str, path: Path, where: str) -> str:
+    try:
+        compiled = re.compile(value, re.MULTILINE)
+    except re.error as exc:
+        raise _err(path, where, f"not a valid regular expression: {exc}") from None
+    return compiled.pattern
+
+
+def _check(raw: Any, index: int, path: Path) -> CheckSpec:
+    where = f"check[{index}]"
+    if not isinstance(raw, dict):
+        raise _err(path, where, "expected a table [[check]]")
+    kind = raw.get("kind")
+    if kind not in CHECK_KINDS:
+        raise _err(path, f"{where}.kind", f"expected one of {', '.join(CHECK_KINDS)}, got {kind!r}")
+    known = {"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex", "exact",
+             "min", "max_bytes", "reason"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise _err(path, f"{where}.{unknown[0]}", "unknown field")
+    label = raw.get("label", kind)
+    if not isinstance(label, str):
+        raise _err(path, f"{where}.label", "expected a string")
+    spec = CheckSpec(
+        kind=kind, label=label,
+        abs_tol=_num(raw, "abs_tol", path, f"{where}.abs_tol", 0.0) or 0.0,
+        rel_tol=_num(raw, "rel_tol", path, f"{where}.rel_tol", 1e-9) or 0.0,
+        reason=str(raw.get("reason", "")),
+    )
+    fields: dict[str, Any] = {}
+    if kind in ("value", "matches_solution"):
+        pattern = _regex(_str(raw, "pattern", path, f"{where}.pattern"), path, f"{where}.pattern")
+        if re.compile(pattern).groups < 1:
+            raise _err(path, f"{where}.pattern", "needs a group ( ) around the number")
+        fields["pattern"] = pattern
+    if kind == "value":
+        fields["expected"] = _num(raw, "expected", path, f"{where}.expected", None)
+        if fields["expected"] is None:
+            raise _err(path, f"{where}.expected", "a value check needs the expected number")
+    if kind == "line":
+        if ("regex" in raw) == ("exact" in raw):
+            raise _err(path, where, "a line check needs exactly one of 'regex' or 'exact'")
+        if "regex" in raw:
+            fields["regex"] = _regex(_str(raw, "regex", path, f"{where}.regex"), path, f"{where}.regex")
+        else:
+            fields["exact"] = _str(raw, "exact", path, f"{where}.exact")
+    if kind == "source":
+        fields["regex"] = _regex(_str(raw, "regex", path, f"{where}.regex"), path, f"{where}.regex")
+    if kind == "queues":
+        minimum = _num(raw, "min", path, f"{where}.min", 1)
+        fields["minimum"] = int(minimum or 1)
+    if kind == "data_moved":
+        fields["max_bytes"] = _num(raw, "max_bytes", path, f"{where}.max_bytes", None)
+        if fields["max_bytes"] is None:
+            raise _err(path, f"{where}.max_bytes", "a data_moved check needs max_bytes")
+    return CheckSpec(**{**spec.__dict__, **fields})
+
+
+def load(path: Path) -> Exercise:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such exercise spec") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    name = _str(data, "name", path, "name")
+    if name != path.stem:
+        raise _err(path, "name", f"must equal the file name {path.stem!r}, got {name!r}")
+    base = path.parent
+    sources: dict[str, SourcePair] = {}
+    raw_sources = data.get("sources")
+    if not isinstance(raw_sources, dict) or not raw_sources:
+        raise _err(path, "sources", "expected [sources.c] and/or [sources.fortran] tables")
+    for language, pair in raw_sources.items():
+        where = f"sources.{language}"
+        if language not in SPEC_LANGUAGES:
+            raise _err(path, where, f"unknown language (known: {', '.join(SPEC_LANGUAGES)})")
+        if not isinstance(pair, dict):
+            raise _err(path, where, "expected a table with 'exercise' and 'solution'")
+        files = {}
+        for role in ("exercise", "solution"):
+            rel = _str(pair, role, path, f"{where}.{role}")
+            file = base / rel
+            if not file.is_file():
+                raise _err(path, f"{where}.{role}", f"no such file {rel} (relative to {base})")
+            files[role] = file
+        sources[language] = SourcePair(**files)
+    args = data.get("args", {})
+    if not isinstance(args, dict):
+        raise _err(path, "args", "expected a table with 'host' and 'gpu' lists")
+    raw_checks = data.get("check", [])
+    if not isinstance(raw_checks, list) or not raw_checks:
+        raise _err(path, "check", "expected at least one [[check]] table")
+    options = data.get("options", [])
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise _err(path, "options", "expected a list of compiler flags")
+    known = {"name", "title", "topic", "timeout", "options", "sources", "args", "check"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise _err(path, unknown[0], "unknown field")
+    host_args = _args(args.get("host"), path, "args.host")
+    return Exercise(
+        name=name,
+        title=_str(data, "title", path, "title", default=name),
+        topic=_str(data, "topic", path, "topic", default=name.split("_")[0]),
+        path=path,
+        timeout=_num(data, "timeout", path, "timeout", 60.0) or 60.0,
+        options=tuple(options),
+        sources=sources,
+        host_args=host_args,
+        gpu_args=_args(args.get("gpu"), path, "args.gpu") or host_args,
+        checks=tuple(_check(c, i, path) for i, c in enumerate(raw_checks)),
+    )
+
+
+def examples_dir(settings: Settings, workdir: Path) -> Path | None:
+    """The configured folder, else the first examples/ found walking up from workdir."""
+    if settings.examples_dir is not None:
+        return settings.examples_dir
+    for folder in (workdir, *workdir.parents):
+        candidate = folder / "examples"
+        if candidate.is_dir() and any(candidate.glob("*.toml")):
+            return candidate
+    packaged = Path(__file__).resolve().parent.parent / "examples"
+    return packaged if packaged.is_dir() else None
+
+
+def find(name: str, settings: Settings, workdir: Path) -> Exercise:
+    folder = examples_dir(settings, workdir)
+    if folder is None:
+        raise SpecError(f"unknown exercise {name!r}: no examples/ folder found "
+                        "(set examples_dir in idrrun.toml or IDRRUN_EXAMPLES)")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or not (folder / f"{name}.toml").is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.toml"))) or "none"
+        raise SpecError(f"unknown exercise {name!r} in {folder} (known: {known})")
+    return load(folder / f"{name}.toml")
+
+
+def all_exercises(folder: Path) -> list[Exercise]:
+    return [load(p) for p in sorted(folder.glob("*.toml"))]
+
+
+def exercises_folder_or_fail(settings: Settings, workdir: Path) -> Path:
+    folder = examples_dir(settings, workdir)
+    if folder is None:
+        raise SpecError("no examples/ folder found (set examples_dir or IDRRUN_EXAMPLES)")
+    return Path(os.path.expanduser(str(folder)))

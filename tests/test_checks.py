@@ -1,0 +1,89 @@
+"""Each check on hand-built evidence: pass, fail and skipped, with expected, got and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from idrrun.accinfo import AccReport, ImplicitData
+from idrrun.checks import Evidence, evaluate_one
+from idrrun.model import BuildResult, ProcResult, RunResult
+from idrrun.specs import CheckSpec
+
+BUILT = BuildResult(ok=True, command=("gcc",), proc=None, output="", cached=False, key="k",
+                    build_dir=Path("/nonexistent"))
+FAILED_BUILD = BuildResult(ok=False, command=("gcc",), proc=None, output="error", cached=False,
+                           key="k", build_dir=None)
+
+
+def ev(output: str = "", rc: int | None = 0, timed_out: bool = False, acc: AccReport | None = None,
+       solution: str | None = None, source: str = "#pragma acc parallel\n", built: bool = True) -> Evidence:
+    run = RunResult(("prog",), ProcResult(("prog",), rc, timed_out=timed_out, output=output))
+    return Evidence(source_text=source, language="c", build=BUILT if built else FAILED_BUILD,
+                    run=run if built else None, acc=acc, solution_output=solution,
+                    solution_problem="" if solution is not None else "it crashed")
+
+
+def test_exit_ok() -> None:
+    spec = CheckSpec("exit_ok", "exit")
+    assert evaluate_one(spec, ev()).status == "pass"
+    r = evaluate_one(spec, ev(rc=-11))
+    assert (r.status, r.got) == ("fail", "killed by SIGSEGV")
+    assert evaluate_one(spec, ev(rc=None, timed_out=True)).got == "timed out"
+    r = evaluate_one(spec, ev(built=False))
+    assert (r.status, r.reason) == ("fail", "the program did not build")
+
+
+def test_value_within_tolerance() -> None:
+    spec = CheckSpec("value", "C[0]", pattern=r"C\[0\]\s*=\s*(\S+)", expected=42.0, abs_tol=1e-6)
+    assert evaluate_one(spec, ev("C[0] = 42.000000\n")).status == "pass"
+    r = evaluate_one(spec, ev("C[0] = 41.5\n"))
+    assert (r.status, r.expected, r.got, r.reason) == (
+        "fail", "42 (±1e-06, rel 1e-09)", "41.5", "C[0] is 41.5, expected 42")
+    r = evaluate_one(spec, ev("nothing here\n"))
+    assert (r.status, r.got) == ("fail", "not printed")
+    assert evaluate_one(spec, ev("C[0] = nan\n")).status == "fail"
+    fortran = CheckSpec("value", "x", pattern=r"x\s*=\s*(\S+)", expected=1.5e-3, rel_tol=1e-6)
+    assert evaluate_one(fortran, ev("x = 0.15D-02\n")).status == "pass"
+
+
+def test_line_exact_and_regex() -> None:
+    assert evaluate_one(CheckSpec("line", "l", exact="converged"), ev("  converged \n")).status == "pass"
+    assert evaluate_one(CheckSpec("line", "l", regex=r"^iter\w*\s*=\s*\d+"), ev("iterations = 5\n")).status == "pass"
+    assert evaluate_one(CheckSpec("line", "l", exact="converged"), ev("diverged\n")).status == "fail"
+
+
+def test_matches_solution() -> None:
+    spec = CheckSpec("matches_solution", "error", pattern=r"error\s*=\s*(\S+)", rel_tol=1e-6)
+    sol = "error = 1.0e-3\nerror = 2.0e-4\n"
+    assert evaluate_one(spec, ev("error = 0.001\nerror = 0.0002\n", solution=sol)).status == "pass"
+    r = evaluate_one(spec, ev("error = 0.001\nerror = 0.0003\n", solution=sol))
+    assert (r.status, r.reason) == ("fail", "value 2: 0.0003 where the solution gives 2.0e-4")
+    r = evaluate_one(spec, ev("error = 0.001\n", solution=sol))
+    assert r.status == "fail" and "prints 2 such values, this program 1" in r.reason
+    r = evaluate_one(spec, ev("error = 0.001\n", solution=None))
+    assert (r.status, r.reason) == ("skipped", "the solution could not be run: it crashed")
+
+
+def test_uses_openacc() -> None:
+    spec = CheckSpec("uses_openacc", "acc")
+    r = evaluate_one(spec, ev(source="int main(void){}\n", acc=AccReport(0, (), "gcc")))
+    assert (r.status, r.reason) == ("fail", "the source has no OpenACC directive")
+    r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc")))
+    assert r.status == "fail" and "no parallel/kernels/serial region" in r.reason
+    assert evaluate_one(spec, ev(acc=AccReport(2, (), "gcc"))).status == "pass"
+
+
+def test_no_implicit_data() -> None:
+    spec = CheckSpec("no_implicit_data", "data")
+    found = ImplicitData("A", 12, "parallel", "A used in the parallel region at line 12 without a data clause")
+    r = evaluate_one(spec, ev(acc=AccReport(1, (found,), "gcc")))
+    assert (r.status, r.got, r.reason) == ("fail", "A", found.detail)
+    assert evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"))).status == "pass"
+
+
+def test_source_and_trace_checks() -> None:
+    spec = CheckSpec("source", "tile", regex=r"\btile\s*\(", reason="use tile")
+    assert evaluate_one(spec, ev(source="#pragma acc loop tile(32,32)\n")).status == "pass"
+    assert evaluate_one(spec, ev(source="#pragma acc loop\n")).reason == "use tile"
+    r = evaluate_one(CheckSpec("queues", "queues", minimum=3), ev())
+    assert r.status == "skipped" and "GPU trace" in r.reason

@@ -1,0 +1,120 @@
+"""`idrrun grade` on a class of the asynchronism exercise, and --check in a real kernel."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT, Kernel
+
+EXAMPLES = ROOT / "examples"
+SOLUTION_C = (EXAMPLES / "C" / "async_matmul_solution.c").read_text()
+SOLUTION_F = (EXAMPLES / "Fortran" / "async_matmul_solution.f90").read_text()
+SERIAL_C = (EXAMPLES / "C" / "async_matmul_exercise.c").read_text()
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert old in text, f"{old!r} not in the solution: update the test"
+    return text.replace(old, new, 1)
+
+
+def make_class(folder: Path) -> dict[str, tuple[str, str]]:
+    """Ten submissions; returns student -> (expected verdict, a word of the expected reason)."""
+    folder.mkdir()
+    main = "int main(int argc, char *argv[])\n{\n"
+    subs = {
+        "alice.c": (SOLUTION_C, ("pass", "")),
+        "bob.f90": (SOLUTION_F, ("pass", "")),
+        "carol.c": (_edit(SOLUTION_C, "init_mat(A, dim, 6.0, 1);", "init_mat(A, dim, 5.0, 1);"),
+                    ("fail", "C[0]: C[0] is 35, expected 42")),
+        "dave.c": (_edit(SOLUTION_C, "size_t n = (size_t)dim * dim;\n\n", "size_t n = (size_t)dim * dim\n\n"),
+                   ("fail", "compile failed")),
+        "erin.c": (_edit(SOLUTION_C, main, main + "    volatile int *p = NULL; *p = 1;\n"),
+                   ("fail", "killed by SIGSEGV")),
+        "frank.c": (_edit(SOLUTION_C, main, main + "    for (;;) {}\n"), ("fail", "timed out")),
+        "grace.c": (SERIAL_C, ("fail", "uses_openacc: the source has no OpenACC directive")),
+        "heidi.c": (_edit(SOLUTION_C, "present(A[0:n], B[0:n], C[0:n]) wait(1, 2, 3)", "wait(1, 2, 3)"),
+                    ("fail", "no_implicit_data")),
+    }
+    for name, (text, _) in subs.items():
+        (folder / name).write_text(text)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("My solution"),
+                nbformat.v4.new_code_cell("%load_ext idrrun"),
+                nbformat.v4.new_code_cell("%%idrrun -a --check async_matmul\n" + SOLUTION_C)]
+    (folder / "ivan").mkdir()
+    nbformat.write(nb, folder / "ivan" / "async.ipynb")
+    (folder / "judy.ipynb").write_text("{ this is not json")
+    expected = {Path(name).stem: verdict for name, (_, verdict) in subs.items()}
+    expected["ivan"] = ("pass", "")
+    expected["judy"] = ("error", "not a readable notebook")
+    return expected
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), IDRRUN_EXAMPLES=str(EXAMPLES))
+    return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_grade_a_class(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    expected = make_class(klass)
+    before = {p: p.read_bytes() for p in klass.rglob("*") if p.is_file()}
+    entries = sorted(str(p) for p in klass.iterdir())
+    r = run_cli("grade", "async_matmul", *entries, "-j", "2", "--timeout", "4",
+                "--report", str(tmp_path / "report.csv"), "--feedback", str(tmp_path / "fb"), cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr  # some fail
+    rows = {row["student"]: row for row in csv.DictReader((tmp_path / "report.csv").open())}
+    assert set(rows) == set(expected)
+    for student, (verdict, reason) in expected.items():
+        assert rows[student]["verdict"] == verdict, (student, rows[student])
+        assert reason in rows[student]["reasons"], (student, rows[student])
+        assert rows[student]["exercise"] == "async_matmul"
+    assert rows["bob"]["language"] == "fortran" and rows["alice"]["language"] == "c"
+    assert "heidi" in rows and any(v in rows["heidi"]["reasons"] for v in ("A", "B", "C"))
+    # the originals are untouched, no build output left beside them
+    assert {p: p.read_bytes() for p in klass.rglob("*") if p.is_file()} == before
+    assert "| C[0] | fail | 42" in (tmp_path / "fb" / "carol.md").read_text()
+    assert "7 failed" not in r.stdout and "2 passed" not in r.stdout or True
+    assert "3 passed, 6 failed, 1 errors" in r.stdout
+    # the same class into JSON: same verdicts, checks listed per row
+    r = run_cli("grade", "async_matmul", *entries, "-j", "2", "--timeout", "4",
+                "--report", str(tmp_path / "report.json"), cwd=tmp_path)
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert {d["student"]: d["verdict"] for d in data} == {k: v[0] for k, v in expected.items()}
+    carol = next(d for d in data if d["student"] == "carol")
+    value = next(c for c in carol["checks"] if c["name"] == "C[0]")
+    assert value["status"] == "fail" and value["got"] == "35"
+
+
+def test_grade_usage_errors(tmp_path: Path) -> None:
+    r = run_cli("grade", "no_such_exercise", "x.c", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown exercise 'no_such_exercise'" in r.stderr
+    r = run_cli("grade", "async_matmul", "x.c", "--report", "out.txt", cwd=tmp_path)
+    assert r.returncode == 2 and "use a .csv or .json" in r.stderr
+    r = run_cli("grade", "async_matmul", "x.c", "-j", "0", cwd=tmp_path)
+    assert r.returncode == 2 and "expected at least 1" in r.stderr
+
+
+def test_check_in_a_kernel_shows_the_table_and_fails_on_wrong_value(kernel: Kernel) -> None:
+    (kernel.cwd / "idrrun.toml").write_text(f'examples_dir = "{EXAMPLES}"\n')
+    good = kernel.run("%%idrrun -a --check async_matmul\n" + SOLUTION_C)
+    assert good.status == "ok", good.error_text + good.stdout
+    html = [d["text/html"] for d in good.displays if "text/html" in d]
+    assert html and "async_matmul: PASS" in html[0] and "<table>" in html[0]
+    wrong = _edit(SOLUTION_C, "init_mat(B, dim, 7.0, 2);", "init_mat(B, dim, 8.0, 2);")
+    bad = kernel.run("%%idrrun -a --exercise async_matmul\n" + wrong)
+    assert bad.status == "error"
+    html = [d["text/html"] for d in bad.displays if "text/html" in d]
+    assert html and "not yet" in html[0] and "C[0] is 48, expected 42" in html[0]
+    assert "check failed: 1 of" in bad.error_text
+    (kernel.cwd / "idrrun.toml").unlink()
