@@ -16,7 +16,7 @@ from . import build as build_mod
 from . import source as source_mod
 from .config import Settings
 from .errors import IdrrunError, UsageError
-from .grading import GradeRow, Submission, grade_one
+from .grading import GradeRow, Submission, grade_one, warm_solution
 from .model import Language, Probe
 from .specs import Exercise
 
@@ -109,6 +109,9 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
     programs, not on Python, so threads are enough."""
     rows: dict[int, GradeRow] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        if exercise.needs_solution and jobs > 1:
+            # The solution's output is needed by every row: start it first, beside the students.
+            pool.submit(warm_solution, exercise, subs, settings, probe, timeout)
         futures = {pool.submit(grade_one, sub, exercise, settings, probe, True, timeout): i
                    for i, sub in enumerate(subs)}
         for future in as_completed(futures):
@@ -192,7 +195,7 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
                 continue
             for role, path in (("solution", pair.solution), ("start", pair.exercise)):
                 src = source_mod.from_file(path, language, path.name)  # type: ignore[arg-type]
-                subs.append((ex, language, role, Submission(f"{role}", path, src)))
+                subs.append((ex, language, role, Submission(f"{ex.name}/{language}/{role}", path, src)))
     results: dict[int, GradeRow] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(grade_one, s[3], s[0], settings, probe, True, None): i

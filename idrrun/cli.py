@@ -164,13 +164,15 @@ def _course(tokens: Sequence[str]) -> int:
     from rich.table import Table
 
     table = Table(title="course check")
-    for col in ("exercise", "language", "solution", "start file", "solution run s", "ok"):
+    for col in ("exercise", "language", "solution", "start file", "solution s", "start s", "ok"):
         table.add_column(col)
     for r in rows:
         sol = r.solution.verdict + ("" if r.solution.verdict == "pass" else f": {r.solution.reasons}")
-        start = r.start.verdict + (f": {r.start.reasons}" if r.start.verdict != "pass" else "")
+        failed = [c[0] for c in r.start.checks if c[1] == "fail"]
+        start = r.start.verdict + (f" ({', '.join(failed)})" if failed else
+                                   ("" if r.start.verdict == "fail" else f": {r.start.reasons}"))
         table.add_row(r.exercise, r.language, sol, start, f"{r.solution.run_seconds:.2f}",
-                      "[green]yes[/]" if r.ok else "[red]NO[/]")
+                      f"{r.start.run_seconds:.2f}", "[green]yes[/]" if r.ok else "[red]NO[/]")
     console.print(table)
     bad = [r for r in rows if not r.ok]
     console.print(f"{len(rows) - len(bad)} passed, {len(bad)} failed")

@@ -176,6 +176,23 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome) -> G
     )
 
 
+def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Settings,
+                  probe: Probe, timeout: float | None) -> None:
+    """Run the solution once for each language the submissions use (filling the cache)."""
+    languages = sorted({s.source.language for s in subs if s.source is not None} & set(exercise.sources))
+    for language in languages:
+        pair = exercise.sources[language]
+        src = source_mod.from_file(pair.solution, language, str(pair.solution))  # type: ignore[arg-type]
+        request = RunRequest(source=src, workdir=pair.solution.parent, acc=True,
+                             timeout=timeout or exercise.timeout,
+                             compile_timeout=settings.compile_timeout, max_output=settings.max_output)
+        try:
+            request = prepare(request, exercise, probe, settings, timeout_given=timeout is not None)
+            solution_output(request, exercise, probe, settings)
+        except IdrrunError:
+            pass  # each row reports it
+
+
 def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Probe,
               acc: bool = True, timeout: float | None = None,
               base_request: RunRequest | None = None) -> GradeRow:

@@ -107,12 +107,19 @@ def run(
                     log.info("%s: deadline of %.1f s reached, killing the group", what, timeout)
                     _kill_group(proc)
                     break
-                if not eof and sel.select(min(remaining, 0.1)):
-                    eof = _read_available(fd, collector)
-                elif eof:
-                    time.sleep(min(remaining, 0.05))
-                if proc.poll() is not None:
-                    break
+                if not eof:
+                    if sel.select(min(remaining, 0.1)):
+                        eof = _read_available(fd, collector)
+                    if proc.poll() is not None:
+                        break
+                else:
+                    # Output closed: only the exit is left to wait for (Popen.wait polls with
+                    # a short back-off, so a fast program is reaped within a millisecond).
+                    try:
+                        proc.wait(timeout=min(remaining, 0.5))
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
             except KeyboardInterrupt:
                 interrupted = True
                 log.info("%s: interrupted, killing the group", what)

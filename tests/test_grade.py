@@ -84,7 +84,6 @@ def test_grade_a_class(tmp_path: Path) -> None:
     # the originals are untouched, no build output left beside them
     assert {p: p.read_bytes() for p in klass.rglob("*") if p.is_file()} == before
     assert "| C[0] | fail | 42" in (tmp_path / "fb" / "carol.md").read_text()
-    assert "7 failed" not in r.stdout and "2 passed" not in r.stdout or True
     assert "3 passed, 6 failed, 1 errors" in r.stdout
     # the same class into JSON: same verdicts, checks listed per row
     r = run_cli("grade", "async_matmul", *entries, "-j", "2", "--timeout", "4",
