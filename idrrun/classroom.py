@@ -17,6 +17,8 @@ from . import source as source_mod
 from .config import Settings
 from .errors import IdrrunError, UsageError
 from .grading import GradeRow, Submission, grade_one, warm_solution
+
+__all__ = ["GradeRow", "Submission"]
 from .model import Language, Probe
 from .specs import Exercise
 
@@ -82,7 +84,8 @@ def _pick(folder: Path, exercise: Exercise, language: Language | None) -> Path |
     if language is not None:
         files = [p for p in files if p.suffix == ".ipynb" or source_mod.language_of_path(str(p)) == language]
     named = [p for p in files if exercise.name in p.name]
-    return (named or files or [None])[0]
+    candidates = named or files
+    return candidates[0] if candidates else None
 
 
 def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None) -> list[Submission]:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+from rich.console import Console
 
 from . import __version__, classroom, config, grading, options, source, specs, toolchains
 from .display import TextReporter, render_failure
@@ -64,9 +67,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _console():  # type: ignore[no-untyped-def]
-    from rich.console import Console
-
+def _console() -> Console:
     return Console(stderr=False, highlight=False)
 
 
@@ -103,7 +104,8 @@ def _grade(tokens: Sequence[str]) -> int:
     return EXIT_OK if all(r.verdict == "pass" for r in rows) else 1
 
 
-def _with_progress(console, total, label, work):  # type: ignore[no-untyped-def]
+def _with_progress(console: Console, total: int, label: str,
+                   work: Callable[[Callable[[Any], None]], list[Any]]) -> list[Any]:
     """Run work(done_callback) under a progress bar with ETA on a terminal, plain lines elsewhere."""
     if console.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -115,7 +117,7 @@ def _with_progress(console, total, label, work):  # type: ignore[no-untyped-def]
     return work(lambda row: print(f"{row.student}: {row.verdict}", flush=True))
 
 
-def _summary(console, rows) -> None:  # type: ignore[no-untyped-def]
+def _summary(console: Console, rows: Sequence[classroom.GradeRow]) -> None:
     from rich.table import Table
 
     table = Table(title="verdicts")

@@ -182,7 +182,7 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
     languages = sorted({s.source.language for s in subs if s.source is not None} & set(exercise.sources))
     for language in languages:
         pair = exercise.sources[language]
-        src = source_mod.from_file(pair.solution, language, str(pair.solution))  # type: ignore[arg-type]
+        src = source_mod.from_file(pair.solution, language, str(pair.solution))
         request = RunRequest(source=src, workdir=pair.solution.parent, acc=True,
                              timeout=timeout or exercise.timeout,
                              compile_timeout=settings.compile_timeout, max_output=settings.max_output)

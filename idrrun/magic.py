@@ -94,7 +94,8 @@ class IdrrunMagics(Magics):
             # Exactly IPython's UsageError: the shell prints one line, no traceback.
             raise IPythonUsageError(str(exc)) from None
         self.last_outcome = outcome
-        self.shell.user_ns["_idrrun"] = outcome
+        if self.shell is not None:
+            self.shell.user_ns["_idrrun"] = outcome
         if outcome.failure is not None:
             if outcome.request.raise_on_failure:
                 raise IdrrunFailure(outcome.failure)

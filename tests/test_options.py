@@ -62,3 +62,16 @@ def test_bad_flags_are_usage_errors(line: str, message: str) -> None:
 def test_help_is_shown_and_nothing_parsed(capsys: pytest.CaptureFixture[str]) -> None:
     assert parse_line("--help") is None
     assert "--accopts" in capsys.readouterr().out
+
+
+def test_mypy_strict_is_clean() -> None:
+    """The package is typed; a regression here is a defect like any other."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    mypy = pytest.importorskip("mypy")
+    assert mypy
+    r = subprocess.run([sys.executable, "-m", "mypy", "idrrun"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
