@@ -1,0 +1,77 @@
+/* Matrix product C = A x B, serial version.
+ * Usage: ./matmul [dim]
+ * A is 6 on the diagonal, B is 7 on the diagonal and C starts at zero, so
+ * every diagonal element of the result is 42.
+ * To do:
+ *  - create each matrix on the device only (no copy) on its own queue: A on 1,
+ *    B on 2, C on 3;
+ *  - initialise each matrix on the device, on the same queue;
+ *  - compute the product on the device once the three queues are done, with
+ *    no implicit data movement (say which arrays are already present);
+ *  - bring C back to the host and release the device memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double wall_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Allocate a dim x dim matrix; `queue` is the queue to use for it. */
+static double *create_mat(int dim, int queue)
+{
+    size_t n = (size_t)dim * dim;
+    double *mat = malloc(n * sizeof(double));
+    /* TODO: create mat on the device, on queue `queue` */
+    return mat;
+}
+
+/* Set mat to diag on the diagonal and 0 elsewhere. */
+static void init_mat(double *restrict mat, int dim, double diag, int queue)
+{
+    /* TODO: on the device, on queue `queue` */
+    for (int i = 0; i < dim; i++)
+        for (int j = 0; j < dim; j++)
+            mat[(size_t)i * dim + j] = (i == j) ? diag : 0.0;
+}
+
+int main(int argc, char *argv[])
+{
+    int dim = argc > 1 ? atoi(argv[1]) : 200;
+    size_t n = (size_t)dim * dim;
+
+    double t0 = wall_time();
+
+    double *restrict A = create_mat(dim, 1);
+    double *restrict B = create_mat(dim, 2);
+    double *restrict C = create_mat(dim, 3);
+
+    init_mat(A, dim, 6.0, 1);
+    init_mat(B, dim, 7.0, 2);
+    init_mat(C, dim, 0.0, 3);
+
+    /* TODO: on the device, after the work queued on 1, 2 and 3 */
+    for (int i = 0; i < dim; i++)
+        for (int j = 0; j < dim; j++) {
+            double sum = 0.0;
+            for (int k = 0; k < dim; k++)
+                sum += A[(size_t)i * dim + k] * B[(size_t)k * dim + j];
+            C[(size_t)i * dim + j] += sum;
+        }
+
+    /* TODO: copy C back to the host, release A, B and C on the device */
+
+    double t1 = wall_time();
+    printf("dim = %d\n", dim);
+    printf("C[0] = %f\n", C[0]);
+    printf("C[last] = %f\n", C[n - 1]);
+    printf("time = %9.3f s\n", t1 - t0);
+
+    free(A);
+    free(B);
+    free(C);
+    return 0;
+}
