@@ -1,0 +1,56 @@
+"""Each exercise's solution with its GPU arguments, on the GPU and on the host: a table.
+
+    python benchmarks/gpu_vs_host.py [--host-jobs 8] [--timeout 300]
+
+Runs `idrrun run -a` (the GPU when present) one at a time, then the same with IDRRUN_OFFLOAD=host
+in parallel, and prints the program's run time for both (the `exit 0 · X s` line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_DONE = re.compile(r"^(exit 0|exit code \d+|killed by \S+|timed out) · ([\d.]+) s", re.MULTILINE)
+
+
+def run(path: Path, args: tuple[str, ...], host: bool, timeout: float) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if host:
+        env["IDRRUN_OFFLOAD"] = "host"
+    cmd = [sys.executable, "-m", "idrrun.cli", "run", "-a", "--timeout", str(timeout),
+           "--cliopts", " ".join(args), str(path)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    m = _DONE.search(r.stdout)
+    if not m:
+        return "build failed" if r.returncode == 1 else f"rc {r.returncode}"
+    return f"{float(m.group(2)):.2f}" if m.group(1) == "exit 0" else m.group(1)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host-jobs", type=int, default=8)
+    ap.add_argument("--timeout", type=float, default=300)
+    a = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from idrrun import specs
+
+    jobs = [(ex, lang, pair.solution) for ex in specs.all_exercises(ROOT / "examples")
+            for lang, pair in ex.sources.items()]
+    gpu = [run(path, ex.gpu_args, False, a.timeout) for ex, _, path in jobs]
+    with ThreadPoolExecutor(a.host_jobs) as pool:
+        host = list(pool.map(lambda j: run(j[2], j[0].gpu_args, True, a.timeout), jobs))
+    print(f"{'exercise':18s} {'language':9s} {'args':14s} {'GPU s':>10s} {'host s':>12s}")
+    for (ex, lang, _), g, h in zip(jobs, gpu, host):
+        print(f"{ex.name:18s} {lang:9s} {' '.join(ex.gpu_args):14s} {g:>10s} {h:>12s}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
