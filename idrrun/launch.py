@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .config import LauncherConfig, Settings
 from .errors import ToolNotFound
-from .model import RunRequest
+from .model import RunRequest, Toolchain
 
 
 @dataclass(frozen=True)
@@ -42,11 +42,16 @@ def launcher_for(request: RunRequest, settings: Settings) -> LauncherConfig | No
 
 
 def command(
-    request: RunRequest, executable: Path, settings: Settings, base_env: Mapping[str, str]
+    request: RunRequest, toolchain: Toolchain, executable: Path, settings: Settings,
+    base_env: Mapping[str, str],
 ) -> Launch:
     env = dict(base_env)
     notes: list[str] = []
     argv: list[str] = []
+    if toolchain.family == "gcc" and request.acc and toolchain.target == "host":
+        # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the
+        # runtime would still pick the GPU and fail to find code for it. Say "host" outright.
+        env["ACC_DEVICE_TYPE"] = "host"
     if request.threads is not None:
         env["OMP_NUM_THREADS"] = str(request.threads)
     launcher = launcher_for(request, settings)

@@ -115,7 +115,7 @@ def execute(
     if not request.execute:
         return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
     assert built.executable is not None
-    how = launch.command(request, built.executable, settings,
+    how = launch.command(request, toolchain, built.executable, settings,
                          os.environ if environ is None else environ)
     reporter.notes(how.notes)
     notes += how.notes
