@@ -83,3 +83,21 @@ def test_fortran_nvhpc_command_line_with_fake_nvfortran(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     build = [json.loads(x) for x in log.read_text().splitlines() if "--version" not in x]
     assert Path(build[-1][0]).name == "nvfortran" and "-acc" in build[-1] and "-Minfo=accel" in build[-1]
+
+
+def test_profile_goes_through_the_configured_profiler_fake(tmp_path: Path) -> None:
+    """nsys cannot be installed here: a fake profiler records its argv and runs the program."""
+    log = tmp_path / "prof.jsonl"
+    (tmp_path / "idrrun.toml").write_text(
+        f'[profiler]\ncommand = ["{FAKES / "record_profiler"}", "profile", "--trace=openacc,cuda"]\n')
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(int c, char **v){ printf("arg %s\\n", v[1]); return 0; }\n')
+    r = idrrun("run", "--profile", "--cliopts", "x", "p.c", cwd=tmp_path, env={"FAKE_PROFILER_LOG": str(log)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "arg x" in r.stdout
+    argv = json.loads(log.read_text())
+    assert argv[1:3] == ["profile", "--trace=openacc,cuda"] and argv[-1] == "x"
+    r = idrrun("run", "p.c", "--cliopts", "y", cwd=tmp_path, env={"FAKE_PROFILER_LOG": str(log)})
+    assert len(log.read_text().splitlines()) == 1  # without --profile, no profiler
+    (tmp_path / "idrrun.toml").unlink()
+    r = idrrun("run", "--profile", "--cliopts", "z", "p.c", cwd=tmp_path)
+    assert r.returncode == 0 and "no profiler is configured" in r.stdout
