@@ -214,8 +214,8 @@ def gcc_openacc_flags(
     isa = _best_isa(wanted, major)
     if isa != wanted:
         notes.append(
-            f"GCC {major} knows sm_{isa} at most below sm_{wanted}: building for sm_{isa}; "
-            "the driver compiles that PTX for the GPU when the program starts"
+            f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best: building for "
+            f"sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
         )
     if not probe_.gpus:
         notes.append("no GPU found: built for a GPU as asked; here the program falls back to the host")
