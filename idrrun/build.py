@@ -122,6 +122,10 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path) -> BuildRe
             )
         except (OSError, ValueError):
             pass  # unreadable marker: build again
+    # The student's code is saved before anything can go wrong: a kernel killed while compiling
+    # loses nothing (the cell's name and the key say which one it was).
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(request.source.name).stem) or "cell"
+    write_atomic(cache_dir / "sources" / f"{safe}-{key}{request.source.suffix}", request.source.text)
     builds.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=builds, prefix=f".{key}.tmp-"))
     start = time.monotonic()

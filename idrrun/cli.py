@@ -46,6 +46,8 @@ def _run(tokens: Sequence[str]) -> int:
     src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
     reporter = TextReporter(sys.stdout, color=sys.stdout.isatty())
     probe = toolchains.probe(settings, opts.family)
+    if probe.protections is not None:
+        reporter.notes(probe.protections.notes)
     outcome = grading.run_with_options(opts, src, settings, workdir, probe, reporter)
     if outcome.failure is not None:
         print(render_failure(outcome.failure), file=sys.stderr)

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .model import FAMILY_NAMES, LANGUAGES
+from .model import FAMILY_NAMES, LANGUAGES, Limits
 
 LAUNCHER_KINDS = ("none", "mpirun", "srun")
 OFFLOAD_MODES = ("auto", "gpu", "host")
@@ -56,6 +57,7 @@ class Settings:
     compilers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     profiler: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     def compiler_command(self, family: str, key: str) -> str | None:
@@ -77,6 +79,29 @@ def user_config_path() -> Path:
     return Path(base) / "idrrun" / "config.toml"
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: object) -> int | None:
+    """"2GiB", "512 MiB", "1g", 1048576 -> bytes; "none", "unlimited" or 0 -> None.
+
+    Raises ValueError with a readable message otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size such as 2GiB, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"expected a size >= 0, got {value}")
+        return value or None
+    if isinstance(value, str):
+        if value.strip().lower() in ("none", "unlimited", "0"):
+            return None
+        m = _SIZE.match(value)
+        if m:
+            return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    raise ValueError(f"expected a size such as 2GiB or 512MiB, got {value!r}")
+
+
 # ---------------------------------------------------------------------------------------
 # Validation: one function per field kind; each layer is checked when read so the error
 # names the file it came from.
@@ -94,8 +119,18 @@ def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
             out[key] = _choice(value, OFFLOAD_MODES, where)
         elif key in ("timeout", "compile_timeout"):
             out[key] = _positive_number(value, where)
-        elif key in ("max_output", "gpus"):
+        elif key == "gpus":
             out[key] = int(_positive_number(value, where, integer=True))
+        elif key == "max_output":
+            try:
+                size = parse_size(value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            if size is None:
+                raise ConfigError(f"{where}: the output cap cannot be unlimited")
+            out[key] = size
+        elif key == "limits":
+            out[key] = _limits(value, origin)
         elif key in ("cache_dir", "examples_dir"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a folder path (a string), got {value!r}")
@@ -163,6 +198,26 @@ def _compilers(value: Any, origin: str) -> dict[str, dict[str, Any]]:
                 raise ConfigError(f"{_field(origin, f'{fwhere}.{key}')}: unknown field "
                                   f"(known: {', '.join(COMPILER_KEYS)}, flags)")
         out[family] = entry
+    return out
+
+
+def _limits(value: Any, origin: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{_field(origin, 'limits')}: expected a table [limits]")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        where = _field(origin, f"limits.{key}")
+        if key in ("memory", "file_size"):
+            try:
+                out[key] = parse_size(item)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        elif key == "tasks":
+            if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+                raise ConfigError(f"{where}: expected a number of tasks (0: no limit), got {item!r}")
+            out[key] = item or None
+        else:
+            raise ConfigError(f"{where}: unknown field (known: memory, tasks, file_size)")
     return out
 
 
@@ -297,6 +352,8 @@ def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None) 
             if key == "compilers":
                 for family, table in value.items():
                     merged.setdefault("compilers", {}).setdefault(family, {}).update(table)
+            elif key == "limits":
+                merged.setdefault("limits", {}).update(value)
             else:
                 merged[key] = value
 
@@ -318,4 +375,6 @@ def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None) 
         apply(_check_layer(_read_toml(path), str(path)))
         files.append(str(path))
     apply(_check_layer(_env_layer(environ), "environment"))
+    if "limits" in merged:
+        merged["limits"] = replace(Limits(), **merged["limits"])
     return Settings(**merged, files=tuple(files))

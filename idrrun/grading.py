@@ -185,7 +185,8 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
         src = source_mod.from_file(pair.solution, language, str(pair.solution))
         request = RunRequest(source=src, workdir=pair.solution.parent, acc=True,
                              timeout=timeout or exercise.timeout,
-                             compile_timeout=settings.compile_timeout, max_output=settings.max_output)
+                             compile_timeout=settings.compile_timeout, max_output=settings.max_output,
+                             limits=settings.limits)
         try:
             request = prepare(request, exercise, probe, settings, timeout_given=timeout is not None)
             solution_output(request, exercise, probe, settings)
@@ -217,7 +218,8 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         request = base_request or RunRequest(source=src, workdir=workdir)
         request = replace(request, source=src, workdir=workdir, acc=acc,
                           timeout=timeout or exercise.timeout,
-                          compile_timeout=settings.compile_timeout, max_output=settings.max_output)
+                          compile_timeout=settings.compile_timeout, max_output=settings.max_output,
+                          limits=settings.limits)
         request = prepare(request, exercise, probe, settings, timeout_given=timeout is not None)
         outcome = execute_checked(request, exercise, probe, settings, NullReporter())
         return row_from_outcome(sub, exercise, outcome)

@@ -54,6 +54,7 @@ class IdrrunMagics(Magics):
         super().__init__(shell)
         # Probing runs a few short commands; once per kernel and family is enough.
         self._probes: dict[tuple[str | None, str | None, str], Probe] = {}
+        self._protection_shown = False
         self.last_outcome: Outcome | None = None
 
     def _probe(self, settings: config.Settings, family: FamilyName | None) -> Probe:
@@ -89,6 +90,10 @@ class IdrrunMagics(Magics):
                 src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
             reporter = NotebookReporter(sys.stdout, color=_wants_color())
             probe = self._probe(settings, opts.family)
+            if probe.protections is not None and not self._protection_shown:
+                # Once per kernel: what this machine cannot enforce.
+                reporter.notes(probe.protections.notes)
+                self._protection_shown = True
             outcome = grading.run_with_options(opts, src, settings, workdir, probe, reporter)
         except IdrrunError as exc:
             # Exactly IPython's UsageError: the shell prints one line, no traceback.

@@ -64,6 +64,7 @@ class RunRequest:
     force: bool = False
     raise_on_failure: bool = True
     check: str | None = None
+    limits: Limits = field(default_factory=lambda: Limits())
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,46 @@ class CompilerInfo:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """Per-run limits; None means no limit. Defaults are what a teacher would pick."""
+
+    memory: int | None = 2 << 30
+    tasks: int | None = 256
+    file_size: int | None = 1 << 30
+    stdin: Path | None = None
+
+
+@dataclass(frozen=True)
+class Cgroups:
+    version: int  # 1 or 2
+    memory_parent: Path | None
+    pids_parent: Path | None
+
+
+@dataclass(frozen=True)
+class Protections:
+    guard: Path | None  # the built guard executable
+    cgroups: Cgroups | None
+    root: bool
+    notes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line: the protections active on this machine."""
+        active = ["wall-clock limit", "process-group kill", "output cap", "stdin closed"]
+        if self.guard is not None:
+            active += ["kernel-death cleanup", "/proc sweep of escaped processes", "file-size cap"]
+        if self.cgroups is not None:
+            kinds = [k for k, p in (("memory", self.cgroups.memory_parent),
+                                    ("tasks", self.cgroups.pids_parent)) if p is not None]
+            active.append(f"cgroup v{self.cgroups.version} ({', '.join(kinds)})")
+        elif self.guard is not None:
+            active.append("memory by RLIMIT_AS on host runs only")
+            if not self.root:
+                active.append("tasks by RLIMIT_NPROC")
+        return "; ".join(active)
+
+
+@dataclass(frozen=True)
 class Probe:
     """What this machine offers, probed once per kernel (short timeouts, never raises)."""
 
@@ -98,6 +139,7 @@ class Probe:
     gpus: tuple[GpuInfo, ...]
     gcc_offload: bool  # gcc's nvptx offload compiler is installed
     warnings: tuple[str, ...] = ()
+    protections: Protections | None = None
 
     def compiler(self, command: str) -> CompilerInfo | None:
         for info in self.compilers:
@@ -131,6 +173,8 @@ class ProcResult:
     truncated: bool = False
     seconds: float = 0.0
     start_error: str | None = None  # e.g. "No such file or directory"
+    limit: str | None = None  # "memory", "tasks", "file size": what the isolation layer saw hit
+    notes: tuple[str, ...] = ()  # what the cleanup did (files removed, processes killed)
 
     @property
     def signal_name(self) -> str | None:
@@ -153,6 +197,8 @@ class ProcResult:
             return "interrupted"
         if self.timed_out:
             return "timed out"
+        if self.limit is not None:
+            return f"stopped at the {self.limit} limit"
         if self.signal_name is not None:
             return f"killed by {self.signal_name}"
         return f"exit code {self.returncode}"

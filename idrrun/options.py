@@ -55,6 +55,29 @@ def _seconds(text: str) -> float:
     return value
 
 
+NO_LIMIT = -1  # "--memory none": no limit, as opposed to None, "not given"
+
+
+def _size(text: str) -> int:
+    from .config import parse_size
+
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return NO_LIMIT if value is None else value
+
+
+def _tasks(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of tasks, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of tasks >= 0, got {value}")
+    return value or NO_LIMIT
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare every build-and-run option once; the magics and the CLI all call this."""
     g = parser.add_argument_group("compile")
@@ -92,6 +115,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="kill the program after this many seconds (default from config: 300)")
     r.add_argument("--no-raise", dest="no_raise", action="store_true",
                    help="a failure is reported but does not fail the cell")
+    r.add_argument("--stdin", metavar="FILE", help="standard input for the program (default: none, EOF at once)")
+    r.add_argument("--memory", type=_size, metavar="SIZE", help="memory limit, e.g. 4GiB ('none': no limit)")
+    r.add_argument("--tasks", type=_tasks, metavar="N", help="most processes and threads at once (0: no limit)")
+    r.add_argument("--file-size", dest="file_size", type=_size, metavar="SIZE",
+                   help="largest file the program may write, e.g. 1GiB")
+    r.add_argument("--max-output", dest="max_output", type=_size, metavar="SIZE",
+                   help="output kept and shown, e.g. 1MiB")
     c = parser.add_argument_group("check")
     c.add_argument("--check", "--exercise", dest="check", metavar="NAME",
                    help="check the result against the exercise NAME (see examples/)")
@@ -121,6 +151,11 @@ class Options:
     force: bool = False
     no_raise: bool = False
     check: str | None = None
+    stdin: str | None = None
+    memory: int | None = None  # bytes; NO_LIMIT for "none"
+    tasks: int | None = None
+    file_size: int | None = None
+    max_output: int | None = None
     file: str | None = None  # %idrrunfile / idrrun run
 
 
@@ -176,6 +211,11 @@ def from_namespace(ns: argparse.Namespace) -> Options:
         force=ns.force,
         no_raise=ns.no_raise,
         check=ns.check,
+        stdin=ns.stdin,
+        memory=ns.memory,
+        tasks=ns.tasks,
+        file_size=ns.file_size,
+        max_output=ns.max_output,
         file=getattr(ns, "file", None),
     )
 

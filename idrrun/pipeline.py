@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -18,7 +19,7 @@ from . import build as build_mod
 from . import launch, proc, toolchains
 from .config import Settings
 from .model import BuildResult, Failure, Outcome, Probe, RunRequest, RunResult, Source, Toolchain
-from .options import Options
+from .options import NO_LIMIT, Options
 
 
 class Reporter(Protocol):
@@ -40,6 +41,16 @@ _SIGNAL_HINTS = {
                "OpenACC runtime error)",
     "SIGKILL": "killed from outside: out of memory, or a limit was reached",
     "SIGILL": "illegal instruction: built for another processor?",
+}
+
+
+_LIMIT_HINTS = {
+    "memory": "the program used more memory than allowed ([limits] memory in the config, "
+              "--memory on the line); check the sizes it allocates",
+    "tasks": "the program started too many processes or threads (a fork in a loop?); the limit "
+             "is [limits] tasks, --tasks",
+    "file size": "the program wrote a file larger than allowed ([limits] file_size, --file-size); "
+                 "the truncated file was removed",
 }
 
 
@@ -71,6 +82,11 @@ def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
         what, hint = p.describe(), "the program or its launcher could not be started"
     elif p.interrupted:
         what, hint = "interrupted", "the run was interrupted; its output so far is kept above"
+    elif p.limit is not None:
+        what = f"{p.limit} limit reached"
+        if p.timed_out:
+            what += f", then timed out after {request.timeout:g} s"
+        hint = _LIMIT_HINTS.get(p.limit, "the program went past a limit of the run")
     elif p.timed_out:
         what = f"timed out after {request.timeout:g} s"
         hint = ("the program ran past --timeout: an endless loop, or a wait on something that "
@@ -121,11 +137,23 @@ def execute(
     notes += how.notes
     p = proc.run(how.argv, what="run", timeout=request.timeout, cwd=request.workdir,
                  env=how.env, on_output=reporter.output, terminal=True,
-                 max_output=request.max_output)
+                 max_output=request.max_output, protections=probe.protections,
+                 limits=request.limits,
+                 gpu_run=toolchain.target == "gpu" or toolchain.family != "gcc")
+    if p.notes:
+        reporter.notes(p.notes)
+        notes += p.notes
     missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
     ran = RunResult(command=how.argv, proc=p, missing_files=missing)
     reporter.ran(request, ran)
     return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes))
+
+
+def _given(flag: int | None, setting: int | None) -> int | None:
+    """The line's value over the setting; NO_LIMIT on the line means no limit."""
+    if flag is None:
+        return setting
+    return None if flag == NO_LIMIT else flag
 
 
 def request_from(
@@ -152,7 +180,14 @@ def request_from(
         keep=options.keep,
         timeout=options.timeout if options.timeout is not None else settings.timeout,
         compile_timeout=settings.compile_timeout,
-        max_output=settings.max_output,
+        max_output=_given(options.max_output, settings.max_output) or settings.max_output,
+        limits=replace(
+            settings.limits,
+            memory=_given(options.memory, settings.limits.memory),
+            tasks=_given(options.tasks, settings.limits.tasks),
+            file_size=_given(options.file_size, settings.limits.file_size),
+            stdin=(workdir / options.stdin) if options.stdin else settings.limits.stdin,
+        ),
         force=options.force,
         raise_on_failure=not options.no_raise,
         check=options.check,

@@ -14,12 +14,14 @@ import pty
 import selectors
 import signal
 import subprocess
+import tempfile
 import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .model import ProcResult
+from . import isolation
+from .model import Limits, ProcResult, Protections
 
 log = logging.getLogger("idrrun.proc")
 
@@ -27,11 +29,16 @@ OutputSink = Callable[[str], None]
 
 TRUNCATION_NOTE = "\n[idrrun: output truncated at {cap} bytes; the rest was discarded]\n"
 
-# After a kill, how long each signal gets before the next, stronger one. SIGINT first so that
-# programs (and mpirun, srun) can clean up as after Ctrl-C, as IPython's %%script does.
-_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
+# After a kill, how long each signal gets before the next, stronger one. On an interrupt, SIGINT
+# first so that programs (and mpirun, srun) can clean up as after Ctrl-C, as IPython's %%script
+# does. On a timeout the program had its time: SIGTERM, then SIGKILL soon (limit + 1 s at most).
+_INTERRUPT_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
     (signal.SIGINT, 0.5),
     (signal.SIGTERM, 0.5),
+    (signal.SIGKILL, 1.0),
+)
+_TIMEOUT_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
+    (signal.SIGTERM, 0.3),
     (signal.SIGKILL, 1.0),
 )
 # Data still readable once the main child has exited is drained for at most this long: a
@@ -49,6 +56,9 @@ def run(
     on_output: OutputSink | None = None,
     terminal: bool = False,
     max_output: int = 1 << 20,
+    protections: Protections | None = None,
+    limits: Limits | None = None,
+    gpu_run: bool = False,
 ) -> ProcResult:
     """Run argv to completion or deadline; stream its merged stdout/stderr to on_output.
 
@@ -58,8 +68,17 @@ def run(
     stdin is a pipe nobody writes to, and a scanf on it would wait forever.
 
     The child leads a new session; on timeout or interrupt its whole process group is killed.
+    With protections and limits, the run goes through the isolation layer (isolation.py): the
+    guard, a cgroup, resource limits, and a sweep of escaped processes at the end.
     """
     argv = tuple(str(a) for a in argv)
+    jail = None
+    if protections is not None and limits is not None:
+        jail = isolation.open_jail(protections, limits, cwd or Path.cwd(),
+                                   Path(tempfile.gettempdir()), gpu_run)
+        argv = jail.wrap(argv)
+        env = {**(dict(env) if env is not None else os.environ), **jail.env}
+    stdin_file = limits.stdin if limits is not None else None
     log.info("%s: %s", what, subprocess.list2cmdline(argv))
     start = time.monotonic()
     deadline = start + timeout
@@ -70,11 +89,16 @@ def run(
         attrs[1] &= ~termios.OPOST  # no "\n" -> "\r\n" translation
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
     try:
+        stdin = open(stdin_file, "rb") if stdin_file is not None else subprocess.DEVNULL
+    except OSError as exc:
+        return ProcResult(argv=argv, returncode=None,
+                          start_error=f"cannot open the standard input file {stdin_file}: {exc.strerror}")
+    try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=slave if terminal else subprocess.PIPE,
             stderr=slave if terminal else subprocess.STDOUT,
             start_new_session=True,
@@ -84,7 +108,12 @@ def run(
         for fd in (master, slave):
             if fd >= 0:
                 os.close(fd)
+        if jail is not None:
+            isolation.close_jail(jail)
         return ProcResult(argv=argv, returncode=None, start_error=exc.strerror or str(exc))
+    finally:
+        if stdin is not subprocess.DEVNULL:
+            stdin.close()  # type: ignore[union-attr]
     if terminal:
         os.close(slave)
         fd = master
@@ -105,7 +134,7 @@ def run(
                 if remaining <= 0:
                     timed_out = True
                     log.info("%s: deadline of %.1f s reached, killing the group", what, timeout)
-                    _kill_group(proc)
+                    _kill_group(proc, _TIMEOUT_ESCALATION, jail)
                     break
                 if not eof:
                     if sel.select(min(remaining, 0.1)):
@@ -123,7 +152,7 @@ def run(
             except KeyboardInterrupt:
                 interrupted = True
                 log.info("%s: interrupted, killing the group", what)
-                _kill_group(proc)
+                _kill_group(proc, _INTERRUPT_ESCALATION, jail)
                 break
         # The main child is gone (or killed). Take what is still buffered, briefly, then make
         # sure nothing of its group outlives it.
@@ -134,6 +163,17 @@ def run(
             eof = _read_available(fd, collector)
         _signal_group(proc.pid, signal.SIGKILL)
         returncode = _reap(proc)
+        limit: str | None = None
+        notes: tuple[str, ...] = ()
+        if jail is not None:
+            child = jail.child_pid()
+            if child is not None:
+                _signal_group(child, signal.SIGKILL)
+            own = jail.status()
+            if own is not None:
+                returncode = own
+            isolation.sweep(jail.run_id)
+            limit, notes = isolation.close_jail(jail)
     finally:
         sel.close()
         if terminal:
@@ -149,6 +189,8 @@ def run(
         output=collector.text(),
         truncated=collector.truncated,
         seconds=time.monotonic() - start,
+        limit=limit,
+        notes=notes,
     )
 
 
@@ -220,23 +262,46 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
         return False
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    for sig, grace in _ESCALATION:
-        if not _signal_group(proc.pid, sig):
+def _kill_group(proc: subprocess.Popen[bytes],
+                escalation: tuple[tuple[signal.Signals, float], ...],
+                jail: isolation.Jail | None) -> None:
+    """Signal the run's group (and, through a guard, the program's own group), stronger each time."""
+    for sig, grace in escalation:
+        child = jail.child_pid() if jail is not None else None
+        if child is not None:
+            _signal_group(child, sig)
+            if sig != signal.SIGKILL:
+                _signal_group(child, signal.SIGCONT)  # a stopped program must see its SIGTERM
+        if not _signal_group(proc.pid, sig) and child is None:
             return
         end = time.monotonic() + grace
         while time.monotonic() < end:
-            if proc.poll() is not None and not _group_alive(proc.pid):
+            if proc.poll() is not None and not _group_alive(proc.pid) and \
+                    (child is None or not _group_alive(child)):
                 return
             time.sleep(0.02)
 
 
 def _group_alive(pgid: int) -> bool:
+    """True while a live process is in the group. Zombies do not count: a fork bomb's children,
+    once killed, may wait a while for init to reap them, and they hold nothing."""
     try:
         os.killpg(pgid, 0)
-        return True
     except (ProcessLookupError, PermissionError):
         return False
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> int:

@@ -151,9 +151,14 @@ def probe(settings: Settings, family_flag: FamilyName | None = None) -> Probe:
     if family == "gcc":
         gcc = next((c for c in compilers if c.command == compiler_command("gcc", "c", settings)), None)
         offload = gcc_has_offload(gcc.path if gcc else None)
+    from . import isolation
+
+    cc = next((c.path for c in compilers if c.command == compiler_command(family, "c", settings)), None)
+    protections = isolation.probe(settings.cache_dir, cc if family == "gcc" else None)
     return Probe(
         family=family, family_source=source, compilers=compilers, gpus=gpus,
         gcc_offload=offload, warnings=(warning,) if warning else (),
+        protections=protections,
     )
 
 
