@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from . import proc
-from .model import BuildResult, RunRequest, Source, Toolchain
+from .model import BuildResult, Limits, Protections, RunRequest, Source, Toolchain
 
 EXECUTABLE = "prog"
 OBJECT = "prog.o"
@@ -105,7 +105,8 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path) -> BuildResult:
+def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
+          protections: Protections | None = None) -> BuildResult:
     argv = compile_argv(request, toolchain)
     key = build_key(request, toolchain)
     builds = cache_dir / "builds"
@@ -133,7 +134,9 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path) -> BuildRe
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
         result = proc.run(
             argv, what="compile", timeout=request.compile_timeout, cwd=work,
-            max_output=request.max_output,
+            max_output=request.max_output, protections=protections,
+            # Through the guard, without limits: a kernel killed mid-build takes the compiler along.
+            limits=Limits(memory=None, tasks=None, file_size=None),
         )
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / product).is_file()

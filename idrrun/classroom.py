@@ -107,16 +107,26 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
 
 def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings, probe: Probe,
               jobs: int, timeout: float | None,
-              on_done: Callable[[GradeRow], None] | None = None) -> list[GradeRow]:
+              on_done: Callable[[GradeRow], None] | None = None,
+              already: dict[str, GradeRow] | None = None,
+              on_progress: Callable[[list[GradeRow]], None] | None = None) -> list[GradeRow]:
     """Grade in parallel; rows come back in submission order. Workers wait on compilers and
-    programs, not on Python, so threads are enough."""
+    programs, not on Python, so threads are enough.
+
+    `already` holds rows of an earlier, interrupted grading (by submission path): those are
+    kept, not graded again. `on_progress` sees every row known so far after each one finishes,
+    in order, so that the report on disk is always whole."""
     rows: dict[int, GradeRow] = {}
+    for i, sub in enumerate(subs):
+        if already and str(sub.path) in already:
+            rows[i] = already[str(sub.path)]
+    todo = [i for i in range(len(subs)) if i not in rows]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        if exercise.needs_solution and jobs > 1:
+        if exercise.needs_solution and jobs > 1 and todo:
             # The solution's output is needed by every row: start it first, beside the students.
             pool.submit(warm_solution, exercise, subs, settings, probe, timeout)
-        futures = {pool.submit(grade_one, sub, exercise, settings, probe, True, timeout): i
-                   for i, sub in enumerate(subs)}
+        futures = {pool.submit(grade_one, subs[i], exercise, settings, probe, True, timeout): i
+                   for i in todo}
         for future in as_completed(futures):
             i = futures[future]
             try:
@@ -128,7 +138,41 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
             rows[i] = row
             if on_done is not None:
                 on_done(row)
+            if on_progress is not None:
+                on_progress([rows[k] for k in sorted(rows)])
     return [rows[i] for i in range(len(subs))]
+
+
+def load_report(path: Path, exercise: str) -> dict[str, GradeRow]:
+    """Rows of an earlier report of the same exercise, by submission; {} when none or unreadable.
+
+    Rows that ended in an internal error are left out, so they are graded again."""
+    if not path.is_file():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix.lower() == ".json":
+            records = json.loads(text)
+        else:
+            records = list(csv.DictReader(io.StringIO(text)))
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, GradeRow] = {}
+    for rec in records if isinstance(records, list) else []:
+        try:
+            if rec["exercise"] != exercise or str(rec["reasons"]).startswith("internal error"):
+                continue
+            checks = tuple(tuple(str(c[k]) for k in ("name", "status", "expected", "got", "reason"))
+                           for c in rec.get("checks") or [])
+            out[str(rec["submission"])] = GradeRow(
+                student=str(rec["student"]), exercise=exercise, language=str(rec["language"]),
+                verdict=str(rec["verdict"]), reasons=str(rec["reasons"]),
+                build_seconds=float(rec["build_seconds"]), run_seconds=float(rec["run_seconds"]),
+                submission=str(rec["submission"]), checks=checks,  # type: ignore[arg-type]
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
 
 
 REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build_seconds",

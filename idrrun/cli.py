@@ -84,6 +84,8 @@ def _grade(tokens: Sequence[str]) -> int:
     p.add_argument("--feedback", type=Path, metavar="DIR", help="write one Markdown file per student")
     p.add_argument("--timeout", type=options._seconds, metavar="S")
     p.add_argument("-c", "--compiler", choices=("nvhpc", "gcc", "pgi"))
+    p.add_argument("--fresh", action="store_true",
+                   help="grade everything again, even rows already in the report")
     args = p.parse_args(list(tokens))
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
@@ -93,9 +95,22 @@ def _grade(tokens: Sequence[str]) -> int:
     probe = toolchains.probe(settings, args.compiler)
     subs = classroom.discover(args.submissions, exercise, args.language)
     console = _console()
-    rows = _with_progress(console, len(subs), f"grading {exercise.name}",
+    already: dict[str, classroom.GradeRow] = {}
+    if args.report is not None and not args.fresh:
+        already = classroom.load_report(args.report, exercise.name)
+        kept = sum(str(s.path) in already for s in subs)
+        if kept:
+            console.print(f"resuming: {kept} rows kept from {args.report} (--fresh grades them again)")
+
+    def save(rows: list[classroom.GradeRow]) -> None:
+        if args.report is not None:
+            classroom.write_report(rows, args.report)
+
+    todo = sum(str(s.path) not in already for s in subs)
+    rows = _with_progress(console, todo, f"grading {exercise.name}",
                           lambda done: classroom.grade_all(subs, exercise, settings, probe,
-                                                           args.jobs, args.timeout, done))
+                                                           args.jobs, args.timeout, done,
+                                                           already, save))
     _summary(console, rows)
     if args.report is not None:
         classroom.write_report(rows, args.report)

@@ -182,8 +182,9 @@ def open_jail(protections: Protections, limits: Limits, workdir: Path, scratch: 
     procs: list[str] = []
     cg = protections.cgroups
     if cg is not None:
-        for parent, files in ((cg.memory_parent, "memory"), (cg.pids_parent, "pids")):
-            if parent is None:
+        wanted = (("memory", cg.memory_parent, limits.memory), ("pids", cg.pids_parent, limits.tasks))
+        for files, parent, limit in wanted:
+            if parent is None or not limit:
                 continue
             d = parent / f"idrrun-{run_id}"
             if d in cg_dirs:

@@ -116,7 +116,7 @@ def execute(
     reporter.notes(notes)
     if request.keep:
         build_mod.write_atomic(request.workdir / request.keep, request.source.text)
-    built = build_mod.build(request, toolchain, settings.cache_dir)
+    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections)
     reporter.built(request, built)
     if not built.ok:
         return Outcome(request, toolchain, built, None, compile_failure(built, request), notes=tuple(notes))
