@@ -494,3 +494,22 @@ def test_row_17_broken_config_one_clear_line(kernel: Kernel) -> None:
         (kernel.cwd / "idrrun.toml").unlink()
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "idrrun.toml: field 'limits.memory'" in lines[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="no GPU on this machine")
+def test_row_7_gpu_runs_work_under_the_memory_limit(tmp_path: Path) -> None:
+    """A CUDA context maps ~13 GiB of address space: the memory limit must not be RLIMIT_AS."""
+    body = ("#include <stdio.h>\n#include <stdlib.h>\n#include <openacc.h>\nint main(void){\n"
+            "  int n = 1 << 24; double *a = malloc(n * sizeof *a); double s = 0;\n"
+            "  #pragma acc parallel loop copyout(a[0:n]) reduction(+:s)\n"
+            "  for (int i = 0; i < n; i++) { a[i] = 1.0; s += 1.0; }\n"
+            "  printf(\"on GPU: %d, s = %.0f\\n\", acc_get_num_devices(acc_device_nvidia) > 0, s);\n  return 0;\n}\n")
+    r, how, seconds = run_c(tmp_path, body, "-a", "--memory", "1GiB", name="gpumem.c")
+    print(r.stdout[-400:], PROTECTIONS.describe())
+    assert how == "exit 0", r.stdout + r.stderr
+    assert "on GPU: 1, s = 16777216" in r.stdout
+    big = body.replace("1 << 24", "1 << 28")  # 2 GiB of host memory: over the limit
+    r, how, _ = run_c(tmp_path, big, "-a", "--memory", "1GiB", name="gpumem2.c")
+    print("over the limit:", how, r.stderr[-300:])
+    assert how != "exit 0"
