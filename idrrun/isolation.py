@@ -83,8 +83,13 @@ def probe_cgroups() -> Cgroups | None:
         if mem or pids:
             return Cgroups(1, mem, pids)
     for point, kind, _ in mounts:
-        if kind == "cgroup2":
-            base = Path(point) / own.get("", "/").lstrip("/")
+        if kind != "cgroup2":
+            continue
+        # Our own cgroup first (delegated to us); else the root of the hierarchy, where a
+        # process-holding parent does not forbid enabling controllers (root only).
+        for base in (Path(point) / own.get("", "/").lstrip("/"), Path(point)):
+            if base == Path(point):
+                _try_write(base / "cgroup.subtree_control", "+memory +pids")
             ok_mem = _writable_dir(base, "memory.max")
             ok_pids = _writable_dir(base, "pids.max")
             if ok_mem or ok_pids:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# For child processes (kernels, the CLI): the checkout first, and whatever the environment had.
+PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 

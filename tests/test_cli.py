@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import PYTHONPATH, ROOT
 
 FAKES = ROOT / "tests" / "fakes"
 
 
 def idrrun(*args: str, cwd: Path, env: dict[str, str] | None = None,
            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    full_env = dict(os.environ, PYTHONPATH=str(ROOT))
+    full_env = dict(os.environ, PYTHONPATH=PYTHONPATH)
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)

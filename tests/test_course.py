@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import ANSI, ROOT
+from conftest import ANSI, PYTHONPATH, ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
 EXERCISE_NAMES = {p.stem for p in (ROOT / "examples").glob("*.toml")}
@@ -79,7 +79,7 @@ def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_course_check_passes(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), IDRRUN_EXAMPLES=str(ROOT / "examples"))
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(ROOT / "examples"))
     r = subprocess.run([sys.executable, "-m", "idrrun.cli", "course", "check", "-j", "2"], cwd=tmp_path,
                        env=env, capture_output=True, text=True, timeout=900)
     print(r.stdout[-4000:])
@@ -88,7 +88,7 @@ def test_course_check_passes(tmp_path: Path) -> None:
 
 
 def test_strip_removes_solutions(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
     r = subprocess.run([sys.executable, "-m", "idrrun.cli", "course", "strip", str(ROOT / "notebooks"),
                         "--out", str(tmp_path / "students")], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ROOT, Kernel
+from conftest import Kernel, PYTHONPATH, ROOT
 
 EXAMPLES = ROOT / "examples"
 SOLUTION_C = (EXAMPLES / "C" / "async_matmul_solution.c").read_text()
@@ -59,7 +59,7 @@ def make_class(folder: Path) -> dict[str, tuple[str, str]]:
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), IDRRUN_EXAMPLES=str(EXAMPLES))
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(EXAMPLES))
     return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Kernel, has_gpu
+from conftest import Kernel, PYTHONPATH, ROOT, has_gpu
 from idrrun import isolation
 from idrrun.model import Limits
 
@@ -28,7 +28,7 @@ DONE = re.compile(r"^(exit 0|exit code -?\d+|killed by \S+|timed out|stopped at 
 
 def idrrun(*args: str, cwd: Path, env: dict[str, str] | None = None,
            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    full = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    full = dict(os.environ, PYTHONPATH=PYTHONPATH, **(env or {}))
     return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -308,7 +308,7 @@ def test_row_12_kernel_restart_removes_the_whole_tree(tmp_path_factory: pytest.T
     tag = "888.25"
     cwd = tmp_path_factory.mktemp("restart")
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd),
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                              env=dict(os.environ, PYTHONPATH=PYTHONPATH))
     try:
         k = Kernel(km, kc, cwd)
         assert k.run("%load_ext idrrun").status == "ok"
@@ -330,7 +330,7 @@ def test_row_13_kernel_killed_while_compiling_loses_nothing(tmp_path_factory: py
     cache = tmp_path_factory.mktemp("killed-cache")
     (cwd / "idrrun.toml").write_text("compile_timeout = 60\n")
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd),
-                              env=dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache)))
+                              env=dict(os.environ, PYTHONPATH=PYTHONPATH, XDG_CACHE_HOME=str(cache)))
     try:
         k = Kernel(km, kc, cwd)
         assert k.run("%load_ext idrrun").status == "ok"
@@ -398,7 +398,7 @@ def test_row_15_class_of_50_killed_and_resumed(tmp_path: Path) -> None:
     for i in range(50):
         (klass / f"s{i:02d}_{names[i % len(names)]}.c").write_text(CASES[names[i % len(names)]])
     report = tmp_path / "report.csv"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), IDRRUN_EXAMPLES=str(ex))
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(ex))
     argv = [sys.executable, "-m", "idrrun.cli", "grade", "answer", *sorted(map(str, klass.iterdir())),
             "-j", "2", "--report", str(report)]
     first = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -439,7 +439,7 @@ def test_row_16_two_kernels_one_folder(tmp_path: Path) -> None:
     from jupyter_client.manager import start_new_kernel
 
     started = [start_new_kernel(kernel_name="python3", cwd=str(tmp_path),
-                                env=dict(os.environ, PYTHONPATH=str(ROOT))) for _ in range(2)]
+                                env=dict(os.environ, PYTHONPATH=PYTHONPATH)) for _ in range(2)]
     try:
         kernels = [Kernel(km, kc, tmp_path) for km, kc in started]
         for k in kernels:
