@@ -214,7 +214,20 @@ def _strip(paths: Sequence[Path], out: Path) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": _run, "grade": _grade, "course": _course}
+def _doctor(tokens: Sequence[str]) -> int:
+    p = _Parser(prog="idrrun doctor", description="What this machine offers for the course.")
+    p.parse_args(list(tokens))
+    from . import doctor
+
+    report = doctor.diagnose(config.load(Path.cwd()))
+    print(report)
+    if not report.can_compile:
+        print("idrrun doctor: no compiler found: nothing can be built here", file=sys.stderr)
+        return 1
+    return EXIT_OK
+
+
+COMMANDS = {"run": _run, "grade": _grade, "course": _course, "doctor": _doctor}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -222,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="idrrun", description="Compile, run and check OpenACC course code.",
         epilog="Commands: run FILE (compile and run), grade NAME SUBMISSION... (grade a class), "
-               "course check|strip. 'idrrun COMMAND --help' for details.",
+               "course check|strip, doctor (what this machine offers). "
+               "'idrrun COMMAND --help' for details.",
     )
     parser.add_argument("--version", action="version", version=f"idrrun {__version__}")
     parser.add_argument("command", nargs="?", choices=sorted(COMMANDS), help="what to do")

@@ -69,6 +69,18 @@ class IdrrunMagics(Magics):
         self._run(line, cell)
 
     @line_magic
+    def idrrun_doctor(self, line: str) -> None:
+        """What this machine offers: compilers, GPU offloading, profilers, MPI, SLURM, limits."""
+        from IPython.display import display
+
+        from . import doctor
+
+        try:
+            display(doctor.diagnose(config.load(Path.cwd())))
+        except IdrrunError as exc:
+            raise IPythonUsageError(str(exc)) from None
+
+    @line_magic
     def idrrunfile(self, line: str) -> None:
         """Compile and run a source file: `%idrrunfile [flags] FILE`."""
         self._run(line, None)

@@ -1,0 +1,58 @@
+"""`idrrun doctor` on this machine, and %idrrun_doctor in a kernel."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import PYTHONPATH, Kernel, has_gpu
+from idrrun import toolchains
+
+
+def doctor(env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, PYTHONPATH=PYTHONPATH, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "idrrun.cli", "doctor"], env=full, cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def line(output: str, topic: str) -> str:
+    return next(ln for ln in output.splitlines() if ln.startswith(topic))
+
+
+def test_doctor_on_this_machine(tmp_path: Path) -> None:
+    r = doctor(cwd=tmp_path)
+    print(r.stdout)
+    assert r.returncode == 0
+    assert "OK" in line(r.stdout, "compiler gcc c") and shutil.which("gcc") in line(r.stdout, "compiler gcc c")
+    assert "OK" in line(r.stdout, "compiler gcc fortran")
+    offload = line(r.stdout, "gcc offloading")
+    if toolchains.gcc_has_offload(shutil.which("gcc")):
+        assert "OK" in offload and "test build for sm_80 links" in offload
+    else:
+        assert "missing" in offload and "gcc-12-offload-nvptx" in r.stdout
+    gpu = line(r.stdout, "GPU")
+    assert ("OK" in gpu) if has_gpu() else ("none: OpenACC regions run on the host" in gpu)
+    assert "protections" in r.stdout and "wall-clock limit" in line(r.stdout, "protections")
+    assert "MPI" in r.stdout and "SLURM" in r.stdout and "nsys" in r.stdout
+    assert "none (built-in defaults)" in line(r.stdout, "config files")
+    (tmp_path / "idrrun.toml").write_text("timeout = 10\n")
+    assert str(tmp_path / "idrrun.toml") in line(doctor(cwd=tmp_path).stdout, "config files")
+
+
+def test_doctor_fails_when_nothing_can_compile(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    r = doctor(env={"PATH": str(empty)}, cwd=tmp_path)
+    assert r.returncode == 1
+    assert "no compiler found" in r.stderr
+    assert "missing" in line(r.stdout, "compiler gcc c") and "apt-get install gcc" in r.stdout
+
+
+def test_doctor_magic(kernel: Kernel) -> None:
+    r = kernel.run("%idrrun_doctor")
+    assert r.status == "ok", r.error_text
+    html = next(d["text/html"] for d in r.displays if "text/html" in d)
+    assert "compiler gcc c" in html and "protections" in html
