@@ -7,6 +7,7 @@ failed), 124 timeout, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -86,11 +87,18 @@ def _grade(tokens: Sequence[str]) -> int:
     p.add_argument("-c", "--compiler", choices=("nvhpc", "gcc", "pgi"))
     p.add_argument("--fresh", action="store_true",
                    help="grade everything again, even rows already in the report")
+    p.add_argument("--launcher", choices=("none", "mpirun", "srun"),
+                   help="run each submission through this launcher (srun: one SLURM job step each)")
     args = p.parse_args(list(tokens))
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
     workdir = Path.cwd()
     settings = config.load(workdir)
+    if args.launcher is not None:
+        settings = dataclasses.replace(
+            settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
+                                                   command="" if args.launcher != settings.launcher.kind
+                                                   else settings.launcher.command))
     exercise = specs.find(args.exercise, settings, workdir)
     probe = toolchains.probe(settings, args.compiler)
     subs = classroom.discover(args.submissions, exercise, args.language)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,10 @@ class Launch:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     notes: tuple[str, ...] = ()
+    # After a run that did not end well: the command that removes what the launcher left on the
+    # cluster (a SLURM job step), and one that lists it (empty output: nothing left).
+    cancel: tuple[str, ...] = ()
+    remaining: tuple[str, ...] = ()
 
 
 def _flag(flag: str, value: int) -> tuple[str, ...]:
@@ -68,6 +74,21 @@ def command(
         gpus = request.gpus if request.gpus is not None else settings.gpus
         if gpus is not None:
             argv += _flag(launcher.gpus, gpus)
+        cancel: tuple[str, ...] = ()
+        remaining: tuple[str, ...] = ()
+        if launcher.kind == "srun":
+            # A name to find the step again: an interrupt or timeout must not leave it running
+            # on the cluster. The limit goes to SLURM too; idrrun enforces it locally as well.
+            name = f"idrrun-{uuid.uuid4().hex[:12]}"
+            minutes = max(1, math.ceil(request.timeout / 60))
+            argv += [f"--job-name={name}", f"--time={minutes}", "--unbuffered"]
+            cancel = ("scancel", "--full", "--name", name)
+            remaining = ("squeue", "--noheader", "--name", name)
+            # Remote tasks write to a pipe, not a terminal: ask stdio and gfortran for lines.
+            env.setdefault("GFORTRAN_UNBUFFERED_PRECONNECTED", "y")
+            stdbuf = shutil.which("stdbuf")
+            if stdbuf:
+                argv += [stdbuf, "-oL", "-eL"]
         if launcher.kind == "mpirun":
             # Open MPI refuses root and more ranks than cores unless told; course containers
             # run as root and laptops have few cores. Set both Open MPI 4 and 5 spellings.
@@ -84,4 +105,6 @@ def command(
         else:
             notes.append("--profile: no profiler is configured ([profiler] in the config); running without")
     argv += [str(executable), *request.program_args]
-    return Launch(argv=tuple(argv), env=env, notes=tuple(notes))
+    if launcher is None:
+        cancel = remaining = ()
+    return Launch(argv=tuple(argv), env=env, notes=tuple(notes), cancel=cancel, remaining=remaining)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -143,10 +144,28 @@ def execute(
     if p.notes:
         reporter.notes(p.notes)
         notes += p.notes
+    if how.cancel and not p.ok:
+        cancelled = _cancel_remote(how)
+        reporter.notes(cancelled)
+        notes += cancelled
     missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
     ran = RunResult(command=how.argv, proc=p, missing_files=missing)
     reporter.ran(request, ran)
     return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes))
+
+
+def _cancel_remote(how: launch.Launch) -> list[str]:
+    """Cancel what the launcher left on the cluster and wait (briefly) until it is gone."""
+    result = proc.run(how.cancel, what="cancel", timeout=15)
+    if not result.ok:
+        return [f"could not cancel the job step ({result.describe()}): {result.output.strip()[:200]}"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = proc.run(how.remaining, what="cancel", timeout=10)
+        if left.ok and not left.output.strip():
+            return ["job step cancelled on the cluster"]
+        time.sleep(0.3)
+    return ["the job step was cancelled but is still listed by squeue"]
 
 
 def _given(flag: int | None, setting: int | None) -> int | None:
