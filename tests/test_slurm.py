@@ -75,7 +75,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     conf.write_text(CONF.format(host=host, d=d, cpus=os.cpu_count() or 2))
     env = dict(os.environ, SLURM_CONF=str(conf))
     started: list[subprocess.Popen[bytes]] = []
-    if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode != 0:
+    own_munge = subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode != 0
+    if own_munge:
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
         shutil.chown("/run/munge", "munge", "munge")
         subprocess.run(["runuser", "-u", "munge", "--", _bin("munged")], check=True, timeout=30)
@@ -99,6 +100,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        if own_munge:
+            subprocess.run(["pkill", "-x", "munged"], capture_output=True)
 
 
 def _squeue(env: dict[str, str]) -> str:
