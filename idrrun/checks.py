@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .accinfo import AccReport, source_has_directives
-from .model import BuildResult, CheckResult, RunResult, Verdict
+from .model import BuildResult, CheckResult, CheckStatus, RunResult, Verdict
 from .specs import TRACE_KINDS, CheckSpec, Exercise
 
 
@@ -25,6 +26,8 @@ class Evidence:
     acc: AccReport | None
     solution_output: str | None  # the solution's output, same arguments
     solution_problem: str = ""  # why solution_output is None, when it is
+    # From the GPU trace of a profiled GPU run (profile.trace_values); None: no trace.
+    trace_values: Mapping[str, float] | None = None
 
 
 def _number(text: str) -> float | None:
@@ -155,6 +158,27 @@ def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        spec.reason or "the source does not contain what the exercise asks for")
 
 
+def _trace(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
+    if spec.kind == "ran_on_gpu":
+        kernels = int(values.get("kernels", 0))
+        if kernels >= 1:
+            return CheckResult(spec.label, "pass", "≥ 1 GPU kernel", str(kernels), "the regions ran on the GPU")
+        return CheckResult(spec.label, "fail", "≥ 1 GPU kernel", "0",
+                           "no kernel ran on the GPU: the OpenACC regions ran on the host")
+    if spec.kind == "queues":
+        queues, want = int(values.get("queues", 0)), spec.minimum or 1
+        status: CheckStatus = "pass" if queues >= want else "fail"
+        return CheckResult(spec.label, status, f"≥ {want} queues", str(queues),
+                           f"{queues} streams had work" + ("" if status == "pass" else
+                                                           ": use async(n) on distinct queues"))
+    assert spec.max_bytes is not None
+    moved = values.get("bytes_moved", 0.0)
+    status = "pass" if moved <= spec.max_bytes else "fail"
+    return CheckResult(spec.label, status, f"≤ {spec.max_bytes:.0f} bytes", f"{moved:.0f}",
+                       "data moved between host and device" + ("" if status == "pass" else
+                                                               ": keep the data on the device"))
+
+
 _NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution")
 _EVALUATORS = {
     "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
@@ -164,7 +188,9 @@ _EVALUATORS = {
 
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if spec.kind in TRACE_KINDS:
-        return CheckResult(spec.label, "skipped", "", "", "needs a GPU trace (--profile on a GPU)")
+        if ev.trace_values is None:
+            return CheckResult(spec.label, "skipped", "", "", "needs a GPU trace (--profile on a GPU)")
+        return _trace(spec, ev.trace_values)
     if ev.build is None or not ev.build.ok:
         if spec.kind == "source":
             return _source(spec, ev)

@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TextIO
 
+from .profile import ProfileReport
 from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
 
 # Message templates, kept as constants so tests can check the rendered text.
@@ -107,6 +108,9 @@ class TextReporter:
             self._line(RUN_DONE.format(status=status, seconds=p.seconds), style)
         else:
             self._line(RUN_DONE_NOTIME.format(status=status), style)
+
+    def profile(self, report: ProfileReport) -> None:
+        self._line(str(report), "dim")
 
     def failure(self, failure: Failure) -> None:
         self._line(render_failure(failure), "bad")

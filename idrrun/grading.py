@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import accinfo, build as build_mod, checks, pipeline, source as source_mod, toolchains
+from . import accinfo, build as build_mod, checks, pipeline, profile, source as source_mod, toolchains
 from .config import Settings
 from .errors import IdrrunError, SpecError
 from .options import Options
@@ -30,6 +30,7 @@ class NullReporter:
     def built(self, request: RunRequest, result: BuildResult) -> None: ...
     def output(self, text: str) -> None: ...
     def ran(self, request: RunRequest, result: RunResult) -> None: ...
+    def profile(self, report: profile.ProfileReport) -> None: ...
     def verdict(self, verdict: Verdict) -> None: ...
 
 
@@ -75,7 +76,7 @@ def solution_output(request: RunRequest, exercise: Exercise, probe: Probe,
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
     scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
     sol_request = replace(request, source=sol_source, workdir=scratch, keep=None, force=False,
-                          get_files=(), profile=False, execute=True, object_only=False)
+                          get_files=(), profile=None, execute=True, object_only=False)
     try:
         toolchain = toolchains.resolve(sol_request, probe, settings)
         key = build_mod.build_key(sol_request, toolchain)
@@ -102,9 +103,14 @@ def execute_checked(request: RunRequest, exercise: Exercise, probe: Probe, setti
     sol_out, problem = (None, "")
     if exercise.needs_solution and outcome.run is not None and outcome.build is not None and outcome.build.ok:
         sol_out, problem = solution_output(request, exercise, probe, settings)
+    trace = None
+    if outcome.profile is not None and outcome.profile.trace is not None and \
+            outcome.toolchain is not None and outcome.toolchain.target == "gpu":
+        trace = profile.trace_values(outcome.profile.trace)
     evidence = checks.Evidence(
         source_text=request.source.text, language=request.source.language, build=outcome.build,
         run=outcome.run, acc=acc_report(outcome), solution_output=sol_out, solution_problem=problem,
+        trace_values=trace,
     )
     verdict = checks.evaluate(exercise, evidence)
     show = getattr(reporter, "verdict", None)

@@ -13,6 +13,7 @@ from pathlib import Path
 from .config import LauncherConfig, Settings
 from .errors import ToolNotFound
 from .model import RunRequest, Toolchain
+from .profile import ProfilePlan
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def launcher_for(request: RunRequest, settings: Settings) -> LauncherConfig | No
 
 def command(
     request: RunRequest, toolchain: Toolchain, executable: Path, settings: Settings,
-    base_env: Mapping[str, str],
+    base_env: Mapping[str, str], profiler: ProfilePlan | None = None,
 ) -> Launch:
     env = dict(base_env)
     notes: list[str] = []
@@ -99,11 +100,10 @@ def command(
             env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
     elif request.gpus is not None:
         notes.append("-g/--gpus only applies with a launcher (srun); ignored")
-    if request.profile:
-        if settings.profiler:
-            argv += settings.profiler
-        else:
-            notes.append("--profile: no profiler is configured ([profiler] in the config); running without")
+    if profiler is not None:
+        # After the launcher, before the program: one profile per task under srun or mpirun.
+        argv += profiler.argv_prefix
+        env.update(profiler.env)
     argv += [str(executable), *request.program_args]
     if launcher is None:
         cancel = remaining = ()

@@ -14,6 +14,7 @@ from . import config, grading, options, source, toolchains
 from .display import TextReporter, VerdictView, render_failure
 from .errors import IdrrunError
 from .model import Failure, FamilyName, Outcome, Probe, Verdict
+from .profile import ProfileReport
 
 
 class IdrrunFailure(Exception):
@@ -46,6 +47,12 @@ class NotebookReporter(TextReporter):
 
         sys.stdout.flush()
         display(VerdictView(verdict))
+
+    def profile(self, report: ProfileReport) -> None:
+        from IPython.display import display
+
+        sys.stdout.flush()
+        display(report)
 
 
 @magics_class

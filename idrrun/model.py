@@ -12,7 +12,10 @@ from __future__ import annotations
 import signal as _signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # the profile package renders images; model.py stays stdlib-only at run time
+    from .profile import ProfileReport
 
 Language = Literal["c", "c++", "fortran", "cuda"]
 LANGUAGES: tuple[Language, ...] = ("c", "c++", "fortran", "cuda")
@@ -54,7 +57,7 @@ class RunRequest:
     gpus: int | None = None
     get_files: tuple[str, ...] = ()
     show_time: bool = True
-    profile: bool = False
+    profile: str | None = None  # "auto", "nsys", "builtin": which profiler; None: none
     execute: bool = True
     object_only: bool = False
     keep: str | None = None
@@ -280,6 +283,7 @@ class Outcome:
     failure: Failure | None
     verdict: Verdict | None = None
     notes: tuple[str, ...] = field(default=())
+    profile: ProfileReport | None = None
 
     @property
     def ok(self) -> bool:

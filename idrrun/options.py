@@ -110,7 +110,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--get", nargs="+", metavar="FILE", default=[],
                    help="files the program writes; listed after the run, missing ones reported")
     r.add_argument("--notime", action="store_true", help="do not show timings")
-    r.add_argument("--profile", action="store_true", help="run under the configured profiler")
+    r.add_argument("--profile", action="store_true",
+                   help="show where the GPU time went: Nsight Systems when installed, else the "
+                        "built-in CUPTI tracer; a summary and a timeline follow the output")
+    r.add_argument("--profiler", choices=("auto", "nsys", "builtin"), metavar="auto|nsys|builtin",
+                   help="which profiler --profile uses (implies --profile)")
     r.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                    help="kill the program after this many seconds (default from config: 300)")
     r.add_argument("--no-raise", dest="no_raise", action="store_true",
@@ -143,7 +147,7 @@ class Options:
     gpus: int | None = None
     get: tuple[str, ...] = ()
     notime: bool = False
-    profile: bool = False
+    profile: str | None = None  # "auto", "nsys", "builtin"; None: not profiled
     noexec: bool = False
     object: bool = False
     keep: str | None = None
@@ -203,7 +207,7 @@ def from_namespace(ns: argparse.Namespace) -> Options:
         gpus=ns.gpus,
         get=tuple(ns.get or ()),
         notime=ns.notime,
-        profile=ns.profile,
+        profile=ns.profiler or ("auto" if ns.profile else None),
         noexec=ns.noexec,
         object=ns.object,
         keep=ns.keep,

@@ -17,10 +17,14 @@ from pathlib import Path
 from typing import Protocol
 
 from . import build as build_mod
-from . import launch, proc, toolchains
+from . import launch, proc, profile, toolchains
 from .config import Settings
 from .model import BuildResult, Failure, Outcome, Probe, RunRequest, RunResult, Source, Toolchain
 from .options import NO_LIMIT, Options
+
+
+PROFILE_DIR = "idrrun-profile"  # profiled runs keep their report here, in the working directory
+NSYS_GRACE = 60.0
 
 
 class Reporter(Protocol):
@@ -31,6 +35,7 @@ class Reporter(Protocol):
     def built(self, request: RunRequest, result: BuildResult) -> None: ...
     def output(self, text: str) -> None: ...
     def ran(self, request: RunRequest, result: RunResult) -> None: ...
+    def profile(self, report: profile.ProfileReport) -> None: ...
 
 
 _SIGNAL_HINTS = {
@@ -132,11 +137,20 @@ def execute(
     if not request.execute:
         return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
     assert built.executable is not None
+    pplan = None
+    if request.profile is not None:
+        label = Path(request.keep).stem if request.keep else Path(request.source.name).stem
+        pplan = profile.plan(request.profile, profile.new_run_dir(request.workdir / PROFILE_DIR, label),
+                             settings.cache_dir, nsys_command=settings.profiler)
+        reporter.notes(pplan.notes)
+        notes += pplan.notes
     how = launch.command(request, toolchain, built.executable, settings,
-                         os.environ if environ is None else environ)
+                         os.environ if environ is None else environ, pplan)
     reporter.notes(how.notes)
     notes += how.notes
-    p = proc.run(how.argv, what="run", timeout=request.timeout, cwd=request.workdir,
+    # nsys writes its report after the program ends: give it time beyond the program's limit.
+    extra = NSYS_GRACE if pplan is not None and pplan.kind == "nsys" else 0.0
+    p = proc.run(how.argv, what="run", timeout=request.timeout + extra, cwd=request.workdir,
                  env=how.env, on_output=reporter.output, terminal=True,
                  max_output=request.max_output, protections=probe.protections,
                  limits=request.limits,
@@ -151,7 +165,12 @@ def execute(
     missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
     ran = RunResult(command=how.argv, proc=p, missing_files=missing)
     reporter.ran(request, ran)
-    return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes))
+    report = None
+    if pplan is not None and pplan.kind != "none":
+        report = profile.collect(pplan, timeout=120, source_name=request.source.name)
+        reporter.profile(report)
+    return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes),
+                   profile=report)
 
 
 def _cancel_remote(how: launch.Launch) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -250,3 +251,36 @@ def test_acc_cell_runs_on_the_gpu(kernel: Kernel) -> None:
     assert r.status == "ok", r.error_text + r.stdout
     assert "OpenACC on the GPU" in r.stdout
     assert "compute region ran on the GPU" in r.stdout
+
+
+ASYNC_SOLUTION = (Path(__file__).resolve().parent.parent / "examples" / "C" / "async_matmul_solution.c").read_text()
+
+
+def test_profile_in_a_kernel_host_run_says_no_gpu_activity(kernel: Kernel) -> None:
+    r = kernel.run("%%idrrun -a --profile --cliopts 100\n" + ASYNC_SOLUTION)
+    assert r.status == "ok", r.error_text
+    html = "".join(d.get("text/html", "") for d in r.displays)
+    text = html + r.stdout
+    if has_gpu():
+        assert "<img" in html
+    else:
+        assert "no GPU activity: the OpenACC regions ran on the host" in text
+    assert list((kernel.cwd / "idrrun-profile").glob("cell*"))  # the run folder is kept
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="no GPU on this machine")
+def test_profile_async_solution_on_the_gpu_shows_three_queues(kernel: Kernel) -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    (kernel.cwd / "idrrun.toml").write_text(f'examples_dir = "{examples}"\n')
+    try:
+        r = kernel.run("%%idrrun -a --profile --check async_matmul\n" + ASYNC_SOLUTION)
+    finally:
+        (kernel.cwd / "idrrun.toml").unlink()
+    print(r.stdout[-3000:])
+    assert r.status == "ok", r.error_text + r.stdout
+    html = "".join(d.get("text/html", "") for d in r.displays)
+    assert "<img" in html and "data:image/png;base64," in html
+    verdict = next(d["text/html"] for d in r.displays if "idrrun-verdict" in d.get("text/html", ""))
+    assert "async_matmul: PASS" in verdict
+    assert "ran_on_gpu" in verdict and "queues" in verdict and "skip" not in verdict

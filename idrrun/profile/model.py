@@ -1,0 +1,259 @@
+"""The profiler's values, as frozen dataclasses (stdlib only).
+
+    ProfilePlan (before the run) -> Trace, Table (after it) -> Summary -> ProfileReport
+
+Times are integers in nanoseconds on the GPU's clock (CUPTI's or nsys's); only differences
+between them mean anything. Bytes are integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+# "command": a configured profiler that is not nsys; it runs, idrrun reads nothing from it.
+ProfileKind = Literal["nsys", "builtin", "command", "none"]
+CHOICES = ("auto", "nsys", "builtin")
+
+NO_GPU_ACTIVITY = "no GPU activity: the OpenACC regions ran on the host"
+
+
+@dataclass(frozen=True)
+class ProfilePlan:
+    """How to run the program under the profiler; build it with profile.plan()."""
+
+    kind: ProfileKind
+    argv_prefix: tuple[str, ...]  # before the program's argv (after a launcher such as mpirun)
+    env: Mapping[str, str]  # to add to the program's environment
+    run_dir: Path  # where the report, the trace and the timeline are written
+    notes: tuple[str, ...] = ()  # why this kind, or why profiling is unavailable
+    output: Path | None = None  # nsys: the .nsys-rep it will write; builtin: the trace file
+    nsys: str = ""  # the nsys executable, for `nsys stats`
+
+
+# ---------------------------------------------------------------------------------------
+# What the GPU did
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    start: int
+    end: int
+    stream: int
+    device: int = 0
+    context: int = 0
+    correlation: int = 0
+    grid: tuple[int, int, int] = (0, 0, 0)
+    block: tuple[int, int, int] = (0, 0, 0)
+    process: int = 0  # pid of the traced process (several with MPI)
+
+    @property
+    def ns(self) -> int:
+        return max(0, self.end - self.start)
+
+
+# Copy directions, as CUPTI names them (H host, D device, A CUDA array, P peer device).
+HTOD, DTOH, DTOD = "HtoD", "DtoH", "DtoD"
+
+
+@dataclass(frozen=True)
+class Copy:
+    direction: str  # HtoD, DtoH, DtoD, HtoH, PtoP, ... or "unknown"
+    bytes: int
+    start: int
+    end: int
+    stream: int
+    device: int = 0
+    context: int = 0
+    correlation: int = 0
+    src: str = ""  # memory kind: pageable, pinned, device, managed, ... ("" when unknown)
+    dst: str = ""
+    asynchronous: bool = False
+    process: int = 0
+
+    @property
+    def ns(self) -> int:
+        return max(0, self.end - self.start)
+
+    @property
+    def host_memory(self) -> str:
+        """pageable or pinned for a host<->device copy: pinned memory copies faster."""
+        if self.direction == HTOD:
+            return self.src
+        if self.direction == DTOH:
+            return self.dst
+        return ""
+
+
+@dataclass(frozen=True)
+class Memset:
+    bytes: int
+    start: int
+    end: int
+    stream: int
+    device: int = 0
+    context: int = 0
+    correlation: int = 0
+    process: int = 0
+
+    @property
+    def ns(self) -> int:
+        return max(0, self.end - self.start)
+
+
+@dataclass(frozen=True)
+class Sync:
+    """The host waited for the GPU (stream, context or event synchronisation)."""
+
+    kind: str  # stream, context, event, stream_wait_event, unknown
+    start: int
+    end: int
+    stream: int = -1  # -1: not tied to a stream
+    context: int = -1
+    process: int = 0
+
+    @property
+    def ns(self) -> int:
+        return max(0, self.end - self.start)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Every GPU operation of a run, in no particular order."""
+
+    kernels: tuple[Kernel, ...] = ()
+    copies: tuple[Copy, ...] = ()
+    memsets: tuple[Memset, ...] = ()
+    syncs: tuple[Sync, ...] = ()
+    complete: bool = True  # False: the program did not reach its normal end (signal, timeout)
+    dropped: int = 0  # records the tracer reported lost
+    errors: tuple[str, ...] = ()  # what the tracer could not do ("cuptiSubscribe: CUPTI_ERROR_...")
+    skipped: int = 0  # lines or rows that could not be read (a cut last line, ...)
+    files: tuple[Path, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """No work on the GPU (waits alone do not count)."""
+        return not (self.kernels or self.copies or self.memsets)
+
+    @property
+    def operations(self) -> tuple[Kernel | Copy | Memset, ...]:
+        """The GPU's work: kernels, copies, memsets."""
+        return (*self.kernels, *self.copies, *self.memsets)
+
+    @property
+    def origin(self) -> int:
+        """Start of the first GPU operation."""
+        return min((e.start for e in self.operations), default=0)
+
+    @property
+    def finish(self) -> int:
+        """End of the last GPU operation."""
+        return max((e.end for e in self.operations), default=0)
+
+
+# ---------------------------------------------------------------------------------------
+# What the student sees
+
+
+@dataclass(frozen=True)
+class Table:
+    """One report of `nsys stats`, as its CSV says it."""
+
+    report: str  # cuda_gpu_kern_sum, ...
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    name: str
+    where: str  # "main, line 42" or "" when the name does not tell
+    calls: int
+    total_ns: int
+    max_ns: int
+    share: float  # of all kernel time, 0..1
+
+    @property
+    def avg_ns(self) -> float:
+        return self.total_ns / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True)
+class TransferStat:
+    label: str  # "host → device"
+    count: int = 0
+    bytes: int = 0
+    total_ns: int = 0
+    host_memory: str = ""  # pageable, pinned, "pageable and pinned", "" (unknown or n/a)
+
+    @property
+    def gb_per_s(self) -> float | None:
+        """Achieved bandwidth in GB/s (10^9 bytes per second), None without timing."""
+        return self.bytes / self.total_ns if self.total_ns > 0 else None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Totals in the spirit of PGI_ACC_TIME: where the GPU time went."""
+
+    span_ns: int  # first GPU operation's start to the last one's end
+    busy_ns: int  # time with at least one operation on the GPU
+    kernel_ns: int
+    kernel_count: int
+    h2d: TransferStat
+    d2h: TransferStat
+    d2d: TransferStat
+    memset_ns: int
+    memset_count: int
+    memset_bytes: int
+    sync_ns: int
+    sync_count: int
+    queues: int  # streams that had work
+    top_kernels: tuple[KernelStat, ...]
+
+    @property
+    def gpu_ns(self) -> int:
+        """Kernels + copies + memsets (overlapping work counts twice, as in PGI_ACC_TIME)."""
+        return (self.kernel_ns + self.h2d.total_ns + self.d2h.total_ns + self.d2d.total_ns
+                + self.memset_ns)
+
+
+EMPTY_SUMMARY = Summary(
+    span_ns=0, busy_ns=0, kernel_ns=0, kernel_count=0,
+    h2d=TransferStat("host → device"), d2h=TransferStat("device → host"),
+    d2d=TransferStat("device → device"), memset_ns=0, memset_count=0, memset_bytes=0,
+    sync_ns=0, sync_count=0, queues=0, top_kernels=(),
+)
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    """What one profiled run produced; renders itself in a notebook and a terminal."""
+
+    kind: ProfileKind
+    trace: Trace | None
+    summary: Summary | None
+    tables: tuple[Table, ...] = ()
+    timeline_png: Path | None = None
+    report_file: Path | None = None  # the .nsys-rep, or the trace file
+    message: str = ""  # the one line that matters most, e.g. NO_GPU_ACTIVITY
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ran_on_gpu(self) -> bool:
+        return self.summary is not None and (self.summary.kernel_count > 0)
+
+    def __str__(self) -> str:
+        from .render import text
+
+        return text(self)
+
+    def _repr_html_(self) -> str:
+        from .render import html
+
+        return html(self)

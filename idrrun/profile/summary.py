@@ -1,0 +1,131 @@
+"""A trace turned into totals, top kernels and values for the exercise checks. Pure."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from .model import DTOD, DTOH, HTOD, Copy, KernelStat, Summary, Trace, TransferStat
+
+# nvc/nvfortran name a compute region's kernel FUNCTION_LINE_gpu (main_42_gpu; with a
+# reduction, a second kernel main_42_gpu__red). The line is that of the directive in the
+# compiled file, which for a cell is the cell's line (build.py pads the source). Recent
+# releases also write nvkernel_FUNCTION_F1L42_1 (file 1, line 42, kernel 1).
+_NVHPC = (re.compile(r"^(?P<func>.+?)_(?P<line>\d+)_gpu(?:__\w+)?$"),
+          re.compile(r"^nvkernel_(?P<func>.+?)_F\d+L(?P<line>\d+)_\d+$"))
+# GCC outlines the N-th offloaded region of a function as FUNCTION$_omp_fn$N (C: main; Fortran:
+# MAIN__ for the main program, name_ for a procedure, __mod_MOD_name in a module).
+_GCC = re.compile(r"^(?P<func>.+?)\$_omp_fn\$(?P<n>\d+)$")
+_GFORTRAN_MODULE = re.compile(r"^__(?P<module>\w+?)_MOD_(?P<name>\w+)$")
+
+
+def _function(name: str) -> str:
+    if name == "MAIN__":
+        return "the main program"
+    module = _GFORTRAN_MODULE.match(name)
+    if module:
+        return f"{module['name']} (module {module['module']})"
+    return name
+
+
+def where(kernel_name: str, source_name: str = "") -> str:
+    """Where in the source a kernel comes from, when its name tells: "main, line 42 of cell[3]"."""
+    for pattern in _NVHPC:
+        m = pattern.match(kernel_name)
+        if m:
+            place = f"{_function(m['func'])}, line {m['line']}"
+            return f"{place} of {source_name}" if source_name else place
+    m = _GCC.match(kernel_name)
+    if m:
+        # GCC numbers the regions of a function in the order it outlines them, which is not
+        # always the order of the source: say the function, and the number as gcc gives it.
+        return f"{_function(m['func'])}, gcc's region {m['n']}"
+    return ""
+
+
+def _union_ns(intervals: Iterable[tuple[int, int]]) -> int:
+    total = 0
+    current_start = current_end = None
+    for start, end in sorted(intervals):
+        if current_end is None or start > current_end:
+            if current_end is not None and current_start is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None and current_start is not None:
+        total += current_end - current_start
+    return total
+
+
+def _transfer(label: str, copies: list[Copy]) -> TransferStat:
+    kinds = sorted({c.host_memory for c in copies if c.host_memory})
+    return TransferStat(label=label, count=len(copies), bytes=sum(c.bytes for c in copies),
+                        total_ns=sum(c.ns for c in copies), host_memory=" and ".join(kinds))
+
+
+def queues(trace: Trace) -> list[tuple[int, int]]:
+    """(process, stream) of every stream that had work, in order of its first operation."""
+    first: dict[tuple[int, int], int] = {}
+    for e in trace.operations:
+        key = (e.process, e.stream)
+        if key not in first or e.start < first[key]:
+            first[key] = e.start
+    return sorted(first, key=lambda k: (first[k], k))
+
+
+def summarize(trace: Trace, top: int = 10, source_name: str = "") -> Summary:
+    per_kernel: dict[str, list[int]] = defaultdict(list)
+    for k in trace.kernels:
+        per_kernel[k.name].append(k.ns)
+    kernel_ns = sum(sum(v) for v in per_kernel.values())
+    ranked = sorted(per_kernel.items(), key=lambda item: (-sum(item[1]), item[0]))
+    top_kernels = tuple(
+        KernelStat(name=name, where=where(name, source_name), calls=len(times),
+                   total_ns=sum(times), max_ns=max(times),
+                   share=sum(times) / kernel_ns if kernel_ns else 0.0)
+        for name, times in ranked[:top])
+    ops = [(e.start, e.end) for e in trace.operations]
+    return Summary(
+        span_ns=trace.finish - trace.origin if ops else 0,
+        busy_ns=_union_ns(ops),
+        kernel_ns=kernel_ns,
+        kernel_count=len(trace.kernels),
+        h2d=_transfer("host → device", [c for c in trace.copies if c.direction == HTOD]),
+        d2h=_transfer("device → host", [c for c in trace.copies if c.direction == DTOH]),
+        d2d=_transfer("device → device", [c for c in trace.copies if c.direction == DTOD]),
+        memset_ns=sum(m.ns for m in trace.memsets),
+        memset_count=len(trace.memsets),
+        memset_bytes=sum(m.bytes for m in trace.memsets),
+        sync_ns=sum(s.ns for s in trace.syncs),
+        sync_count=len(trace.syncs),
+        queues=len(queues(trace)),
+        top_kernels=top_kernels,
+    )
+
+
+def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str, float]:
+    """What the exercise checks compare (specs.py: ran_on_gpu, queues, data_moved).
+
+    kernels: kernel launches; ran_on_gpu: 1.0 when at least one kernel ran; queues: streams
+    with work; bytes_h2d, bytes_d2h, bytes_moved (both directions); with an iteration count,
+    bytes_per_iteration = bytes_moved / iterations. No trace (the program never used the GPU)
+    gives zeros.
+    """
+    t = trace if trace is not None else Trace()
+    h2d = sum(c.bytes for c in t.copies if c.direction == HTOD)
+    d2h = sum(c.bytes for c in t.copies if c.direction == DTOH)
+    values = {
+        "ran_on_gpu": 1.0 if t.kernels else 0.0,
+        "kernels": float(len(t.kernels)),
+        "queues": float(len(queues(t))),
+        "bytes_h2d": float(h2d),
+        "bytes_d2h": float(d2h),
+        "bytes_moved": float(h2d + d2h),
+        "kernel_ns": float(sum(k.ns for k in t.kernels)),
+        "copy_ns": float(sum(c.ns for c in t.copies)),
+    }
+    if iterations:
+        values["bytes_per_iteration"] = (h2d + d2h) / iterations
+    return values

@@ -1,0 +1,130 @@
+"""Reading the built-in tracer's files ("idrrun-trace" JSON lines, docs/profiling.md).
+
+One JSON object per line, told apart by "type": header, kernel, memcpy, memset, sync, dropped,
+error, end. Unknown types and fields are ignored (newer tracers may add some). A line that is
+not JSON -- the last one when the program was killed while the tracer wrote -- is counted in
+Trace.skipped and otherwise ignored. A file without its "end" record makes Trace.complete False.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .model import Copy, Kernel, Memset, Sync, Trace
+
+FORMAT = "idrrun-trace"
+VERSION = 1
+
+
+def _int(record: Mapping[str, Any], key: str, default: int = 0) -> int:
+    value = record.get(key, default)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _dim3(record: Mapping[str, Any], key: str) -> tuple[int, int, int]:
+    value = record.get(key)
+    if isinstance(value, list) and len(value) == 3 and all(isinstance(v, int) for v in value):
+        return (value[0], value[1], value[2])
+    return (0, 0, 0)
+
+
+def trace_files(path: Path) -> list[Path]:
+    """The trace file and those of other processes of the run (FILE.<pid>), in that order."""
+    others = sorted(p for p in path.parent.glob(path.name + ".*") if p.suffix[1:].isdigit())
+    return ([path] if path.is_file() else []) + others
+
+
+def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
+    """One file's lines -> (its trace, its pid from the header)."""
+    kernels: list[Kernel] = []
+    copies: list[Copy] = []
+    memsets: list[Memset] = []
+    syncs: list[Sync] = []
+    errors: list[str] = []
+    skipped = dropped = 0
+    ended = False
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            skipped += 1
+            continue
+        if not isinstance(record, dict):
+            skipped += 1
+            continue
+        kind = record.get("type")
+        if kind == "header":
+            process = _int(record, "pid", process)
+            continue
+        if kind == "end":
+            ended = True
+            continue
+        if kind == "dropped":
+            dropped += _int(record, "count")
+            continue
+        if kind == "error":
+            errors.append(f"{record.get('call', '?')}: {record.get('message', '?')}")
+            continue
+        start, end = _int(record, "start"), _int(record, "end")
+        if kind in ("kernel", "memcpy", "memset", "sync") and (start <= 0 or end < start):
+            skipped += 1  # CUPTI gives 0 when it could not time an operation
+            continue
+        stream = _int(record, "stream", -1)
+        if kind == "kernel":
+            kernels.append(Kernel(name=str(record.get("name", "?")), stream=stream,
+                                  device=_int(record, "device"), context=_int(record, "context"),
+                                  correlation=_int(record, "correlation"),
+                                  grid=_dim3(record, "grid"), block=_dim3(record, "block"),
+                                  start=start, end=end, process=process))
+        elif kind == "memcpy":
+            copies.append(Copy(direction=str(record.get("copy", "unknown")),
+                               bytes=_int(record, "bytes"), stream=stream,
+                               device=_int(record, "device"), context=_int(record, "context"),
+                               correlation=_int(record, "correlation"),
+                               src=str(record.get("src", "")), dst=str(record.get("dst", "")),
+                               asynchronous=bool(record.get("async", False)), start=start, end=end, process=process))
+        elif kind == "memset":
+            memsets.append(Memset(bytes=_int(record, "bytes"), stream=stream,
+                                  device=_int(record, "device"), context=_int(record, "context"),
+                                  correlation=_int(record, "correlation"), start=start, end=end, process=process))
+        elif kind == "sync":
+            syncs.append(Sync(kind=str(record.get("sync", "unknown")), stream=stream,
+                              context=_int(record, "context", -1), start=start, end=end, process=process))
+    trace = Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
+                  syncs=tuple(syncs), complete=ended, dropped=dropped, errors=tuple(errors),
+                  skipped=skipped)
+    return trace, process
+
+
+def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
+    parts = list(traces)
+    return Trace(
+        kernels=tuple(k for t in parts for k in t.kernels),
+        copies=tuple(c for t in parts for c in t.copies),
+        memsets=tuple(m for t in parts for m in t.memsets),
+        syncs=tuple(s for t in parts for s in t.syncs),
+        complete=all(t.complete for t in parts),
+        dropped=sum(t.dropped for t in parts),
+        errors=tuple(dict.fromkeys(e for t in parts for e in t.errors)),
+        skipped=sum(t.skipped for t in parts),
+        files=files,
+    )
+
+
+def read_trace(path: Path) -> Trace | None:
+    """The trace of a run (all its processes), or None when no process wrote one -- the
+    program never initialised CUDA, so the driver never loaded the tracer."""
+    files = trace_files(path)
+    if not files:
+        return None
+    parts = []
+    for index, file in enumerate(files):
+        with open(file, encoding="utf-8", errors="replace") as fh:
+            trace, _ = parse_lines(fh, process=index)
+        parts.append(trace)
+    return merge(parts, tuple(files))

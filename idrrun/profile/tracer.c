@@ -1,0 +1,433 @@
+/* idrrun's built-in GPU tracer: a CUPTI activity tracer injected into a student's program.
+ *
+ * The CUDA driver loads this library when the program initialises CUDA, because idrrun sets
+ * CUDA_INJECTION64_PATH to it, and calls InitializeInjection(). No change to the program, no
+ * recompilation: it works the same for nvc-, nvfortran- and gcc-built OpenACC programs.
+ *
+ * It records kernels, memory copies, memsets and host synchronisations, and writes them as JSON
+ * lines (format "idrrun-trace" version 1, described in docs/profiling.md and parsed by
+ * idrrun/profile/tracefile.py) to the file named by IDRRUN_TRACE_FILE (default
+ * idrrun-trace.jsonl in the working directory). When that file already exists -- a second
+ * process of the same run, e.g. an MPI rank -- it writes to FILE.<pid> instead.
+ *
+ * Policies:
+ * - It never stops the program: every CUPTI failure becomes an "error" record, and
+ *   InitializeInjection returns 1 whatever happens.
+ * - What CUPTI has delivered is written at once and flushed, and a helper thread asks CUPTI for
+ *   completed records every IDRRUN_TRACE_FLUSH_MS milliseconds (500; 0: never): a program
+ *   killed by a signal or a timeout leaves a trace that stops at most that long before its
+ *   end. Its last line may be cut; the parser accepts that.
+ * - Records are flushed when a CUDA context is about to be destroyed (libgomp destroys its
+ *   context in an atexit handler that may run before ours) and at exit, where an "end" record
+ *   marks a complete trace.
+ * - A forked child that does not exec must not write into its parent's trace: the atfork
+ *   handler turns tracing off in the child.
+ *
+ * Only the leading fields of the activity records are read. CUPTI appends new fields at the
+ * end of each new record version, so the oldest struct names (still declared in the headers of
+ * CUDA 11, 12 and 13) describe those fields for every version; the static assertions below
+ * check it against the newest versions where the headers have them.
+ */
+#define _GNU_SOURCE
+#include <cupti.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000
+#define SAME_FIELD(old, new, f) _Static_assert(offsetof(old, f) == offsetof(new, f), #f)
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, start);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, end);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, deviceId);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, contextId);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, streamId);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, gridX);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, blockZ);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, correlationId);
+SAME_FIELD(CUpti_ActivityKernel4, CUpti_ActivityKernel10, name);
+SAME_FIELD(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, copyKind);
+SAME_FIELD(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, dstKind);
+SAME_FIELD(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, flags);
+SAME_FIELD(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, bytes);
+SAME_FIELD(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, end);
+SAME_FIELD(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, streamId);
+SAME_FIELD(CUpti_ActivityMemcpy, CUpti_ActivityMemcpy6, correlationId);
+SAME_FIELD(CUpti_ActivityMemset, CUpti_ActivityMemset4, value);
+SAME_FIELD(CUpti_ActivityMemset, CUpti_ActivityMemset4, bytes);
+SAME_FIELD(CUpti_ActivityMemset, CUpti_ActivityMemset4, end);
+SAME_FIELD(CUpti_ActivityMemset, CUpti_ActivityMemset4, streamId);
+SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, type);
+SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, end);
+SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
+#endif
+
+#define TRACE_VERSION 1
+/* 4 MiB per buffer: a few thousand records; CUPTI asks for more when it needs them. */
+#define BUFFER_SIZE ((size_t)4 << 20)
+#define BUFFER_ALIGN 8
+
+static FILE *out;
+static pid_t owner;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long written;
+static unsigned long long dropped;
+static int started;
+
+static pthread_t flusher;
+static int flusher_running;
+static int flusher_stop;
+static unsigned flush_ms = 500;
+static pthread_mutex_t flusher_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flusher_wake = PTHREAD_COND_INITIALIZER;
+
+/* ------------------------------------------------------------------------------------- */
+/* Output (callers hold out_lock) */
+
+static void put_string(const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void put_error(const char *call, CUptiResult code)
+{
+    const char *text = NULL;
+    if (cuptiGetResultString(code, &text) != CUPTI_SUCCESS || text == NULL)
+        text = "unknown CUPTI error";
+    fputs("{\"type\":\"error\",\"call\":", out);
+    put_string(call);
+    fprintf(out, ",\"code\":%d,\"message\":", (int)code);
+    put_string(text);
+    fputs("}\n", out);
+}
+
+static void report(const char *call, CUptiResult code)
+{
+    if (code == CUPTI_SUCCESS)
+        return;
+    pthread_mutex_lock(&out_lock);
+    if (out != NULL) {
+        put_error(call, code);
+        fflush(out);
+    }
+    pthread_mutex_unlock(&out_lock);
+}
+
+static const char *copy_kind(unsigned kind)
+{
+    switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "unknown";
+    }
+}
+
+static const char *memory_kind(unsigned kind)
+{
+    switch (kind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "device_static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "managed_static";
+    default: return "unknown";
+    }
+}
+
+static const char *sync_kind(unsigned kind)
+{
+    switch (kind) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "stream_wait_event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "stream";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "context";
+    default: return "unknown";
+    }
+}
+
+static long long id_or_none(uint32_t id)
+{
+    return id == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : (long long)id;
+}
+
+static void put_record(const CUpti_Activity *record)
+{
+    switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const CUpti_ActivityKernel4 *k = (const CUpti_ActivityKernel4 *)record;
+        fprintf(out,
+                "{\"type\":\"kernel\",\"start\":%llu,\"end\":%llu,\"device\":%u,\"context\":%u,"
+                "\"stream\":%u,\"correlation\":%u,\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],"
+                "\"name\":",
+                (unsigned long long)k->start, (unsigned long long)k->end, k->deviceId,
+                k->contextId, k->streamId, k->correlationId, k->gridX, k->gridY, k->gridZ,
+                k->blockX, k->blockY, k->blockZ);
+        put_string(k->name);
+        fputs("}\n", out);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const CUpti_ActivityMemcpy *m = (const CUpti_ActivityMemcpy *)record;
+        fprintf(out,
+                "{\"type\":\"memcpy\",\"start\":%llu,\"end\":%llu,\"device\":%u,\"context\":%u,"
+                "\"stream\":%u,\"correlation\":%u,\"bytes\":%llu,\"copy\":\"%s\","
+                "\"src\":\"%s\",\"dst\":\"%s\",\"async\":%d}\n",
+                (unsigned long long)m->start, (unsigned long long)m->end, m->deviceId,
+                m->contextId, m->streamId, m->correlationId, (unsigned long long)m->bytes,
+                copy_kind(m->copyKind), memory_kind(m->srcKind), memory_kind(m->dstKind),
+                (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const CUpti_ActivityMemset *s = (const CUpti_ActivityMemset *)record;
+        fprintf(out,
+                "{\"type\":\"memset\",\"start\":%llu,\"end\":%llu,\"device\":%u,\"context\":%u,"
+                "\"stream\":%u,\"correlation\":%u,\"bytes\":%llu,\"value\":%u}\n",
+                (unsigned long long)s->start, (unsigned long long)s->end, s->deviceId,
+                s->contextId, s->streamId, s->correlationId, (unsigned long long)s->bytes,
+                s->value);
+        break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const CUpti_ActivitySynchronization *y = (const CUpti_ActivitySynchronization *)record;
+        fprintf(out,
+                "{\"type\":\"sync\",\"start\":%llu,\"end\":%llu,\"context\":%lld,"
+                "\"stream\":%lld,\"correlation\":%u,\"sync\":\"%s\"}\n",
+                (unsigned long long)y->start, (unsigned long long)y->end,
+                id_or_none(y->contextId), id_or_none(y->streamId), y->correlationId,
+                sync_kind(y->type));
+        break;
+    }
+    default:
+        return;
+    }
+    written++;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* CUPTI's buffers */
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    void *block = NULL;
+    if (posix_memalign(&block, BUFFER_ALIGN, BUFFER_SIZE) != 0)
+        block = NULL;
+    *buffer = block;
+    *size = block != NULL ? BUFFER_SIZE : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t *buffer,
+                                      size_t size, size_t valid)
+{
+    (void)size;
+    pthread_mutex_lock(&out_lock);
+    if (out != NULL && getpid() == owner && valid > 0) {
+        CUpti_Activity *record = NULL;
+        while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
+            put_record(record);
+        size_t lost = 0;
+        if (cuptiActivityGetNumDroppedRecords(context, stream, &lost) == CUPTI_SUCCESS &&
+            lost > 0) {
+            dropped += lost;
+            fprintf(out, "{\"type\":\"dropped\",\"count\":%zu}\n", lost);
+        }
+        fflush(out);
+    }
+    pthread_mutex_unlock(&out_lock);
+    free(buffer);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Flushing: periodically, before a context goes away, at exit */
+
+static void *flush_loop(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&flusher_lock);
+    while (!flusher_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += flush_ms / 1000;
+        until.tv_nsec += (long)(flush_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&flusher_wake, &flusher_lock, &until);
+        if (flusher_stop)
+            break;
+        pthread_mutex_unlock(&flusher_lock);
+        cuptiActivityFlushAll(0);
+        pthread_mutex_lock(&flusher_lock);
+    }
+    pthread_mutex_unlock(&flusher_lock);
+    return NULL;
+}
+
+static void stop_flusher(void)
+{
+    pthread_mutex_lock(&flusher_lock);
+    int running = flusher_running;
+    flusher_running = 0;
+    flusher_stop = 1;
+    pthread_cond_signal(&flusher_wake);
+    pthread_mutex_unlock(&flusher_lock);
+    if (running)
+        pthread_join(flusher, NULL);
+}
+
+static void CUPTIAPI on_callback(void *data, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                                 const void *info)
+{
+    (void)data;
+    (void)info;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING
+        && getpid() == owner) {
+        stop_flusher();
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+}
+
+static void at_exit(void)
+{
+    if (getpid() != owner)
+        return;
+    stop_flusher();
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&out_lock);
+    if (out != NULL) {
+        fprintf(out, "{\"type\":\"end\",\"records\":%llu,\"dropped\":%llu}\n", written, dropped);
+        fclose(out);
+        out = NULL;
+    }
+    pthread_mutex_unlock(&out_lock);
+}
+
+static void in_forked_child(void)
+{
+    /* The child owns neither the file nor CUPTI's state: write nothing from it. The FILE is
+     * left open (closing it could write the parent's buffered bytes twice). */
+    out = NULL;
+    flusher_running = 0;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Start */
+
+static FILE *open_trace(void)
+{
+    const char *path = getenv("IDRRUN_TRACE_FILE");
+    if (path == NULL || *path == '\0')
+        path = "idrrun-trace.jsonl";
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+        char other[4096];
+        snprintf(other, sizeof other, "%s.%ld", path, (long)getpid());
+        fd = open(other, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    if (fd < 0) {
+        fprintf(stderr, "idrrun tracer: cannot write the GPU trace %s: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    FILE *file = fdopen(fd, "w");
+    if (file == NULL)
+        close(fd);
+    return file;
+}
+
+int InitializeInjection(void)
+{
+    if (started)
+        return 1;
+    started = 1;
+    owner = getpid();
+    out = open_trace();
+    if (out == NULL)
+        return 1;
+    const char *period = getenv("IDRRUN_TRACE_FLUSH_MS");
+    if (period != NULL && *period != '\0')
+        flush_ms = (unsigned)strtoul(period, NULL, 10);
+
+    uint64_t now = 0;
+    cuptiGetTimestamp(&now);
+    pthread_mutex_lock(&out_lock);
+    fprintf(out,
+            "{\"type\":\"header\",\"format\":\"idrrun-trace\",\"version\":%d,\"pid\":%ld,"
+            "\"cupti_api\":%d,\"start\":%llu}\n",
+            TRACE_VERSION, (long)owner, (int)CUPTI_API_VERSION, (unsigned long long)now);
+    fflush(out);
+    pthread_mutex_unlock(&out_lock);
+
+    pthread_atfork(NULL, NULL, in_forked_child);
+    atexit(at_exit);
+
+    CUptiResult status = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    report("cuptiActivityRegisterCallbacks", status);
+    if (status != CUPTI_SUCCESS)
+        return 1;
+    static const struct { CUpti_ActivityKind kind; const char *call; } kinds[] = {
+        {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
+        {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},
+        {CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)"},
+        {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)"},
+    };
+    int enabled = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        status = cuptiActivityEnable(kinds[i].kind);
+        report(kinds[i].call, status);
+        enabled += status == CUPTI_SUCCESS;
+    }
+    if (enabled == 0)
+        return 1;
+
+    CUpti_SubscriberHandle subscriber;
+    status = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);
+    report("cuptiSubscribe", status);
+    if (status == CUPTI_SUCCESS)
+        report("cuptiEnableCallback(CONTEXT_DESTROY_STARTING)",
+               cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+
+    if (flush_ms > 0) {
+        /* The helper thread blocks every signal: the program's own handlers must keep
+         * running in the program's threads. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_mutex_lock(&flusher_lock);
+        flusher_stop = 0;
+        flusher_running = pthread_create(&flusher, NULL, flush_loop, NULL) == 0;
+        pthread_mutex_unlock(&flusher_lock);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    return 1;
+}

@@ -1,0 +1,501 @@
+"""The profiler (idrrun/profile): the CUPTI tracer built here, the trace parser, summary and
+timeline on a recorded trace, nsys through a fake (tests named *_with_fake_nsys), and a real
+host OpenACC run under the tracer (no GPU here: it must say so, not crash)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from idrrun import proc
+from idrrun.profile import (
+    NO_GPU_ACTIVITY,
+    ProfilePlan,
+    collect,
+    find_cupti,
+    plan,
+    read_trace,
+    summarize,
+    timeline,
+    trace_values,
+    tracer,
+    where,
+)
+from idrrun.profile import nsys as nsys_mod
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+FAKES = ROOT / "tests" / "fakes"
+SYNTHETIC = DATA / "async_trace_synthetic.jsonl"
+HAS_CUDA = (Path("/usr/local/cuda/include/cupti.h").is_file()
+            or os.environ.get("CUDA_HOME") is not None)
+needs_cupti = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA toolkit with CUPTI here")
+
+HOST_PROGRAM = r"""
+#include <stdio.h>
+int main(void) {
+    double a[1000], s = 0.0;
+    #pragma acc parallel loop copyout(a)
+    for (int i = 0; i < 1000; i++) a[i] = i;
+    #pragma acc parallel loop reduction(+:s) copyin(a)
+    for (int i = 0; i < 1000; i++) s += a[i];
+    printf("sum = %.0f\n", s);
+    return 0;
+}
+"""
+
+# Stands in for the CUDA driver: loads the tracer and calls InitializeInjection, as the driver
+# does when CUDA_INJECTION64_PATH is set. Here there is no driver at all.
+INJECTOR = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    void *lib = dlopen(argv[1], RTLD_NOW);
+    if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 2; }
+    int (*init)(void) = (int (*)(void))dlsym(lib, "InitializeInjection");
+    if (!init) return 3;
+    printf("init=%d\n", init());
+    return 0;
+}
+"""
+
+
+def _path_without(*names: str) -> str:
+    """PATH with the folders that hold any of these programs left out."""
+    keep = [d for d in os.environ.get("PATH", "").split(os.pathsep)
+            if d and not any((Path(d) / n).exists() for n in names)]
+    return os.pathsep.join(keep)
+
+
+def _gcc(source: str, out: Path, *flags: str) -> Path:
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    result = proc.run(["gcc", *flags, "-o", str(out), str(src)], what="compile", timeout=120)
+    assert result.ok, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def tracer_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not HAS_CUDA:
+        pytest.skip("no CUDA toolkit with CUPTI here")
+    lib, why = tracer.build_tracer(tmp_path_factory.mktemp("cache"))
+    assert lib is not None, why
+    return lib
+
+
+@pytest.fixture(scope="module")
+def host_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _gcc(HOST_PROGRAM, tmp_path_factory.mktemp("host") / "host_acc",
+                "-O1", "-fopenacc", "-foffload=disable")
+
+
+def _synthetic_run(tmp_path: Path, text: str | None = None) -> ProfilePlan:
+    run = tmp_path / "run"
+    run.mkdir()
+    trace = run / "trace.jsonl"
+    trace.write_text(SYNTHETIC.read_text() if text is None else text)
+    return ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=run, output=trace)
+
+
+# ---------------------------------------------------------------------------------------
+# The tracer library
+
+
+@needs_cupti
+def test_tracer_builds_here_and_exports_initialize_injection(tracer_lib: Path) -> None:
+    assert tracer_lib.is_file() and tracer_lib.suffix == ".so"
+    symbols = proc.run(["nm", "-D", "--defined-only", str(tracer_lib)], what="probe", timeout=30)
+    assert symbols.ok, symbols.output
+    assert any(line.split()[-1] == "InitializeInjection" and line.split()[-2] == "T"
+               for line in symbols.output.splitlines() if line.strip())
+
+
+@needs_cupti
+def test_tracer_is_built_once_per_source_and_cupti(tmp_path: Path) -> None:
+    first, _ = tracer.build_tracer(tmp_path)
+    assert first is not None
+    stamp = first.stat().st_mtime_ns
+    second, _ = tracer.build_tracer(tmp_path)
+    assert second == first and first.stat().st_mtime_ns == stamp
+    cupti = find_cupti()
+    assert not isinstance(cupti, str)
+    assert first.name == f"idrrun-tracer-{tracer.tracer_key(cupti)}.so"
+
+
+@needs_cupti
+def test_plan_builtin_points_cuda_injection_at_the_tracer(tmp_path: Path, tracer_lib: Path) -> None:
+    cache = tracer_lib.parent.parent
+    p = plan("builtin", tmp_path / "run", cache)
+    assert p.kind == "builtin" and p.argv_prefix == ()
+    assert p.env["CUDA_INJECTION64_PATH"] == str(tracer_lib)
+    assert p.env["IDRRUN_TRACE_FILE"] == str(tmp_path / "run" / "trace.jsonl")
+    assert p.output == tmp_path / "run" / "trace.jsonl"
+
+
+@needs_cupti
+def test_plan_auto_without_nsys_uses_the_builtin_tracer(tmp_path: Path, tracer_lib: Path) -> None:
+    env = {**os.environ, "PATH": _path_without("nsys")}
+    p = plan("auto", tmp_path / "run", tracer_lib.parent.parent, environ=env)
+    assert p.kind == "builtin"
+    assert any("built-in" in n for n in p.notes)
+
+
+def test_plan_without_cupti_gives_none_with_what_to_install(tmp_path: Path) -> None:
+    empty = tmp_path / "empty-cuda"
+    empty.mkdir()
+    env = {"CUDA_HOME": str(empty), "PATH": _path_without("nvcc", "nsys")}
+    p = plan("builtin", tmp_path / "run", tmp_path / "cache", environ=env)
+    assert p.kind == "none" and p.env == {} and p.argv_prefix == ()
+    assert "CUPTI" in p.notes[0] and "install" in p.notes[0] and str(empty) in p.notes[0]
+    report = collect(p)
+    assert report.kind == "none" and report.message.startswith("no GPU profile:")
+
+
+def test_find_cupti_through_an_nvcc_wrapper_script(tmp_path: Path) -> None:
+    cuda = tmp_path / "cuda-13.0"
+    (cuda / "include").mkdir(parents=True)
+    (cuda / "include" / "cupti.h").write_text("")
+    (cuda / "lib64").mkdir()
+    (cuda / "lib64" / "libcupti.so").write_text("")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "nvcc").write_text(f"#!/bin/sh\nexec {cuda}/bin/nvcc \"$@\"\n")
+    (bindir / "nvcc").chmod(0o755)
+    found = find_cupti({"PATH": str(bindir)})
+    assert not isinstance(found, str)
+    assert found.root == cuda and found.include == cuda / "include" and found.lib == cuda / "lib64"
+
+
+def test_find_cupti_in_an_hpc_sdk_cuda_folder(tmp_path: Path) -> None:
+    cuda = tmp_path / "Linux_x86_64" / "24.3" / "cuda"
+    for version in ("11.8", "12.3"):
+        (cuda / version / "extras" / "CUPTI" / "include").mkdir(parents=True)
+        (cuda / version / "extras" / "CUPTI" / "include" / "cupti.h").write_text("")
+        (cuda / version / "extras" / "CUPTI" / "lib64").mkdir(parents=True)
+        (cuda / version / "extras" / "CUPTI" / "lib64" / "libcupti.so").write_text("")
+    found = find_cupti({"CUDA_HOME": str(cuda), "PATH": ""})
+    assert not isinstance(found, str)
+    assert found.root == cuda / "12.3"
+    assert found.lib == cuda / "12.3" / "extras" / "CUPTI" / "lib64"
+
+
+@needs_cupti
+def test_injected_tracer_does_not_crash_or_hang_without_a_gpu(tmp_path: Path, tracer_lib: Path) -> None:
+    injector = _gcc(INJECTOR, tmp_path / "injector", "-O1", "-ldl")
+    run = tmp_path / "run"
+    run.mkdir()
+    trace = run / "trace.jsonl"
+    result = proc.run([str(injector), str(tracer_lib)], what="run", timeout=30,
+                      env={**os.environ, "IDRRUN_TRACE_FILE": str(trace)})
+    assert result.ok and "init=1" in result.output, result.output
+    assert result.seconds < 10
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert records[0]["type"] == "header" and records[0]["format"] == "idrrun-trace"
+    assert records[-1]["type"] == "end"
+    report = collect(ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=run, output=trace))
+    assert report.message == NO_GPU_ACTIVITY
+    assert report.timeline_png is None
+    if any(r["type"] == "error" for r in records):
+        assert any(n.startswith("the tracer could not start: cupti") for n in report.notes)
+
+
+@needs_cupti
+def test_host_openacc_run_under_the_tracer_says_no_gpu_activity(
+        tmp_path: Path, tracer_lib: Path, host_program: Path) -> None:
+    p = plan("builtin", tmp_path / "run", tracer_lib.parent.parent)
+    result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=60,
+                      cwd=tmp_path, env={**os.environ, **p.env})
+    assert result.ok and "sum = 499500" in result.output, result.output
+    report = collect(p, source_name="cell[1]")
+    assert report.message == NO_GPU_ACTIVITY
+    assert not report.ran_on_gpu and report.timeline_png is None
+    assert NO_GPU_ACTIVITY in str(report) and NO_GPU_ACTIVITY in report._repr_html_()
+    assert trace_values(report.trace)["ran_on_gpu"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# Trace file, summary, values, timeline (on the synthetic async matmul trace)
+
+
+def test_parse_the_recorded_trace() -> None:
+    trace = read_trace(SYNTHETIC)
+    assert trace is not None and trace.complete and trace.skipped == 0 and not trace.errors
+    assert (len(trace.kernels), len(trace.copies), len(trace.memsets), len(trace.syncs)) == (4, 3, 1, 2)
+    k = min(trace.kernels, key=lambda k: k.start)
+    assert (k.name, k.stream, k.grid, k.block, k.process) == ("init_mat$_omp_fn$0", 15, (2000, 1, 1),
+                                                              (32, 1, 1), 4242)
+    pinned = [c for c in trace.copies if c.src == "pinned"]
+    assert len(pinned) == 1 and pinned[0].host_memory == "pinned" and pinned[0].asynchronous
+    assert {s.kind for s in trace.syncs} == {"stream", "context"}
+
+
+def test_summary_numbers_are_exact_on_the_recorded_trace() -> None:
+    trace = read_trace(SYNTHETIC)
+    assert trace is not None
+    s = summarize(trace)
+    assert (s.kernel_ns, s.kernel_count) == (21_500_000, 4)
+    assert (s.h2d.count, s.h2d.bytes, s.h2d.total_ns) == (2, 64_000_000, 4_800_000)
+    assert s.h2d.host_memory == "pageable and pinned"
+    assert s.h2d.gb_per_s == pytest.approx(13.3333333)
+    assert (s.d2h.count, s.d2h.bytes, s.d2h.total_ns, s.d2h.gb_per_s) == (1, 32_000_000, 3_200_000, 10.0)
+    assert (s.memset_count, s.memset_bytes, s.memset_ns) == (1, 4096, 10_000)
+    assert (s.sync_count, s.sync_ns) == (2, 3_460_000)
+    assert (s.span_ns, s.busy_ns, s.queues) == (27_300_000, 26_900_000, 4)
+    top = s.top_kernels
+    assert [(k.name, k.calls, k.total_ns) for k in top] == [("main$_omp_fn$0", 1, 20_000_000),
+                                                            ("init_mat$_omp_fn$0", 3, 1_500_000)]
+    assert top[0].share == pytest.approx(20 / 21.5)
+    assert top[0].where == "main, gcc's region 0"
+
+
+def test_trace_values_for_the_exercise_checks() -> None:
+    trace = read_trace(SYNTHETIC)
+    values = trace_values(trace, iterations=2)
+    assert values == {"ran_on_gpu": 1.0, "kernels": 4.0, "queues": 4.0, "bytes_h2d": 64e6,
+                      "bytes_d2h": 32e6, "bytes_moved": 96e6, "kernel_ns": 21.5e6,
+                      "copy_ns": 8e6, "bytes_per_iteration": 48e6}
+    assert "bytes_per_iteration" not in trace_values(trace)
+    assert trace_values(None) == {"ran_on_gpu": 0.0, "kernels": 0.0, "queues": 0.0, "bytes_h2d": 0.0,
+                                  "bytes_d2h": 0.0, "bytes_moved": 0.0, "kernel_ns": 0.0,
+                                  "copy_ns": 0.0}
+
+
+def test_a_cut_last_line_is_accepted(tmp_path: Path) -> None:
+    lines = SYNTHETIC.read_text().splitlines(keepends=True)[:-1]  # no "end" record: killed
+    cut = "".join(lines) + '{"type":"kernel","start":5030000000,"end":503'
+    report = collect(_synthetic_run(tmp_path, cut))
+    assert report.trace is not None and not report.trace.complete and report.trace.skipped == 1
+    assert len(report.trace.kernels) == 4 and report.summary is not None
+    assert report.summary.kernel_ns == 21_500_000
+    assert any("the trace stops early" in n for n in report.notes)
+    assert report.timeline_png is not None and report.timeline_png.is_file()
+
+
+def test_timeline_png_rows_size_and_colours(tmp_path: Path) -> None:
+    from PIL import Image
+
+    report = collect(_synthetic_run(tmp_path))
+    assert report.timeline_png == tmp_path / "run" / "timeline.png"
+    assert report.trace is not None
+    assert list(timeline.row_labels(report.trace)) == ["stream 13", "stream 14", "stream 15",
+                                                       "stream 7", "host waits"]
+    with Image.open(report.timeline_png) as image:
+        assert image.format == "PNG"
+        assert image.size == timeline.image_size(5)
+        colours = {c for _, c in image.convert("RGB").getcolors(maxcolors=1 << 16) or []}
+    for kind in ("kernel", "h2d", "d2h", "memset", "sync"):
+        assert timeline.COLOURS[kind] in colours, kind
+    assert len(colours) >= 8
+
+
+def test_report_text_and_html(tmp_path: Path) -> None:
+    report = collect(_synthetic_run(tmp_path), source_name="cell[2]")
+    text = str(report)
+    assert text.splitlines()[0].startswith("GPU profile (built-in CUPTI tracer): 4 queues, 27.300 ms")
+    assert "host → device" in text and "64.0 MB" in text and "13.3 GB/s (pageable and pinned)" in text
+    assert "device → host" in text and "10.0 GB/s (pageable)" in text
+    assert "main$_omp_fn$0" in text and "main, gcc's region 0" in text
+    assert "the host waited for the GPU 3.460 ms in 2 synchronisations" in text
+    assert f"report: {tmp_path / 'run' / 'trace.jsonl'}" in text
+    page = report._repr_html_()
+    assert "data:image/png;base64," in page and "main$_omp_fn$0" in page
+    assert str(tmp_path / "run" / "trace.jsonl") in page
+
+
+@pytest.mark.parametrize(("name", "source", "expected"), [
+    ("main_42_gpu", "", "main, line 42"),
+    ("main_42_gpu__red", "cell[3]", "main, line 42 of cell[3]"),
+    ("laplace_17_gpu", "", "laplace, line 17"),
+    ("nvkernel_advance_w_F1L1308_2", "", "advance_w, line 1308"),
+    ("main$_omp_fn$0", "", "main, gcc's region 0"),
+    ("MAIN__$_omp_fn$1", "", "the main program, gcc's region 1"),
+    ("__laplace_mod_MOD_step$_omp_fn$0", "", "step (module laplace_mod), gcc's region 0"),
+    ("_Z6kernelPdi", "", ""),
+])
+def test_kernel_names_map_back_to_the_source(name: str, source: str, expected: str) -> None:
+    assert where(name, source) == expected
+
+
+# ---------------------------------------------------------------------------------------
+# nsys (fake)
+
+
+@pytest.fixture
+def fake_nsys_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    log = tmp_path / "nsys-argv.jsonl"
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
+    for var in ("FAKE_NSYS_OLD", "FAKE_NSYS_SKIP", "FAKE_NSYS_DATA"):
+        monkeypatch.delenv(var, raising=False)
+    return log
+
+
+def _run_under(p: ProfilePlan, program: Path) -> None:
+    result = proc.run([*p.argv_prefix, str(program)], what="run", timeout=60,
+                      cwd=p.run_dir.parent, env={**os.environ, **p.env})
+    assert result.ok and "sum = 499500" in result.output, result.output
+
+
+def _logged(log: Path) -> list[list[str]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_nsys_command_line_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
+                                          host_program: Path) -> None:
+    run = tmp_path / "run"
+    p = plan("auto", run, tmp_path / "cache")
+    assert p.kind == "nsys" and p.env == {}
+    assert p.argv_prefix == (str(FAKES / "nsys"), "profile", "--trace=openacc,cuda,osrt,nvtx",
+                             "--stats=false", "-o", str(run / "report"), "--force-overwrite=true")
+    _run_under(p, host_program)
+    report = collect(p, source_name="cell[1]")
+    calls = _logged(fake_nsys_env)
+    assert calls[0][1:] == [*p.argv_prefix[1:], str(host_program)]
+    assert calls[1][1:] == ["stats", "--help-reports"]
+    assert calls[2][1:] == ["stats", "--force-export=true", "--format", "csv",
+                            "--output", str(run / "stats"), "--report",
+                            ("cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,"
+                             "openacc_sum,cuda_gpu_trace"), str(run / "report.nsys-rep")]
+    assert report.kind == "nsys" and report.report_file == run / "report.nsys-rep"
+    assert report.report_file.is_file()
+    assert [t.report for t in report.tables] == ["cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum",
+                                                 "cuda_gpu_mem_size_sum", "openacc_sum"]
+    kern = report.tables[0]
+    assert kern.header[-1] == "Name" and kern.rows[0][-1] == "main$_omp_fn$0"
+
+
+def test_nsys_tables_and_summary_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
+                                                host_program: Path) -> None:
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache")
+    _run_under(p, host_program)
+    report = collect(p)
+    s = report.summary
+    assert s is not None and report.trace is not None
+    assert (s.kernel_count, s.kernel_ns) == (2, 700_000)
+    assert (s.h2d.count, s.h2d.bytes, s.h2d.total_ns, s.h2d.gb_per_s) == (2, 256_000_000, 25_600_000, 10.0)
+    assert s.h2d.host_memory == "pageable"
+    assert (s.d2h.count, s.d2h.bytes, s.d2h.total_ns) == (2, 256_000_000, 24_000_000)
+    assert (s.memset_count, s.memset_bytes, s.memset_ns) == (1, 4000, 5000)
+    assert (s.span_ns, s.queues) == (50_905_000, 1)
+    assert [k.name for k in s.top_kernels] == ["main$_omp_fn$0", "main$_omp_fn$1"]
+    assert report.timeline_png is not None and report.timeline_png.is_file()
+    text = str(report)
+    assert "GPU profile (Nsight Systems)" in text and "OpenACC events (openacc_sum):" in text
+    assert "Enter Data@data_laplace_exercise.c:52" in text
+    assert f"report: {tmp_path / 'run' / 'report.nsys-rep'}" in text
+    assert "<table>" in report._repr_html_()
+
+
+def test_nsys_summary_from_tables_without_gpu_trace_with_fake_nsys(
+        tmp_path: Path, fake_nsys_env: Path, host_program: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NSYS_SKIP", "cuda_gpu_trace")
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache")
+    _run_under(p, host_program)
+    report = collect(p)
+    s = report.summary
+    assert s is not None and report.trace is None and report.timeline_png is None
+    assert (s.kernel_count, s.kernel_ns) == (2, 700_000)
+    assert (s.h2d.count, s.h2d.bytes, s.h2d.total_ns) == (2, 256_000_000, 25_600_000)
+    assert (s.d2h.count, s.d2h.bytes, s.d2h.total_ns) == (2, 256_000_000, 24_000_000)
+    assert (s.memset_count, s.memset_bytes) == (1, 4000)
+
+
+def test_nsys_old_report_names_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
+                                              host_program: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NSYS_OLD", "1")
+    p = plan("auto", tmp_path / "run", tmp_path / "cache")
+    _run_under(p, host_program)
+    report = collect(p)
+    stats = _logged(fake_nsys_env)[-1]
+    assert "gpukernsum,gpumemtimesum,gpumemsizesum,openaccsum,gputrace" in stats
+    assert [t.report for t in report.tables] == ["gpukernsum", "gpumemtimesum", "gpumemsizesum",
+                                                 "openaccsum"]
+    assert report.summary is not None and report.summary.kernel_count == 2
+
+
+def test_nsys_host_run_says_no_gpu_activity_with_fake_nsys(
+        tmp_path: Path, fake_nsys_env: Path, host_program: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_NSYS_DATA", str(tmp_path / "no-data"))
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache")
+    _run_under(p, host_program)
+    report = collect(p)
+    assert report.message == NO_GPU_ACTIVITY and report.tables == ()
+    assert report.report_file == tmp_path / "run" / "report.nsys-rep"
+
+
+def test_configured_nsys_options_replace_the_defaults_with_fake_nsys(
+        tmp_path: Path, fake_nsys_env: Path) -> None:
+    command = (str(FAKES / "nsys"), "profile", "--trace=cuda,openacc", "-o", "elsewhere",
+               "--stats=true", "--sample=none")
+    p = plan("auto", tmp_path / "run", tmp_path / "cache", nsys_command=command)
+    assert p.argv_prefix == (str(FAKES / "nsys"), "profile", "--trace=cuda,openacc",
+                             "--sample=none", "--stats=false", "-o", str(tmp_path / "run" / "report"),
+                             "--force-overwrite=true")
+
+
+def test_nsys_chosen_but_missing_gives_none(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": _path_without("nsys")}
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache", environ=env)
+    assert p.kind == "none" and "nsys is not on PATH" in p.notes[0]
+
+
+def test_a_configured_profiler_that_is_not_nsys_just_runs(tmp_path: Path) -> None:
+    p = plan("auto", tmp_path / "run", tmp_path / "cache", nsys_command=("ncu", "--set", "full"))
+    assert p.kind == "command" and p.argv_prefix == ("ncu", "--set", "full")
+    assert collect(p).message == "ran under ncu --set full; see its output above"
+
+
+def test_unknown_choice_gives_none(tmp_path: Path) -> None:
+    assert plan("vtune", tmp_path / "run", tmp_path / "cache").kind == "none"
+
+
+def test_stats_csv_with_a_preamble_and_thousands_separators() -> None:
+    text = ("Generating SQLite file report.sqlite from report.nsys-rep\n"
+            "Processing [report.sqlite] with [cuda_gpu_kern_sum.py]...\n\n"
+            '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Name"\n'
+            '90.0,"1,234,567",3,"411,522.3","void k(double*, int)"\n')
+    table = nsys_mod.parse_csv(text, "cuda_gpu_kern_sum")
+    assert table is not None and table.header[1] == "Total Time (ns)"
+    assert table.rows == (("90.0", "1,234,567", "3", "411,522.3", "void k(double*, int)"),)
+    s = nsys_mod.summary_from_tables({"kernels": table})
+    assert s is not None and (s.kernel_ns, s.kernel_count) == (1_234_567, 3)
+
+
+def test_no_trace_file_means_the_program_never_used_cuda(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    p = ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=run, output=run / "trace.jsonl")
+    report = collect(p)
+    assert report.trace is None and report.message == NO_GPU_ACTIVITY and report.report_file is None
+
+
+def test_traces_of_several_processes_are_merged(tmp_path: Path) -> None:
+    p = _synthetic_run(tmp_path)
+    assert p.output is not None
+    p.output.with_name("trace.jsonl.4243").write_text(
+        SYNTHETIC.read_text().replace('"pid":4242', '"pid":4243'))
+    report = collect(p)
+    assert report.trace is not None and len(report.trace.kernels) == 8
+    assert report.summary is not None and report.summary.queues == 8
+    assert timeline.row_labels(report.trace)[:2] == ["pid 4242 stream 13", "pid 4243 stream 13"]
+
+
+def test_a_second_run_in_the_same_folder_shows_no_stale_data_with_fake_nsys(
+        tmp_path: Path, fake_nsys_env: Path, host_program: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    first = plan("nsys", tmp_path / "run", tmp_path / "cache")
+    _run_under(first, host_program)
+    assert collect(first).timeline_png is not None
+    monkeypatch.setenv("FAKE_NSYS_DATA", str(tmp_path / "no-data"))
+    again = plan("nsys", tmp_path / "run", tmp_path / "cache")
+    assert not list((tmp_path / "run").glob("stats_*.csv"))
+    assert not (tmp_path / "run" / "timeline.png").exists()
+    _run_under(again, host_program)
+    assert collect(again).message == NO_GPU_ACTIVITY
