@@ -499,3 +499,35 @@ def test_a_second_run_in_the_same_folder_shows_no_stale_data_with_fake_nsys(
     assert not (tmp_path / "run" / "timeline.png").exists()
     _run_under(again, host_program)
     assert collect(again).message == NO_GPU_ACTIVITY
+
+
+# -- the real trace, recorded on an NVIDIA H200 (2026-11-21) with the built-in tracer: the
+# course's async_matmul C solution, dim 2000, built by GCC 12 with nvptx offloading.
+REAL = DATA / "async_trace_h200.jsonl"
+
+
+def test_real_h200_trace_shows_the_three_queues(tmp_path: Path) -> None:
+    trace = read_trace(REAL)
+    values = trace_values(trace)
+    assert values["ran_on_gpu"] == 1 and values["kernels"] == 4
+    assert values["queues"] == 4  # async(1), async(2), async(3) and the product's stream
+    assert values["bytes_d2h"] == 2000 * 2000 * 8  # C copied out once by exit data
+    summary = summarize(trace)
+    assert summary.kernel_count == 4 and summary.queues == 4
+    assert summary.d2h.bytes == 32_000_000
+    names = [k.name for k in summary.top_kernels]
+    assert names[0] == "main$_omp_fn$0" and "init_mat$_omp_fn$0" in names
+
+
+def test_real_h200_trace_timeline(tmp_path: Path) -> None:
+    from PIL import Image
+
+    trace = read_trace(REAL)
+    png = timeline.draw(trace, tmp_path / "t.png")
+    assert list(timeline.row_labels(trace)) == ["stream 13", "stream 14", "stream 15", "stream 7",
+                                               "host waits"]
+    with Image.open(png) as image:
+        assert image.size == timeline.image_size(5)
+        colours = {c for _, c in image.convert("RGB").getcolors(maxcolors=1 << 16) or []}
+    for kind in ("kernel", "h2d", "d2h"):
+        assert timeline.COLOURS[kind] in colours, kind
