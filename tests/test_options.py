@@ -37,7 +37,7 @@ def test_every_idris_flag() -> None:
     assert (o.acc, o.language, o.family, o.openmp, o.threads, o.mpi, o.gpus) == (
         True, "fortran", "gcc", True, 4, 2, 1)
     assert o.get == ("out.dat", "log.txt")
-    assert (o.notime, o.profile, o.noexec, o.object, o.keep) == (True, True, True, True, "saved.f90")
+    assert (o.notime, o.profile, o.noexec, o.object, o.keep) == (True, "auto", True, True, "saved.f90")
     assert (o.timeout, o.force, o.no_raise, o.check) == (12.5, True, True, "ex1")
 
 

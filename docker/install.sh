@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Installs the OpenACC course, one part at a time, on Debian or Ubuntu. The course images
+# (docker/Dockerfile, docker/Dockerfile.nvhpc) are built with it, scripts/setup.sh takes its
+# system packages from it, and .ci/run runs every part. Each part is safe to run again.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: install.sh PART [ARGUMENT]
+
+  system          compilers (gcc, g++, gfortran, and GCC's nvptx offloading where the
+                  distribution has it for its gcc), Open MPI, Python >= 3.11 with venv, tini
+  dev             what the tests need besides: shellcheck, slurm-wlm, munge
+  python PREFIX   a virtual environment at PREFIX with idrrun from this source tree and JupyterLab
+  course DEST     the course: notebooks/ and examples/ copied into DEST (files of the same name
+                  are replaced, other files are left alone)
+  config COURSE   for the current user: every IPython kernel loads idrrun, and idrrun finds the
+                  exercises in COURSE/examples
+
+system and dev install Debian packages: as root, or through sudo.
+EOF
+}
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PART=${1:-}
+export DEBIAN_FRONTEND=noninteractive
+
+say() { echo "install.sh $PART: $*"; }
+die() { echo "install.sh $PART: $*" >&2; exit 1; }
+usage_error() { echo "install.sh: $*; 'install.sh --help' describes each part" >&2; exit 2; }
+
+# --- Debian packages ----------------------------------------------------------------------
+
+as_root() {
+  if (( EUID == 0 )); then
+    "$@"
+  elif command -v sudo >/dev/null; then
+    sudo "$@"
+  else
+    die "not root and no sudo: cannot run $*"
+  fi
+}
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+
+UPDATED=no
+update_once() {
+  if [[ $UPDATED == no ]]; then
+    as_root apt-get update -q
+    UPDATED=yes
+  fi
+}
+
+# apt-cache knows no package before the first `apt-get update` (a new image has no lists).
+available() {
+  compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null || update_once
+  apt-cache show "$1" >/dev/null 2>&1
+}
+
+# Installs those of the packages that are not installed yet: none missing, nothing done.
+ensure() {
+  local missing=() package
+  for package in "$@"; do
+    installed "$package" || missing+=("$package")
+  done
+  (( ${#missing[@]} )) || return 0
+  say "installing ${missing[*]}"
+  update_once
+  as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# The first of $PYTHON, python3, python3.13, python3.12, python3.11 that is Python >= 3.11.
+find_python() {
+  local candidate
+  for candidate in ${PYTHON:-} python3 python3.13 python3.12 python3.11; do
+    if command -v "$candidate" >/dev/null \
+        && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+part_system() {
+  # tini is PID 1 in the images: it reaps what students' programs leave behind.
+  ensure gcc g++ gfortran make openmpi-bin libopenmpi-dev python3 python3-venv python3-pip tini
+  # GCC's OpenACC offloading to NVIDIA GPUs, for the distribution's gcc. Optional: without it
+  # idrrun builds for the host and says so.
+  local major
+  major=$(gcc -dumpversion | cut -d. -f1)
+  if available "gcc-$major-offload-nvptx"; then
+    ensure "gcc-$major-offload-nvptx" libgomp-plugin-nvptx1
+  else
+    say "no gcc-$major-offload-nvptx in this distribution: gcc builds OpenACC for the host only"
+  fi
+  # idrrun needs Python >= 3.11. Ubuntu 22.04's python3 is 3.10, with a python3.11 beside it.
+  if ! find_python >/dev/null; then
+    ensure python3.11 python3.11-venv
+  fi
+}
+
+part_dev() {
+  # The scripts' tests lint with shellcheck; the srun launcher's tests need SLURM and munge and
+  # start a one-node cluster of their own (tests/test_slurm.py).
+  ensure shellcheck slurm-wlm munge
+}
+
+# --- the course ---------------------------------------------------------------------------
+
+part_python() {
+  local prefix=$1 python
+  python=$(find_python) || die "no Python >= 3.11 (run 'install.sh system' first, or set PYTHON)"
+  if [[ ! -x $prefix/bin/python ]]; then
+    say "creating a virtual environment in $prefix with $python"
+    "$python" -m venv "$prefix"
+  fi
+  "$prefix/bin/python" -m pip install -q --upgrade pip
+  # Not editable: the environment must not depend on the source tree staying where it is.
+  "$prefix/bin/python" -m pip install -q "${SRC}[lab]"
+  say "$("$prefix/bin/idrrun" --version) and JupyterLab $("$prefix/bin/jupyter-lab" --version) in $prefix"
+}
+
+part_course() {
+  local dest=$1
+  mkdir -p "$dest"
+  # Leaves out what a checkout may hold besides the course: builds and notebooks' scratch files.
+  tar -C "$SRC" -cf - --exclude=.ipynb_checkpoints --exclude=.idrrun --exclude=__pycache__ \
+      --exclude='*.o' --exclude='*.gimple' --exclude='*.original' notebooks examples \
+    | tar -C "$dest" -xf -
+  say "notebooks and examples in $dest"
+}
+
+part_config() {
+  local course=$1
+  [[ -d $course/examples ]] || die "$course/examples: no such folder (run 'install.sh course $course' first)"
+  course=$(cd "$course" && pwd)
+
+  local ipython=${IPYTHONDIR:-$HOME/.ipython}/profile_default/ipython_config.py
+  if grep -qsE "[\"']idrrun[\"']" "$ipython"; then
+    say "$ipython already loads idrrun"
+  else
+    mkdir -p "$(dirname "$ipython")"
+    # Appends rather than assigns: a config that loads other extensions keeps them.
+    cat >>"$ipython" <<'EOF'
+# %%idrrun and %idrrunfile in every notebook, without %load_ext (written by idrrun's install.sh)
+c = get_config()  # noqa: F821
+c.InteractiveShellApp.extensions.append("idrrun")
+EOF
+    say "$ipython loads idrrun"
+  fi
+
+  local toml=${XDG_CONFIG_HOME:-$HOME/.config}/idrrun/config.toml
+  if [[ -e $toml ]]; then
+    say "$toml exists: left as it is (examples_dir = \"$course/examples\" would find the course from anywhere)"
+  else
+    mkdir -p "$(dirname "$toml")"
+    cat >"$toml" <<EOF
+# The course's exercises, wherever idrrun runs (written by idrrun's install.sh)
+examples_dir = "$course/examples"
+EOF
+    say "$toml: examples_dir = \"$course/examples\""
+  fi
+}
+
+# --- arguments ----------------------------------------------------------------------------
+
+no_argument() {
+  (( $# == 1 )) || usage_error "'$PART' takes no argument"
+}
+one_argument() {  # NAME "$@"
+  local name=$1
+  shift
+  if (( $# != 2 )) || [[ -z $2 ]]; then
+    usage_error "'$PART' takes one argument: install.sh $PART $name"
+  fi
+}
+
+case $PART in
+  -h | --help) usage ;;
+  system) no_argument "$@"; part_system ;;
+  dev) no_argument "$@"; part_dev ;;
+  python) one_argument PREFIX "$@"; part_python "$2" ;;
+  course) one_argument DEST "$@"; part_course "$2" ;;
+  config) one_argument COURSE "$@"; part_config "$2" ;;
+  "") usage_error "no part given: expected system, dev, python, course or config" ;;
+  *) usage_error "unknown part '$PART': expected system, dev, python, course or config" ;;
+esac
