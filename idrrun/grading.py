@@ -65,6 +65,8 @@ def acc_report(outcome: Outcome) -> accinfo.AccReport | None:
     return accinfo.from_nvhpc_minfo(built.output)
 
 
+# One lock per cached solution output: grading threads that need the same solution wait for the
+# first to run it instead of running it N times. Process-wide on purpose: it guards a file.
 _solution_locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
