@@ -57,7 +57,7 @@ def main() -> int:
             env["IDRRUN_CACHE_DIR"] = str(work / f"cache-{r}-j{jobs}")
             rounds[f"idrrun -j{jobs}"].append(timed(
                 [sys.executable, "-m", "idrrun.cli", "grade", ex.name, *files, "-j", str(jobs),
-                 "--report", str(work / f"report-j{jobs}.csv")], env, work))
+                 "--report", str(work / f"report-{r}-j{jobs}.csv")], env, work))
         start = time.monotonic()
         subprocess.run(["xargs", "-P2", "-n1", "sh", "-c", script], input="\n".join(files),
                        text=True, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
