@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -105,37 +104,16 @@ def _gpus() -> list[Line]:
             for g in gpus]
 
 
-def cuda_home() -> Path | None:
-    """The CUDA toolkit: CUDA_HOME, then nvcc on PATH, then /usr/local/cuda, then the HPC SDK's."""
-    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        candidates.append(str(Path(nvcc).resolve().parent.parent))
-    candidates.append("/usr/local/cuda")
-    nvc = shutil.which("nvc")
-    if nvc:
-        sdk = Path(nvc).resolve().parent.parent
-        candidates += [str(p) for p in sorted((sdk / "cuda").glob("*"))] + [str(sdk / "cuda")]
-    for c in candidates:
-        if c and (Path(c) / "include" / "cuda.h").is_file():
-            return Path(c)
-    return None
+def _cupti() -> list[Line]:
+    """The built-in profiler's needs, found the way the profiler finds them."""
+    from .profile import find_cupti
 
-
-def _cuda() -> list[Line]:
-    home = cuda_home()
-    if home is None:
-        return [Line("CUDA toolkit", MISSING, "not found: the built-in profiler needs CUPTI",
-                     "install the CUDA toolkit (or set CUDA_HOME)")]
-    cupti = [p for p in (home / "include" / "cupti.h", home / "extras" / "CUPTI" / "include" / "cupti.h")
-             if p.is_file()]
-    lines = [Line("CUDA toolkit", OK, str(home))]
-    if cupti:
-        lines.append(Line("CUPTI", OK, f"{cupti[0]} (built-in profiler)"))
-    else:
-        lines.append(Line("CUPTI", MISSING, "cupti.h not found: no built-in profiler",
-                          "install the CUDA toolkit's CUPTI (cuda-cupti-dev)"))
-    return lines
+    found = find_cupti()
+    if isinstance(found, str):
+        return [Line("CUPTI", MISSING, found.split(": ")[0] + ": no built-in profiler",
+                     found.split(": ", 1)[-1])]
+    return [Line("CUPTI", OK, f"{found.include / 'cupti.h'}, {found.lib / 'libcupti.so'} "
+                              f"(built-in profiler; CUDA in {found.root})")]
 
 
 def _tool(topic: str, command: str, fix: str, missing_status: str = MISSING) -> Line:
@@ -167,7 +145,7 @@ def diagnose(settings: Settings) -> Report:
     lines += _compilers(settings, family)
     lines += _gcc_offload(settings)
     lines += _gpus()
-    lines += _cuda()
+    lines += _cupti()
     lines.append(_tool("nsys", "nsys", "install NVIDIA Nsight Systems (or the HPC SDK); "
                        "without it --profile uses the built-in tracer", INFO))
     lines.append(_tool("MPI", "mpirun", "apt-get install openmpi-bin libopenmpi-dev"))

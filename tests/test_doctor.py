@@ -56,3 +56,10 @@ def test_doctor_magic(kernel: Kernel) -> None:
     assert r.status == "ok", r.error_text
     html = next(d["text/html"] for d in r.displays if "text/html" in d)
     assert "compiler gcc c" in html and "protections" in html
+
+
+def test_doctor_says_when_the_built_in_profiler_cannot_be_built(tmp_path: Path) -> None:
+    r = doctor(env={"CUDA_HOME": str(tmp_path / "no-cuda")}, cwd=tmp_path)
+    cupti = line(r.stdout, "CUPTI")
+    assert "missing" in cupti and str(tmp_path / "no-cuda") in cupti
+    assert "install the CUDA toolkit" in r.stdout
