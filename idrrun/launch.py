@@ -55,6 +55,8 @@ def command(
     env = dict(base_env)
     notes: list[str] = []
     argv: list[str] = []
+    cancel: tuple[str, ...] = ()
+    remaining: tuple[str, ...] = ()
     if toolchain.family == "gcc" and request.acc and toolchain.target == "host":
         # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the
         # runtime would still pick the GPU and fail to find code for it. Say "host" outright.
@@ -75,8 +77,6 @@ def command(
         gpus = request.gpus if request.gpus is not None else settings.gpus
         if gpus is not None:
             argv += _flag(launcher.gpus, gpus)
-        cancel: tuple[str, ...] = ()
-        remaining: tuple[str, ...] = ()
         if launcher.kind == "srun":
             # A name to find the step again: an interrupt or timeout must not leave it running
             # on the cluster. The limit goes to SLURM too; idrrun enforces it locally as well.
@@ -105,6 +105,4 @@ def command(
         argv += profiler.argv_prefix
         env.update(profiler.env)
     argv += [str(executable), *request.program_args]
-    if launcher is None:
-        cancel = remaining = ()
     return Launch(argv=tuple(argv), env=env, notes=tuple(notes), cancel=cancel, remaining=remaining)

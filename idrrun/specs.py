@@ -5,7 +5,6 @@ A wrong spec stops with a SpecError that names the file and the field.
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -237,4 +236,4 @@ def exercises_folder_or_fail(settings: Settings, workdir: Path) -> Path:
     folder = examples_dir(settings, workdir)
     if folder is None:
         raise SpecError("no examples/ folder found (set examples_dir or IDRRUN_EXAMPLES)")
-    return Path(os.path.expanduser(str(folder)))
+    return folder
