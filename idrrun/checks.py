@@ -158,7 +158,7 @@ def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        spec.reason or "the source does not contain what the exercise asks for")
 
 
-def _trace(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
+def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckResult:
     if spec.kind == "ran_on_gpu":
         kernels = int(values.get("kernels", 0))
         if kernels >= 1:
@@ -173,10 +173,19 @@ def _trace(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
                                                            ": use async(n) on distinct queues"))
     assert spec.max_bytes is not None
     moved = values.get("bytes_moved", 0.0)
+    unit = "bytes"
+    if spec.per_iteration is not None:
+        counts = _numbers(spec.per_iteration, output)
+        iterations = _number(counts[-1]) if counts else None
+        if not iterations:
+            return CheckResult(spec.label, "fail", f"≤ {spec.max_bytes:.0f} bytes per iteration",
+                               "no iteration count",
+                               f"no output line matches {spec.per_iteration!r}")
+        moved, unit = moved / iterations, "bytes per iteration"
     status = "pass" if moved <= spec.max_bytes else "fail"
-    return CheckResult(spec.label, status, f"≤ {spec.max_bytes:.0f} bytes", f"{moved:.0f}",
-                       "data moved between host and device" + ("" if status == "pass" else
-                                                               ": keep the data on the device"))
+    return CheckResult(spec.label, status, f"≤ {spec.max_bytes:.0f} {unit}", f"{moved:.0f}",
+                       f"data moved between host and device, {unit}" +
+                       ("" if status == "pass" else ": keep the data on the device"))
 
 
 _NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution")
@@ -190,7 +199,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if spec.kind in TRACE_KINDS:
         if ev.trace_values is None:
             return CheckResult(spec.label, "skipped", "", "", "needs a GPU trace (--profile on a GPU)")
-        return _trace(spec, ev.trace_values)
+        return _trace(spec, ev.trace_values, ev.run.proc.output if ev.run is not None else "")
     if ev.build is None or not ev.build.ok:
         if spec.kind == "source":
             return _source(spec, ev)

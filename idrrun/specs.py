@@ -34,6 +34,9 @@ class CheckSpec:
     exact: str | None = None
     minimum: int | None = None
     max_bytes: float | None = None
+    # data_moved: a regex whose group 1 is the iteration count the program prints; max_bytes is
+    # then a bound per iteration.
+    per_iteration: str | None = None
     reason: str = ""
 
 
@@ -105,7 +108,7 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     if kind not in CHECK_KINDS:
         raise _err(path, f"{where}.kind", f"expected one of {', '.join(CHECK_KINDS)}, got {kind!r}")
     known = {"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex", "exact",
-             "min", "max_bytes", "reason"}
+             "min", "max_bytes", "per_iteration", "reason"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise _err(path, f"{where}.{unknown[0]}", "unknown field")
@@ -144,6 +147,12 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
         fields["max_bytes"] = _num(raw, "max_bytes", path, f"{where}.max_bytes", None)
         if fields["max_bytes"] is None:
             raise _err(path, f"{where}.max_bytes", "a data_moved check needs max_bytes")
+        if "per_iteration" in raw:
+            pattern = _regex(_str(raw, "per_iteration", path, f"{where}.per_iteration"), path,
+                             f"{where}.per_iteration")
+            if re.compile(pattern).groups < 1:
+                raise _err(path, f"{where}.per_iteration", "needs a group ( ) around the count")
+            fields["per_iteration"] = pattern
     return CheckSpec(**{**spec.__dict__, **fields})
 
 

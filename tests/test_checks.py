@@ -87,3 +87,29 @@ def test_source_and_trace_checks() -> None:
     assert evaluate_one(spec, ev(source="#pragma acc loop\n")).reason == "use tile"
     r = evaluate_one(CheckSpec("queues", "queues", minimum=3), ev())
     assert r.status == "skipped" and "GPU trace" in r.reason
+
+
+def test_trace_checks_on_trace_values() -> None:
+    gpu = {"ran_on_gpu": 1.0, "kernels": 200.0, "queues": 1.0, "bytes_moved": 268_443_456.0}
+    host = {"ran_on_gpu": 0.0, "kernels": 0.0, "queues": 0.0, "bytes_moved": 0.0}
+
+    def with_trace(values: dict[str, float], output: str = "iterations = 1000\n") -> Evidence:
+        base = ev(output)
+        return Evidence(base.source_text, base.language, base.build, base.run, base.acc,
+                        base.solution_output, trace_values=values)
+
+    assert evaluate_one(CheckSpec("ran_on_gpu", "gpu"), with_trace(gpu)).status == "pass"
+    r = evaluate_one(CheckSpec("ran_on_gpu", "gpu"), with_trace(host))
+    assert (r.status, r.reason) == ("fail", "no kernel ran on the GPU: the OpenACC regions ran on the host")
+    r = evaluate_one(CheckSpec("queues", "queues", minimum=3), with_trace(gpu))
+    assert (r.status, r.got) == ("fail", "1") and "async(n)" in r.reason
+    assert evaluate_one(CheckSpec("queues", "queues", minimum=1), with_trace(gpu)).status == "pass"
+    total = CheckSpec("data_moved", "data", max_bytes=100e6)
+    assert evaluate_one(total, with_trace(gpu)).status == "fail"
+    per_it = CheckSpec("data_moved", "data", max_bytes=64e6, per_iteration=r"iterations\s*=\s*(\d+)")
+    r = evaluate_one(per_it, with_trace(gpu))
+    assert (r.status, r.got, r.expected) == ("pass", "268443", "≤ 64000000 bytes per iteration")
+    r = evaluate_one(per_it, with_trace(gpu, "iterations = 2\n"))
+    assert r.status == "fail" and r.reason.endswith("keep the data on the device")
+    r = evaluate_one(per_it, with_trace(gpu, "no count here\n"))
+    assert (r.status, r.got) == ("fail", "no iteration count")

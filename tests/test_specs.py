@@ -41,6 +41,8 @@ kind = "exit_ok"
     (('[sources.c]', '[sources.cobol]'), "field 'sources.cobol': unknown language"),
     (('host = ["10"]', 'host = "10"'), "field 'args.host': expected a list"),
     (('name = "demo"', 'name = "demo"\ncolour = 3'), "field 'colour': unknown field"),
+    (('kind = "exit_ok"', 'kind = "data_moved"\nmax_bytes = 1e6\nper_iteration = "iterations"'),
+     "field 'check[0].per_iteration': needs a group"),
 ])
 def test_broken_spec(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")
