@@ -173,19 +173,27 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckRe
                                                            ": use async(n) on distinct queues"))
     assert spec.max_bytes is not None
     moved = values.get("bytes_moved", 0.0)
-    unit = "bytes"
+    unit = ""
     if spec.per_iteration is not None:
         counts = _numbers(spec.per_iteration, output)
         iterations = _number(counts[-1]) if counts else None
         if not iterations:
-            return CheckResult(spec.label, "fail", f"≤ {spec.max_bytes:.0f} bytes per iteration",
+            return CheckResult(spec.label, "fail", f"≤ {_bytes(spec.max_bytes)} per iteration",
                                "no iteration count",
                                f"no output line matches {spec.per_iteration!r}")
-        moved, unit = moved / iterations, "bytes per iteration"
+        moved, unit = moved / iterations, " per iteration"
     status = "pass" if moved <= spec.max_bytes else "fail"
-    return CheckResult(spec.label, status, f"≤ {spec.max_bytes:.0f} {unit}", f"{moved:.0f}",
-                       f"data moved between host and device, {unit}" +
+    return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
+                       f"data moved between host and device{unit}" +
                        ("" if status == "pass" else ": keep the data on the device"))
+
+
+def _bytes(n: float) -> str:
+    """1073741904 -> '1.07 GB': short enough for the verdict table."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"
 
 
 _NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution")

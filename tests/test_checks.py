@@ -108,7 +108,7 @@ def test_trace_checks_on_trace_values() -> None:
     assert evaluate_one(total, with_trace(gpu)).status == "fail"
     per_it = CheckSpec("data_moved", "data", max_bytes=64e6, per_iteration=r"iterations\s*=\s*(\d+)")
     r = evaluate_one(per_it, with_trace(gpu))
-    assert (r.status, r.got, r.expected) == ("pass", "268443", "≤ 64000000 bytes per iteration")
+    assert (r.status, r.got, r.expected) == ("pass", "268 kB", "≤ 64 MB per iteration")
     r = evaluate_one(per_it, with_trace(gpu, "iterations = 2\n"))
     assert r.status == "fail" and r.reason.endswith("keep the data on the device")
     r = evaluate_one(per_it, with_trace(gpu, "no count here\n"))
