@@ -39,7 +39,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300)
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from idrrun import specs
+    from idrrun.checks import specs
 
     jobs = [(ex, lang, pair.solution) for ex in specs.all_exercises(ROOT / "examples")
             for lang, pair in ex.sources.items()]

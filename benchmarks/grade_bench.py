@@ -35,7 +35,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds; medians are printed")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from idrrun import specs
+    from idrrun.checks import specs
 
     ex = specs.load(ROOT / "examples" / f"{args.exercise}.toml")
     solution = ex.sources["c"].solution.read_text()

@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import proc
 from .model import BuildResult, Limits, Protections, RunRequest, Source, Toolchain
+from .run import proc
 
 EXECUTABLE = "prog"
 OBJECT = "prog.o"
@@ -67,6 +67,12 @@ def compile_argv(request: RunRequest, toolchain: Toolchain) -> tuple[str, ...]:
         source_file_name(request.source),
         *(() if request.object_only else toolchain.link_flags),
     )
+
+
+def object_name(request: RunRequest) -> str:
+    """Where --object puts the object file, in the working directory: NAME.o after --keep NAME."""
+    stem = Path(request.keep).stem if request.keep else Path(request.source.name).stem
+    return f"{stem if stem and '[' not in stem else 'cell'}.o"
 
 
 def build_key(request: RunRequest, toolchain: Toolchain) -> str:

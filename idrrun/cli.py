@@ -1,7 +1,7 @@
-"""The terminal front end: `idrrun run`, thin over pipeline.execute.
+"""The terminal front end: `idrrun run|grade|course|doctor`, thin over the pipeline and grading.
 
-Exit codes: 0 ok, 1 build failed, 2 usage or configuration error, 3 run failed (or the check
-failed), 124 timeout, 130 interrupted.
+Exit codes of `idrrun run` (EXIT_CODES, from the failure's kind): 0 ok, 1 build failed, 2 usage
+or configuration error, 3 run failed (or the check failed), 124 timeout, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,29 +12,41 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
 
-from . import __version__, classroom, config, grading, options, source, specs, toolchains
+from . import __version__, doctor, toolchains
+from .checks import specs
 from .display import TextReporter, render_failure
 from .errors import IdrrunError, UsageError
-from .model import Outcome
+from .grading import classroom, course
+from .grading.checked import run_with_options
+from .model import FailureKind, Outcome
+from .request import config, options, source
+from .toolchains import registry
 
 EXIT_OK, EXIT_BUILD, EXIT_USAGE, EXIT_RUN, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 124, 130
+EXIT_CODES: dict[FailureKind, int] = {
+    FailureKind.COMPILE_ERROR: EXIT_BUILD,
+    FailureKind.COMPILE_TIMEOUT: EXIT_BUILD,
+    FailureKind.NOT_STARTED: EXIT_RUN,
+    FailureKind.TIMEOUT: EXIT_TIMEOUT,
+    FailureKind.LIMIT: EXIT_RUN,
+    FailureKind.SIGNAL: EXIT_RUN,
+    FailureKind.EXIT_STATUS: EXIT_RUN,
+    FailureKind.MISSING_FILES: EXIT_RUN,
+    FailureKind.INTERRUPTED: EXIT_INTERRUPTED,
+    FailureKind.CHECK: EXIT_RUN,
+}
 
 
 def exit_code(outcome: Outcome) -> int:
-    failure = outcome.failure
-    if failure is None:
+    if outcome.failure is None:
         return EXIT_OK if outcome.ok else EXIT_RUN
-    if failure.what == "interrupted":
-        return EXIT_INTERRUPTED
-    if failure.step == "compile":
-        return EXIT_BUILD
-    if failure.what.startswith("timed out"):
-        return EXIT_TIMEOUT
-    return EXIT_RUN
+    return EXIT_CODES[outcome.failure.kind]
 
 
 def _run(tokens: Sequence[str]) -> int:
@@ -49,7 +61,7 @@ def _run(tokens: Sequence[str]) -> int:
     probe = toolchains.probe(settings, opts.family)
     if probe.protections is not None:
         reporter.notes(probe.protections.notes)
-    outcome = grading.run_with_options(opts, src, settings, workdir, probe, reporter)
+    outcome = run_with_options(opts, src, settings, workdir, probe, reporter)
     if outcome.failure is not None:
         print(render_failure(outcome.failure), file=sys.stderr)
     return exit_code(outcome)
@@ -83,8 +95,8 @@ def _grade(tokens: Sequence[str]) -> int:
     p.add_argument("--language", "-l", choices=("c", "c++", "fortran", "cuda"))
     p.add_argument("--report", type=Path, metavar="FILE.csv|FILE.json")
     p.add_argument("--feedback", type=Path, metavar="DIR", help="write one Markdown file per student")
-    p.add_argument("--timeout", type=options._seconds, metavar="S")
-    p.add_argument("-c", "--compiler", choices=("nvhpc", "gcc", "pgi"))
+    p.add_argument("--timeout", type=options.seconds, metavar="S")
+    p.add_argument("-c", "--compiler", choices=registry.names())
     p.add_argument("--fresh", action="store_true",
                    help="grade everything again, even rows already in the report")
     p.add_argument("--launcher", choices=("none", "mpirun", "srun"),
@@ -126,34 +138,33 @@ def _grade(tokens: Sequence[str]) -> int:
     if args.feedback is not None:
         classroom.write_feedback(rows, exercise, args.feedback)
         console.print(f"feedback: {args.feedback}/")
-    return EXIT_OK if all(r.verdict == "pass" for r in rows) else 1
+    return EXIT_OK if all(r.status == "pass" for r in rows) else 1
+
+
+T = TypeVar("T")
 
 
 def _with_progress(console: Console, total: int, label: str,
-                   work: Callable[[Callable[[Any], None]], list[Any]]) -> list[Any]:
+                   work: Callable[[Callable[[classroom.GradeRow], None]], list[T]]) -> list[T]:
     """Run work(done_callback) under a progress bar with ETA on a terminal, plain lines elsewhere."""
     if console.is_terminal:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=console) as progress:
             task = progress.add_task(label, total=total)
             return work(lambda row: progress.advance(task))
-    return work(lambda row: print(f"{row.student}: {row.verdict}", flush=True))
+    return work(lambda row: print(f"{row.student}: {row.status}", flush=True))
 
 
 def _summary(console: Console, rows: Sequence[classroom.GradeRow]) -> None:
-    from rich.table import Table
-
     table = Table(title="verdicts")
     for col in ("student", "language", "verdict", "reasons", "build s", "run s"):
         table.add_column(col)
     for r in rows:
-        style = {"pass": "green", "fail": "red", "error": "magenta"}[r.verdict]
-        table.add_row(r.student, r.language, f"[{style}]{r.verdict}[/]", r.reasons,
+        style = {"pass": "green", "fail": "red", "error": "magenta"}[r.status]
+        table.add_row(r.student, r.language, f"[{style}]{r.status}[/]", r.reasons,
                       f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}")
     console.print(table)
-    counts = {v: sum(r.verdict == v for r in rows) for v in ("pass", "fail", "error")}
+    counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "error")}
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errors")
 
 
@@ -164,7 +175,7 @@ def _course(tokens: Sequence[str]) -> int:
     chk.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N")
     chk.add_argument("--language", "-l", choices=("c", "fortran"), action="append")
     chk.add_argument("--exercise", action="append", metavar="NAME")
-    chk.add_argument("-c", "--compiler", choices=("nvhpc", "gcc", "pgi"))
+    chk.add_argument("-c", "--compiler", choices=registry.names())
     strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells")
     strip.add_argument("notebooks", nargs="+", type=Path, help="notebooks or folders of notebooks")
     strip.add_argument("--out", type=Path, required=True, metavar="DIR")
@@ -186,18 +197,16 @@ def _course(tokens: Sequence[str]) -> int:
     console.print(f"course check: {len(exercises)} exercises, {probe.family} family, {where}")
     total = sum(2 * len([l for l in e.sources if not args.language or l in args.language]) for e in exercises)
     rows = _with_progress(console, total, "course check",
-                          lambda done: classroom.course_check(exercises, args.language, settings,
-                                                              probe, args.jobs, done))
-    from rich.table import Table
-
+                          lambda done: course.course_check(exercises, args.language, settings,
+                                                           probe, args.jobs, done))
     table = Table(title="course check")
     for col in ("exercise", "language", "solution", "start file", "solution s", "start s", "ok"):
         table.add_column(col)
     for r in rows:
-        sol = r.solution.verdict + ("" if r.solution.verdict == "pass" else f": {r.solution.reasons}")
-        failed = [c[0] for c in r.start.checks if c[1] == "fail"]
-        start = r.start.verdict + (f" ({', '.join(failed)})" if failed else
-                                   ("" if r.start.verdict == "fail" else f": {r.start.reasons}"))
+        sol = r.solution.status + ("" if r.solution.status == "pass" else f": {r.solution.reasons}")
+        failed = [c.name for c in r.start.checks if c.status == "fail"]
+        start = r.start.status + (f" ({', '.join(failed)})" if failed else
+                                  ("" if r.start.status == "fail" else f": {r.start.reasons}"))
         table.add_row(r.exercise, r.language, sol, start, f"{r.solution.run_seconds:.2f}",
                       f"{r.start.run_seconds:.2f}", "[green]yes[/]" if r.ok else "[red]NO[/]")
     console.print(table)
@@ -217,7 +226,7 @@ def _strip(paths: Sequence[Path], out: Path) -> int:
         else:
             raise UsageError(f"{path}: not a notebook or a folder")
     for nb, dest in notebooks:
-        removed = classroom.strip_solutions(nb, dest)
+        removed = course.strip_solutions(nb, dest)
         print(f"{dest}: {removed} solution cells removed")
     return EXIT_OK
 
@@ -225,8 +234,6 @@ def _strip(paths: Sequence[Path], out: Path) -> int:
 def _doctor(tokens: Sequence[str]) -> int:
     p = _Parser(prog="idrrun doctor", description="What this machine offers for the course.")
     p.parse_args(list(tokens))
-    from . import doctor
-
     report = doctor.diagnose(config.load(Path.cwd()))
     print(report)
     if not report.can_compile:

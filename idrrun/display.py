@@ -8,8 +8,9 @@ import shlex
 from collections.abc import Sequence
 from typing import TextIO
 
-from .profile import ProfileReport
 from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
+from .profile.model import ProfileReport
+from .profile.render import ProfileView
 
 # Message templates, kept as constants so tests can check the rendered text.
 HEADER = "idrrun: {version} [{family}] · {language}{guess} · {target}"
@@ -110,7 +111,7 @@ class TextReporter:
             self._line(RUN_DONE_NOTIME.format(status=status), style)
 
     def profile(self, report: ProfileReport) -> None:
-        self._line(str(report), "dim")
+        self._line(str(ProfileView(report)), "dim")
 
     def failure(self, failure: Failure) -> None:
         self._line(render_failure(failure), "bad")

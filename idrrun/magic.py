@@ -10,11 +10,16 @@ from typing import Any
 from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from . import config, grading, options, source, toolchains
+from IPython.display import display
+
+from . import doctor, toolchains
 from .display import TextReporter, VerdictView, render_failure
 from .errors import IdrrunError
-from .model import Failure, FamilyName, Outcome, Probe, Verdict
-from .profile import ProfileReport
+from .grading.checked import run_with_options
+from .model import Failure, Outcome, Probe, Settings, Verdict
+from .profile.model import ProfileReport
+from .profile.render import ProfileView
+from .request import config, options, source
 
 
 class IdrrunFailure(Exception):
@@ -43,16 +48,12 @@ class NotebookReporter(TextReporter):
     """Text for the build and run; the verdict as a rich display (HTML table in notebooks)."""
 
     def verdict(self, verdict: Verdict) -> None:
-        from IPython.display import display
-
         sys.stdout.flush()
         display(VerdictView(verdict))
 
     def profile(self, report: ProfileReport) -> None:
-        from IPython.display import display
-
         sys.stdout.flush()
-        display(report)
+        display(ProfileView(report))
 
 
 @magics_class
@@ -64,7 +65,7 @@ class IdrrunMagics(Magics):
         self._protection_shown = False
         self.last_outcome: Outcome | None = None
 
-    def _probe(self, settings: config.Settings, family: FamilyName | None) -> Probe:
+    def _probe(self, settings: Settings, family: str | None) -> Probe:
         key = (family, settings.family, os.environ.get("PATH", ""))
         if key not in self._probes:
             self._probes[key] = toolchains.probe(settings, family)
@@ -78,10 +79,6 @@ class IdrrunMagics(Magics):
     @line_magic
     def idrrun_doctor(self, line: str) -> None:
         """What this machine offers: compilers, GPU offloading, profilers, MPI, SLURM, limits."""
-        from IPython.display import display
-
-        from . import doctor
-
         try:
             display(doctor.diagnose(config.load(Path.cwd())))
         except IdrrunError as exc:
@@ -113,7 +110,7 @@ class IdrrunMagics(Magics):
                 # Once per kernel: what this machine cannot enforce.
                 reporter.notes(probe.protections.notes)
                 self._protection_shown = True
-            outcome = grading.run_with_options(opts, src, settings, workdir, probe, reporter)
+            outcome = run_with_options(opts, src, settings, workdir, probe, reporter)
         except IdrrunError as exc:
             # Exactly IPython's UsageError: the shell prints one line, no traceback.
             raise IPythonUsageError(str(exc)) from None

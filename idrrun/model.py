@@ -10,19 +10,74 @@ exceptions.
 from __future__ import annotations
 
 import signal as _signal
+import enum
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:  # the profile package renders images; model.py stays stdlib-only at run time
-    from .profile import ProfileReport
+from .profile.model import ProfileReport
 
 Language = Literal["c", "c++", "fortran", "cuda"]
 LANGUAGES: tuple[Language, ...] = ("c", "c++", "fortran", "cuda")
-FamilyName = Literal["nvhpc", "pgi", "gcc"]
-FAMILY_NAMES: tuple[FamilyName, ...] = ("nvhpc", "gcc", "pgi")
+# A compiler family's name, as its module registers it (toolchains/): "gcc", "nvhpc", "pgi", ...
+FamilyName = str
 # Where the OpenACC regions of a build will execute.
 Target = Literal["gpu", "host", "none"]
+
+
+@dataclass(frozen=True)
+class LauncherConfig:
+    kind: str = "none"  # none: run the program directly; -m N then uses mpirun
+    command: str = ""
+    tasks: str = ""  # flag for the number of tasks; a flag ending in "=" is glued to its value
+    threads: str = ""
+    gpus: str = ""
+    options: tuple[str, ...] = ()
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "idrrun"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the config files and the environment say (request/config.py reads them).
+
+    `values` holds the settings that back a flag (timeout, limits.memory, family, ...), keyed by
+    the flag's Options field and already parsed by the flag's own parser; a key is absent when
+    no layer set it, so that request/resolve.py can tell "not set" from a value.
+    """
+
+    values: Mapping[str, object] = field(default_factory=dict)
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    examples_dir: Path | None = None
+    offload: str = "auto"  # auto | gpu | host: whether a family that may build for the host does
+    # family -> key -> value; values are commands (str) or, for "flags", tuple[str, ...]
+    compilers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    profiler: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # the config files that were read, in order
+
+    @property
+    def family(self) -> str | None:
+        value = self.values.get("family")
+        return value if isinstance(value, str) else None
+
+    @property
+    def language(self) -> Language | None:
+        value = self.values.get("language")
+        return value if isinstance(value, str) and value in LANGUAGES else None
+
+    def compiler_command(self, family: str, key: str) -> str | None:
+        value = self.compilers.get(family, {}).get(key)
+        return value if isinstance(value, str) else None
+
+    def extra_flags(self, family: str) -> tuple[str, ...]:
+        value = self.compilers.get(family, {}).get("flags", ())
+        return tuple(str(v) for v in value) if isinstance(value, (tuple, list)) else ()
 
 
 @dataclass(frozen=True)
@@ -42,7 +97,13 @@ class Source:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """One `%%idrrun` cell, `%idrrunfile` or `idrrun run`, with every option resolved."""
+    """One `%%idrrun` cell, `%idrrunfile` or `idrrun run`, with every option resolved.
+
+    The defaults here are THE defaults: request/resolve.py fills a field from the line, the
+    exercise or the settings, in that order, and leaves this default when none of them sets it.
+    The names are those of the option spec (request/options.py), so that a new flag needs its
+    declaration there, its field here and the stage that uses it.
+    """
 
     source: Source
     workdir: Path
@@ -50,7 +111,6 @@ class RunRequest:
     accopts: tuple[str, ...] = ()
     compiler_options: tuple[str, ...] = ()
     program_args: tuple[str, ...] = ()
-    family: FamilyName | None = None  # None: from config, else detected
     openmp: bool = False
     threads: int | None = None
     mpi_ranks: int | None = None
@@ -58,7 +118,7 @@ class RunRequest:
     get_files: tuple[str, ...] = ()
     show_time: bool = True
     profile: str | None = None  # "auto", "nsys", "builtin": which profiler; None: none
-    execute: bool = True
+    execute: bool = True  # False: build only (-n); an object build (--object) never runs
     object_only: bool = False
     keep: str | None = None
     timeout: float = 300.0
@@ -140,7 +200,7 @@ class Probe:
     family_source: str  # "detected", "config", "flag"
     compilers: tuple[CompilerInfo, ...]
     gpus: tuple[GpuInfo, ...]
-    gcc_offload: bool  # gcc's nvptx offload compiler is installed
+    offload: bool  # the family's compilers can build GPU code here (gcc: nvptx offloading installed)
     warnings: tuple[str, ...] = ()
     protections: Protections | None = None
 
@@ -149,6 +209,16 @@ class Probe:
             if info.command == command:
                 return info
         return None
+
+
+@dataclass(frozen=True)
+class DoctorLine:
+    """One line of `idrrun doctor`: a topic, its state and, when not OK, how to fix it."""
+
+    topic: str
+    status: str  # OK, missing, warning, info (doctor.py's constants)
+    detail: str
+    fix: str = ""
 
 
 @dataclass(frozen=True)
@@ -235,15 +305,61 @@ class RunResult:
 Step = Literal["compile", "run", "check"]
 
 
+class FailureKind(enum.Enum):
+    """Every way a request can fail, closed: exit codes, hints and report reasons derive from it."""
+
+    COMPILE_ERROR = "compile error"
+    COMPILE_TIMEOUT = "compile timeout"
+    NOT_STARTED = "could not start"  # the compiler, program or launcher could not be executed
+    TIMEOUT = "timeout"
+    LIMIT = "limit"  # memory, tasks or file size: Failure.limit says which
+    SIGNAL = "signal"
+    EXIT_STATUS = "exit status"
+    MISSING_FILES = "missing files"  # --get named files the program did not write
+    INTERRUPTED = "interrupted"
+    CHECK = "check"  # built and ran, but the exercise's checks failed
+
+    @property
+    def step(self) -> Step:
+        if self in (FailureKind.COMPILE_ERROR, FailureKind.COMPILE_TIMEOUT):
+            return "compile"
+        return "check" if self is FailureKind.CHECK else "run"
+
+
 @dataclass(frozen=True)
 class Failure:
     """Why a request failed, as data; display.py renders it."""
 
-    step: Step
-    what: str  # "exit code 1", "killed by SIGSEGV", "timed out after 2 s", "wrong result"
+    kind: FailureKind
+    what: str  # in words: "exit code 1", "killed by SIGSEGV", "timed out after 2 s", ...
     command: tuple[str, ...] = ()
     output: str = ""
     hint: str = ""
+    compile_step: bool = False  # NOT_STARTED / INTERRUPTED while compiling, not running
+    limit: str | None = None  # LIMIT, or a TIMEOUT that followed a limit: "memory", "tasks", ...
+
+    @property
+    def step(self) -> Step:
+        return "compile" if self.compile_step else self.kind.step
+
+
+@dataclass(frozen=True)
+class ImplicitData:
+    """One variable a compute region uses without a data clause naming it."""
+
+    variable: str
+    line: int | None  # source line of the construct, when known
+    construct: str  # "parallel", "kernels", "serial"
+    detail: str  # one readable sentence for the student
+
+
+@dataclass(frozen=True)
+class AccReport:
+    """What a build did with the program's OpenACC directives."""
+
+    regions: int  # compute regions the compiler created
+    implicit: tuple[ImplicitData, ...]
+    method: str  # how this was found out, for messages and logs
 
 
 CheckStatus = Literal["pass", "fail", "skipped"]

@@ -1,9 +1,10 @@
-"""The one pipeline behind %%idrrun, %idrrunfile and `idrrun run`.
+"""The one pipeline behind %%idrrun, %idrrunfile, `idrrun run` and grading.
 
-    RunRequest -> Toolchain -> BuildResult -> RunResult (-> Verdict, checks.py)
+    RunRequest -> Toolchain -> BuildResult -> RunResult (-> Verdict, grading/checked.py)
 
-Front ends build the RunRequest and a Reporter (display.py) and call `execute`. Expected
-failures come back in Outcome.failure; only misconfiguration raises (errors.py).
+Front ends resolve the RunRequest and its Toolchain (request/resolve.py), make a Reporter
+(display.py) and call `execute`. Expected failures come back in Outcome.failure, as a
+FailureKind; only misconfiguration raises (errors.py).
 """
 
 from __future__ import annotations
@@ -11,16 +12,27 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from . import build as build_mod
-from . import launch, proc, profile, toolchains
-from .config import Settings
-from .model import BuildResult, Failure, Outcome, Probe, RunRequest, RunResult, Source, Toolchain
-from .options import NO_LIMIT, Options
+from .model import (
+    BuildResult,
+    Failure,
+    FailureKind,
+    Outcome,
+    Probe,
+    RunRequest,
+    RunResult,
+    Settings,
+    Toolchain,
+    Verdict,
+)
+from .profile import session as profile
+from .profile.model import ProfileReport
+from .run import launch, proc
+from .toolchains import family_of
 
 
 PROFILE_DIR = "idrrun-profile"  # profiled runs keep their report here, in the working directory
@@ -35,7 +47,8 @@ class Reporter(Protocol):
     def built(self, request: RunRequest, result: BuildResult) -> None: ...
     def output(self, text: str) -> None: ...
     def ran(self, request: RunRequest, result: RunResult) -> None: ...
-    def profile(self, report: profile.ProfileReport) -> None: ...
+    def profile(self, report: ProfileReport) -> None: ...
+    def verdict(self, verdict: Verdict) -> None: ...
 
 
 _SIGNAL_HINTS = {
@@ -64,59 +77,65 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
     p = result.proc
     assert p is not None
     if p.timed_out:
+        kind = FailureKind.COMPILE_TIMEOUT
         what = f"compile timeout after {request.compile_timeout:g} s"
         hint = ("the compiler ran past compile_timeout: look for an #include of the file itself "
                 "or a huge generated source")
     elif p.start_error is not None:
-        what = p.describe()
-        hint = "is the compiler installed and executable?"
+        kind, what, hint = FailureKind.NOT_STARTED, p.describe(), "is the compiler installed and executable?"
     elif p.interrupted:
-        what, hint = "interrupted", "the build was interrupted"
+        kind, what, hint = FailureKind.INTERRUPTED, "interrupted", "the build was interrupted"
     else:
-        what = p.describe()
+        kind, what = FailureKind.COMPILE_ERROR, p.describe()
         hint = (f"fix the first error above; line numbers are those of {request.source.name}"
                 if p.returncode else "the compiler produced no output file")
-    return Failure(step="compile", what=what, command=result.command,
-                   output=result.output, hint=hint)
+    return Failure(kind=kind, what=what, command=result.command, output=result.output, hint=hint,
+                   compile_step=True)
 
 
 def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
     p = result.proc
     if p.ok and not result.missing_files:
         return None
+    limit = p.limit
     if p.start_error is not None:
-        what, hint = p.describe(), "the program or its launcher could not be started"
+        kind, what = FailureKind.NOT_STARTED, p.describe()
+        hint = "the program or its launcher could not be started"
     elif p.interrupted:
-        what, hint = "interrupted", "the run was interrupted; its output so far is kept above"
+        kind, what = FailureKind.INTERRUPTED, "interrupted"
+        hint = "the run was interrupted; its output so far is kept above"
     elif p.limit is not None:
-        what = f"{p.limit} limit reached"
+        kind, what = FailureKind.LIMIT, f"{p.limit} limit reached"
         if p.timed_out:
-            what += f", then timed out after {request.timeout:g} s"
+            kind, what = FailureKind.TIMEOUT, what + f", then timed out after {request.timeout:g} s"
         hint = _LIMIT_HINTS.get(p.limit, "the program went past a limit of the run")
     elif p.timed_out:
-        what = f"timed out after {request.timeout:g} s"
+        kind, what = FailureKind.TIMEOUT, f"timed out after {request.timeout:g} s"
         hint = ("the program ran past --timeout: an endless loop, or a wait on something that "
                 "never comes? If it really needs longer, raise --timeout")
     elif p.signal_name is not None:
-        what = f"killed by {p.signal_name}"
+        kind, what = FailureKind.SIGNAL, f"killed by {p.signal_name}"
         hint = _SIGNAL_HINTS.get(p.signal_name, "the program was stopped by a signal")
     elif p.returncode != 0:
-        what = f"exit code {p.returncode}"
+        kind, what = FailureKind.EXIT_STATUS, f"exit code {p.returncode}"
         hint = "the program returned a non-zero status, which means failure"
     else:
-        what = "missing output files"
+        kind, what = FailureKind.MISSING_FILES, "missing output files"
         hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
-    return Failure(step="run", what=what, command=result.command, output=p.output, hint=hint)
+    return Failure(kind=kind, what=what, command=result.command, output=p.output, hint=hint,
+                   limit=limit)
 
 
 def execute(
     request: RunRequest,
+    toolchain: Toolchain,
     probe: Probe,
     settings: Settings,
     reporter: Reporter,
     environ: Mapping[str, str] | None = None,
 ) -> Outcome:
-    toolchain = toolchains.resolve(request, probe, settings)
+    """Build and run one resolved request; every expected failure is in the Outcome."""
+    family = family_of(toolchain)
     reporter.started(request, toolchain)
     notes = list(probe.warnings) + list(toolchain.notes)
     reporter.notes(notes)
@@ -128,9 +147,7 @@ def execute(
         return Outcome(request, toolchain, built, None, compile_failure(built, request), notes=tuple(notes))
     if request.object_only:
         assert built.object_file is not None
-        stem = Path(request.keep).stem if request.keep else Path(request.source.name).stem
-        stem = stem if stem and "[" not in stem else "cell"
-        dest = request.workdir / f"{stem}.o"
+        dest = request.workdir / build_mod.object_name(request)
         shutil.copyfile(built.object_file, dest)
         reporter.notes([f"object file: {dest}"])
         return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
@@ -144,8 +161,10 @@ def execute(
                              settings.cache_dir, nsys_command=settings.profiler)
         reporter.notes(pplan.notes)
         notes += pplan.notes
-    how = launch.command(request, toolchain, built.executable, settings,
-                         os.environ if environ is None else environ, pplan)
+    base_env = {**(os.environ if environ is None else environ), **family.run_env(request, toolchain)}
+    how = launch.command(request, built.executable, settings, base_env,
+                         pplan.argv_prefix if pplan is not None else (),
+                         pplan.env if pplan is not None else None)
     reporter.notes(how.notes)
     notes += how.notes
     # nsys writes its report after the program ends: give it time beyond the program's limit.
@@ -153,8 +172,7 @@ def execute(
     p = proc.run(how.argv, what="run", timeout=request.timeout + extra, cwd=request.workdir,
                  env=how.env, on_output=reporter.output, terminal=True,
                  max_output=request.max_output, protections=probe.protections,
-                 limits=request.limits,
-                 gpu_run=toolchain.target == "gpu" or toolchain.family != "gcc")
+                 limits=request.limits, gpu_run=family.gpu_context(toolchain))
     if p.notes:
         reporter.notes(p.notes)
         notes += p.notes
@@ -185,48 +203,3 @@ def _cancel_remote(how: launch.Launch) -> list[str]:
             return ["job step cancelled on the cluster"]
         time.sleep(0.3)
     return ["the job step was cancelled but is still listed by squeue"]
-
-
-def _given(flag: int | None, setting: int | None) -> int | None:
-    """The line's value over the setting; NO_LIMIT on the line means no limit."""
-    if flag is None:
-        return setting
-    return None if flag == NO_LIMIT else flag
-
-
-def request_from(
-    options: Options, source: Source, settings: Settings, workdir: Path
-) -> RunRequest:
-    """Merge the typed options over the settings (the magic line wins)."""
-    return RunRequest(
-        source=source,
-        workdir=workdir,
-        acc=options.acc,
-        accopts=options.accopts,
-        compiler_options=options.compiler_options,
-        program_args=options.program_args,
-        family=options.family,
-        openmp=options.openmp,
-        threads=options.threads,
-        mpi_ranks=options.mpi,
-        gpus=options.gpus,
-        get_files=options.get,
-        show_time=not options.notime,
-        profile=options.profile,
-        execute=not (options.noexec or options.object),
-        object_only=options.object,
-        keep=options.keep,
-        timeout=options.timeout if options.timeout is not None else settings.timeout,
-        compile_timeout=settings.compile_timeout,
-        max_output=_given(options.max_output, settings.max_output) or settings.max_output,
-        limits=replace(
-            settings.limits,
-            memory=_given(options.memory, settings.limits.memory),
-            tasks=_given(options.tasks, settings.limits.tasks),
-            file_size=_given(options.file_size, settings.limits.file_size),
-            stdin=(workdir / options.stdin) if options.stdin else settings.limits.stdin,
-        ),
-        force=options.force,
-        raise_on_failure=not options.no_raise,
-        check=options.check,
-    )

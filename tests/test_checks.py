@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from idrrun.accinfo import AccReport, ImplicitData
-from idrrun.checks import Evidence, evaluate_one
-from idrrun.model import BuildResult, ProcResult, RunResult
-from idrrun.specs import CheckSpec
+from idrrun.checks.kinds import Evidence, evaluate_one
+from idrrun.checks.specs import CheckSpec
+from idrrun.model import AccReport, BuildResult, ImplicitData, ProcResult, RunResult
 
 BUILT = BuildResult(ok=True, command=("gcc",), proc=None, output="", cached=False, key="k",
                     build_dir=Path("/nonexistent"))

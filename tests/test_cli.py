@@ -102,3 +102,50 @@ def test_profile_goes_through_the_configured_profiler_fake(tmp_path: Path) -> No
     r = idrrun("run", "--profile", "--cliopts", "z", "p.c", cwd=tmp_path)  # no nsys here: built-in tracer
     assert r.returncode == 0 and "using the built-in CUPTI tracer" in r.stdout
     assert "no GPU activity: the OpenACC regions ran on the host" in r.stdout
+
+
+def test_every_failure_kind_has_an_exit_code() -> None:
+    from idrrun.cli import EXIT_CODES
+    from idrrun.model import FailureKind
+
+    assert set(EXIT_CODES) == set(FailureKind)
+
+
+def test_limit_then_timeout_exits_124() -> None:
+    # A run that hit its memory limit and then ran out of time is a timeout (124), whatever the
+    # words say: exit codes come from the failure's kind, never from its text.
+    from idrrun.cli import EXIT_TIMEOUT, exit_code
+    from idrrun.model import FailureKind, Outcome, ProcResult, RunRequest, RunResult
+    from idrrun.pipeline import run_failure
+    from idrrun.request.source import from_cell
+
+    src = from_cell("int main(void){}\n", "cell[1]", "c", None, Path("/tmp"))
+    request = RunRequest(source=src, workdir=Path("/tmp"), timeout=2)
+    proc = ProcResult(argv=("prog",), returncode=-9, timed_out=True, limit="memory")
+    failure = run_failure(RunResult(command=("prog",), proc=proc), request)
+    assert failure is not None and failure.kind is FailureKind.TIMEOUT
+    assert failure.what == "memory limit reached, then timed out after 2 s" and failure.limit == "memory"
+    assert "more memory than allowed" in failure.hint
+    assert exit_code(Outcome(request, None, None, None, failure)) == EXIT_TIMEOUT
+
+
+def test_graded_notebook_keeps_its_profile_flag_with_fake_nsys(tmp_path: Path) -> None:
+    # A notebook's `%%idrrun -a --profile --check NAME` is graded profiled: its trace checks can
+    # be evaluated (here the fake nsys stands for Nsight Systems, which cannot be installed).
+    import nbformat
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").symlink_to(FAKES / "nsys")
+    source = (ROOT / "examples" / "C" / "intro_saxpy_solution.c").read_text()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "%%idrrun -a --profile --check intro_saxpy\n" + source)])
+    nbformat.write(nb, tmp_path / "alice.ipynb")
+    log = tmp_path / "nsys.log"
+    r = idrrun("grade", "intro_saxpy", str(tmp_path / "alice.ipynb"), "-c", "gcc",
+               "--report", str(tmp_path / "r.json"), cwd=tmp_path,
+               env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_NSYS_LOG": str(log),
+                    "IDRRUN_EXAMPLES": str(ROOT / "examples")}, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any(c[1] == "profile" for c in calls), calls

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from idrrun import config, specs
+from idrrun.checks import specs
+from idrrun.request import config
 
 DOCKER = ROOT / "docker"
 INSTALL = DOCKER / "install.sh"

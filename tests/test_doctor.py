@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import PYTHONPATH, Kernel, has_gpu
-from idrrun import toolchains
+from idrrun.toolchains import gcc
 
 
 def doctor(env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -29,7 +29,7 @@ def test_doctor_on_this_machine(tmp_path: Path) -> None:
     assert "OK" in line(r.stdout, "compiler gcc c") and shutil.which("gcc") in line(r.stdout, "compiler gcc c")
     assert "OK" in line(r.stdout, "compiler gcc fortran")
     offload = line(r.stdout, "gcc offloading")
-    if toolchains.gcc_has_offload(shutil.which("gcc")):
+    if gcc.has_offload(shutil.which("gcc")):
         assert "OK" in offload and "test build for sm_80 links" in offload
     else:
         assert "missing" in offload and "gcc-12-offload-nvptx" in r.stdout

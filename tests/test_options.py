@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from idrrun.errors import UsageError
-from idrrun.options import Options, parse_line
+from idrrun.request.options import Options, parse_line
 
 
 def parse(line: str) -> Options:
@@ -34,16 +34,19 @@ def test_cliopts_keep_quoted_words_together() -> None:
 def test_every_idris_flag() -> None:
     o = parse("-a -l fortran -c gcc -t --threads 4 -m 2 -g 1 --get out.dat log.txt --notime "
               "--profile -n --object -k saved.f90 --timeout 12.5 --force --no-raise --exercise ex1")
-    assert (o.acc, o.language, o.family, o.openmp, o.threads, o.mpi, o.gpus) == (
+    assert (o.acc, o.language, o.family, o.openmp, o.threads, o.mpi_ranks, o.gpus) == (
         True, "fortran", "gcc", True, 4, 2, 1)
-    assert o.get == ("out.dat", "log.txt")
-    assert (o.notime, o.profile, o.noexec, o.object, o.keep) == (True, "auto", True, True, "saved.f90")
-    assert (o.timeout, o.force, o.no_raise, o.check) == (12.5, True, True, "ex1")
+    assert o.get_files == ("out.dat", "log.txt")
+    # Switches store what they mean for the request: --notime is show_time=False, -n execute=False.
+    assert (o.show_time, o.profile, o.execute, o.object_only, o.keep) == (
+        False, "auto", False, True, "saved.f90")
+    assert (o.timeout, o.force, o.raise_on_failure, o.check) == (12.5, True, False, "ex1")
+    assert parse("--profiler builtin").profile == "builtin"
 
 
-def test_defaults_leave_room_for_config() -> None:
-    o = parse("")
-    assert o.timeout is None and o.language is None and o.family is None
+def test_nothing_given_is_none_everywhere() -> None:
+    # "Not given" stays None until request/resolve.py applies the layers, switches included.
+    assert parse("") == Options() and all(v is None for v in vars(parse("")).values())
 
 
 @pytest.mark.parametrize("line, message", [

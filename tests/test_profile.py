@@ -10,21 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from idrrun import proc
-from idrrun.profile import (
-    NO_GPU_ACTIVITY,
-    ProfilePlan,
-    collect,
-    find_cupti,
-    plan,
-    read_trace,
-    summarize,
-    timeline,
-    trace_values,
-    tracer,
-    where,
-)
 from idrrun.profile import nsys as nsys_mod
+from idrrun.profile import timeline, tracer
+from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan
+from idrrun.profile.render import ProfileView
+from idrrun.profile.session import collect, plan
+from idrrun.profile.summary import summarize, trace_values, where
+from idrrun.profile.tracefile import read_trace
+from idrrun.profile.tracer import find_cupti
+from idrrun.run import proc
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -213,7 +207,7 @@ def test_host_openacc_run_under_the_tracer_says_no_gpu_activity(
     report = collect(p, source_name="cell[1]")
     assert report.message == NO_GPU_ACTIVITY
     assert not report.ran_on_gpu and report.timeline_png is None
-    assert NO_GPU_ACTIVITY in str(report) and NO_GPU_ACTIVITY in report._repr_html_()
+    assert NO_GPU_ACTIVITY in str(ProfileView(report)) and NO_GPU_ACTIVITY in ProfileView(report)._repr_html_()
     assert trace_values(report.trace)["ran_on_gpu"] == 0.0
 
 
@@ -294,14 +288,14 @@ def test_timeline_png_rows_size_and_colours(tmp_path: Path) -> None:
 
 def test_report_text_and_html(tmp_path: Path) -> None:
     report = collect(_synthetic_run(tmp_path), source_name="cell[2]")
-    text = str(report)
+    text = str(ProfileView(report))
     assert text.splitlines()[0].startswith("GPU profile (built-in CUPTI tracer): 4 queues, 27.300 ms")
     assert "host → device" in text and "64.0 MB" in text and "13.3 GB/s (pageable and pinned)" in text
     assert "device → host" in text and "10.0 GB/s (pageable)" in text
     assert "main$_omp_fn$0" in text and "main, gcc's region 0" in text
     assert "the host waited for the GPU 3.460 ms in 2 synchronisations" in text
     assert f"report: {tmp_path / 'run' / 'trace.jsonl'}" in text
-    page = report._repr_html_()
+    page = ProfileView(report)._repr_html_()
     assert "data:image/png;base64," in page and "main$_omp_fn$0" in page
     assert str(tmp_path / "run" / "trace.jsonl") in page
 
@@ -383,11 +377,11 @@ def test_nsys_tables_and_summary_with_fake_nsys(tmp_path: Path, fake_nsys_env: P
     assert (s.span_ns, s.queues) == (50_905_000, 1)
     assert [k.name for k in s.top_kernels] == ["main$_omp_fn$0", "main$_omp_fn$1"]
     assert report.timeline_png is not None and report.timeline_png.is_file()
-    text = str(report)
+    text = str(ProfileView(report))
     assert "GPU profile (Nsight Systems)" in text and "OpenACC events (openacc_sum):" in text
     assert "Enter Data@data_laplace_exercise.c:52" in text
     assert f"report: {tmp_path / 'run' / 'report.nsys-rep'}" in text
-    assert "<table>" in report._repr_html_()
+    assert "<table>" in ProfileView(report)._repr_html_()
 
 
 def test_nsys_summary_from_tables_without_gpu_trace_with_fake_nsys(

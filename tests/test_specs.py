@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from idrrun import specs
+from idrrun.checks import specs
 from idrrun.errors import SpecError
 
 
@@ -59,7 +59,7 @@ def test_good_spec_and_unknown_name(tmp_path: Path) -> None:
     for f in ("ex.c", "sol.c"):
         (tmp_path / "examples" / f).write_text("int main(void){return 0;}\n")
     (tmp_path / "examples" / "demo.toml").write_text(GOOD)
-    from idrrun.config import Settings
+    from idrrun.model import Settings
 
     ex = specs.find("demo", Settings(), tmp_path)
     assert ex.host_args == ("10",) and ex.gpu_args == ("10",) and ex.timeout == 60

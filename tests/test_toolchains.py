@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from idrrun.config import Settings
-from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest
-from idrrun.source import from_cell
+from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings
+from idrrun.request.source import from_cell
 from idrrun.toolchains import resolve
 
 GCC = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0")
@@ -19,8 +18,8 @@ V100 = GpuInfo("Tesla V100", "7.0", "525.1")
 def probe(family: str = "gcc", gpus: tuple[GpuInfo, ...] = (), offload: bool = True) -> Probe:
     compilers = (GCC, CompilerInfo("nvc", "/opt/nv/nvc", "nvc 24.3"),
                  CompilerInfo("pgcc", "/opt/pgi/pgcc", "pgcc 20.1"))
-    return Probe(family=family, family_source="flag", compilers=compilers, gpus=gpus,  # type: ignore[arg-type]
-                 gcc_offload=offload)
+    return Probe(family=family, family_source="flag", compilers=compilers, gpus=gpus,
+                 offload=offload)
 
 
 def request(accopts: tuple[str, ...] = (), acc: bool = True) -> RunRequest:

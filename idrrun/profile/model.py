@@ -233,7 +233,7 @@ EMPTY_SUMMARY = Summary(
 
 @dataclass(frozen=True)
 class ProfileReport:
-    """What one profiled run produced; renders itself in a notebook and a terminal."""
+    """What one profiled run produced; render.ProfileView shows it in a notebook and a terminal."""
 
     kind: ProfileKind
     trace: Trace | None
@@ -247,13 +247,3 @@ class ProfileReport:
     @property
     def ran_on_gpu(self) -> bool:
         return self.summary is not None and (self.summary.kernel_count > 0)
-
-    def __str__(self) -> str:
-        from .render import text
-
-        return text(self)
-
-    def _repr_html_(self) -> str:
-        from .render import html
-
-        return html(self)

@@ -162,3 +162,16 @@ def html(report: ProfileReport) -> str:
         parts.append(f"<div>report: <code>{_e(report.report_file)}</code></div>")
     parts.append("</div>")
     return "".join(parts)
+
+
+class ProfileView:
+    """A ProfileReport as a notebook display (HTML with the timeline) and as terminal text."""
+
+    def __init__(self, report: ProfileReport) -> None:
+        self.report = report
+
+    def __str__(self) -> str:
+        return text(self.report)
+
+    def _repr_html_(self) -> str:
+        return html(self.report)

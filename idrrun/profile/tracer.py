@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..run import proc
+
 TRACER_SOURCE = Path(__file__).with_name("tracer.c")
 
 _HEADER_DIRS = ("include", "extras/CUPTI/include", "targets/x86_64-linux/include",
@@ -133,8 +135,6 @@ def build_tracer(cache_dir: Path, cc: str | None = None,
                  environ: Mapping[str, str] | None = None,
                  timeout: float = 120.0) -> tuple[Path | None, str]:
     """Compile tracer.c once per (source, CUPTI); (None, why) when it cannot be built."""
-    from .. import proc
-
     env = os.environ if environ is None else environ
     found = find_cupti(env)
     if isinstance(found, str):

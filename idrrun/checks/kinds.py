@@ -10,8 +10,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .accinfo import AccReport, source_has_directives
-from .model import BuildResult, CheckResult, CheckStatus, RunResult, Verdict
+from ..model import AccReport, BuildResult, CheckResult, CheckStatus, RunResult, Verdict
+from .directives import source_has_directives
 from .specs import TRACE_KINDS, CheckSpec, Exercise
 
 

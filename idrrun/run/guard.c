@@ -1,10 +1,13 @@
 /* idrrun-guard: the supervisor between idrrun and a student's program.
  *
- * usage: idrrun-guard STATUS PARENT FSIZE NPROC AS CGROUPS -- PROGRAM [ARGS...]
- *   STATUS   file where the guard writes "child PID", then "exit N" or "signal N"
- *   PARENT   pid of idrrun (the kernel); when it dies, the guard kills the whole run
- *   FSIZE, NPROC, AS  resource limits in bytes/tasks (0: none) for the program
- *   CGROUPS  ':'-separated cgroup.procs files to join before starting the program ("-": none)
+ * usage: idrrun-guard --status-fd=N --parent=PID --file-size=B --nproc=N --address-space=B
+ *                     --cgroups=F1:F2 -- PROGRAM [ARGS...]
+ * The options are those of the record GuardArgs in guard.py (a test checks that the two agree):
+ *   status-fd      pipe to idrrun: the guard writes "child PID", then "exit N" or "signal N";
+ *                  the program never inherits it, so it cannot forge its own status
+ *   parent         pid of idrrun (the kernel); when it dies, the guard kills the whole run
+ *   file-size, nproc, address-space  resource limits in bytes/tasks (0: none) for the program
+ *   cgroups        ':'-separated cgroup.procs files to join before starting the program ("": none)
  *
  * Why a separate process: a Jupyter kernel can be killed (restart, crash) while a program runs.
  * Nothing in the kernel runs then, but the guard is told (PR_SET_PDEATHSIG) and removes every
@@ -72,14 +75,12 @@ static int sweep(const char *marker)
     return found;
 }
 
-static void write_status(const char *path, const char *text)
+static int status_fd;
+
+static void write_status(const char *text)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
-    if (fd >= 0) {
-        ssize_t ignored = write(fd, text, strlen(text));
-        (void)ignored;
-        close(fd);
-    }
+    ssize_t ignored = write(status_fd, text, strlen(text));
+    (void)ignored;
 }
 
 static void set_limit(int resource, const char *value)
@@ -92,14 +93,45 @@ static void set_limit(int resource, const char *value)
         fprintf(stderr, "idrrun-guard: cannot set limit %d: %s\n", resource, strerror(errno));
 }
 
+/* The options, in the order of GuardArgs' fields. */
+static const char *const OPTIONS[] = {"status-fd", "parent", "file-size", "nproc", "address-space",
+                                      "cgroups", NULL};
+enum { OPT_STATUS_FD, OPT_PARENT, OPT_FILE_SIZE, OPT_NPROC, OPT_ADDRESS_SPACE, OPT_CGROUPS, OPT_COUNT };
+
+
 int main(int argc, char **argv)
 {
-    if (argc < 9 || strcmp(argv[7], "--") != 0) {
-        fprintf(stderr, "usage: idrrun-guard STATUS PARENT FSIZE NPROC AS CGROUPS -- PROGRAM [ARGS...]\n");
+    const char *value[OPT_COUNT] = {0};
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        int known = 0;
+        for (int k = 0; OPTIONS[k]; k++) {
+            size_t len = strlen(OPTIONS[k]);
+            if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, OPTIONS[k], len) == 0 &&
+                argv[i][2 + len] == '=') {
+                value[k] = argv[i] + 3 + len;
+                known = 1;
+            }
+        }
+        if (!known) {
+            fprintf(stderr, "idrrun-guard: unknown option %s\n", argv[i]);
+            return 125;
+        }
+    }
+    for (int k = 0; k < OPT_COUNT; k++) {
+        if (!value[k]) {
+            fprintf(stderr, "idrrun-guard: missing --%s=\n", OPTIONS[k]);
+            return 125;
+        }
+    }
+    if (i + 1 >= argc) {
+        fprintf(stderr, "idrrun-guard: no program after --\n");
         return 125;
     }
-    const char *status = argv[1];
-    parent_pid = (pid_t)atol(argv[2]);
+    char **program = argv + i + 1;
+    status_fd = atoi(value[OPT_STATUS_FD]);
+    fcntl(status_fd, F_SETFD, FD_CLOEXEC); /* never inherited by the program */
+    parent_pid = (pid_t)atol(value[OPT_PARENT]);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent_pid)
         return 125; /* idrrun is already gone */
@@ -109,8 +141,8 @@ int main(int argc, char **argv)
     if (run_id)
         snprintf(marker, sizeof marker, "IDRRUN_RUN=%s", run_id);
 
-    if (strcmp(argv[6], "-") != 0) {
-        char *list = strdup(argv[6]);
+    if (value[OPT_CGROUPS][0]) {
+        char *list = strdup(value[OPT_CGROUPS]);
         for (char *file = strtok(list, ":"); file; file = strtok(NULL, ":")) {
             char pid[32];
             snprintf(pid, sizeof pid, "%d\n", (int)getpid());
@@ -122,9 +154,9 @@ int main(int argc, char **argv)
         }
         free(list);
     }
-    set_limit(RLIMIT_FSIZE, argv[3]);
-    set_limit(RLIMIT_NPROC, argv[4]);
-    set_limit(RLIMIT_AS, argv[5]);
+    set_limit(RLIMIT_FSIZE, value[OPT_FILE_SIZE]);
+    set_limit(RLIMIT_NPROC, value[OPT_NPROC]);
+    set_limit(RLIMIT_AS, value[OPT_ADDRESS_SPACE]);
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
 
@@ -147,15 +179,15 @@ int main(int argc, char **argv)
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
         signal(SIGXFSZ, SIG_DFL);
-        execvp(argv[8], argv + 8);
-        fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", argv[8], strerror(errno));
+        execvp(program[0], program);
+        fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", program[0], strerror(errno));
         _exit(127);
     }
     setpgid(pid, pid); /* also here: no race with the child's own call */
     child_pid = pid;
     char line[64];
     snprintf(line, sizeof line, "child %d\n", (int)pid);
-    write_status(status, line);
+    write_status(line);
 
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -170,10 +202,10 @@ int main(int argc, char **argv)
     }
     if (WIFSIGNALED(st)) {
         snprintf(line, sizeof line, "signal %d\n", WTERMSIG(st));
-        write_status(status, line);
+        write_status(line);
         return 128 + WTERMSIG(st);
     }
     snprintf(line, sizeof line, "exit %d\n", WEXITSTATUS(st));
-    write_status(status, line);
+    write_status(line);
     return WEXITSTATUS(st);
 }

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import UsageError
-from .model import Language, Source
+from ..errors import UsageError
+from ..model import Language, Source
 
 SUFFIXES: dict[Language, str] = {"c": ".c", "c++": ".cpp", "fortran": ".f90", "cuda": ".cu"}
 _BY_SUFFIX: dict[str, Language] = {

@@ -10,68 +10,35 @@ Precedence, lowest first (each layer overrides the ones before it):
     6. the magic line or the command line (options.py), applied by the front ends
 
 A file that cannot be read stops idrrun with a ConfigError naming the file and the field.
+
+The settings that back a flag (timeout, limits.memory, family, ...) are declared with the flag in
+options.py (its `setting` key and `env` variable) and parsed by the flag's own parser; only the
+settings without a flag (compilers, launcher, profiler, folders) are validated here.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import re
+import shlex
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .model import FAMILY_NAMES, LANGUAGES, Limits
+from ..errors import ConfigError
+from ..model import LauncherConfig, Settings
+from ..toolchains import registry
+from . import options
 
 LAUNCHER_KINDS = ("none", "mpirun", "srun")
 OFFLOAD_MODES = ("auto", "gpu", "host")
 # Keys of [compilers.FAMILY]: a command per language, MPI wrappers, extra flags.
 COMPILER_KEYS = ("c", "c++", "fortran", "cuda", "mpi_c", "mpi_c++", "mpi_fortran")
-
-
-@dataclass(frozen=True)
-class LauncherConfig:
-    kind: str = "none"  # none: run the program directly; -m N then uses mpirun
-    command: str = ""
-    tasks: str = ""  # flag for the number of tasks; a flag ending in "=" is glued to its value
-    threads: str = ""
-    gpus: str = ""
-    options: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Settings:
-    family: str | None = None
-    language: str | None = None
-    timeout: float = 300.0
-    compile_timeout: float = 120.0
-    max_output: int = 1 << 20
-    cache_dir: Path = field(default_factory=lambda: _default_cache_dir())
-    examples_dir: Path | None = None
-    offload: str = "auto"
-    gpus: int | None = None
-    # family -> key -> value; values are commands (str) or, for "flags", tuple[str, ...]
-    compilers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    launcher: LauncherConfig = field(default_factory=LauncherConfig)
-    profiler: tuple[str, ...] = ()
-    limits: Limits = field(default_factory=Limits)
-    files: tuple[str, ...] = ()  # the config files that were read, in order
-
-    def compiler_command(self, family: str, key: str) -> str | None:
-        value = self.compilers.get(family, {}).get(key)
-        return value if isinstance(value, str) else None
-
-    def extra_flags(self, family: str) -> tuple[str, ...]:
-        value = self.compilers.get(family, {}).get("flags", ())
-        return tuple(value)
-
-
-def _default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "idrrun"
+# Environment variables of the settings without a flag (the flags name their own).
+_ENV_PLAIN = {"IDRRUN_CACHE_DIR": "cache_dir", "IDRRUN_EXAMPLES": "examples_dir",
+              "IDRRUN_OFFLOAD": "offload"}
 
 
 def user_config_path() -> Path:
@@ -79,58 +46,54 @@ def user_config_path() -> Path:
     return Path(base) / "idrrun" / "config.toml"
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(value: object) -> int | None:
-    """"2GiB", "512 MiB", "1g", 1048576 -> bytes; "none", "unlimited" or 0 -> None.
-
-    Raises ValueError with a readable message otherwise."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a size such as 2GiB, got {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"expected a size >= 0, got {value}")
-        return value or None
-    if isinstance(value, str):
-        if value.strip().lower() in ("none", "unlimited", "0"):
-            return None
-        m = _SIZE.match(value)
-        if m:
-            return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    raise ValueError(f"expected a size such as 2GiB or 512MiB, got {value!r}")
+def _flag_settings() -> dict[str, tuple[str, options.FlagSpec]]:
+    """config key ("timeout", "limits.memory") -> (Options field, its spec)."""
+    return {spec.setting: (name, spec) for name, spec in options.specs() if spec.setting}
 
 
 # ---------------------------------------------------------------------------------------
-# Validation: one function per field kind; each layer is checked when read so the error
-# names the file it came from.
+# Validation: each layer is checked when read so the error names the file it came from.
+
+
+def _field(origin: str, path: str) -> str:
+    return f"{origin}: field '{path}'"
+
+
+def _flag_value(spec: options.FlagSpec, value: Any, where: str) -> object:
+    """A config value through the flag's own parser: `timeout = 300`, `memory = "2GiB"`."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{where}: expected a value like on the line ({spec.names[-1]} "
+                          f"{spec.metavar or 'VALUE'}), got {value!r}")
+    assert spec.parse is not None
+    try:
+        parsed = spec.parse(str(value))
+    except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if spec.choices is not None and parsed not in tuple(spec.choices()):
+        raise ConfigError(f"{where}: expected one of {', '.join(spec.choices())}, got {value!r}")
+    return parsed
 
 
 def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    """Validated values: flag-backed ones under "values" (by Options field), the rest by name."""
+    flags = _flag_settings()
+    out: dict[str, Any] = {"values": {}}
     for key, value in raw.items():
         where = _field(origin, key)
-        if key in ("family",):
-            out[key] = _choice(value, FAMILY_NAMES, where)
-        elif key == "language":
-            out[key] = _choice(value, LANGUAGES, where)
+        if key in flags:
+            name, spec = flags[key]
+            out["values"][name] = _flag_value(spec, value, where)
+        elif key == "limits":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table [limits]")
+            for sub, item in value.items():
+                if f"limits.{sub}" not in flags:
+                    known = ", ".join(k.split(".", 1)[1] for k in flags if k.startswith("limits."))
+                    raise ConfigError(f"{_field(origin, f'limits.{sub}')}: unknown field (known: {known})")
+                name, spec = flags[f"limits.{sub}"]
+                out["values"][name] = _flag_value(spec, item, _field(origin, f"limits.{sub}"))
         elif key == "offload":
             out[key] = _choice(value, OFFLOAD_MODES, where)
-        elif key in ("timeout", "compile_timeout"):
-            out[key] = _positive_number(value, where)
-        elif key == "gpus":
-            out[key] = int(_positive_number(value, where, integer=True))
-        elif key == "max_output":
-            try:
-                size = parse_size(value)
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-            if size is None:
-                raise ConfigError(f"{where}: the output cap cannot be unlimited")
-            out[key] = size
-        elif key == "limits":
-            out[key] = _limits(value, origin)
         elif key in ("cache_dir", "examples_dir"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a folder path (a string), got {value!r}")
@@ -142,7 +105,7 @@ def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
         elif key == "profiler":
             out[key] = _profiler(value, where)
         else:
-            raise ConfigError(f"{_field(origin, key)}: unknown field")
+            raise ConfigError(f"{where}: unknown field")
     return out
 
 
@@ -152,37 +115,24 @@ def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
     return value.lower()
 
 
-def _positive_number(value: Any, where: str, integer: bool = False) -> float:
-    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok_type or value <= 0:
-        kind = "a positive integer" if integer else "a positive number"
-        raise ConfigError(f"{where}: expected {kind}, got {value!r}")
-    return float(value)
-
-
 def _str_list(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
-        import shlex
-
         return tuple(shlex.split(value))
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
     return tuple(value)
 
 
-def _field(origin: str, path: str) -> str:
-    return f"{origin}: field '{path}'"
-
-
 def _compilers(value: Any, origin: str) -> dict[str, dict[str, Any]]:
     if not isinstance(value, dict):
         raise ConfigError(f"{_field(origin, 'compilers')}: expected a table [compilers.FAMILY]")
     out: dict[str, dict[str, Any]] = {}
+    known = registry.names()
     for family, table in value.items():
         fwhere = f"compilers.{family}"
-        if family not in FAMILY_NAMES:
+        if family not in known:
             raise ConfigError(f"{_field(origin, fwhere)}: unknown compiler family "
-                              f"(known: {', '.join(FAMILY_NAMES)})")
+                              f"(known: {', '.join(known)})")
         if not isinstance(table, dict):
             raise ConfigError(f"{_field(origin, fwhere)}: expected a table")
         entry: dict[str, Any] = {}
@@ -198,26 +148,6 @@ def _compilers(value: Any, origin: str) -> dict[str, dict[str, Any]]:
                 raise ConfigError(f"{_field(origin, f'{fwhere}.{key}')}: unknown field "
                                   f"(known: {', '.join(COMPILER_KEYS)}, flags)")
         out[family] = entry
-    return out
-
-
-def _limits(value: Any, origin: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{_field(origin, 'limits')}: expected a table [limits]")
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        where = _field(origin, f"limits.{key}")
-        if key in ("memory", "file_size"):
-            try:
-                out[key] = parse_size(item)
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-        elif key == "tasks":
-            if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-                raise ConfigError(f"{where}: expected a number of tasks (0: no limit), got {item!r}")
-            out[key] = item or None
-        else:
-            raise ConfigError(f"{where}: unknown field (known: memory, tasks, file_size)")
     return out
 
 
@@ -268,13 +198,14 @@ def read_idris_site_file(path: Path) -> dict[str, Any]:
     """Translate an IDRIS JSON site file (compiler families, launcher, profiling) to our keys."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ConfigError(f"{path} (IDR_CONFIG_FILE): cannot read the IDRIS site file: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} (IDR_CONFIG_FILE): expected a JSON object")
     out: dict[str, Any] = {}
     compilers: dict[str, dict[str, Any]] = {}
-    for family in FAMILY_NAMES:
+    families = registry.names()
+    for family in families:
         entry = data.get(family)
         if not isinstance(entry, dict):
             continue
@@ -304,47 +235,27 @@ def read_idris_site_file(path: Path) -> dict[str, Any]:
         ]
     defaults = data.get("default_settings")
     if isinstance(defaults, dict):
-        if defaults.get("compilers") in FAMILY_NAMES:
+        if defaults.get("compilers") in families:
             out["family"] = defaults["compilers"]
-        if defaults.get("language") in LANGUAGES:
+        if isinstance(defaults.get("language"), str):
             out["language"] = defaults["language"]
         if isinstance(defaults.get("gpus"), int) and defaults["gpus"] > 0:
             out["gpus"] = defaults["gpus"]
     return out
 
 
-_ENV_KEYS = {
-    "IDRRUN_FAMILY": "family",
-    "IDRRUN_LANGUAGE": "language",
-    "IDRRUN_TIMEOUT": "timeout",
-    "IDRRUN_COMPILE_TIMEOUT": "compile_timeout",
-    "IDRRUN_CACHE_DIR": "cache_dir",
-    "IDRRUN_EXAMPLES": "examples_dir",
-    "IDRRUN_OFFLOAD": "offload",
-}
-
-
-def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
-    raw: dict[str, Any] = {}
-    for var, key in _ENV_KEYS.items():
-        value = environ.get(var)
-        if not value:
-            continue
-        if key in ("timeout", "compile_timeout"):
-            try:
-                raw[key] = float(value)
-            except ValueError:
-                raise ConfigError(f"environment variable {var}: expected a number, got {value!r}") from None
-        else:
-            raw[key] = value
-    return raw
+def _env_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """(origin, raw layer) for each IDRRUN_* variable that is set, so errors name the variable."""
+    flags = {spec.env: key for key, (_, spec) in _flag_settings().items() if spec.env}
+    return [(f"environment variable {var}", {key: environ[var]})
+            for var, key in {**flags, **_ENV_PLAIN}.items() if environ.get(var)]
 
 
 def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Read every layer, in precedence order, into one Settings."""
     environ = os.environ if environ is None else environ
     workdir = Path.cwd() if workdir is None else workdir
-    merged: dict[str, Any] = {}
+    merged: dict[str, Any] = {"values": {}}
     files: list[str] = []
 
     def apply(layer: dict[str, Any]) -> None:
@@ -352,16 +263,15 @@ def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None) 
             if key == "compilers":
                 for family, table in value.items():
                     merged.setdefault("compilers", {}).setdefault(family, {}).update(table)
-            elif key == "limits":
-                merged.setdefault("limits", {}).update(value)
+            elif key == "values":
+                merged["values"].update(value)
             else:
                 merged[key] = value
 
     site = environ.get("IDR_CONFIG_FILE")
     if site:
         path = Path(site)
-        raw = read_idris_site_file(path)
-        apply(_check_layer(raw, f"{path} (IDR_CONFIG_FILE)"))
+        apply(_check_layer(read_idris_site_file(path), f"{path} (IDR_CONFIG_FILE)"))
         files.append(str(path))
     for path in (user_config_path(), workdir / "idrrun.toml"):
         if path.is_file():
@@ -374,7 +284,6 @@ def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None) 
             raise ConfigError(f"IDRRUN_CONFIG={env_file}: no such file")
         apply(_check_layer(_read_toml(path), str(path)))
         files.append(str(path))
-    apply(_check_layer(_env_layer(environ), "environment"))
-    if "limits" in merged:
-        merged["limits"] = replace(Limits(), **merged["limits"])
+    for origin, layer in _env_layers(environ):
+        apply(_check_layer(layer, origin))
     return Settings(**merged, files=tuple(files))

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .errors import SpecError
+from ..errors import SpecError
+from ..model import Settings
 
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved")
@@ -222,7 +222,7 @@ def examples_dir(settings: Settings, workdir: Path) -> Path | None:
         candidate = folder / "examples"
         if candidate.is_dir() and any(candidate.glob("*.toml")):
             return candidate
-    packaged = Path(__file__).resolve().parent.parent / "examples"
+    packaged = Path(__file__).resolve().parents[2] / "examples"
     return packaged if packaged.is_dir() else None
 
 

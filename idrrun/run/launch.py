@@ -10,10 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import LauncherConfig, Settings
-from .errors import ToolNotFound
-from .model import RunRequest, Toolchain
-from .profile import ProfilePlan
+from ..errors import ToolNotFound
+from ..model import LauncherConfig, RunRequest, Settings
 
 
 @dataclass(frozen=True)
@@ -49,18 +47,16 @@ def launcher_for(request: RunRequest, settings: Settings) -> LauncherConfig | No
 
 
 def command(
-    request: RunRequest, toolchain: Toolchain, executable: Path, settings: Settings,
-    base_env: Mapping[str, str], profiler: ProfilePlan | None = None,
+    request: RunRequest, executable: Path, settings: Settings, base_env: Mapping[str, str],
+    profiler_prefix: tuple[str, ...] = (), profiler_env: Mapping[str, str] | None = None,
 ) -> Launch:
+    """argv and environment of the run; base_env already holds what the build needs (the
+    family's run environment)."""
     env = dict(base_env)
     notes: list[str] = []
     argv: list[str] = []
     cancel: tuple[str, ...] = ()
     remaining: tuple[str, ...] = ()
-    if toolchain.family == "gcc" and request.acc and toolchain.target == "host":
-        # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the
-        # runtime would still pick the GPU and fail to find code for it. Say "host" outright.
-        env["ACC_DEVICE_TYPE"] = "host"
     if request.threads is not None:
         env["OMP_NUM_THREADS"] = str(request.threads)
     launcher = launcher_for(request, settings)
@@ -74,9 +70,8 @@ def command(
         argv += _flag(launcher.tasks, request.mpi_ranks or 1)
         if request.threads is not None:
             argv += _flag(launcher.threads, request.threads)
-        gpus = request.gpus if request.gpus is not None else settings.gpus
-        if gpus is not None:
-            argv += _flag(launcher.gpus, gpus)
+        if request.gpus is not None:
+            argv += _flag(launcher.gpus, request.gpus)
         if launcher.kind == "srun":
             # A name to find the step again: an interrupt or timeout must not leave it running
             # on the cluster. The limit goes to SLURM too; idrrun enforces it locally as well.
@@ -100,9 +95,8 @@ def command(
             env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
     elif request.gpus is not None:
         notes.append("-g/--gpus only applies with a launcher (srun); ignored")
-    if profiler is not None:
-        # After the launcher, before the program: one profile per task under srun or mpirun.
-        argv += profiler.argv_prefix
-        env.update(profiler.env)
+    # After the launcher, before the program: one profile per task under srun or mpirun.
+    argv += profiler_prefix
+    env.update(profiler_env or {})
     argv += [str(executable), *request.program_args]
     return Launch(argv=tuple(argv), env=env, notes=tuple(notes), cancel=cancel, remaining=remaining)

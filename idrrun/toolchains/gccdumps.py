@@ -1,4 +1,4 @@
-"""What the compiler made of a program's OpenACC directives: compute regions and implicit data.
+"""gcc's feedback: what gcc made of a program's OpenACC directives: compute regions and implicit data.
 
 Exercise checks ask two questions of a build: did the compiler create at least one OpenACC
 compute region (parallel, kernels, serial), and which arrays reach a compute region without a
@@ -20,13 +20,6 @@ paired per function, in order. Of the implicit names, only data counts:
   variable of a reduction clause, never a struct or a global scalar whose type the dumps do not
   show (a global array is recognised by its indexing in the region).
 
-nvhpc (nvc / nvfortran). The text of -Minfo=accel: a compute region is a line group that says
-"Generating NVIDIA GPU code" (older: "Generating Tesla code", "Accelerator kernel generated";
-"Generating Multicore code" for the host target) and is not an `acc routine`. Implicit data is
-"Generating implicit copy|copyin|copyout|create(...)" on a name with an array section, `x[...]`
-in C or `x(...)` in Fortran: nvhpc prints whole arrays with a section (`a[:]`, `a(:)`), so a
-bare name is a scalar (a reduction variable, a counter) or a struct, and is left out.
-
 Everything here is pure: the texts come in, frozen values go out, nothing raises.
 """
 
@@ -36,6 +29,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..model import AccReport, ImplicitData
+from .feedback import (COMPUTE_CONSTRUCTS, MSG_ARRAY, MSG_ENTERED, MSG_IN_DATA, MSG_POINTER, at as _at,
+                       balanced as _balanced, split_top as _split_top)
+
 # -fdump-tree-original: the clauses as written (no line markers in C, so they are not asked for).
 # -fdump-tree-gimple-lineno: the clauses after gimplification, and `[file:line:col]` before each
 # construct, which names the source line of a finding. Both dumps land next to the output file,
@@ -44,85 +41,6 @@ from dataclasses import dataclass
 GCC_DUMP_FLAGS: tuple[str, ...] = ("-fdump-tree-original", "-fdump-tree-gimple-lineno")
 
 GCC_METHOD = "gcc tree dumps (original vs gimple)"
-NVHPC_METHOD = "nvhpc -Minfo=accel"
-
-COMPUTE_CONSTRUCTS: tuple[str, ...] = ("parallel", "kernels", "serial")
-
-
-@dataclass(frozen=True)
-class ImplicitData:
-    """One variable a compute region uses without a data clause naming it."""
-
-    variable: str
-    line: int | None  # source line of the construct, when known
-    construct: str  # "parallel", "kernels", "serial"
-    detail: str  # one readable sentence for the student
-
-
-@dataclass(frozen=True)
-class AccReport:
-    """What a build did with the program's OpenACC directives."""
-
-    regions: int  # compute regions the compiler created
-    implicit: tuple[ImplicitData, ...]
-    method: str  # how this was found out, for messages and logs
-
-
-# Message templates, kept here so that tests can check the rendered text.
-MSG_ARRAY = ("{var} is used in the {construct} region{at} without a data clause, so the runtime "
-             "moves it implicitly: name it in copy, copyin, copyout or create, or in present if "
-             "it is already on the device.")
-MSG_POINTER = ("The pointer {var} is used in the {construct} region{at} without a data clause, so "
-               "only its value, a host address, reaches the device and not the data it points "
-               "to: name it with a section, e.g. copyin({var}[0:n]), or present({var}[0:n]) if "
-               "the data is already on the device.")
-MSG_IN_DATA = ("{var} is used in the {construct} region{at} without a data clause (it is in an "
-               "enclosing data region{data_at}: add present({var})).")
-MSG_ENTERED = ("{var} is used in the {construct} region{at} without a data clause (it was put on "
-               "the device by the {directive} directive{data_at}: add present({var})).")
-MSG_NVHPC = ("{var} is used in the {construct} region{at} without a data clause, so the compiler "
-             "adds {clause} implicitly: name it in a data clause yourself, or in present if it "
-             "is already on the device.")
-MSG_NVHPC_UNKNOWN = ("{var} is used in the {construct} region{at} without a data clause, and the "
-                     "compiler cannot tell how much of it to move: name it with a section, "
-                     "e.g. copyin({var}[0:n]).")
-
-
-def _at(line: int | None) -> str:
-    return f" at line {line}" if line is not None else ""
-
-
-# ---------------------------------------------------------------------------------------------
-# Directives in the source
-
-
-# Comments and string literals of C, matched together so that a `/*` inside a string stays a
-# string and a `#pragma acc` inside a block comment is not counted.
-_C_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*',
-                                  re.DOTALL)
-_C_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+acc\b|_Pragma[ \t]*\([ \t]*"[ \t]*acc\b',
-                       re.MULTILINE)
-# Free form: `!$acc` after blanks. Fixed form: `c$acc`, `*$acc` or `!$acc` in column 1. The
-# sentinel must end there: `!$accx` is a comment, `!$acc&` a continued directive.
-_F_SENTINEL = re.compile(r"^(?:[ \t]*!|[cC*])\$acc(?![A-Za-z0-9_$])", re.MULTILINE | re.IGNORECASE)
-
-
-def _strip_c_comments(text: str) -> str:
-    return _C_COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text)
-
-
-def source_has_directives(text: str, language: str) -> bool:
-    """Whether the source holds at least one OpenACC directive ("c", "c++", "cuda", "fortran")."""
-    try:
-        lang = language.strip().lower()
-        if lang in ("c", "c++", "cuda"):
-            return bool(_C_PRAGMA.search(_strip_c_comments(text)))
-        if lang == "fortran":
-            return bool(_F_SENTINEL.search(text))
-        # An unknown language name: either spelling of a directive counts.
-        return bool(_C_PRAGMA.search(_strip_c_comments(text)) or _F_SENTINEL.search(text))
-    except Exception:  # noqa: BLE001 - a check helper never breaks a run (see module doc)
-        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,35 +108,6 @@ _ARRAY_DECL = re.compile(r"^\s*(?:static\s+)?[A-Za-z_][\w()=:.,<>]*(?:\s+[A-Za-z
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
-
-
-def _balanced(text: str, open_at: int) -> int:
-    """Index just past the parenthesis that closes the one at `open_at` (or len(text))."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(text)
-
-
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    for i, ch in enumerate(text):
-        if ch in "([<":
-            depth += 1
-        elif ch in ")]>" and depth > 0:
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
 
 
 def _clauses(text: str) -> Iterator[tuple[str, str]]:
@@ -525,100 +414,3 @@ def from_gcc_dumps(original: str, gimple: str) -> AccReport:
         return AccReport(regions, tuple(implicit), GCC_METHOD)
     except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
         return AccReport(0, (), GCC_METHOD)
-
-
-# ---------------------------------------------------------------------------------------------
-# nvhpc -Minfo=accel
-
-
-@dataclass(frozen=True)
-class _Message:
-    function: str
-    line: int
-    text: str
-
-
-_NV_NUMBERED = re.compile(r"^\s+(?P<line>\d+),\s*(?P<text>.*)$")
-_NV_FUNCTION = re.compile(r"^(?P<name>\S.*):\s*$")
-_NV_CODEGEN = re.compile(r"Generating (?:NVIDIA GPU|Tesla|Multicore|Radeon|AMD GPU) code"
-                         r"|Accelerator (?:serial )?kernel generated")
-_NV_IMPLICIT = re.compile(r"Generating implicit (?P<clause>copy|copyin|copyout|create)\(")
-_NV_UNKNOWN_SIZE = re.compile(r"size of the GPU copy of (?P<var>[\w.%>-]+) is unknown")
-_NV_KERNELS = re.compile(r"Loop is parallelizable|loop carried dependence|Parallelization would",
-                         re.IGNORECASE)
-
-
-def _minfo_messages(minfo: str) -> list[_Message]:
-    """Each message with its function and the line number of the group it belongs to."""
-    messages: list[_Message] = []
-    function = ""
-    line: int | None = None
-    for raw in minfo.splitlines():
-        text = raw.rstrip()
-        if not text:
-            continue
-        numbered = _NV_NUMBERED.match(text)
-        if numbered:
-            line = int(numbered.group("line"))
-            messages.append(_Message(function, line, numbered.group("text").strip()))
-        elif text[0] in " \t":
-            if line is not None:
-                messages.append(_Message(function, line, text.strip()))
-        else:
-            header = _NV_FUNCTION.match(text)
-            if header:
-                function, line = header.group("name"), None
-    return messages
-
-
-def _nvhpc_construct(messages: list[_Message], function: str, line: int,
-                     codegen: set[tuple[str, int]]) -> str:
-    """A best guess, as -Minfo never names the construct.
-
-    parallel and serial report their data and their code at the directive's line; kernels
-    reports data at its directive and code at each loop, with the loop analysis that only
-    kernels needs ("Loop is parallelizable", dependences).
-    """
-    if (function, line) not in codegen:
-        return "kernels"
-    here = [m.text for m in messages if m.function == function and m.line == line]
-    if any(_NV_KERNELS.search(t) for t in here):
-        return "kernels"
-    if any("Accelerator serial kernel generated" in t for t in here):
-        return "serial"
-    return "parallel"
-
-
-def from_nvhpc_minfo(minfo: str) -> AccReport:
-    """Compute regions and implicit data from the text of nvc/nvfortran -Minfo=accel."""
-    try:
-        messages = _minfo_messages(minfo)
-        routines = {(m.function, m.line) for m in messages if "acc routine" in m.text}
-        codegen = {(m.function, m.line) for m in messages
-                   if _NV_CODEGEN.search(m.text) and (m.function, m.line) not in routines}
-        implicit: list[ImplicitData] = []
-        seen: set[tuple[str, int, str]] = set()
-        for m in messages:
-            found: list[tuple[str, str]] = []  # (variable, detail template argument)
-            imp = _NV_IMPLICIT.search(m.text)
-            if imp:
-                args = m.text[imp.end() - 1:_balanced(m.text, imp.end() - 1)][1:-1]
-                for section in _split_top(args):
-                    cut = min((i for i in (section.find("["), section.find("(")) if i > 0),
-                              default=-1)
-                    if cut > 0:  # a bare name is a scalar or a struct (see module doc)
-                        found.append((section[:cut].strip(), f"{imp.group('clause')}({section})"))
-            unknown = _NV_UNKNOWN_SIZE.search(m.text)
-            if unknown:
-                found.append((unknown.group("var").rstrip("->").rstrip("-"), ""))
-            for variable, clause in found:
-                if (m.function, m.line, variable) in seen:
-                    continue
-                seen.add((m.function, m.line, variable))
-                construct = _nvhpc_construct(messages, m.function, m.line, codegen)
-                template = MSG_NVHPC if clause else MSG_NVHPC_UNKNOWN
-                implicit.append(ImplicitData(variable, m.line, construct, template.format(
-                    var=variable, construct=construct, at=_at(m.line), clause=clause)))
-        return AccReport(len(codegen), tuple(implicit), NVHPC_METHOD)
-    except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
-        return AccReport(0, (), NVHPC_METHOD)

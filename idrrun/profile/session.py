@@ -1,0 +1,226 @@
+"""Where GPU time went: run a program under a profiler, then read, sum up and draw what it did.
+
+Two stages around the run, each a plain function:
+
+    plan(choice, run_dir, cache_dir, nsys_command) -> ProfilePlan   # before: what to prefix, what env
+    ... the caller runs (*launcher, *plan.argv_prefix, program, *args) with plan.env added ...
+    collect(plan, timeout) -> ProfileReport                         # after: tables, summary, PNG
+
+Profilers (choice "auto" takes the first that applies):
+- "nsys": Nsight Systems, when `nsys` is on PATH or configured (nsys_command). The program runs
+  under `nsys profile`; collect() runs `nsys stats` (CSV) for the kernel, memory and OpenACC
+  summaries and the GPU trace. The report RUN_DIR/report.nsys-rep is kept for nsys-ui.
+- "builtin": a small CUPTI tracer (tracer.c), built on first use with the system C compiler
+  against the CUDA toolkit's CUPTI and cached; the CUDA driver loads it into the program
+  through CUDA_INJECTION64_PATH. It writes RUN_DIR/trace.jsonl ("idrrun-trace" JSON lines, see
+  docs/profiling.md).
+- A configured profiler that is not nsys (kind "command") runs, and nothing is read from it.
+Expected problems (no CUPTI, no compiler, no nsys) give kind "none" with a note that says what to
+install; nothing here raises for them.
+
+What the student sees (ProfileReport renders itself: _repr_html_, __str__): time in kernels,
+host→device and device→host copies with bytes, counts and achieved GB/s, the top kernels with
+where they come from in the source when the name tells (nvc: main_42_gpu; gcc:
+main$_omp_fn$0), and a timeline PNG (RUN_DIR/timeline.png): one row per stream, a colour per kind
+of operation. A run without GPU work says NO_GPU_ACTIVITY.
+
+For exercise checks: trace_values(report.trace, iterations) -> {"ran_on_gpu", "kernels",
+"queues", "bytes_h2d", "bytes_d2h", "bytes_moved", "bytes_per_iteration", ...}.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..run import proc
+from . import nsys as _nsys
+from .model import (
+    CHOICES,
+    EMPTY_SUMMARY,
+    NO_GPU_ACTIVITY,
+    Copy,
+    Kernel,
+    KernelStat,
+    Memset,
+    ProfileKind,
+    ProfilePlan,
+    ProfileReport,
+    Summary,
+    Sync,
+    Table,
+    Trace,
+    TransferStat,
+)
+from .summary import summarize, trace_values, where
+from .timeline import draw as draw_timeline
+from .tracefile import read_trace
+from .tracer import build_tracer, find_cupti
+
+
+TRACE_FILE = "trace.jsonl"
+TIMELINE_FILE = "timeline.png"
+NSYS_HINT = ("install Nsight Systems (it comes with the CUDA toolkit and the NVIDIA HPC SDK) or "
+             "profile with the built-in tracer")
+
+
+def new_run_dir(parent: Path, label: str) -> Path:
+    """A fresh folder for one profiled run: PARENT/LABEL-YYYYmmdd-HHMMSS[-N]."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "run"
+    base = f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    for n in range(1000):
+        path = parent / (base if n == 0 else f"{base}-{n}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free run folder under {parent}")
+
+
+def _clear(run_dir: Path) -> None:
+    """Remove what a profiled run in this folder left before: a report must never show stale data."""
+    stale = [*run_dir.glob(TRACE_FILE + "*"), *run_dir.glob(f"{_nsys.STATS_BASENAME}_*.csv"),
+             run_dir / TIMELINE_FILE]
+    for path in stale:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _none(run_dir: Path, *notes: str) -> ProfilePlan:
+    return ProfilePlan(kind="none", argv_prefix=(), env={}, run_dir=run_dir, notes=notes)
+
+
+def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str] = (), *,
+         environ: Mapping[str, str] | None = None, cc: str | None = None) -> ProfilePlan:
+    """How to run the program under the profiler `choice` ("auto", "nsys", "builtin").
+
+    nsys_command: the configured profiler ([profiler] command), e.g. ("nsys",) or ("nsys",
+    "profile", "--trace=cuda,openacc") whose options replace the default ones; idrrun always
+    sets -o, --force-overwrite and --stats itself. May build the tracer (once; proc.run).
+    """
+    env = os.environ if environ is None else environ
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _none(run_dir, f"cannot create the profile folder {run_dir}: {exc.strerror}")
+    if choice not in CHOICES:
+        return _none(run_dir, f"unknown profiler {choice!r}: choose one of {', '.join(CHOICES)}")
+    _clear(run_dir)
+    if choice in ("auto", "nsys"):
+        command = tuple(nsys_command)
+        if not command:
+            found = shutil.which("nsys", path=env.get("PATH", os.defpath))
+            command = (found,) if found else ()
+        if command and not _nsys.is_nsys(command):
+            if choice == "nsys":
+                return _none(run_dir, f"the configured profiler {command[0]} is not nsys")
+            return ProfilePlan(kind="command", argv_prefix=command, env={}, run_dir=run_dir,
+                               notes=((f"profiling with the configured {Path(command[0]).name}; "
+                                       "idrrun does not read its results"),))
+        if command:
+            report = run_dir / f"{_nsys.REPORT_BASENAME}.nsys-rep"
+            return ProfilePlan(kind="nsys", argv_prefix=_nsys.profile_argv(command, run_dir),
+                               env={}, run_dir=run_dir, output=report, nsys=command[0])
+        if choice == "nsys":
+            return _none(run_dir, f"nsys is not on PATH: {NSYS_HINT}")
+    library, why = build_tracer(cache_dir, cc, env)
+    if library is None:
+        return _none(run_dir, f"no GPU profile: {why}")
+    trace = run_dir / TRACE_FILE
+    notes = ("nsys is not on PATH: using the built-in CUPTI tracer",) if choice == "auto" else ()
+    return ProfilePlan(kind="builtin", argv_prefix=(),
+                       env={"CUDA_INJECTION64_PATH": str(library), "IDRRUN_TRACE_FILE": str(trace)},
+                       run_dir=run_dir, notes=notes, output=trace)
+
+
+def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
+            tables: tuple[Table, ...], report_file: Path | None, notes: list[str],
+            message: str = "") -> ProfileReport:
+    png: Path | None = None
+    if trace is None or trace.empty:
+        message = message or NO_GPU_ACTIVITY
+        summary = summary or EMPTY_SUMMARY
+        if trace is not None and trace.errors:
+            notes.append("the tracer could not start: " + "; ".join(trace.errors[:3]))
+    else:
+        drawn = draw_timeline(trace, plan.run_dir / TIMELINE_FILE,
+                              title=f"GPU timeline ({len(trace.kernels)} kernels, "
+                                    f"{len(trace.copies)} copies)")
+        if isinstance(drawn, Path):
+            png = drawn
+        else:
+            notes.append(drawn)
+    if trace is not None:
+        if not trace.complete and plan.kind == "builtin" and trace.files:
+            notes.append("the trace stops early: the program did not reach its normal end "
+                         "(killed or timed out); what was recorded before is shown")
+        if trace.dropped:
+            notes.append(f"{trace.dropped} GPU records were lost (the tracer's buffers were full)")
+        if trace.skipped:
+            notes.append(f"{trace.skipped} unreadable trace lines skipped")
+    return ProfileReport(kind=plan.kind, trace=trace, summary=summary, tables=tables,
+                         timeline_png=png, report_file=report_file, message=message,
+                         notes=tuple(notes))
+
+
+def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "") -> ProfileReport:
+    """After the run: read what the profiler left in plan.run_dir, sum it up, draw it.
+
+    source_name (e.g. "cell[3]") is used to say where nvc's kernels come from.
+    """
+    notes = list(plan.notes)
+    if plan.kind == "none":
+        return ProfileReport(kind="none", trace=None, summary=None,
+                             message="no GPU profile: " + ("; ".join(notes) or "no profiler"))
+    if plan.kind == "command":
+        return ProfileReport(kind="command", trace=None, summary=None, notes=tuple(notes),
+                             message=f"ran under {' '.join(plan.argv_prefix)}; see its output above")
+    if plan.kind == "builtin":
+        assert plan.output is not None
+        trace = read_trace(plan.output)
+        summary = summarize(trace, source_name=source_name) if trace is not None else None
+        report_file = trace.files[0] if trace is not None and trace.files else None
+        return _finish(plan, trace, summary, (), report_file, notes)
+    return _collect_nsys(plan, timeout, source_name, notes)
+
+
+def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
+                  notes: list[str]) -> ProfileReport:
+    report = plan.output
+    assert report is not None
+    if not report.is_file():
+        return ProfileReport(kind="nsys", trace=None, summary=None, notes=tuple(notes),
+                             message=f"nsys wrote no report ({report} is missing): "
+                                     "see its messages in the output above")
+    deadline = time.monotonic() + timeout
+    probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
+                     timeout=min(30.0, timeout), max_output=256 * 1024)
+    names = _nsys.report_names(probe.output)
+    stats = proc.run(_nsys.stats_argv(plan.nsys, report, names, plan.run_dir),
+                     what="profile stats", timeout=max(1.0, deadline - time.monotonic()),
+                     cwd=plan.run_dir)
+    if not stats.ok:
+        tail = "\n".join(stats.output.strip().splitlines()[-5:])
+        notes.append(f"nsys stats {stats.describe()}: {tail}")
+    tables = _nsys.read_stats(plan.run_dir, names)
+    trace: Trace | None = None
+    if "gpu_trace" in tables:
+        trace = _nsys.trace_from_gpu_trace(tables["gpu_trace"])
+    summary = (summarize(trace, source_name=source_name) if trace is not None
+               else _nsys.summary_from_tables(tables, source_name=source_name))
+    shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
+    if trace is None and summary is not None and (summary.kernel_count or summary.h2d.count):
+        return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown,
+                             report_file=report, notes=tuple(notes))
+    if trace is None and not tables and not stats.ok:
+        return ProfileReport(kind="nsys", trace=None, summary=None, report_file=report,
+                             notes=tuple(notes),
+                             message="no GPU profile: nsys stats could not read the report")
+    return _finish(plan, trace, summary, shown, report, notes)

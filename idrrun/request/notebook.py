@@ -1,0 +1,67 @@
+"""`%%idrrun` cells as a notebook holds them: the one reader of the magic line outside IPython.
+
+The magic, `idrrun grade` (notebook submissions) and `idrrun course` all split a cell here and
+parse its flags with options.parse_line, so a notebook's flags mean the same everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+MAGIC = "%%idrrun"
+
+
+@dataclass(frozen=True)
+class MagicCell:
+    index: int  # position among the notebook's cells
+    line: str  # what follows %%idrrun on the first line: the flags
+    body: str  # the code, from the second line on
+    tags: tuple[str, ...]
+
+
+def split_cell(text: str) -> tuple[str, str] | None:
+    """(flags, body) when the cell starts with %%idrrun, else None."""
+    first, _, body = text.partition("\n")
+    stripped = first.strip()
+    if stripped != MAGIC and not stripped.startswith(MAGIC + " ") and not stripped.startswith(MAGIC + "\t"):
+        return None
+    return stripped[len(MAGIC):].strip(), body
+
+
+def cell_source(cell: Any) -> str:
+    """A cell's source as one string (nbformat allows a string or a list of strings)."""
+    source = cell.get("source", "") if isinstance(cell, dict) else ""
+    if isinstance(source, list):
+        return "".join(part for part in source if isinstance(part, str))
+    return source if isinstance(source, str) else ""
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A notebook's JSON; UsageError with the reason when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{path.name}: not a readable notebook ({type(exc).__name__}: "
+                         f"{str(exc)[:200]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise UsageError(f"{path.name}: not a notebook (no list of cells)")
+    return data
+
+
+def magic_cells(data: dict[str, Any]) -> list[MagicCell]:
+    found = []
+    for i, cell in enumerate(data.get("cells", [])):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        split = split_cell(cell_source(cell))
+        if split is None:
+            continue
+        tags = cell.get("metadata", {}).get("tags", []) if isinstance(cell.get("metadata"), dict) else []
+        found.append(MagicCell(i, split[0], split[1],
+                               tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()))
+    return found

@@ -1,0 +1,336 @@
+"""THE option spec, shared by %%idrrun, %idrrunfile and `idrrun run`.
+
+Each flag is declared once, as a field of `Options`: its spellings, help, parser, and — when it
+has one — the RunRequest field it sets (`to`), the config key and the environment variable that
+give it a value when the line does not (request/config.py reads them from here). A field left
+None means "not given": request/resolve.py applies the layers in one place.
+
+Flags follow the IDRIS `%%idrrun` magic that course teachers know, parsed with shlex so quoted
+and unquoted values both work (`--accopts cc70,pinned`, `--accopts "cc70,pinned"`,
+`--options "-O3 -g"`). After this module nothing sees a string that still needs splitting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..model import LANGUAGES, Language
+from ..toolchains import registry
+
+NO_LIMIT = -1  # "--memory none": no limit, as opposed to None, "not given"
+SAME = "="  # `to` default: the RunRequest field of the same name
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        # Only --help ends up here: print it and stop without running anything.
+        if message:
+            print(message)
+        raise _HelpShown()
+
+
+class _HelpShown(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# Value parsers: a text in, a typed value out, argparse.ArgumentTypeError with the reason.
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text}")
+    return value
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: object) -> int | None:
+    """"2GiB", "512 MiB", "1g", 1048576 -> bytes; "none", "unlimited" or 0 -> None.
+
+    Raises ValueError with a readable message otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size such as 2GiB, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"expected a size >= 0, got {value}")
+        return value or None
+    if isinstance(value, str):
+        if value.strip().lower() in ("none", "unlimited", "0"):
+            return None
+        m = _SIZE.match(value)
+        if m:
+            return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    raise ValueError(f"expected a size such as 2GiB or 512MiB, got {value!r}")
+
+
+def size(text: str) -> int:
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return NO_LIMIT if value is None else value
+
+
+def output_cap(text: str) -> int:
+    value = size(text)
+    if value == NO_LIMIT:
+        raise argparse.ArgumentTypeError("the output cap cannot be unlimited")
+    return value
+
+
+def tasks(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of tasks, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of tasks >= 0, got {value}")
+    return value or NO_LIMIT
+
+
+def words(text: str) -> tuple[str, ...]:
+    """A string of several words, shell-quoted: `"-O3 -g"`, `"1 'two words'"`."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} in {text!r}") from None
+
+
+def split_accopts(text: str) -> tuple[str, ...]:
+    """`cc70,pinned` or `"cc70 pinned"` -> ("cc70", "pinned")."""
+    return tuple(item for word in words(text) for item in word.split(",") if item)
+
+
+# ---------------------------------------------------------------------------------------
+# The declaration of one flag
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    names: tuple[str, ...]
+    help: str
+    group: str  # "compile", "run", "check": sections of --help
+    metavar: str | None = None
+    parse: Callable[[str], Any] | None = None  # None: a switch that stores `const`
+    const: Any = True
+    choices: Callable[[], Sequence[str]] | None = None  # asked when the parser is made
+    many: bool = False  # one or more values (--get a b c)
+    word_list: bool = False  # the value may start with "-": glued as --flag=VALUE before parsing
+    to: str | None = SAME  # the RunRequest field it sets ("limits.memory"); None: front ends use it
+    setting: str | None = None  # config key giving its value when the line does not
+    env: str | None = None  # environment variable giving its value (over the config files)
+    # Other spellings storing into the same field: ((names, const-or-parse-spec), ...)
+    variants: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()
+
+
+def flag(*names: str, help: str, group: str = "run", **kw: Any) -> Any:
+    return field(default=None, metadata={"flag": FlagSpec(names=names, help=help, group=group, **kw)})
+
+
+def _profilers() -> Sequence[str]:
+    return ("auto", "nsys", "builtin")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user typed, typed. None: not given (the layers in resolve.py decide)."""
+
+    acc: bool | None = flag("-a", "--acc", group="compile", help="turn OpenACC on")
+    accopts: tuple[str, ...] | None = flag(
+        "--accopts", group="compile", metavar="LIST", parse=split_accopts, word_list=True,
+        help="OpenACC target options, comma separated (cc80,pinned,managed...): -gpu= for "
+             "nvhpc, -ta=tesla: for pgi; gcc uses ccXY for -misa=sm_XY and reports the rest as ignored")
+    compiler_options: tuple[str, ...] | None = flag(
+        "--options", "--option", group="compile", metavar='"FLAGS"', parse=words, word_list=True,
+        help='extra compiler flags, e.g. --options "-O3 -g"')
+    language: Language | None = flag(
+        "-l", "--language", group="compile", parse=str.lower, choices=lambda: LANGUAGES, to=None,
+        setting="language", env="IDRRUN_LANGUAGE",
+        help="source language (default: from config, else guessed from the code)")
+    family: str | None = flag(
+        "-c", "--compiler", group="compile", parse=str.lower, choices=registry.names, to=None,
+        setting="family", env="IDRRUN_FAMILY",
+        help="compiler family (default: from config, else detected: nvhpc when nvc is installed, else gcc)")
+    openmp: bool | None = flag("-t", "--openmp", group="compile", help="turn OpenMP on")
+    threads: int | None = flag("--threads", parse=positive_int, metavar="N",
+                               help="OMP_NUM_THREADS for the program (implies nothing else)")
+    mpi_ranks: int | None = flag("-m", "--mpi", group="compile", parse=positive_int, metavar="N",
+                                 help="build with the MPI wrappers and run N ranks through the launcher")
+    execute: bool | None = flag("-n", "--noexec", group="compile", const=False,
+                                help="build only, do not run")
+    object_only: bool | None = flag("--object", group="compile",
+                                    help="compile to an object file only")
+    keep: str | None = flag("-k", "--keep", group="compile", parse=str, metavar="NAME",
+                            help="also save the source under NAME")
+    force: bool | None = flag("--force", group="compile", help="rebuild even if the build is cached")
+    compile_timeout: float | None = flag(
+        "--compile-timeout", group="compile", parse=seconds, metavar="SECONDS",
+        setting="compile_timeout", env="IDRRUN_COMPILE_TIMEOUT",
+        help="stop the compiler after this many seconds (default 120)")
+    program_args: tuple[str, ...] | None = flag(
+        "--cliopts", parse=words, word_list=True, metavar='"ARGS"',
+        help='program arguments, e.g. --cliopts "100 \'a b\'"')
+    gpus: int | None = flag("-g", "--gpus", parse=positive_int, metavar="N", setting="gpus",
+                            help="GPUs to ask the launcher for")
+    get_files: tuple[str, ...] | None = flag(
+        "--get", parse=str, many=True, metavar="FILE",
+        help="files the program writes; listed after the run, missing ones reported")
+    show_time: bool | None = flag("--notime", const=False, help="do not show timings")
+    profile: str | None = flag(
+        "--profile", const="auto",
+        help="show where the GPU time went: Nsight Systems when installed, else the built-in "
+             "CUPTI tracer; a summary and a timeline follow the output",
+        variants=((("--profiler",), {"parse": str, "choices": _profilers,
+                                      "metavar": "auto|nsys|builtin",
+                                      "help": "which profiler --profile uses (implies --profile)"}),))
+    timeout: float | None = flag(
+        "--timeout", parse=seconds, metavar="SECONDS", setting="timeout", env="IDRRUN_TIMEOUT",
+        help="kill the program after this many seconds (default 300, or the exercise's)")
+    raise_on_failure: bool | None = flag("--no-raise", const=False,
+                                         help="a failure is reported but does not fail the cell")
+    stdin: Path | None = flag("--stdin", parse=Path, metavar="FILE", to="limits.stdin",
+                              help="standard input for the program (default: none, EOF at once)")
+    memory: int | None = flag("--memory", parse=size, metavar="SIZE", to="limits.memory",
+                              setting="limits.memory",
+                              help="memory limit, e.g. 4GiB ('none': no limit)")
+    tasks: int | None = flag("--tasks", parse=tasks, metavar="N", to="limits.tasks",
+                             setting="limits.tasks",
+                             help="most processes and threads at once (0: no limit)")
+    file_size: int | None = flag("--file-size", parse=size, metavar="SIZE", to="limits.file_size",
+                                 setting="limits.file_size",
+                                 help="largest file the program may write, e.g. 1GiB")
+    max_output: int | None = flag("--max-output", parse=output_cap, metavar="SIZE",
+                                  setting="max_output", help="output kept and shown, e.g. 1MiB")
+    check: str | None = flag("--check", "--exercise", group="check", parse=str, metavar="NAME",
+                             help="check the result against the exercise NAME (see examples/)")
+    # %idrrunfile and `idrrun run`: the positional FILE (not a flag).
+    file: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        """{field: value} of what the line set."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+
+def specs() -> tuple[tuple[str, FlagSpec], ...]:
+    """(Options field, its FlagSpec) of every flag, in declaration order."""
+    return tuple((f.name, f.metadata["flag"]) for f in dataclasses.fields(Options)
+                 if "flag" in f.metadata)
+
+
+def _argparse_kwargs(spec: FlagSpec, overrides: dict[str, Any]) -> dict[str, Any]:
+    parse = overrides.get("parse", spec.parse)
+    help_text = overrides.get("help", spec.help)
+    kw: dict[str, Any] = {"help": help_text, "default": None}
+    if parse is None:
+        kw.update(action="store_const", const=overrides.get("const", spec.const))
+        return kw
+    kw["type"] = parse
+    choices = overrides.get("choices", spec.choices)
+    if choices is not None:
+        kw["choices"] = tuple(choices())
+    metavar = overrides.get("metavar", spec.metavar)
+    if metavar is not None:
+        kw["metavar"] = metavar
+    if spec.many:
+        kw["nargs"] = "+"
+    return kw
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare every build-and-run option; the magics and the CLI all call this."""
+    groups: dict[str, Any] = {}
+    for name, spec in specs():
+        if spec.group not in groups:
+            groups[spec.group] = parser.add_argument_group(spec.group)
+        group = groups[spec.group]
+        group.add_argument(*spec.names, dest=name, **_argparse_kwargs(spec, {}))
+        for names, overrides in spec.variants:
+            group.add_argument(*names, dest=name, **_argparse_kwargs(spec, overrides))
+
+
+def _word_list_flags() -> tuple[str, ...]:
+    return tuple(n for _, spec in specs() if spec.word_list for n in spec.names)
+
+
+def glue_word_lists(tokens: Sequence[str]) -> list[str]:
+    """["--options", "-O3"] -> ["--options=-O3"], so a value may start with a dash."""
+    word_lists = _word_list_flags()
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token in word_lists and i + 1 < len(tokens):
+            out.append(f"{token}={tokens[i + 1]}")
+            i += 2
+        else:
+            out.append(token)
+            i += 1
+    return out
+
+
+def from_namespace(ns: argparse.Namespace) -> Options:
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Options):
+        value = getattr(ns, f.name, None)
+        values[f.name] = tuple(value) if isinstance(value, list) else value
+    return Options(**values)
+
+
+def make_parser(prog: str, with_file: bool) -> argparse.ArgumentParser:
+    parser = _Parser(prog=prog, add_help=True, allow_abbrev=False,
+                     description="Compile and run C/C++/Fortran/CUDA code with OpenACC.")
+    add_arguments(parser)
+    if with_file:
+        parser.add_argument("file", metavar="FILE", help="the source file")
+    return parser
+
+
+def parse_line(line: str, prog: str = "%%idrrun", with_file: bool = False) -> Options | None:
+    """Parse a magic line. None when --help was asked (the help has been printed)."""
+    try:
+        tokens = shlex.split(line, comments=False)
+    except ValueError as exc:
+        raise UsageError(f"{prog}: cannot read the line: {exc}") from None
+    return parse_tokens(tokens, prog=prog, with_file=with_file)
+
+
+def parse_tokens(tokens: Sequence[str], prog: str, with_file: bool) -> Options | None:
+    parser = make_parser(prog, with_file)
+    try:
+        ns = parser.parse_args(glue_word_lists(tokens))
+    except _HelpShown:
+        return None
+    return from_namespace(ns)
+
+
+def help_text(prog: str, with_file: bool) -> str:
+    return make_parser(prog, with_file).format_help()

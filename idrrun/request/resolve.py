@@ -1,0 +1,86 @@
+"""The one place where what was typed becomes a RunRequest and its Toolchain.
+
+Precedence, lowest first, applied here and nowhere else:
+
+    RunRequest's own defaults (model.py)
+    < the settings (config files, then IDRRUN_* variables; request/config.py)
+    < the exercise (its timeout; its arguments for the target the toolchain builds for)
+    < the line (%%idrrun flags, `idrrun run` flags; for grading, what the grader gave)
+
+A flag reaches its RunRequest field by name (or by its FlagSpec.to, e.g. "limits.memory"), so
+a new flag needs no code here. The exercise's compiler options come before the line's: both
+are used, the line's last so that it can override one of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ..checks.specs import Exercise
+from ..model import Limits, Probe, RunRequest, Settings, Source, Toolchain
+from .. import toolchains
+from .options import NO_LIMIT, SAME, Options, specs
+
+
+def _layered(options: Options, settings: Settings, exercise: Exercise | None) -> dict[str, Any]:
+    """{RunRequest path: value} from the three layers, the highest one winning per field."""
+    exercise_layer: dict[str, Any] = {}
+    if exercise is not None:
+        exercise_layer = {"timeout": exercise.timeout, "check": exercise.name}
+    out: dict[str, Any] = {}
+    for name, spec in specs():
+        target = name if spec.to == SAME else spec.to
+        if target is None:
+            continue
+        for layer in (getattr(options, name), exercise_layer.get(name), settings.values.get(name)):
+            if layer is not None:
+                out[target] = layer
+                break
+    return out
+
+
+def _value(target: str, value: Any, workdir: Path) -> Any:
+    if value == NO_LIMIT and target.startswith("limits."):
+        return None  # "--memory none": no limit at all
+    if isinstance(value, Path) and not value.is_absolute():
+        return workdir / value  # a file on the line is relative to where the program runs
+    return value
+
+
+def build_request(options: Options, source: Source, workdir: Path, settings: Settings,
+                  exercise: Exercise | None = None) -> RunRequest:
+    """The request without its toolchain-dependent part (the exercise's arguments)."""
+    values = _layered(options, settings, exercise)
+    top: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    for target, value in values.items():
+        value = _value(target, value, workdir)
+        if target.startswith("limits."):
+            limits[target.split(".", 1)[1]] = value
+        else:
+            top[target] = value
+    if exercise is not None:
+        top["compiler_options"] = exercise.options + tuple(top.get("compiler_options", ()))
+    if top.get("object_only"):
+        top["execute"] = False
+    return RunRequest(source=source, workdir=workdir, limits=dataclasses.replace(Limits(), **limits),
+                      **top)
+
+
+def resolve(options: Options, source: Source, workdir: Path, settings: Settings, probe: Probe,
+            exercise: Exercise | None = None) -> tuple[RunRequest, Toolchain]:
+    """The request, every layer applied, and the toolchain that builds it (resolved once)."""
+    request = build_request(options, source, workdir, settings, exercise)
+    toolchain = toolchains.resolve(request, probe, settings)
+    if exercise is not None and options.program_args is None:
+        args = exercise.gpu_args if toolchain.target == "gpu" else exercise.host_args
+        request = dataclasses.replace(request, program_args=args)
+    return request, toolchain
+
+
+def restricted(options: Options, allowed: frozenset[str]) -> Options:
+    """Only the flags named in `allowed` kept (a graded notebook's magic line: the grader
+    decides the rest)."""
+    return Options(**{name: value for name, value in options.given().items() if name in allowed})

@@ -1,0 +1,129 @@
+"""Run isolation: limits for a student's program, and what this machine can enforce.
+
+Layers, each used where the machine allows it (`idrrun doctor` says which are active):
+- wall clock deadline and process-group kill (always, proc.py);
+- the guard (guard.c, built on first use): kills the whole run when the kernel dies, applies
+  RLIMIT_FSIZE (file size), RLIMIT_NPROC (non-root only: it does not apply to root and counts a
+  user's every process), RLIMIT_AS (host runs only: a CUDA context maps ~13 GiB of address
+  space, so an address-space limit breaks GPU runs), and sweeps /proc for processes carrying the
+  run's IDRRUN_RUN marker, which catches what escaped the group with setsid();
+- a cgroup per run (v2, or v1 memory + pids) where one can be created: memory.max and pids.max,
+  with the kernel's own accounting of what was hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from ..model import Cgroups, Protections
+from . import proc
+from .guard import SOURCE as GUARD_SOURCE
+from .jail import try_write
+
+
+def _own_cgroup_paths() -> dict[str, str]:
+    """controller -> path of this process's cgroup ("" key for v2)."""
+    out: dict[str, str] = {}
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for c in controllers.split(",") if controllers else [""]:
+                out[c] = path
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _mounts() -> list[tuple[str, str, str]]:
+    """(mount point, fs type, options) of cgroup file systems."""
+    found = []
+    try:
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[2] in ("cgroup", "cgroup2"):
+                found.append((parts[1], parts[2], parts[3]))
+    except OSError:
+        pass
+    return found
+
+
+def _writable_dir(parent: Path, probe_file: str) -> bool:
+    """Can we make a child cgroup here that has the controller file we need?"""
+    test = parent / f"idrrun-probe-{os.getpid()}"
+    try:
+        test.mkdir()
+    except OSError:
+        return False
+    try:
+        return (test / probe_file).exists()
+    finally:
+        try:
+            test.rmdir()
+        except OSError:
+            pass
+
+
+def probe_cgroups() -> Cgroups | None:
+    own = _own_cgroup_paths()
+    mounts = _mounts()
+    v1 = {opt: point for point, kind, opts in mounts if kind == "cgroup"
+          for opt in opts.split(",") if opt in ("memory", "pids")}
+    if v1:
+        mem = Path(v1["memory"]) / own.get("memory", "/").lstrip("/") if "memory" in v1 else None
+        pids = Path(v1["pids"]) / own.get("pids", "/").lstrip("/") if "pids" in v1 else None
+        mem = mem if mem is not None and _writable_dir(mem, "memory.limit_in_bytes") else None
+        pids = pids if pids is not None and _writable_dir(pids, "pids.max") else None
+        if mem or pids:
+            return Cgroups(1, mem, pids)
+    for point, kind, _ in mounts:
+        if kind != "cgroup2":
+            continue
+        # Our own cgroup first (delegated to us); else the root of the hierarchy, where a
+        # process-holding parent does not forbid enabling controllers (root only).
+        for base in (Path(point) / own.get("", "/").lstrip("/"), Path(point)):
+            if base == Path(point):
+                try_write(base / "cgroup.subtree_control", "+memory +pids")
+            ok_mem = _writable_dir(base, "memory.max")
+            ok_pids = _writable_dir(base, "pids.max")
+            if ok_mem or ok_pids:
+                return Cgroups(2, base if ok_mem else None, base if ok_pids else None)
+    return None
+
+
+def build_guard(cache_dir: Path, cc: str | None) -> tuple[Path | None, str]:
+    """Compile guard.c once per source version; (None, why) when it cannot be built."""
+    digest = hashlib.sha256(GUARD_SOURCE.read_bytes()).hexdigest()[:12]
+    target = cache_dir / "guard" / f"idrrun-guard-{digest}"
+    if target.is_file() and os.access(target, os.X_OK):
+        return target, ""
+    compiler = cc or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None, "no C compiler to build the run guard"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    result = proc.run([compiler, "-O2", "-o", str(tmp), str(GUARD_SOURCE)], what="build guard",
+                      timeout=60)
+    if not result.ok or not tmp.is_file():
+        return None, f"the run guard did not build ({result.describe()}): {result.output.strip()[:200]}"
+    os.replace(tmp, target)
+    return target, ""
+
+
+def probe(cache_dir: Path, cc: str | None = None) -> Protections:
+    guard, why = build_guard(cache_dir, cc)
+    cgroups = probe_cgroups()
+    root = os.geteuid() == 0
+    notes = []
+    if guard is None:
+        notes.append(f"reduced protection: {why}; a killed kernel may leave programs running")
+    if cgroups is None:
+        if root:
+            notes.append("reduced protection: no cgroup can be created here, so no memory limit for "
+                         "GPU runs and no task limit (RLIMIT_NPROC does not apply to root)")
+        else:
+            notes.append("reduced protection: no cgroup can be created here; memory is limited by "
+                         "RLIMIT_AS on host runs only, tasks by RLIMIT_NPROC")
+    return Protections(guard=guard, cgroups=cgroups, root=root, notes=tuple(notes))

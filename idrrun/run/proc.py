@@ -1,0 +1,444 @@
+"""The only module that starts processes.
+
+Every call names what it runs ("compile", "run", "probe"), takes an argv list (never a shell
+string), has a deadline, and returns a ProcResult whatever happens: a program that crashes, hangs
+or cannot start is a result, not an exception. One run is three steps:
+
+    spawn(...)            -> Running     (the jail, the guard, the terminal, the process)
+    pump(running, deadline) -> Ending    (output forwarded until exit, deadline or Ctrl-C)
+    finish(running, ending) -> ProcResult (drain, reap, the guard's status, cleanup)
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import logging
+import os
+import pty
+import selectors
+import signal
+import subprocess
+import termios
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..model import Limits, ProcResult, Protections
+from . import guard, jail as jail_mod
+from .jail import Jail
+
+log = logging.getLogger("idrrun.proc")
+
+OutputSink = Callable[[str], None]
+
+TRUNCATION_NOTE = "\n[idrrun: output truncated at {cap} bytes; the rest was discarded]\n"
+
+# After a kill, how long each signal gets before the next, stronger one. On an interrupt, SIGINT
+# first so that programs (and mpirun, srun) can clean up as after Ctrl-C, as IPython's %%script
+# does. On a timeout the program had its time: SIGTERM, then SIGKILL soon (limit + 1 s at most).
+_INTERRUPT_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
+    (signal.SIGINT, 0.5),
+    (signal.SIGTERM, 0.5),
+    (signal.SIGKILL, 1.0),
+)
+_TIMEOUT_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
+    (signal.SIGTERM, 0.3),
+    (signal.SIGKILL, 1.0),
+)
+# Data still readable once the main child has exited is drained for at most this long: a
+# background grandchild that keeps the terminal open must not hold the cell forever.
+_DRAIN_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A moment on the monotonic clock: every wait is bounded by one."""
+
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        return self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+
+@dataclass
+class Running:
+    """A started process and what is needed to finish it (mutable: it follows a live process)."""
+
+    argv: tuple[str, ...]
+    what: str
+    popen: subprocess.Popen[bytes]
+    fd: int  # where its output arrives (a pty master or a pipe)
+    collector: _Collector
+    selector: selectors.BaseSelector
+    start: float
+    terminal: bool
+    jail: Jail | None = None
+    status_fd: int = -1  # read end of the guard's status pipe
+    status_text: str = ""  # what the guard said so far
+    eof: bool = False
+
+    def guard_status(self) -> guard.GuardStatus:
+        return guard.read_status(self.status_text)
+
+
+# How pump() ended: the process exited, the deadline passed, or the user interrupted.
+Ending = Literal["exited", "timed out", "interrupted"]
+EXITED: Ending = "exited"
+TIMED_OUT: Ending = "timed out"
+INTERRUPTED: Ending = "interrupted"
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    what: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    on_output: OutputSink | None = None,
+    terminal: bool = False,
+    max_output: int = 1 << 20,
+    protections: Protections | None = None,
+    limits: Limits | None = None,
+    gpu_run: bool = False,
+) -> Running | ProcResult:
+    """Start argv (through the guard and its jail when protections and limits are given).
+
+    Returns a ProcResult instead when it could not start."""
+    argv = tuple(str(a) for a in argv)
+    jail: Jail | None = None
+    pass_fds: tuple[int, ...] = ()
+    status_r = status_w = -1
+    if protections is not None and limits is not None:
+        jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run)
+        env = {**(dict(env) if env is not None else os.environ), **jail.env}
+        if jail.guard is not None and jail.guard_args is not None:
+            status_r, status_w = os.pipe()
+            pass_fds = (status_w,)
+            args = dataclasses.replace(jail.guard_args, status_fd=status_w)
+            argv = (*args.argv(jail.guard), *argv)
+    stdin_file = limits.stdin if limits is not None else None
+    log.info("%s: %s", what, subprocess.list2cmdline(argv))
+    master = slave = -1
+    if terminal:
+        master, slave = pty.openpty()
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.OPOST  # no "\n" -> "\r\n" translation
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+
+    def abandon(error: str) -> ProcResult:
+        for fd in (master, slave, status_r, status_w):
+            if fd >= 0:
+                os.close(fd)
+        if jail is not None:
+            jail_mod.close_jail(jail, None)
+        return ProcResult(argv=argv, returncode=None, start_error=error)
+
+    try:
+        stdin = open(stdin_file, "rb") if stdin_file is not None else subprocess.DEVNULL
+    except OSError as exc:
+        return abandon(f"cannot open the standard input file {stdin_file}: {exc.strerror}")
+    try:
+        popen = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=stdin,
+            stdout=slave if terminal else subprocess.PIPE,
+            stderr=slave if terminal else subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
+    except OSError as exc:
+        return abandon(exc.strerror or str(exc))
+    finally:
+        if stdin is not subprocess.DEVNULL:
+            stdin.close()  # type: ignore[union-attr]
+    if status_w >= 0:
+        os.close(status_w)
+    if terminal:
+        os.close(slave)
+        fd = master
+    else:
+        assert popen.stdout is not None
+        fd = popen.stdout.fileno()
+    os.set_blocking(fd, False)
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    if status_r >= 0:
+        os.set_blocking(status_r, False)
+        selector.register(status_r, selectors.EVENT_READ)
+    return Running(argv=argv, what=what, popen=popen, fd=fd,
+                   collector=_Collector(on_output, max_output), selector=selector,
+                   start=time.monotonic(), terminal=terminal, jail=jail, status_fd=status_r)
+
+
+def _read_status(running: Running) -> None:
+    if running.status_fd < 0:
+        return
+    while True:
+        try:
+            data = os.read(running.status_fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            running.selector.unregister(running.status_fd)
+            os.close(running.status_fd)
+            running.status_fd = -1
+            return
+        running.status_text += data.decode("ascii", errors="replace")
+
+
+def _poll(running: Running, timeout: float) -> None:
+    """Wait up to `timeout` for output or guard news, and take what came."""
+    for key, _ in running.selector.select(timeout):
+        if key.fd == running.fd:
+            running.eof = _read_available(running.fd, running.collector)
+            if running.eof:
+                running.selector.unregister(running.fd)
+        else:
+            _read_status(running)
+
+
+def pump(running: Running, deadline: Deadline) -> Ending:
+    """Forward output until the process exits, the deadline passes or the user interrupts;
+    on the last two, the whole run is killed (stronger signals each time) before returning."""
+    popen = running.popen
+    try:
+        while True:
+            remaining = deadline.remaining()
+            if remaining <= 0:
+                log.info("%s: deadline reached, killing the group", running.what)
+                _kill_group(running, _TIMEOUT_ESCALATION)
+                return TIMED_OUT
+            if not running.eof:
+                _poll(running, min(remaining, 0.1))
+                if popen.poll() is not None:
+                    return EXITED
+            else:
+                # Output closed: only the exit is left to wait for (Popen.wait polls with
+                # a short back-off, so a fast program is reaped within a millisecond).
+                try:
+                    popen.wait(timeout=min(remaining, 0.5))
+                    return EXITED
+                except subprocess.TimeoutExpired:
+                    pass
+    except KeyboardInterrupt:
+        log.info("%s: interrupted, killing the group", running.what)
+        _kill_group(running, _INTERRUPT_ESCALATION)
+        return INTERRUPTED
+
+
+def finish(running: Running, ending: Ending) -> ProcResult:
+    """The process is gone or killed: take what is still buffered (briefly), make sure nothing
+    of its group outlives it, and say how it ended."""
+    popen = running.popen
+    try:
+        drain_until = time.monotonic() + _DRAIN_SECONDS
+        while not running.eof and time.monotonic() < drain_until:
+            if not running.selector.select(0.02):
+                break
+            _poll(running, 0)
+        _signal_group(popen.pid, signal.SIGKILL)
+        returncode = _reap(popen)
+        # The guard has exited: its pipe holds everything it said.
+        if running.status_fd >= 0:
+            os.set_blocking(running.status_fd, True)
+            _read_status(running)
+        limit: str | None = None
+        notes: tuple[str, ...] = ()
+        if running.jail is not None:
+            status = running.guard_status()
+            if status.child is not None:
+                _signal_group(status.child, signal.SIGKILL)
+            if status.returncode is not None:
+                returncode = status.returncode
+            else:
+                # The guard did not finish its own sweep (it was killed): sweep here.
+                jail_mod.sweep(running.jail.run_id)
+            limit, notes = jail_mod.close_jail(running.jail, status.returncode)
+    finally:
+        running.selector.close()
+        if running.status_fd >= 0:
+            os.close(running.status_fd)
+        if running.terminal:
+            os.close(running.fd)
+        elif popen.stdout is not None:
+            popen.stdout.close()
+    running.collector.finish()
+    return ProcResult(
+        argv=running.argv,
+        returncode=returncode,
+        timed_out=ending == TIMED_OUT,
+        interrupted=ending == INTERRUPTED,
+        output=running.collector.text(),
+        truncated=running.collector.truncated,
+        seconds=time.monotonic() - running.start,
+        limit=limit,
+        notes=notes,
+    )
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    what: str,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    on_output: OutputSink | None = None,
+    terminal: bool = False,
+    max_output: int = 1 << 20,
+    protections: Protections | None = None,
+    limits: Limits | None = None,
+    gpu_run: bool = False,
+) -> ProcResult:
+    """Run argv to completion or deadline; stream its merged stdout/stderr to on_output.
+
+    terminal=True gives the child a pseudo-terminal as stdout and stderr: C stdio and the
+    gfortran runtime then flush at every line, so output reaches the notebook while the
+    program runs, in the order it was written. Standard input is /dev/null unless
+    limits.stdin names a file: a kernel's stdin is a pipe nobody writes to, and a scanf on it
+    would wait forever.
+
+    The child leads a new session; on timeout or interrupt its whole process group is killed.
+    With protections and limits, the run goes through the isolation layer (jail.py, guard.c):
+    the guard, a cgroup, resource limits, and a sweep of escaped processes at the end.
+    """
+    deadline = Deadline.after(timeout)
+    started = spawn(argv, what=what, cwd=cwd, env=env, on_output=on_output, terminal=terminal,
+                    max_output=max_output, protections=protections, limits=limits, gpu_run=gpu_run)
+    if isinstance(started, ProcResult):
+        return started
+    return finish(started, pump(started, deadline))
+
+
+def capture(argv: Sequence[str], *, what: str, timeout: float = 5.0) -> ProcResult:
+    """Run a short probe (a --version, nvidia-smi) and keep its output."""
+    return run(argv, what=what, timeout=timeout, max_output=64 * 1024)
+
+
+class _Collector:
+    """Decodes output incrementally, keeps it up to a cap, forwards it live."""
+
+    def __init__(self, sink: OutputSink | None, cap: int) -> None:
+        self._sink = sink
+        self._cap = cap
+        self._seen = 0
+        self._parts: list[str] = []
+        # Student programs print anything; undecodable bytes are shown escaped, never raised.
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+        self.truncated = False
+
+    def feed(self, data: bytes) -> None:
+        if self.truncated:
+            return
+        room = self._cap - self._seen
+        self._seen += len(data)
+        if len(data) > room:
+            data = data[:room]
+            self.truncated = True
+        text = self._decoder.decode(data, final=self.truncated)
+        if self.truncated:
+            text += TRUNCATION_NOTE.format(cap=self._cap)
+        self._emit(text)
+
+    def finish(self) -> None:
+        if not self.truncated:
+            self._emit(self._decoder.decode(b"", final=True))
+
+    def _emit(self, text: str) -> None:
+        if not text:
+            return
+        text = text.replace("\r\n", "\n")
+        self._parts.append(text)
+        if self._sink is not None:
+            self._sink(text)
+
+    def text(self) -> str:
+        return "".join(self._parts)
+
+
+def _read_available(fd: int, collector: _Collector) -> bool:
+    """Read what is there; True at end of file (a pty reports EIO once all writers closed)."""
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        if not data:
+            return True
+        collector.feed(data)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _kill_group(running: Running,
+                escalation: tuple[tuple[signal.Signals, float], ...]) -> None:
+    """Signal the run's group (and, through a guard, the program's own group), stronger each time."""
+    popen = running.popen
+    for sig, grace in escalation:
+        _poll(running, 0)  # the guard may have just said which pid is the program
+        child = running.guard_status().child
+        if child is not None:
+            _signal_group(child, sig)
+            if sig != signal.SIGKILL:
+                _signal_group(child, signal.SIGCONT)  # a stopped program must see its SIGTERM
+        if not _signal_group(popen.pid, sig) and child is None:
+            return
+        end = time.monotonic() + grace
+        while time.monotonic() < end:
+            if popen.poll() is not None and not _group_alive(popen.pid) and \
+                    (child is None or not _group_alive(child)):
+                return
+            time.sleep(0.02)
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a live process is in the group. Zombies do not count: a fork bomb's children,
+    once killed, may wait a while for init to reap them, and they hold nothing."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> int:
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()

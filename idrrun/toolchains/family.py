@@ -1,0 +1,154 @@
+"""What a compiler family is: the protocol every family module implements, and a base for them.
+
+A family knows its commands and flags, decides where OpenACC regions will run (the offload
+decision), reads its compiler's feedback, sets its programs' environment and says what `idrrun
+doctor` should check. Nothing outside its module compares family names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .machine import probe_compiler
+
+from ..model import (
+    AccReport,
+    BuildResult,
+    CompilerInfo,
+    DoctorLine,
+    Language,
+    Probe,
+    RunRequest,
+    Settings,
+    Target,
+    Toolchain,
+)
+
+
+# Doctor line states.
+OK, MISSING, WARN, INFO = "OK", "missing", "warning", "info"
+
+
+def compiler_key(language: Language, mpi: bool) -> str:
+    return f"mpi_{language}" if mpi else language
+
+
+def compiler_command(family: Family, key: str, settings: Settings) -> str:
+    """The configured command ([compilers.FAMILY] KEY) or the family's default."""
+    return settings.compiler_command(family.name, key) or family.compilers[key]
+
+
+@dataclass(frozen=True)
+class AccDecision:
+    """A family's answer for an OpenACC build: its flags, where the regions run, what to say."""
+
+    flags: tuple[str, ...]
+    target: Target
+    notes: tuple[str, ...] = ()
+
+
+class Family(Protocol):
+    """One compiler family (gcc, nvhpc, pgi, ...): register an instance with registry.register."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def summary(self) -> str:
+        """One line for --help and doctor: "GCC (gcc, gfortran) with nvptx offloading"."""
+        ...
+
+    @property
+    def compilers(self) -> Mapping[str, str]:
+        """Default command per key: a language ("c", "fortran", ...) or "mpi_<language>"."""
+        ...
+
+    @property
+    def install_hint(self) -> str: ...
+
+    @property
+    def detect(self) -> tuple[int, str] | None:
+        """(rank, command): chosen when no family is configured and `command` is on PATH, lower
+        ranks first; when no family's command is found, the highest rank is taken. None: never
+        chosen automatically."""
+        ...
+
+    def default_flags(self, language: Language) -> tuple[str, ...]:
+        """Flags of every build, before the OpenACC ones (optimisation level)."""
+        ...
+
+    def link_flags(self, language: Language) -> tuple[str, ...]:
+        """After the source file (libraries)."""
+        ...
+
+    def openmp_flags(self) -> tuple[str, ...]: ...
+
+    def can_offload(self, c_compiler: CompilerInfo) -> bool:
+        """Whether the family's C compiler can build GPU code on this machine (probed once)."""
+        ...
+
+    def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                settings: Settings) -> AccDecision:
+        """The OpenACC flags, feedback flags included, and where the regions will run."""
+        ...
+
+    def feedback(self, build: BuildResult) -> AccReport | None:
+        """What the compiler made of the directives (regions, implicit data), from what the
+        build wrote; None when the build left nothing to read."""
+        ...
+
+    def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
+        """Environment the program needs to run as built (e.g. host-only builds)."""
+        ...
+
+    def gpu_context(self, toolchain: Toolchain) -> bool:
+        """Whether the program may create a CUDA context (which maps ~13 GiB of address space,
+        so no address-space limit may be put on it)."""
+        ...
+
+    def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
+        """Lines for `idrrun doctor`: its compilers, and whatever else it needs (offloading)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CommandFamily:
+    """The parts most families share, as data; a family module fills them and adds its logic."""
+
+    name: str
+    summary: str
+    compilers: Mapping[str, str]
+    install_hint: str
+    detect: tuple[int, str] | None = None
+    flags_default: tuple[str, ...] = ()
+    flags_link: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # per language
+    flags_openmp: tuple[str, ...] = ("-fopenmp",)
+
+    def default_flags(self, language: Language) -> tuple[str, ...]:
+        return self.flags_default
+
+    def link_flags(self, language: Language) -> tuple[str, ...]:
+        return self.flags_link.get(language, ())
+
+    def openmp_flags(self) -> tuple[str, ...]:
+        return self.flags_openmp
+
+    def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
+        return {}
+
+    def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:
+        """A doctor line per language (C and Fortran): found, or how to install it. Only the
+        family in use must be complete; the others are options."""
+        lines = []
+        for language in ("c", "fortran"):
+            command = settings.compiler_command(self.name, language) or self.compilers[language]
+            info = probe_compiler(command)
+            topic = f"compiler {self.name} {language}"
+            if info.path:
+                lines.append(DoctorLine(topic, OK, f"{info.path}: {info.version or 'version unknown'}"))
+            else:
+                lines.append(DoctorLine(topic, MISSING if active else INFO, f"{command} not found",
+                                        self.install_hint))
+        return lines

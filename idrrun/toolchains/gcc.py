@@ -1,0 +1,185 @@
+"""The GCC family: gcc, g++, gfortran, with OpenACC offloaded to NVIDIA GPUs through nvptx.
+
+The offload decision is GCC's own: it builds for a GPU only when its nvptx offload compiler
+(mkoffload) is installed, and for the host (-foffload=disable) when there is no GPU and none
+was asked for, so that a laptop runs the course. `ccXY` in --accopts picks -misa=sm_XY, capped
+at what this GCC knows (GCC 12: sm_80; the driver compiles that PTX for newer GPUs).
+Its feedback is read from tree dumps (gccdumps.py); a host build runs with ACC_DEVICE_TYPE=host.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..model import (
+    AccReport,
+    BuildResult,
+    CompilerInfo,
+    DoctorLine,
+    Probe,
+    RunRequest,
+    Settings,
+    Toolchain,
+)
+from ..run import proc
+from . import gccdumps
+from .family import INFO, MISSING, OK, WARN, AccDecision, CommandFamily
+from .machine import probe_compiler
+
+OFFLOAD_INSTALL_HINT = "apt-get install gcc-12-offload-nvptx libgomp-plugin-nvptx1"
+# The -misa=sm_XY values each GCC major version accepts for nvptx (GCC 12: sm_80 at most).
+_NVPTX_ISAS: dict[int, tuple[int, ...]] = {
+    11: (30, 35),
+    12: (30, 35, 53, 70, 75, 80),
+    13: (30, 35, 53, 70, 75, 80),
+    14: (30, 35, 52, 53, 60, 61, 70, 75, 80, 89),
+}
+# accopts items that name a compute capability: cc80, sm_80, sm80.
+_CC_ITEM = re.compile(r"^(?:cc|sm_?)(\d{2,3})$", re.IGNORECASE)
+_GPU_WORDS = ("nvptx", "nvptx-none", "gpu", "tesla")
+# gcc's own report of what it offloaded, printed with the build: "optimized: assigned OpenACC
+# gang vector loop parallelism".
+FEEDBACK_FLAGS = ("-fopt-info-optimized-omp",)
+_OFFLOAD_TEST = "int main(void){ int x = 0;\n#pragma acc parallel copy(x)\nx = 1;\nreturn !x; }\n"
+
+
+def gcc_major(version: str) -> int:
+    match = re.search(r"\b(\d+)\.\d+(?:\.\d+)?\b", version)
+    return int(match.group(1)) if match else 12
+
+
+def best_isa(requested: int, major: int) -> int:
+    known = _NVPTX_ISAS.get(major) or _NVPTX_ISAS[max(_NVPTX_ISAS)]
+    below = [isa for isa in known if isa <= requested]
+    return max(below) if below else min(known)
+
+
+def has_offload(gcc_path: str | None) -> bool:
+    """True when gcc's nvptx offload compiler (mkoffload) is installed."""
+    if gcc_path is None:
+        return False
+    result = proc.capture([gcc_path, "-print-prog-name=accel/nvptx-none/mkoffload"], what="probe")
+    found = result.output.strip()
+    return result.ok and os.path.isabs(found) and os.path.exists(found)
+
+
+def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
+                  offload_mode: str) -> AccDecision:
+    """gcc's OpenACC flags: offload to nvptx, or build for the host, and say why."""
+    notes: list[str] = []
+    requested: int | None = None
+    ignored: list[str] = []
+    for item in accopts:
+        match = _CC_ITEM.match(item)
+        if match:
+            requested = int(match.group(1))
+        elif item.lower() in _GPU_WORDS:
+            offload_mode = "gpu"
+        else:
+            ignored.append(item)
+    if ignored:
+        notes.append(
+            f"gcc ignores these accopts (nvhpc options without a gcc equivalent): {', '.join(ignored)}"
+        )
+    flags: tuple[str, ...] = ("-fopenacc",)
+    want_gpu = offload_mode == "gpu" or requested is not None
+    if offload_mode == "host" or not probe.offload:
+        if not probe.offload and offload_mode != "host":
+            notes.append(
+                "gcc cannot offload to NVIDIA GPUs here (the nvptx offload compiler is missing): "
+                f"building for the host. To offload: {OFFLOAD_INSTALL_HINT}"
+            )
+        else:
+            notes.append("building for the host (offload = \"host\" in the config)")
+        return AccDecision(flags + ("-foffload=disable",), "host", tuple(notes))
+    if not probe.gpus and not want_gpu:
+        notes.append(
+            "no GPU found: building for the host (-foffload=disable); the OpenACC regions run "
+            "on the CPU. Add --accopts cc80 to build for a GPU anyway."
+        )
+        return AccDecision(flags + ("-foffload=disable",), "host", tuple(notes))
+    major = gcc_major(gcc_version)
+    wanted = requested if requested is not None else (probe.gpus[0].sm if probe.gpus else 80)
+    isa = best_isa(wanted, major)
+    if isa != wanted:
+        notes.append(
+            f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best: building for "
+            f"sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
+        )
+    if not probe.gpus:
+        notes.append("no GPU found: built for a GPU as asked; here the program falls back to the host")
+    flags += ("-foffload=nvptx-none", f"-foffload-options=nvptx-none=-misa=sm_{isa} -lm")
+    return AccDecision(flags, "gpu" if probe.gpus else "host", tuple(notes))
+
+
+@dataclass(frozen=True)
+class GccFamily(CommandFamily):
+    def can_offload(self, c_compiler: CompilerInfo) -> bool:
+        return has_offload(c_compiler.path)
+
+    def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                settings: Settings) -> AccDecision:
+        decision = offload_flags(request.accopts, probe, compiler.version, settings.offload)
+        # The exercise checks read gcc's tree dumps (written and lowered data clauses).
+        dumps = gccdumps.GCC_DUMP_FLAGS if request.check is not None else ()
+        return AccDecision(decision.flags + FEEDBACK_FLAGS + dumps, decision.target, decision.notes)
+
+    def feedback(self, build: BuildResult) -> AccReport | None:
+        if build.build_dir is None:
+            return None
+        original = sorted(build.build_dir.glob("*.original"))
+        gimple = sorted(build.build_dir.glob("*.gimple"))
+        if not original or not gimple:
+            return None
+        return gccdumps.from_gcc_dumps(original[0].read_text(errors="replace"),
+                                       gimple[0].read_text(errors="replace"))
+
+    def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
+        if request.acc and toolchain.target == "host":
+            # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the
+            # runtime would still pick the GPU and fail to find code for it. Say "host" outright.
+            return {"ACC_DEVICE_TYPE": "host"}
+        return {}
+
+    def gpu_context(self, toolchain: Toolchain) -> bool:
+        return toolchain.target == "gpu"
+
+    def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
+        lines = self.compiler_lines(settings, active)
+        gcc = probe_compiler(settings.compiler_command(self.name, "c") or self.compilers["c"])
+        if gcc.path is None:
+            return lines
+        if not has_offload(gcc.path):
+            return lines + [DoctorLine("gcc offloading", MISSING if active else INFO,
+                                       "no nvptx offload compiler: OpenACC runs on the host",
+                                       OFFLOAD_INSTALL_HINT)]
+        with tempfile.TemporaryDirectory(prefix="idrrun-doctor-") as tmp:
+            src = Path(tmp) / "t.c"
+            src.write_text(_OFFLOAD_TEST)
+            r = proc.run([gcc.path, "-fopenacc", "-foffload=nvptx-none",
+                          "-foffload-options=nvptx-none=-misa=sm_80 -lm", "-o",
+                          str(Path(tmp) / "t"), str(src)], what="doctor", timeout=60, cwd=Path(tmp))
+        if r.ok:
+            return lines + [DoctorLine("gcc offloading", OK, "nvptx-none: a test build for sm_80 links")]
+        last = r.output.strip().splitlines()[-1:] or [r.describe()]
+        return lines + [DoctorLine("gcc offloading", WARN,
+                                   f"offload compiler present but a test build failed: {last[0]}",
+                                   "check CUDA's ptxas on PATH and the libgomp-plugin-nvptx1 package")]
+
+
+GCC = GccFamily(
+    name="gcc",
+    summary="GCC (gcc, g++, gfortran), OpenACC offloaded to NVIDIA GPUs through nvptx",
+    compilers={"c": "gcc", "c++": "g++", "fortran": "gfortran", "cuda": "nvcc",
+               "mpi_c": "mpicc", "mpi_c++": "mpicxx", "mpi_fortran": "mpifort"},
+    install_hint="apt-get install gcc g++ gfortran (Debian/Ubuntu)",
+    detect=(100, "gcc"),
+    flags_default=("-O2",),
+    flags_link={"c": ("-lm",), "c++": ("-lm",)},
+    flags_openmp=("-fopenmp",),
+)

@@ -1,0 +1,120 @@
+"""nvhpc and pgi feedback: what nvc/nvfortran (pgcc/pgf90) said of a program's OpenACC directives.
+
+Exercise checks ask two questions of a build: did the compiler create at least one OpenACC
+compute region (parallel, kernels, serial), and which arrays reach a compute region without a
+data clause naming them, so that the runtime moves them (or, for a C pointer under gcc, fails to
+move them) implicitly. The answers come from what the compiler wrote, never from the source:
+a directive the compiler ignored (no -fopenacc, a typo) creates no region.
+
+nvhpc (nvc / nvfortran). The text of -Minfo=accel: a compute region is a line group that says
+"Generating NVIDIA GPU code" (older: "Generating Tesla code", "Accelerator kernel generated";
+"Generating Multicore code" for the host target) and is not an `acc routine`. Implicit data is
+"Generating implicit copy|copyin|copyout|create(...)" on a name with an array section, `x[...]`
+in C or `x(...)` in Fortran: nvhpc prints whole arrays with a section (`a[:]`, `a(:)`), so a
+bare name is a scalar (a reduction variable, a counter) or a struct, and is left out.
+
+Everything here is pure: the texts come in, frozen values go out, nothing raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..model import AccReport, ImplicitData
+from .feedback import MSG_NVHPC, MSG_NVHPC_UNKNOWN, at as _at, balanced as _balanced, split_top as _split_top
+
+NVHPC_METHOD = "nvhpc -Minfo=accel"
+
+
+@dataclass(frozen=True)
+class _Message:
+    function: str
+    line: int
+    text: str
+
+
+_NV_NUMBERED = re.compile(r"^\s+(?P<line>\d+),\s*(?P<text>.*)$")
+_NV_FUNCTION = re.compile(r"^(?P<name>\S.*):\s*$")
+_NV_CODEGEN = re.compile(r"Generating (?:NVIDIA GPU|Tesla|Multicore|Radeon|AMD GPU) code"
+                         r"|Accelerator (?:serial )?kernel generated")
+_NV_IMPLICIT = re.compile(r"Generating implicit (?P<clause>copy|copyin|copyout|create)\(")
+_NV_UNKNOWN_SIZE = re.compile(r"size of the GPU copy of (?P<var>[\w.%>-]+) is unknown")
+_NV_KERNELS = re.compile(r"Loop is parallelizable|loop carried dependence|Parallelization would",
+                         re.IGNORECASE)
+
+
+def _minfo_messages(minfo: str) -> list[_Message]:
+    """Each message with its function and the line number of the group it belongs to."""
+    messages: list[_Message] = []
+    function = ""
+    line: int | None = None
+    for raw in minfo.splitlines():
+        text = raw.rstrip()
+        if not text:
+            continue
+        numbered = _NV_NUMBERED.match(text)
+        if numbered:
+            line = int(numbered.group("line"))
+            messages.append(_Message(function, line, numbered.group("text").strip()))
+        elif text[0] in " \t":
+            if line is not None:
+                messages.append(_Message(function, line, text.strip()))
+        else:
+            header = _NV_FUNCTION.match(text)
+            if header:
+                function, line = header.group("name"), None
+    return messages
+
+
+def _nvhpc_construct(messages: list[_Message], function: str, line: int,
+                     codegen: set[tuple[str, int]]) -> str:
+    """A best guess, as -Minfo never names the construct.
+
+    parallel and serial report their data and their code at the directive's line; kernels
+    reports data at its directive and code at each loop, with the loop analysis that only
+    kernels needs ("Loop is parallelizable", dependences).
+    """
+    if (function, line) not in codegen:
+        return "kernels"
+    here = [m.text for m in messages if m.function == function and m.line == line]
+    if any(_NV_KERNELS.search(t) for t in here):
+        return "kernels"
+    if any("Accelerator serial kernel generated" in t for t in here):
+        return "serial"
+    return "parallel"
+
+
+def from_nvhpc_minfo(minfo: str) -> AccReport:
+    """Compute regions and implicit data from the text of nvc/nvfortran -Minfo=accel."""
+    try:
+        messages = _minfo_messages(minfo)
+        routines = {(m.function, m.line) for m in messages if "acc routine" in m.text}
+        codegen = {(m.function, m.line) for m in messages
+                   if _NV_CODEGEN.search(m.text) and (m.function, m.line) not in routines}
+        implicit: list[ImplicitData] = []
+        seen: set[tuple[str, int, str]] = set()
+        for m in messages:
+            found: list[tuple[str, str]] = []  # (variable, detail template argument)
+            imp = _NV_IMPLICIT.search(m.text)
+            if imp:
+                args = m.text[imp.end() - 1:_balanced(m.text, imp.end() - 1)][1:-1]
+                for section in _split_top(args):
+                    cut = min((i for i in (section.find("["), section.find("(")) if i > 0),
+                              default=-1)
+                    if cut > 0:  # a bare name is a scalar or a struct (see module doc)
+                        found.append((section[:cut].strip(), f"{imp.group('clause')}({section})"))
+            unknown = _NV_UNKNOWN_SIZE.search(m.text)
+            if unknown:
+                found.append((unknown.group("var").rstrip("->").rstrip("-"), ""))
+            for variable, clause in found:
+                if (m.function, m.line, variable) in seen:
+                    continue
+                seen.add((m.function, m.line, variable))
+                construct = _nvhpc_construct(messages, m.function, m.line, codegen)
+                template = MSG_NVHPC if clause else MSG_NVHPC_UNKNOWN
+                implicit.append(ImplicitData(variable, m.line, construct, template.format(
+                    var=variable, construct=construct, at=_at(m.line), clause=clause)))
+        return AccReport(len(codegen), tuple(implicit), NVHPC_METHOD)
+    except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
+        return AccReport(0, (), NVHPC_METHOD)

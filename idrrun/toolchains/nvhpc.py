@@ -1,0 +1,70 @@
+"""The NVIDIA HPC SDK family (nvc, nvc++, nvfortran) and its predecessor PGI (pgcc, pgf90).
+
+Both build OpenACC for the GPU with -acc, take target options as one comma list (-gpu=LIST,
+PGI: -ta=tesla:LIST), and report what they did with -Minfo=accel, read by minfo.py. Their
+programs always start the CUDA runtime, so they are GPU runs whether or not a GPU is present.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import AccReport, BuildResult, CompilerInfo, DoctorLine, Probe, RunRequest, Settings, Toolchain
+from . import minfo
+from .family import INFO, AccDecision, CommandFamily
+
+FEEDBACK_FLAGS = ("-Minfo=accel",)
+
+
+@dataclass(frozen=True)
+class NvhpcFamily(CommandFamily):
+    accopts_switch: str = "-gpu="  # PGI: -ta=tesla:
+    legacy: bool = False  # PGI: the old name of the SDK, reported as information only
+
+    def can_offload(self, c_compiler: CompilerInfo) -> bool:
+        return c_compiler.path is not None
+
+    def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                settings: Settings) -> AccDecision:
+        flags: tuple[str, ...] = ("-acc",)
+        if request.accopts:
+            flags += (self.accopts_switch + ",".join(request.accopts),)
+        notes = () if probe.gpus else ("no GPU found: the program will need one to run its OpenACC regions",)
+        return AccDecision(flags + FEEDBACK_FLAGS, "gpu" if probe.gpus else "host", notes)
+
+    def feedback(self, build: BuildResult) -> AccReport | None:
+        return minfo.from_nvhpc_minfo(build.output)
+
+    def gpu_context(self, toolchain: Toolchain) -> bool:
+        return True
+
+    def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
+        lines = self.compiler_lines(settings, active)
+        if self.legacy:
+            return [DoctorLine(line.topic, line.status if line.status == "OK" else INFO,
+                               line.detail + ("" if line.status == "OK" else
+                                              f" ({self.name} is the old name of nvhpc)"))
+                    for line in lines]
+        return lines
+
+
+NVHPC = NvhpcFamily(
+    name="nvhpc",
+    summary="NVIDIA HPC SDK (nvc, nvc++, nvfortran)",
+    compilers={"c": "nvc", "c++": "nvc++", "fortran": "nvfortran", "cuda": "nvcc",
+               "mpi_c": "mpicc", "mpi_c++": "mpicxx", "mpi_fortran": "mpifort"},
+    install_hint="install the NVIDIA HPC SDK and put its bin/ on PATH, or pick gcc with -c gcc",
+    detect=(10, "nvc"),
+    flags_openmp=("-mp",),
+)
+
+PGI = NvhpcFamily(
+    name="pgi",
+    summary="PGI compilers (pgcc, pgc++, pgf90), the NVIDIA HPC SDK's predecessor",
+    compilers={"c": "pgcc", "c++": "pgc++", "fortran": "pgf90", "cuda": "nvcc",
+               "mpi_c": "mpicc", "mpi_c++": "mpicxx", "mpi_fortran": "mpif90"},
+    install_hint="load the PGI compilers (module load pgi), or pick another family with -c nvhpc|gcc",
+    flags_openmp=("-mp",),
+    accopts_switch="-ta=tesla:",
+    legacy=True,
+)
