@@ -1,0 +1,57 @@
+"""run/guard: the guard's command line is one typed record on both sides; its status pipe cannot
+be forged by the program it supervises."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from idrrun.model import Limits
+from idrrun.run import guard, isolation, proc
+
+PROTECTIONS_CACHE = Path("/tmp/idrrun-test-guard-cache")
+
+
+def test_guard_c_reads_the_fields_of_guard_args_in_order() -> None:
+    source = guard.SOURCE.read_text()
+    table = re.search(r"OPTIONS\[\]\s*=\s*\{([^}]*)\}", source)
+    assert table is not None, "guard.c lost its OPTIONS table"
+    names = re.findall(r'"([a-z-]+)"', table.group(1))
+    assert names == [f.name.replace("_", "-") for f in dataclasses.fields(guard.GuardArgs)]
+
+
+def test_argv_is_named_options_then_the_program() -> None:
+    args = guard.GuardArgs(status_fd=5, parent=42, file_size=10, nproc=0, address_space=0,
+                           cgroups=(Path("/a/cgroup.procs"), Path("/b/cgroup.procs")))
+    assert args.argv(Path("/g")) == ("/g", "--status-fd=5", "--parent=42", "--file-size=10",
+                                     "--nproc=0", "--address-space=0",
+                                     "--cgroups=/a/cgroup.procs:/b/cgroup.procs", "--")
+
+
+def test_read_status() -> None:
+    assert guard.read_status("child 12\nexit 3\n") == guard.GuardStatus(12, 3)
+    assert guard.read_status("child 12\nsignal 11\n") == guard.GuardStatus(12, -11)
+    assert guard.read_status("child 12\n") == guard.GuardStatus(12, None)
+    assert guard.read_status("garbage\nexit x\n") == guard.GuardStatus(None, None)
+
+
+def test_the_program_does_not_inherit_the_status_pipe(tmp_path: Path) -> None:
+    # stdin is /dev/null and stdout/stderr a terminal: any pipe the program holds would be the
+    # guard's status pipe, through which it could claim "exit 0" for itself.
+    program = tmp_path / "fds.sh"
+    program.write_text("#!/bin/sh\nfor fd in /proc/$$/fd/*; do readlink $fd; done\nkill -ABRT $$\n")
+    program.chmod(0o755)
+    protections = isolation.probe(PROTECTIONS_CACHE)
+    assert protections.guard is not None
+    r = proc.run([str(program)], what="run", timeout=10, terminal=True, protections=protections,
+                 limits=Limits(memory=None, tasks=None, file_size=None))
+    assert "/dev/pts/" in r.output and "pipe:" not in r.output, r.output
+    assert r.returncode == -6 and r.signal_name == "SIGABRT"
+
+
+def test_unknown_guard_option_is_refused(tmp_path: Path) -> None:
+    protections = isolation.probe(PROTECTIONS_CACHE)
+    assert protections.guard is not None
+    r = proc.run([str(protections.guard), "--bogus=1", "--", "true"], what="probe", timeout=10)
+    assert r.returncode == 125 and "unknown option --bogus=1" in r.output

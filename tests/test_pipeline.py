@@ -1,0 +1,90 @@
+"""pipeline.execute on a hand-built request and toolchain: each failure kind, as data."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from idrrun import pipeline
+from idrrun.model import (BuildResult, FailureKind, Outcome, Probe, RunRequest, RunResult, Settings,
+                          Toolchain, Verdict)
+from idrrun.profile.model import ProfileReport
+from idrrun.request.source import from_cell
+from idrrun.toolchains.machine import probe_compiler
+
+
+class Recorder:
+    """A Reporter that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.text = ""
+
+    def started(self, request: RunRequest, toolchain: Toolchain) -> None:
+        self.events.append("started")
+
+    def notes(self, notes: Sequence[str]) -> None:
+        self.events += [f"note: {n}" for n in notes]
+
+    def built(self, request: RunRequest, result: BuildResult) -> None:
+        self.events.append("built" if result.ok else "build failed")
+
+    def output(self, text: str) -> None:
+        self.text += text
+
+    def ran(self, request: RunRequest, result: RunResult) -> None:
+        self.events.append("ran")
+
+    def profile(self, report: ProfileReport) -> None:
+        self.events.append("profile")
+
+    def verdict(self, verdict: Verdict) -> None:
+        self.events.append("verdict")
+
+
+def run(tmp_path: Path, body: str, **kw: object) -> tuple[Recorder, Outcome]:
+    src = from_cell("#include <stdio.h>\n#include <stdlib.h>\n#include <signal.h>\n#include <unistd.h>\n"
+                    f"int main(int argc, char **argv) {{ {body} }}\n", "cell[1]", "c", None, tmp_path)
+    gcc = probe_compiler("gcc")
+    toolchain = Toolchain(family="gcc", language="c", compiler=gcc, flags=("-O0",), link_flags=(),
+                          target="none")
+    request = dataclasses.replace(RunRequest(source=src, workdir=tmp_path), **kw)  # type: ignore[arg-type]
+    probe = Probe(family="gcc", family_source="flag", compilers=(gcc,), gpus=(), offload=False)
+    reporter = Recorder()
+    outcome = pipeline.execute(request, toolchain, probe, Settings(cache_dir=tmp_path / "cache"),
+                               reporter)
+    return reporter, outcome
+
+
+def test_ok(tmp_path: Path) -> None:
+    reporter, outcome = run(tmp_path, 'printf("%s\\n", argv[1]); return 0;', program_args=("hey",))
+    assert outcome.ok and outcome.failure is None and reporter.text == "hey\n"
+    assert reporter.events[:3] == ["started", "built", "ran"]
+
+
+@pytest.mark.parametrize("body, kind, step", [
+    ("return 0", FailureKind.COMPILE_ERROR, "compile"),
+    ("return 4;", FailureKind.EXIT_STATUS, "run"),
+    ("raise(SIGSEGV); return 0;", FailureKind.SIGNAL, "run"),
+    ("sleep(20); return 0;", FailureKind.TIMEOUT, "run"),
+])
+def test_failure_kinds(tmp_path: Path, body: str, kind: FailureKind, step: str) -> None:
+    _, outcome = run(tmp_path, body, timeout=0.5)
+    assert outcome.failure is not None and outcome.failure.kind is kind
+    assert outcome.failure.step == step and outcome.failure.hint
+
+
+def test_missing_get_files(tmp_path: Path) -> None:
+    _, outcome = run(tmp_path, "return 0;", get_files=("out.dat",))
+    assert outcome.failure is not None and outcome.failure.kind is FailureKind.MISSING_FILES
+    assert outcome.run is not None and outcome.run.missing_files == ("out.dat",)
+
+
+def test_build_only_and_object(tmp_path: Path) -> None:
+    _, outcome = run(tmp_path, "return 0;", execute=False)
+    assert outcome.ok and outcome.run is None and outcome.build is not None and outcome.build.ok
+    _, outcome = run(tmp_path, "return 0;", object_only=True, execute=False, keep="mine.c")
+    assert outcome.ok and (tmp_path / "mine.o").is_file() and (tmp_path / "mine.c").is_file()

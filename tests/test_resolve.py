@@ -1,0 +1,101 @@
+"""request/resolve: the layers applied once — defaults < settings < exercise < the line."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from idrrun.checks.specs import Exercise
+from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings
+from idrrun.request import resolve
+from idrrun.request.options import parse_line
+from idrrun.request.source import from_cell
+
+SRC = from_cell("int main(void){return 0;}\n", "cell[1]", "c", None, Path("/work"))
+GCC = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0")
+EXERCISE = Exercise(name="ex", title="ex", topic="t", path=Path("/ex.toml"), timeout=45.0,
+                    options=("-DEX",), sources={}, host_args=("10",), gpu_args=("1000",))
+
+
+def probe(gpus: tuple[GpuInfo, ...] = (), offload: bool = True) -> Probe:
+    return Probe(family="gcc", family_source="flag", compilers=(GCC,), gpus=gpus, offload=offload)
+
+
+def req(line: str = "", settings: Settings = Settings(), exercise: Exercise | None = None,
+        gpus: tuple[GpuInfo, ...] = ()) -> RunRequest:
+    opts = parse_line(line)
+    assert opts is not None
+    return resolve.resolve(opts, SRC, Path("/work"), settings, probe(gpus), exercise)[0]
+
+
+def test_defaults_come_from_the_request_itself() -> None:
+    r = req()
+    default = RunRequest(source=SRC, workdir=Path("/work"))
+    assert (r.timeout, r.compile_timeout, r.max_output, r.limits) == (
+        default.timeout, default.compile_timeout, default.max_output, default.limits)
+
+
+def test_settings_over_defaults_line_over_settings() -> None:
+    settings = Settings(values={"timeout": 30.0, "memory": 1 << 30, "max_output": 4096})
+    assert req("", settings).timeout == 30.0
+    assert req("", settings).limits.memory == 1 << 30 and req("", settings).max_output == 4096
+    assert req("--timeout 5", settings).timeout == 5.0
+    assert req("--memory none", settings).limits.memory is None  # "none" on the line: no limit
+
+
+def test_exercise_between_settings_and_line() -> None:
+    settings = Settings(values={"timeout": 30.0})
+    assert req("", settings, EXERCISE).timeout == 45.0  # the exercise's own time limit
+    assert req("--timeout 5", settings, EXERCISE).timeout == 5.0
+    r = req("--options -O3", settings, EXERCISE)
+    assert r.compiler_options == ("-DEX", "-O3")  # both, the line's last
+    assert r.check == "ex"
+
+
+def test_exercise_arguments_follow_the_toolchain_target() -> None:
+    h100 = (GpuInfo("NVIDIA H100", "9.0", "580"),)
+    assert req("-a", exercise=EXERCISE).program_args == ("10",)  # host build
+    assert req("-a", exercise=EXERCISE, gpus=h100).program_args == ("1000",)  # GPU build
+    assert req('-a --cliopts "7"', exercise=EXERCISE, gpus=h100).program_args == ("7",)
+
+
+def test_stdin_is_relative_to_the_working_directory() -> None:
+    assert req("--stdin in.txt").limits.stdin == Path("/work/in.txt")
+    assert req("--stdin /abs/in.txt").limits.stdin == Path("/abs/in.txt")
+
+
+def test_switches_and_object_builds() -> None:
+    r = req("-n --notime --no-raise")
+    assert (r.execute, r.show_time, r.raise_on_failure) == (False, False, False)
+    assert req("--object").execute is False and req("--object").object_only
+
+
+def test_toolchain_resolved_once_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from idrrun import toolchains
+
+    calls = []
+    real = toolchains.resolve
+    monkeypatch.setattr(toolchains, "resolve", lambda *a: calls.append(a) or real(*a))
+    opts = parse_line("-a")
+    assert opts is not None
+    request, toolchain = resolve.resolve(opts, SRC, Path("/work"), Settings(), probe(), EXERCISE)
+    assert len(calls) == 1 and toolchain.target == "host"
+
+
+def test_a_new_flag_reaches_the_request_by_name() -> None:
+    # Every flag that targets the request names a real RunRequest field (or a Limits one).
+    fields = {f.name for f in dataclasses.fields(RunRequest)}
+    limits = {f"limits.{f.name}" for f in dataclasses.fields(RunRequest(SRC, Path("/")).limits)}
+    for name, spec in resolve.specs():
+        target = name if spec.to == resolve.SAME else spec.to
+        if target is not None:
+            assert target in fields | limits, f"{name} -> {target}"
+
+
+def test_restricted_keeps_only_what_the_grader_allows() -> None:
+    opts = parse_line('-a --profile --timeout 999 --memory none --cliopts "1" -l c')
+    assert opts is not None
+    kept = resolve.restricted(opts, frozenset({"acc", "profile", "language"}))
+    assert kept.given() == {"acc": True, "profile": "auto", "language": "c"}
