@@ -96,7 +96,10 @@ def _copies(n: int) -> str:
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f} %" if x >= 0.01 or x == 0 else f"{100 * x:.1f} %"
+    """Whole percents, with a decimal where rounding would say 0 or 100 of something that is not."""
+    if 0 < x < 0.01 or 0.995 <= x < 1:
+        return f"{100 * x:.1f} %"
+    return f"{100 * x:.0f} %"
 
 
 def _copies_figure(f: Facts) -> str:
@@ -154,7 +157,8 @@ def pageable_copies(f: Facts) -> Hint | None:
     pageable = [c for c in f.host_copies() if c.host_memory == "pageable"]
     ns = sum(c.ns for c in pageable)
     size = sum(c.bytes for c in pageable)
-    if size < PAGEABLE_MIN_BYTES or f.share(ns) < PAGEABLE_SHARE:
+    # Copies that a data region removes are not worth pinning first.
+    if size < PAGEABLE_MIN_BYTES or f.share(ns) < PAGEABLE_SHARE or data_region(f) is not None:
         return None
     rate = size / ns if ns else 0.0  # bytes per ns = GB/s
     figure = (f"{fmt_ns(ns)} of copies ({_pct(f.share(ns))} of GPU time) from or to pageable "

@@ -296,7 +296,7 @@ class Peak:
     """A ceiling a rate is compared with, and where the figure comes from."""
 
     bytes_per_s: float
-    what: str  # "PCIe 5.0 x16", "HBM3e"
+    what: str  # "PCIe 5.0 x16", "HBM3e", "" (the best copy of the run)
     source: str  # "table: NVIDIA H200 datasheet", "best single copy of this run"
 
 
@@ -323,6 +323,7 @@ class CopyRate:
     share: float  # of GPU time, 0..1
     host_memory: str  # pageable, pinned, "pageable and pinned", ""
     peak: Peak | None  # the link's, None when nothing says
+    latency_bound: bool = False  # copies so small that their fixed cost, not the link, sets the rate
 
     @property
     def bytes_per_s(self) -> float:

@@ -73,6 +73,11 @@ GPU_PEAKS: tuple[tuple[str, GpuPeaks], ...] = (
 BEST_COPY_MIN_BYTES = 1 << 20
 
 
+# Below 64 kB on average a copy's fixed cost (a few microseconds) outweighs its transfer time
+# even over PCIe 3.0: comparing such copies with the link's peak would say nothing.
+SMALL_COPY_BYTES = 64 * 1024
+
+
 def gpu_peaks(name: str) -> GpuPeaks | None:
     """The table's entry for a GPU name, None when it has none."""
     for pattern, peaks in GPU_PEAKS:
@@ -113,7 +118,7 @@ def _link_peak(name: str, copies: list[Copy]) -> Peak | None:
     if len(large) < 2:
         return None
     best = max(large, key=lambda c: c.bytes / c.ns)
-    return Peak(best.bytes * 1e9 / best.ns, "best copy", "the best single copy of this run")
+    return Peak(best.bytes * 1e9 / best.ns, "", "the best single copy of this run")
 
 
 def memory_peaks(trace: Trace, name: str) -> tuple[Peak | None, Peak | None]:
@@ -152,7 +157,8 @@ def achieved_rates(trace: Trace, summary: Summary, *, gpu: str = "", source_name
                                bytes=stat.bytes, total_ns=stat.total_ns,
                                share=stat.total_ns / whole if whole else 0.0,
                                host_memory=stat.host_memory,
-                               peak=_link_peak(name, list(trace.copies))))
+                               peak=_link_peak(name, list(trace.copies)),
+                               latency_bound=stat.bytes < SMALL_COPY_BYTES * stat.count))
     memory = None
     if bytes_per_iteration and iterations and summary.kernel_ns > 0:
         peak, practical = memory_peaks(trace, name)

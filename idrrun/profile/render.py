@@ -91,7 +91,8 @@ def fmt_rate(bytes_per_s: float) -> str:
 
 
 def _peak(p: Peak) -> str:
-    return f"{p.what}: {fmt_rate(p.bytes_per_s)}, {p.source}"
+    """ "64.0 GB/s (PCIe 5.0 x16, table: NVIDIA H200 datasheet)" """
+    return f"{fmt_rate(p.bytes_per_s)} ({', '.join(x for x in (p.what, p.source) if x)})"
 
 
 _MARK = {"warning": "!", "info": "·"}
@@ -114,7 +115,11 @@ def rate_lines(r: Rates) -> list[str]:
         line = f"{c.label}: {fmt_rate(c.bytes_per_s)}"
         if c.host_memory:
             line += f" ({c.host_memory})"
-        if c.peak is not None and c.of_peak is not None:
+        if c.latency_bound:
+            line += (f", {c.count} small copies ({fmt_bytes(c.bytes / c.count)} and "
+                     f"{fmt_ns(c.total_ns / c.count)} each on average): their fixed cost, not "
+                     f"the link, sets this rate")
+        elif c.peak is not None and c.of_peak is not None:
             line += f", {_pct(c.of_peak)} of {_peak(c.peak)}"
         lines.append(line)
     m = r.memory
