@@ -185,7 +185,8 @@ def execute(
     reporter.ran(request, ran)
     report = None
     if pplan is not None and pplan.kind != "none":
-        report = profile.collect(pplan, timeout=120, source_name=request.source.name)
+        report = profile.collect(pplan, timeout=120, source_name=request.source.name,
+                                 gpu=probe.gpus[0].name if probe.gpus else "")
         reporter.profile(report)
     return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes),
                    profile=report)

@@ -120,6 +120,51 @@ class Sync:
         return max(0, self.end - self.start)
 
 
+# OpenACC's async values, the same in GCC's and the NVIDIA HPC SDK's openacc.h.
+ASYNC_NOVAL = -1  # `async` without a queue number
+ASYNC_SYNC = -2  # no async clause: the host waits at the end of the construct
+
+
+@dataclass(frozen=True)
+class StreamQueue:
+    """The OpenACC queue a CUDA stream served, as the OpenACC runtime told the tracer."""
+
+    stream: int
+    queue: int  # async(queue), or ASYNC_NOVAL, ASYNC_SYNC
+    process: int = 0
+    context: int = 0
+    runtime: str = ""  # which runtime answered: "libgomp"
+
+    @property
+    def label(self) -> str:
+        """The queue as the student wrote it: async(1), async, synchronous."""
+        if self.queue == ASYNC_SYNC:
+            return "synchronous"
+        if self.queue == ASYNC_NOVAL:
+            return "async"
+        return f"async({self.queue})"
+
+
+@dataclass(frozen=True)
+class Device:
+    """A GPU the run used, as its driver describes it."""
+
+    id: int
+    name: str  # "NVIDIA H200"
+    process: int = 0
+    compute_capability: tuple[int, int] = (0, 0)
+    sms: int = 0
+    memory: int = 0  # bytes
+    memory_clock_khz: int = 0  # peak memory clock, as the driver reports it
+    memory_bus_bits: int = 0
+
+    @property
+    def memory_bandwidth(self) -> float:
+        """Theoretical peak in bytes/s: two transfers per clock on the whole bus (the way
+        CUDA's bandwidthTest sample computes it); 0.0 when the driver did not say."""
+        return 2.0 * self.memory_clock_khz * 1e3 * self.memory_bus_bits / 8
+
+
 @dataclass(frozen=True)
 class Trace:
     """Every GPU operation of a run, in no particular order."""
@@ -128,6 +173,8 @@ class Trace:
     copies: tuple[Copy, ...] = ()
     memsets: tuple[Memset, ...] = ()
     syncs: tuple[Sync, ...] = ()
+    stream_queues: tuple[StreamQueue, ...] = ()  # which OpenACC queue each stream served
+    devices: tuple[Device, ...] = ()
     complete: bool = True  # False: the program did not reach its normal end (signal, timeout)
     dropped: int = 0  # records the tracer reported lost
     errors: tuple[str, ...] = ()  # what the tracer could not do ("cuptiSubscribe: CUPTI_ERROR_...")
@@ -231,6 +278,99 @@ EMPTY_SUMMARY = Summary(
 )
 
 
+Severity = Literal["warning", "info"]
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What an expert looking over the student's shoulder would say about the trace."""
+
+    rule: str  # which rule fired: data_region, pageable_copies, ... (hints.RULES)
+    severity: Severity  # warning: the first thing to fix; info: worth knowing
+    message: str  # the problem and the fix, in the terms of the course
+    figure: str  # the measurement that triggered it
+
+
+@dataclass(frozen=True)
+class Peak:
+    """A ceiling a rate is compared with, and where the figure comes from."""
+
+    bytes_per_s: float
+    what: str  # "PCIe 5.0 x16", "HBM3e", "" (the best copy of the run)
+    source: str  # "table: NVIDIA H200 datasheet", "best single copy of this run"
+
+
+@dataclass(frozen=True)
+class KernelRate:
+    name: str
+    where: str
+    calls: int
+    total_ns: int
+    share: float  # of GPU time (kernels + copies + memsets), 0..1
+
+    @property
+    def avg_ns(self) -> float:
+        return self.total_ns / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True)
+class CopyRate:
+    label: str  # "host → device"
+    direction: str  # HtoD, DtoH
+    count: int
+    bytes: int
+    total_ns: int
+    share: float  # of GPU time, 0..1
+    host_memory: str  # pageable, pinned, "pageable and pinned", ""
+    peak: Peak | None  # the link's, None when nothing says
+    latency_bound: bool = False  # copies so small that their fixed cost, not the link, sets the rate
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes * 1e9 / self.total_ns if self.total_ns > 0 else 0.0
+
+    @property
+    def of_peak(self) -> float | None:
+        return self.bytes_per_s / self.peak.bytes_per_s if self.peak else None
+
+
+@dataclass(frozen=True)
+class MemoryRate:
+    """What the kernels achieved against the device memory, from the bytes the exercise says
+    they must move per iteration."""
+
+    bytes_per_iteration: float
+    iterations: int
+    kernel_ns: int
+    peak: Peak | None  # the device's spec
+    practical: Peak | None = None  # what a stream-like kernel reaches, where measured
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes_per_iteration * self.iterations * 1e9 / self.kernel_ns if self.kernel_ns else 0.0
+
+    @property
+    def of_peak(self) -> float | None:
+        return self.bytes_per_s / self.peak.bytes_per_s if self.peak else None
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Achieved rates: where the time went and how fast the data moved."""
+
+    gpu: str  # the GPU's name, "" when unknown
+    span_ns: int
+    busy_ns: int  # union of the GPU's operations
+    kernels: tuple[KernelRate, ...]
+    copies: tuple[CopyRate, ...]
+    memory: MemoryRate | None = None
+
+    @property
+    def busy(self) -> float:
+        """Fraction of the span (first to last GPU operation) with work on the GPU."""
+        return self.busy_ns / self.span_ns if self.span_ns else 0.0
+
+
 @dataclass(frozen=True)
 class ProfileReport:
     """What one profiled run produced; render.ProfileView shows it in a notebook and a terminal."""
@@ -243,6 +383,9 @@ class ProfileReport:
     report_file: Path | None = None  # the .nsys-rep, or the trace file
     message: str = ""  # the one line that matters most, e.g. NO_GPU_ACTIVITY
     notes: tuple[str, ...] = field(default=())
+    hints: tuple[Hint, ...] = ()
+    rates: Rates | None = None
+    trace_json: Path | None = None  # the trace as Chrome/Perfetto trace events
 
     @property
     def ran_on_gpu(self) -> bool:

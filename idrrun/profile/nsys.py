@@ -25,6 +25,7 @@ from .model import (
     DTOH,
     HTOD,
     Copy,
+    Device,
     Kernel,
     KernelStat,
     Memset,
@@ -195,6 +196,7 @@ def trace_from_gpu_trace(table: Table) -> Trace:
     kernels: list[Kernel] = []
     copies: list[Copy] = []
     memsets: list[Memset] = []
+    devices: dict[int, str] = {}  # "NVIDIA H100 80GB HBM3 (0)" -> 0: "NVIDIA H100 80GB HBM3"
     skipped = 0
     for row in table.rows:
         start, duration = _get(row, start_i, t_scale), _get(row, dur_i, d_scale)
@@ -208,6 +210,8 @@ def trace_from_gpu_trace(table: Table) -> Trace:
         device_text = row[dev_i] if dev_i is not None and dev_i < len(row) else ""
         found = re.search(r"\((\d+)\)\s*$", device_text)
         device = int(found.group(1)) if found else 0
+        if found and device not in devices:
+            devices[device] = device_text[:found.start()].strip()
         correlation = _get(row, corr_i) or 0
         direction = _direction(name) if name.startswith("[") else None
         size = _get(row, bytes_i, b_scale) or 0
@@ -228,6 +232,7 @@ def trace_from_gpu_trace(table: Table) -> Trace:
                                   grid=(grid[0], grid[1], grid[2]),
                                   block=(block[0], block[1], block[2])))
     return Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
+                 devices=tuple(Device(id=i, name=n) for i, n in sorted(devices.items()) if n),
                  skipped=skipped)
 
 

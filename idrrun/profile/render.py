@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import base64
 import html as _html
+import textwrap
 from collections.abc import Sequence
 
-from .model import ProfileReport, Summary, TransferStat
+from .model import Hint, Peak, ProfileReport, Rates, Summary, TransferStat
 
 _KIND_TITLE = {
     "nsys": "Nsight Systems",
@@ -79,6 +80,72 @@ def _waits(s: Summary) -> str:
     return f"the host waited for the GPU {fmt_ns(s.sync_ns)} in {s.sync_count} synchronisations"
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def fmt_rate(bytes_per_s: float) -> str:
+    if bytes_per_s >= 1e12:
+        return f"{bytes_per_s / 1e12:.2f} TB/s"
+    return f"{bytes_per_s / 1e9:.1f} GB/s"
+
+
+def _peak(p: Peak) -> str:
+    """ "64.0 GB/s (PCIe 5.0 x16, table: NVIDIA H200 datasheet)" """
+    return f"{fmt_rate(p.bytes_per_s)} ({', '.join(x for x in (p.what, p.source) if x)})"
+
+
+_MARK = {"warning": "!", "info": "·"}
+
+
+def hint_lines(h: Hint, width: int = 100) -> list[str]:
+    """The figure that triggered the hint, then what to do, wrapped."""
+    lines = textwrap.wrap(h.figure, width, initial_indent=f"  {_MARK[h.severity]} ",
+                          subsequent_indent="    ")
+    lines += textwrap.wrap(h.message, width, initial_indent="    → ",
+                           subsequent_indent="      ")
+    return lines
+
+
+def rate_lines(r: Rates) -> list[str]:
+    """Achieved rates, one sentence per line (the kernels' share is in the top-kernels table)."""
+    lines = [f"GPU busy {_pct(r.busy)} of the {fmt_ns(r.span_ns)} from its first operation to "
+             f"its last"] if r.span_ns else []
+    for c in r.copies:
+        line = f"{c.label}: {fmt_rate(c.bytes_per_s)}"
+        if c.host_memory:
+            line += f" ({c.host_memory})"
+        if c.latency_bound:
+            line += (f", {c.count} small copies ({fmt_bytes(c.bytes / c.count)} and "
+                     f"{fmt_ns(c.total_ns / c.count)} each on average): their fixed cost, not "
+                     f"the link, sets this rate")
+        elif c.peak is not None and c.of_peak is not None:
+            line += f", {_pct(c.of_peak)} of {_peak(c.peak)}"
+        lines.append(line)
+    m = r.memory
+    if m is not None:
+        line = (f"kernels: {fmt_rate(m.bytes_per_s)} in device memory ({fmt_bytes(m.bytes_per_iteration)} "
+                f"per iteration × {m.iterations})")
+        if m.peak is not None and m.of_peak is not None:
+            line += f", {_pct(m.of_peak)} of {_peak(m.peak)}"
+        if m.practical is not None:
+            line += (f", {_pct(m.bytes_per_s / m.practical.bytes_per_s)} of the "
+                     f"{fmt_rate(m.practical.bytes_per_s)} of a {m.practical.source}")
+        lines.append(line)
+    return lines
+
+
+def _kernel_rows(report: ProfileReport) -> list[tuple[str, str, str, str, str, str, str]]:
+    """(time, share of kernel time, share of GPU time, calls, average, name, where)."""
+    s = report.summary
+    if s is None:
+        return []
+    of_gpu = {k.name: k.share for k in report.rates.kernels} if report.rates else {}
+    return [(fmt_ns(k.total_ns), f"{100 * k.share:.1f}%",
+             _pct(of_gpu[k.name]) if k.name in of_gpu else "", f"{k.calls}×",
+             fmt_ns(k.avg_ns), k.name, k.where) for k in s.top_kernels]
+
+
 def _columns(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.rjust(w) if right[i] else c.ljust(w)
@@ -95,11 +162,17 @@ def text(report: ProfileReport) -> str:
         lines += ["  " + line for line in _columns(table, (False, True, True, True, True, False))]
         if _waits(s):
             lines.append("  " + _waits(s))
+        if report.hints:
+            lines.append("hints:")
+            for h in report.hints:
+                lines += hint_lines(h)
+        if report.rates is not None:
+            lines.append(f"achieved rates{f' ({report.rates.gpu})' if report.rates.gpu else ''}:")
+            lines += ["  " + line for line in rate_lines(report.rates)]
         if s.top_kernels:
-            lines.append("top kernels:")
-            rows = [(fmt_ns(k.total_ns), f"{100 * k.share:.1f}%", f"{k.calls}×", k.name, k.where)
-                    for k in s.top_kernels]
-            lines += ["  " + line for line in _columns(rows, (True, True, True, False, False))]
+            lines.append("top kernels (time, of kernel time, of GPU time, calls, average):")
+            lines += ["  " + line for line in _columns(
+                _kernel_rows(report), (True, True, True, True, True, False, False))]
     for t in report.tables:
         lines.append(f"{t.title} ({t.report}):")
         shown = [t.header, *t.rows[:MAX_TABLE_ROWS]]
@@ -109,6 +182,8 @@ def text(report: ProfileReport) -> str:
     lines += [f"note: {n}" for n in report.notes]
     if report.timeline_png is not None:
         lines.append(f"timeline: {report.timeline_png}")
+    if report.trace_json is not None:
+        lines.append(f"to zoom in, open in ui.perfetto.dev or chrome://tracing: {report.trace_json}")
     if report.report_file is not None:
         lines.append(f"report: {report.report_file}")
     return "\n".join(lines)
@@ -120,7 +195,8 @@ def text(report: ProfileReport) -> str:
 _STYLE = ("<style>.idrrun-prof table{border-collapse:collapse;margin:4px 0 10px 0;font-size:90%}"
           ".idrrun-prof td,.idrrun-prof th{padding:1px 8px;text-align:right}"
           ".idrrun-prof td.l,.idrrun-prof th.l{text-align:left}"
-          ".idrrun-prof th{border-bottom:1px solid #999}</style>")
+          ".idrrun-prof th{border-bottom:1px solid #999}"
+          ".idrrun-prof li.warning{color:#a40000}.idrrun-prof li .fix{color:#222}</style>")
 
 
 def _e(value: object) -> str:
@@ -144,11 +220,19 @@ def html(report: ProfileReport) -> str:
                             (True, False, False, False, False, True)))
         if _waits(s):
             parts.append(f"<p>{_e(_waits(s))}</p>")
+        if report.hints:
+            items = "".join(f"<li class='{h.severity}'><b>{_e(h.figure)}</b><br/>"
+                            f"<span class='fix'>→ {_e(h.message)}</span></li>"
+                            for h in report.hints)
+            parts.append(f"<div><i>hints</i><ul>{items}</ul></div>")
+        if report.rates is not None:
+            gpu = f" ({report.rates.gpu})" if report.rates.gpu else ""
+            items = "".join(f"<li>{_e(line)}</li>" for line in rate_lines(report.rates))
+            parts.append(f"<div><i>achieved rates{_e(gpu)}</i><ul>{items}</ul></div>")
         if s.top_kernels:
-            parts.append(_table(("time", "share", "calls", "kernel", "in the source"),
-                                [(fmt_ns(k.total_ns), f"{100 * k.share:.1f}%", str(k.calls), k.name,
-                                  k.where) for k in s.top_kernels],
-                                (False, False, False, True, True)))
+            parts.append(_table(("time", "of kernels", "of GPU", "calls", "average", "kernel",
+                                 "in the source"), _kernel_rows(report),
+                                (False, False, False, False, False, True, True)))
     if report.timeline_png is not None and report.timeline_png.is_file():
         data = base64.b64encode(report.timeline_png.read_bytes()).decode("ascii")
         parts.append(f"<img alt='GPU timeline' src='data:image/png;base64,{data}'/>")
@@ -158,6 +242,9 @@ def html(report: ProfileReport) -> str:
                                                                   for i in range(len(t.header))]))
     for n in report.notes:
         parts.append(f"<div>note: {_e(n)}</div>")
+    if report.trace_json is not None:
+        parts.append(f"<div>to zoom in, open in <a href='https://ui.perfetto.dev' target='_blank'>"
+                     f"ui.perfetto.dev</a>: <code>{_e(report.trace_json)}</code></div>")
     if report.report_file is not None:
         parts.append(f"<div>report: <code>{_e(report.report_file)}</code></div>")
     parts.append("</div>")

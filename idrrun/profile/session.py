@@ -21,11 +21,15 @@ install; nothing here raises for them.
 What the student sees (ProfileReport renders itself: _repr_html_, __str__): time in kernels,
 host→device and device→host copies with bytes, counts and achieved GB/s, the top kernels with
 where they come from in the source when the name tells (nvc: main_42_gpu; gcc:
-main$_omp_fn$0), and a timeline PNG (RUN_DIR/timeline.png): one row per stream, a colour per kind
-of operation. A run without GPU work says NO_GPU_ACTIVITY.
+main$_omp_fn$0); hints (hints.py: what to change, with the figure that says so); achieved rates
+(rates.py: GB/s against the link's and the device memory's peaks, the GPU's busy fraction); a
+timeline PNG (RUN_DIR/timeline.png, timeline.py: one row per OpenACC queue or stream, each pixel
+column showing the share of its time per kind of operation, and a zoom on a few iterations);
+and the trace as Chrome/Perfetto trace events (RUN_DIR/trace.json, perfetto.py) to zoom into
+with ui.perfetto.dev. A run without GPU work says NO_GPU_ACTIVITY.
 
 For exercise checks: trace_values(report.trace, iterations) -> {"ran_on_gpu", "kernels",
-"queues", "bytes_h2d", "bytes_d2h", "bytes_moved", "bytes_per_iteration", ...}.
+"queues", "bytes_h2d", "bytes_d2h", "bytes_moved", "gpu_busy", "bytes_per_iteration", ...}.
 """
 
 from __future__ import annotations
@@ -35,27 +39,39 @@ import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..run import proc
 from . import nsys as _nsys
+from . import perfetto
+from .hints import find_hints
 from .model import (
     CHOICES,
     EMPTY_SUMMARY,
     NO_GPU_ACTIVITY,
     Copy,
+    CopyRate,
+    Device,
+    Hint,
     Kernel,
+    KernelRate,
     KernelStat,
+    MemoryRate,
     Memset,
+    Peak,
     ProfileKind,
     ProfilePlan,
     ProfileReport,
+    Rates,
+    StreamQueue,
     Summary,
     Sync,
     Table,
     Trace,
     TransferStat,
 )
+from .rates import achieved_rates
 from .summary import summarize, trace_values, where
 from .timeline import draw as draw_timeline
 from .tracefile import read_trace
@@ -64,6 +80,7 @@ from .tracer import build_tracer, find_cupti
 
 TRACE_FILE = "trace.jsonl"
 TIMELINE_FILE = "timeline.png"
+TRACE_JSON_FILE = "trace.json"
 NSYS_HINT = ("install Nsight Systems (it comes with the CUDA toolkit and the NVIDIA HPC SDK) or "
              "profile with the built-in tracer")
 
@@ -85,7 +102,7 @@ def new_run_dir(parent: Path, label: str) -> Path:
 def _clear(run_dir: Path) -> None:
     """Remove what a profiled run in this folder left before: a report must never show stale data."""
     stale = [*run_dir.glob(TRACE_FILE + "*"), *run_dir.glob(f"{_nsys.STATS_BASENAME}_*.csv"),
-             run_dir / TIMELINE_FILE]
+             run_dir / TIMELINE_FILE, run_dir / TRACE_JSON_FILE]
     for path in stale:
         try:
             path.unlink(missing_ok=True)
@@ -140,10 +157,24 @@ def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str
                        run_dir=run_dir, notes=notes, output=trace)
 
 
+@dataclass(frozen=True)
+class Work:
+    """What the caller knows about the run that the trace does not say."""
+
+    gpu: str = ""  # the GPU's name (nvidia-smi's); "" -> the trace's device record, if any
+    source_name: str = ""
+    iterations: int | None = None  # the run's iteration count (parsed from its output)
+    # The bytes the kernels must move in device memory per iteration (the exercise's figure).
+    bytes_per_iteration: float | None = None
+
+
 def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             tables: tuple[Table, ...], report_file: Path | None, notes: list[str],
-            message: str = "") -> ProfileReport:
+            work: Work, message: str = "") -> ProfileReport:
     png: Path | None = None
+    trace_json: Path | None = None
+    found_rates: Rates | None = None
+    found_hints: tuple[Hint, ...] = ()
     if trace is None or trace.empty:
         message = message or NO_GPU_ACTIVITY
         summary = summary or EMPTY_SUMMARY
@@ -157,6 +188,17 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             png = drawn
         else:
             notes.append(drawn)
+        written = perfetto.write(trace, plan.run_dir / TRACE_JSON_FILE)
+        if isinstance(written, Path):
+            trace_json = written
+        else:
+            notes.append(written)
+        if summary is not None:
+            found_rates = achieved_rates(trace, summary, gpu=work.gpu,
+                                         source_name=work.source_name,
+                                         bytes_per_iteration=work.bytes_per_iteration,
+                                         iterations=work.iterations)
+            found_hints = find_hints(trace, summary, found_rates)
     if trace is not None:
         if not trace.complete and plan.kind == "builtin" and trace.files:
             notes.append("the trace stops early: the program did not reach its normal end "
@@ -167,14 +209,24 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             notes.append(f"{trace.skipped} unreadable trace lines skipped")
     return ProfileReport(kind=plan.kind, trace=trace, summary=summary, tables=tables,
                          timeline_png=png, report_file=report_file, message=message,
-                         notes=tuple(notes))
+                         notes=tuple(notes), hints=found_hints, rates=found_rates,
+                         trace_json=trace_json)
 
 
-def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "") -> ProfileReport:
-    """After the run: read what the profiler left in plan.run_dir, sum it up, draw it.
+def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
+            iterations: int | None = None,
+            bytes_per_iteration: float | None = None) -> ProfileReport:
+    """After the run: read what the profiler left in plan.run_dir, sum it up, draw it, export
+    it, and say what could be better.
 
-    source_name (e.g. "cell[3]") is used to say where nvc's kernels come from.
+    source_name (e.g. "cell[3]") is used to say where nvc's kernels come from. gpu: the GPU's
+    name when the caller knows it (else the trace's, when the tracer recorded it), for the
+    peaks the rates are compared with. iterations and bytes_per_iteration (the bytes the
+    exercise's kernels must move in device memory per iteration) give the kernels' achieved
+    memory bandwidth.
     """
+    work = Work(gpu=gpu, iterations=iterations, bytes_per_iteration=bytes_per_iteration,
+                source_name=source_name)
     notes = list(plan.notes)
     if plan.kind == "none":
         return ProfileReport(kind="none", trace=None, summary=None,
@@ -187,12 +239,12 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "")
         trace = read_trace(plan.output)
         summary = summarize(trace, source_name=source_name) if trace is not None else None
         report_file = trace.files[0] if trace is not None and trace.files else None
-        return _finish(plan, trace, summary, (), report_file, notes)
-    return _collect_nsys(plan, timeout, source_name, notes)
+        return _finish(plan, trace, summary, (), report_file, notes, work)
+    return _collect_nsys(plan, timeout, source_name, notes, work)
 
 
 def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
-                  notes: list[str]) -> ProfileReport:
+                  notes: list[str], work: Work) -> ProfileReport:
     report = plan.output
     assert report is not None
     if not report.is_file():
@@ -223,4 +275,4 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
         return ProfileReport(kind="nsys", trace=None, summary=None, report_file=report,
                              notes=tuple(notes),
                              message="no GPU profile: nsys stats could not read the report")
-    return _finish(plan, trace, summary, shown, report, notes)
+    return _finish(plan, trace, summary, shown, report, notes, work)

@@ -44,21 +44,6 @@ def where(kernel_name: str, source_name: str = "") -> str:
     return ""
 
 
-def _union_ns(intervals: Iterable[tuple[int, int]]) -> int:
-    total = 0
-    current_start = current_end = None
-    for start, end in sorted(intervals):
-        if current_end is None or start > current_end:
-            if current_end is not None and current_start is not None:
-                total += current_end - current_start
-            current_start, current_end = start, end
-        else:
-            current_end = max(current_end, end)
-    if current_end is not None and current_start is not None:
-        total += current_end - current_start
-    return total
-
-
 def _transfer(label: str, copies: list[Copy]) -> TransferStat:
     kinds = sorted({c.host_memory for c in copies if c.host_memory})
     return TransferStat(label=label, count=len(copies), bytes=sum(c.bytes for c in copies),
@@ -75,6 +60,36 @@ def queues(trace: Trace) -> list[tuple[int, int]]:
     return sorted(first, key=lambda k: (first[k], k))
 
 
+def stream_names(trace: Trace) -> dict[tuple[int, int], tuple[str, str]]:
+    """(process, stream) -> (name, small print) for every stream with work: the OpenACC queue
+    when the runtime told ("async(1)", "stream 13"), else CUDA's stream ("stream 13", "").
+    With several processes, the name starts with the pid."""
+    keys = queues(trace)
+    several = len({p for p, _ in keys}) > 1
+    told = {(q.process, q.stream): q for q in trace.stream_queues}
+    names: dict[tuple[int, int], tuple[str, str]] = {}
+    for process, stream in keys:
+        prefix = f"pid {process} " if several else ""
+        known = told.get((process, stream))
+        if known is not None:
+            names[(process, stream)] = (prefix + known.label, f"stream {stream}")
+        else:
+            names[(process, stream)] = (f"{prefix}stream {stream}", "")
+    return names
+
+
+def busy_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of intervals, as sorted disjoint intervals."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def summarize(trace: Trace, top: int = 10, source_name: str = "") -> Summary:
     per_kernel: dict[str, list[int]] = defaultdict(list)
     for k in trace.kernels:
@@ -89,7 +104,7 @@ def summarize(trace: Trace, top: int = 10, source_name: str = "") -> Summary:
     ops = [(e.start, e.end) for e in trace.operations]
     return Summary(
         span_ns=trace.finish - trace.origin if ops else 0,
-        busy_ns=_union_ns(ops),
+        busy_ns=sum(end - start for start, end in busy_intervals(ops)),
         kernel_ns=kernel_ns,
         kernel_count=len(trace.kernels),
         h2d=_transfer("host → device", [c for c in trace.copies if c.direction == HTOD]),
@@ -109,13 +124,16 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
     """What the exercise checks compare (specs.py: ran_on_gpu, queues, data_moved).
 
     kernels: kernel launches; ran_on_gpu: 1.0 when at least one kernel ran; queues: streams
-    with work; bytes_h2d, bytes_d2h, bytes_moved (both directions); with an iteration count,
-    bytes_per_iteration = bytes_moved / iterations. No trace (the program never used the GPU)
-    gives zeros.
+    with work; bytes_h2d, bytes_d2h, bytes_moved (both directions); gpu_busy: the fraction of
+    the time from the first GPU operation to the last with work on the GPU (0..1); with an
+    iteration count, bytes_per_iteration = bytes_moved / iterations. No trace (the program
+    never used the GPU) gives zeros.
     """
     t = trace if trace is not None else Trace()
     h2d = sum(c.bytes for c in t.copies if c.direction == HTOD)
     d2h = sum(c.bytes for c in t.copies if c.direction == DTOH)
+    busy = busy_intervals((e.start, e.end) for e in t.operations)
+    span = t.finish - t.origin if busy else 0
     values = {
         "ran_on_gpu": 1.0 if t.kernels else 0.0,
         "kernels": float(len(t.kernels)),
@@ -125,6 +143,7 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
         "bytes_moved": float(h2d + d2h),
         "kernel_ns": float(sum(k.ns for k in t.kernels)),
         "copy_ns": float(sum(c.ns for c in t.copies)),
+        "gpu_busy": sum(end - start for start, end in busy) / span if span > 0 else 0.0,
     }
     if iterations:
         values["bytes_per_iteration"] = (h2d + d2h) / iterations

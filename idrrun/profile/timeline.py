@@ -1,70 +1,364 @@
-"""The timeline picture: one row per stream (queue), kernels and copies in colours, a time axis
-and a legend; a PNG drawn with Pillow's ImageDraw and its default font.
+"""The timeline picture: where the GPU's time went, true at every scale. A PNG drawn with Pillow.
 
-Operations far shorter than a pixel still get one pixel, so that a thousand tiny kernels show
-as a band rather than nothing. Each row is drawn as merged pixel spans per kind of operation,
-which keeps the drawing time bounded by the picture's width, not by the trace's length.
+One row per stream -- named by the OpenACC queue it served when the runtime told (async(1),
+with "stream 13" in small print), else by CUDA's stream -- and a row for the host's waits.
+
+Each pixel column of a row is a slice of time, and its bar is a stacked column: the height of
+each colour is the share of that slice spent in that kind of operation (kernel, host->device,
+device->host, ...), the rest (light grey) is idle. So the area of each colour is proportional to
+its time, and the picture agrees with the summary's percentages: a thousand 5-microsecond copies
+between 200-microsecond kernels are a thin red line, not a red picture. Fractional heights are
+carried from one column to the next (error diffusion), so that even a kind that never fills a
+whole pixel in any column keeps its total area.
+
+Operations too short to show in the bar stay visible in thin lanes under it, one per kind the
+row has: a lane is coloured in every column where at least one operation of its kind runs,
+however short. The lanes say where things happen, the bars how long they take.
+
+A second panel zooms on a few representative iterations: the repeating pattern of kernel
+launches (the loop's period) is found and three periods around the median one are shown. A run
+without such a pattern gets a zoom on the stretch where most of its operations are, when that
+stretch is a small part of the run.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .model import DTOD, DTOH, HTOD, Trace
-from .summary import queues
+from .summary import queues, stream_names
 
 WIDTH = 1000
-LEFT = 120  # room for the row labels
+LEFT = 130  # room for the row names
 RIGHT = 20
-TOP = 30  # the title
-ROW = 30  # per row: a 22-pixel bar and a gap
-BAR = 22
-AXIS = 34
-LEGEND = 26
-BOTTOM = 8
+PLOT = WIDTH - LEFT - RIGHT  # pixel columns of time
+TITLE = 28
+CAPTION = 18  # a panel's caption line
+BAR = 22  # the stacked bar of a row
+LANE = 3  # one presence lane per kind of the row
+LANE_GAP = 2  # between the bar and the lanes
+ROW_GAP = 7
+AXIS = 30
+LEGEND = 42
+BOTTOM = 6
 
-# Kinds of operation, in drawing order, with their colour and legend text (ASCII: the default
-# bitmap font of older Pillow has no arrows).
+# Kinds of operation, in stacking order (bottom up), with their colour and legend text (ASCII:
+# the default fonts of Pillow may lack arrows).
 KINDS: tuple[tuple[str, tuple[int, int, int], str], ...] = (
     ("kernel", (59, 125, 216), "kernel"),
     ("h2d", (44, 160, 44), "copy host->device"),
     ("d2h", (214, 39, 40), "copy device->host"),
     ("d2d", (148, 103, 189), "copy device->device"),
     ("memset", (255, 127, 14), "memset"),
-    ("sync", (160, 160, 160), "host waits for GPU"),
+    ("sync", (120, 120, 120), "host waits for GPU"),
 )
 COLOURS = {kind: colour for kind, colour, _ in KINDS}
+IDLE = (236, 236, 236)
 BACKGROUND = (255, 255, 255)
-ROW_SHADE = (242, 242, 242)
 GRID = (215, 215, 215)
 INK = (30, 30, 30)
+FAINT = (110, 110, 110)
+ZOOM_MARK = (60, 60, 60)
+
+# The zoom: a repeating pattern of kernel launches needs at least this many repetitions to be
+# a loop; patterns up to this many kernels long are looked for; 90 % of the launches must follow
+# the pattern (the first and last iterations may differ).
+MIN_REPEATS = 5
+MAX_PERIOD = 16
+PATTERN_MATCH = 0.9
+ZOOM_PERIODS = 3
+# Without a pattern: the shortest stretch that holds this share of the operations, shown only
+# when it is at most this part of the run (else the first panel already shows it).
+ZOOM_OPERATIONS = 0.6
+ZOOM_MAX_PART = 0.25
+ZOOM_PAD = 0.03  # a margin on each side, as a part of the window
 
 Span = tuple[int, int, str]  # start ns, end ns, kind
 
 
-def _rows(trace: Trace) -> list[tuple[str, list[Span]]]:
-    """(label, operations) per stream in order of first use, then the host's waits."""
-    keys = queues(trace)
-    several = len({p for p, _ in keys}) > 1
-    spans: dict[tuple[int, int], list[Span]] = {k: [] for k in keys}
-    copy_kind = {HTOD: "h2d", DTOH: "d2h", DTOD: "d2d"}
+@dataclass(frozen=True)
+class Row:
+    name: str  # "async(1)", "stream 7", "host waits"
+    small: str  # "stream 13", or ""
+    ops: tuple[Span, ...]
+    kinds: tuple[str, ...]  # the kinds it has, in KINDS order: its lanes, top to bottom
+
+    @property
+    def height(self) -> int:
+        return BAR + LANE_GAP + LANE * len(self.kinds) + ROW_GAP
+
+
+@dataclass(frozen=True)
+class Window:
+    start: int
+    end: int
+    caption: str
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where everything goes; draw() and the tests read the same one."""
+
+    rows: tuple[Row, ...]
+    panels: tuple[Window, ...]  # the whole run, then the zoom when there is one
+    panel_tops: tuple[int, ...]  # y of each panel's first row
+    size: tuple[int, int]
+
+    def bar_box(self, panel: int, row: int) -> tuple[int, int, int, int]:
+        """(x0, y0, x1, y1), inclusive, of a row's bar in a panel."""
+        y = self.panel_tops[panel] + sum(r.height for r in self.rows[:row])
+        return LEFT, y, LEFT + PLOT - 1, y + BAR - 1
+
+    def lane_box(self, panel: int, row: int, kind: str) -> tuple[int, int, int, int]:
+        x0, y0, x1, _ = self.bar_box(panel, row)
+        i = self.rows[row].kinds.index(kind)
+        y = y0 + BAR + LANE_GAP + i * LANE
+        return x0, y, x1, y + LANE - 1
+
+
+def _copy_kind(direction: str) -> str:
+    return {HTOD: "h2d", DTOH: "d2h", DTOD: "d2d"}.get(direction, "d2d")
+
+
+def rows(trace: Trace) -> tuple[Row, ...]:
+    """One row per stream in order of first use, then the host's waits."""
+    names = stream_names(trace)
+    spans: dict[tuple[int, int], list[Span]] = {k: [] for k in queues(trace)}
     for k in trace.kernels:
         spans[(k.process, k.stream)].append((k.start, k.end, "kernel"))
     for c in trace.copies:
-        spans[(c.process, c.stream)].append((c.start, c.end, copy_kind.get(c.direction, "d2d")))
+        spans[(c.process, c.stream)].append((c.start, c.end, _copy_kind(c.direction)))
     for m in trace.memsets:
         spans[(m.process, m.stream)].append((m.start, m.end, "memset"))
-    rows = [((f"pid {p} stream {s}" if several else f"stream {s}"), spans[(p, s)]) for p, s in keys]
+    out = []
+    for key, ops in spans.items():
+        name, small = names[key]
+        present = {kind for _, _, kind in ops}
+        out.append(Row(name, small, tuple(ops), tuple(k for k, _, _ in KINDS if k in present)))
     if trace.syncs:
-        rows.append(("host waits", [(s.start, s.end, "sync") for s in trace.syncs]))
-    return rows
+        out.append(Row("host waits", "", tuple((s.start, s.end, "sync") for s in trace.syncs),
+                       ("sync",)))
+    return tuple(out)
 
 
-def image_size(rows: int) -> tuple[int, int]:
-    """Width and height of the picture for this many rows."""
-    return WIDTH, TOP + max(rows, 1) * ROW + AXIS + LEGEND + BOTTOM
+def row_labels(trace: Trace) -> Sequence[str]:
+    """The rows' names, top to bottom."""
+    return [r.name for r in rows(trace)]
+
+
+# ---------------------------------------------------------------------------------------
+# Time per pixel column
+
+
+def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[float]]:
+    """Per kind, the share (0..1) of each column's time that its operations cover; columns split
+    [start, end) evenly. Overlapping operations of one kind count once per operation (a stream
+    runs one at a time; the host's waits may overlap, and are capped at 1 by shares())."""
+    col = (end - start) / width
+    partial: dict[str, list[float]] = {}
+    runs: dict[str, list[int]] = {}  # difference array of fully covered columns
+    for s, e, kind in ops:
+        if e <= start or s >= end or e <= s:
+            continue
+        a_ns, b_ns = max(s, start) - start, min(e, end) - start
+        a, b = min(int(a_ns / col), width - 1), min(int(b_ns / col), width - 1)
+        part = partial.setdefault(kind, [0.0] * width)
+        if a == b:
+            part[a] += b_ns - a_ns
+            continue
+        part[a] += (a + 1) * col - a_ns
+        part[b] += b_ns - b * col
+        if b > a + 1:
+            run = runs.setdefault(kind, [0] * (width + 1))
+            run[a + 1] += 1
+            run[b] -= 1
+    out: dict[str, list[float]] = {}
+    for kind, part in partial.items():
+        full = runs.get(kind)
+        level = 0
+        shares = []
+        for c in range(width):
+            if full is not None:
+                level += full[c]
+            shares.append(min(1.0, (part[c] + level * col) / col))
+        out[kind] = shares
+    return out
+
+
+def presence(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[bool]]:
+    """Per kind, the columns where at least one of its operations runs, however short."""
+    col = (end - start) / width
+    runs: dict[str, list[int]] = {}
+    for s, e, kind in ops:
+        if e < start or s >= end or (e == start and s < e):
+            continue
+        a = min(int((max(s, start) - start) / col), width - 1)
+        b = min(int((min(e, end) - start) / col), width - 1)
+        run = runs.setdefault(kind, [0] * (width + 1))
+        run[a] += 1
+        run[b + 1] -= 1
+    out: dict[str, list[bool]] = {}
+    for kind, run in runs.items():
+        level = 0
+        flags = []
+        for c in range(width):
+            level += run[c]
+            flags.append(level > 0)
+        out[kind] = flags
+    return out
+
+
+def heights(shares: dict[str, list[float]], bar: int = BAR) -> dict[str, list[int]]:
+    """Whole-pixel heights per kind and column whose totals keep the shares' areas: what a
+    column cannot show of a kind is carried to the next column where that kind runs (error
+    diffusion); the carry is dropped where the kind stops, so no colour lands where its kind
+    never ran. Columns over-full by rounding give back from the kind that rounded up most."""
+    kinds = [k for k, _, _ in KINDS if k in shares]
+    width = len(next(iter(shares.values()))) if shares else 0
+    out = {k: [0] * width for k in kinds}
+    carry = dict.fromkeys(kinds, 0.0)
+    for c in range(width):
+        total_share = sum(shares[k][c] for k in kinds)
+        scale = 1.0 / total_share if total_share > 1.0 else 1.0
+        column: dict[str, int] = {}
+        for k in kinds:
+            share = shares[k][c] * scale
+            if share <= 0.0:
+                carry[k] = 0.0
+                continue
+            want = share * bar + carry[k]
+            got = max(0, round(want))
+            column[k] = got
+            carry[k] = want - got
+        while sum(column.values()) > bar:
+            k = min(column, key=lambda x: (carry[x], x))
+            column[k] -= 1
+            carry[k] += 1.0
+        for k, h in column.items():
+            out[k][c] = h
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The zoom
+
+
+def _pattern(names: Sequence[str]) -> int | None:
+    """The shortest period of the kernel-name sequence, if the sequence repeats enough."""
+    n = len(names)
+    for p in range(1, MAX_PERIOD + 1):
+        if n // p < MIN_REPEATS:
+            break
+        same = sum(1 for i in range(n - p) if names[i] == names[i + p])
+        if same >= PATTERN_MATCH * (n - p):
+            return p
+    return None
+
+
+def _fmt(ns: float) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _padded(start: int, end: int, caption: str) -> Window:
+    pad = int((end - start) * ZOOM_PAD)
+    return Window(start - pad, end + pad, caption)
+
+
+def _periodic_window(trace: Trace) -> Window | None:
+    kernels = sorted(trace.kernels, key=lambda k: k.start)
+    p = _pattern([k.name for k in kernels])
+    if p is None:
+        return None
+    starts = [kernels[i].start for i in range(0, len(kernels), p)]
+    periods = [b - a for a, b in zip(starts, starts[1:])]
+    if len(periods) < ZOOM_PERIODS:
+        return None
+    median = statistics.median(periods)
+    middle = len(periods) / 2
+    # The period nearest the median, and among those within 10 % of it the one nearest the
+    # middle of the run (neither the warm-up nor the last iteration).
+    j = min(range(len(periods)),
+            key=lambda i: (abs(periods[i] - median) > 0.1 * median, abs(i - middle)))
+    first = max(0, min(j - 1, len(periods) - ZOOM_PERIODS))
+    start, end = starts[first], starts[first + ZOOM_PERIODS]
+    each = f"{p} kernels" if p > 1 else "1 kernel"
+    return _padded(start, end, f"zoom: {ZOOM_PERIODS} loop iterations around the median one "
+                               f"(a repeating pattern of {each}, {_fmt(median)} per iteration)")
+
+
+def _densest_window(trace: Trace) -> Window | None:
+    ops = sorted((e.start, e.end) for e in trace.operations)
+    n = len(ops)
+    h = math.ceil(ZOOM_OPERATIONS * n)
+    if n < 4 or h < 2:
+        return None
+    best: tuple[int, int] | None = None
+    window: deque[int] = deque()  # indexes of ops in the window, by decreasing end
+    for i in range(n):
+        while window and ops[window[-1]][1] <= ops[i][1]:
+            window.pop()
+        window.append(i)
+        first = i - h + 1
+        if first < 0:
+            continue
+        while window[0] < first:
+            window.popleft()
+        candidate = (ops[first][0], ops[window[0]][1])
+        if best is None or candidate[1] - candidate[0] < best[1] - best[0]:
+            best = candidate
+    if best is None:
+        return None
+    return _padded(best[0], best[1], f"zoom: the {_fmt(best[1] - best[0])} that hold {h} of "
+                                     f"the {n} GPU operations")
+
+
+def zoom_window(trace: Trace) -> Window | None:
+    """The stretch the second panel shows, or None when zooming would show nothing new."""
+    span = trace.finish - trace.origin
+    if span <= 0:
+        return None
+    window = _periodic_window(trace) or _densest_window(trace)
+    if window is None or window.end - window.start > ZOOM_MAX_PART * span:
+        return None
+    return window
+
+
+# ---------------------------------------------------------------------------------------
+# Drawing
+
+
+def layout(trace: Trace, zoom: bool = True) -> Layout:
+    all_rows = rows(trace)
+    every = [(s, e) for r in all_rows for s, e, _ in r.ops]
+    origin = min((s for s, _ in every), default=0)
+    finish = max((e for _, e in every), default=1)
+    whole = Window(origin, max(finish, origin + 1), f"whole run: {_fmt(finish - origin)}")
+    panels = [whole]
+    if zoom:
+        window = zoom_window(trace)
+        if window is not None:
+            panels.append(window)
+    rows_h = sum(r.height for r in all_rows)
+    tops = []
+    y = TITLE
+    for _ in panels:
+        tops.append(y + CAPTION)
+        y += CAPTION + rows_h + AXIS
+    return Layout(rows=all_rows, panels=tuple(panels), panel_tops=tuple(tops),
+                  size=(WIDTH, y + LEGEND + BOTTOM))
+
+
+def image_size(trace: Trace) -> tuple[int, int]:
+    return layout(trace).size
 
 
 def _nice_step(span_ns: float, ticks: int = 8) -> float:
@@ -87,82 +381,100 @@ def _time_label(ns: float, step: float) -> str:
     return f"{ns:.0f} ns"
 
 
-def _pixel_spans(ops: Iterable[Span], origin: int, scale: float, x0: int) -> dict[str, list[tuple[int, int]]]:
-    """Per kind, the merged pixel columns [a, b] its operations cover (at least one each)."""
-    columns: dict[str, list[tuple[int, int]]] = {}
-    for start, end, kind in ops:
-        a = x0 + int((start - origin) * scale)
-        b = max(a, x0 + math.ceil((end - origin) * scale) - 1)
-        columns.setdefault(kind, []).append((a, b))
-    merged: dict[str, list[tuple[int, int]]] = {}
-    for kind, spans in columns.items():
-        out: list[tuple[int, int]] = []
-        for a, b in sorted(spans):
-            if out and a <= out[-1][1] + 1:
-                out[-1] = (out[-1][0], max(out[-1][1], b))
-            else:
-                out.append((a, b))
-        merged[kind] = out
-    return merged
+def _fonts() -> tuple[Any, Any]:
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=12), ImageFont.load_default(size=10)
+    except TypeError:  # Pillow before 10.1: one bitmap font
+        font = ImageFont.load_default()
+        return font, font
+
+
+def _draw_panel(pen: Any, lay: Layout, panel: int, origin: int, font: Any, small: Any) -> None:
+    window = lay.panels[panel]
+    top = lay.panel_tops[panel]
+    caption = window.caption + (" -- the dark mark on the axis above" if panel else "")
+    pen.text((8, top - CAPTION + 2), caption, fill=INK, font=font)
+    span = window.end - window.start
+    scale = PLOT / span
+    axis_y = top + sum(r.height for r in lay.rows)
+    step = _nice_step(span)
+    # Ticks at multiples of the step from the run's start, so that both panels share a clock.
+    tick = math.ceil((window.start - origin) / step) * step
+    while tick <= window.end - origin + 1e-9:
+        x = LEFT + int((tick - (window.start - origin)) * scale)
+        if LEFT <= x < LEFT + PLOT:
+            pen.line([(x, top - 2), (x, axis_y + 4)], fill=GRID)
+            pen.text((x - 10, axis_y + 7), _time_label(tick, step), fill=INK, font=small)
+        tick += step
+    pen.line([(LEFT, axis_y), (LEFT + PLOT - 1, axis_y)], fill=INK)
+    for i, row in enumerate(lay.rows):
+        x0, y0, x1, y1 = lay.bar_box(panel, i)
+        pen.text((8, y0 + 1), row.name, fill=INK, font=font)
+        if row.small:
+            pen.text((8, y0 + 15), row.small, fill=FAINT, font=small)
+        pen.rectangle([x0, y0, x1, y1], fill=IDLE)
+        tall = heights(coverage(row.ops, window.start, window.end))
+        for c in range(PLOT):
+            bottom = y1
+            for kind, _, _ in KINDS:
+                h = tall.get(kind, [])[c] if kind in tall else 0
+                if h:
+                    pen.line([(x0 + c, bottom - h + 1), (x0 + c, bottom)], fill=COLOURS[kind])
+                    bottom -= h
+        where = presence(row.ops, window.start, window.end)
+        for kind in row.kinds:
+            lx0, ly0, _, ly1 = lay.lane_box(panel, i, kind)
+            flags = where.get(kind, [])
+            c = 0
+            while c < len(flags):
+                if flags[c]:
+                    run = c
+                    while run + 1 < len(flags) and flags[run + 1]:
+                        run += 1
+                    pen.rectangle([lx0 + c, ly0, lx0 + run, ly1], fill=COLOURS[kind])
+                    c = run + 1
+                else:
+                    c += 1
+    if panel == 0 and len(lay.panels) > 1:
+        zoom = lay.panels[1]
+        a = LEFT + int((zoom.start - window.start) * scale)
+        b = max(a + 2, LEFT + int((zoom.end - window.start) * scale))
+        pen.rectangle([a, axis_y - 3, b, axis_y + 1], fill=ZOOM_MARK)
 
 
 def draw(trace: Trace, path: Path, title: str = "GPU timeline") -> Path | str:
     """Write the timeline PNG; its path, or why it could not be drawn."""
     try:
-        from PIL import Image, ImageDraw, ImageFont
+        from PIL import Image, ImageDraw
     except ImportError:
         return "no timeline picture: Pillow is not installed (pip install pillow)"
-    rows = _rows(trace)
-    if not rows:
+    lay = layout(trace)
+    if not lay.rows:
         return "no timeline picture: no GPU activity"
-    every = [(start, end) for _, ops in rows for start, end, _ in ops]
-    origin = min(start for start, _ in every)
-    finish = max(end for _, end in every)
-    span = max(finish - origin, 1)
-    plot_w = WIDTH - LEFT - RIGHT
-    scale = (plot_w - 1) / span
-    size = image_size(len(rows))
-    image = Image.new("RGB", size, BACKGROUND)
+    image = Image.new("RGB", lay.size, BACKGROUND)
     pen = ImageDraw.Draw(image)
-    font = ImageFont.load_default()
-
+    font, small = _fonts()
     pen.text((8, 8), title, fill=INK, font=font)
-    axis_y = TOP + len(rows) * ROW
-    for i in range(0, len(rows), 2):
-        pen.rectangle([LEFT, TOP + i * ROW, LEFT + plot_w - 1, TOP + i * ROW + BAR], fill=ROW_SHADE)
-    step = _nice_step(span)
-    tick = 0.0
-    while tick <= span + 1e-9:
-        x = LEFT + int(tick * scale)
-        pen.line([(x, TOP - 2), (x, axis_y + 4)], fill=GRID)
-        pen.text((x - 10, axis_y + 8), _time_label(tick, step), fill=INK, font=font)
-        tick += step
-    pen.line([(LEFT, axis_y), (LEFT + plot_w - 1, axis_y)], fill=INK)
-
-    for i, (label, ops) in enumerate(rows):
-        y = TOP + i * ROW
-        pen.text((8, y + BAR // 2 - 5), label, fill=INK, font=font)
-        spans = _pixel_spans(ops, origin, scale, LEFT)
-        for kind, _, _ in KINDS:
-            for a, b in spans.get(kind, ()):
-                pen.rectangle([a, y + 2, b, y + BAR - 2], fill=COLOURS[kind])
+    origin = lay.panels[0].start
+    for panel in range(len(lay.panels)):
+        _draw_panel(pen, lay, panel, origin, font, small)
 
     x = 8
-    legend_y = axis_y + AXIS
-    used = {kind for _, ops in rows for _, _, kind in ops}
-    for kind, colour, text in KINDS:
-        if kind not in used:
+    legend_y = lay.size[1] - LEGEND - BOTTOM + 6
+    used = {kind for r in lay.rows for kind in r.kinds}
+    for kind, colour, text in (*KINDS, ("idle", IDLE, "idle")):
+        if kind not in used and kind != "idle":
             continue
         pen.rectangle([x, legend_y, x + 12, legend_y + 12], fill=colour)
-        pen.text((x + 16, legend_y + 1), text, fill=INK, font=font)
+        pen.text((x + 16, legend_y), text, fill=INK, font=font)
         x += 16 + int(pen.textlength(text, font=font)) + 18
+    pen.text((8, legend_y + 19),
+             "bar height: share of each pixel's time; thin lines under a bar: where operations "
+             "of each kind run, however short", fill=FAINT, font=small)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     image.save(tmp, format="PNG")
     tmp.replace(path)
     return path
-
-
-def row_labels(trace: Trace) -> Sequence[str]:
-    """The rows the picture has, top to bottom (for tests and the text report)."""
-    return [label for label, _ in _rows(trace)]

@@ -1,7 +1,8 @@
 """Reading the built-in tracer's files ("idrrun-trace" JSON lines, docs/profiling.md).
 
-One JSON object per line, told apart by "type": header, kernel, memcpy, memset, sync, dropped,
-error, end. Unknown types and fields are ignored (newer tracers may add some). A line that is
+One JSON object per line, told apart by "type": header, kernel, memcpy, memset, sync, queue,
+device, dropped, error, end. Unknown types and fields are ignored (newer tracers may add some);
+version 1 files (no queue or device records) read the same. A line that is
 not JSON -- the last one when the program was killed while the tracer wrote -- is counted in
 Trace.skipped and otherwise ignored. A file without its "end" record makes Trace.complete False.
 """
@@ -13,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .model import Copy, Kernel, Memset, Sync, Trace
+from .model import Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
 
 FORMAT = "idrrun-trace"
-VERSION = 1
+VERSION = 2
 
 
 def _int(record: Mapping[str, Any], key: str, default: int = 0) -> int:
@@ -43,6 +44,8 @@ def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
     copies: list[Copy] = []
     memsets: list[Memset] = []
     syncs: list[Sync] = []
+    queue_records: list[dict[str, Any]] = []
+    devices: list[Device] = []
     errors: list[str] = []
     skipped = dropped = 0
     ended = False
@@ -70,6 +73,12 @@ def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
         if kind == "error":
             errors.append(f"{record.get('call', '?')}: {record.get('message', '?')}")
             continue
+        if kind == "queue":
+            queue_records.append(record)
+            continue
+        if kind == "device":
+            devices.append(_device(record, process))
+            continue
         start, end = _int(record, "start"), _int(record, "end")
         if kind in ("kernel", "memcpy", "memset", "sync") and (start <= 0 or end < start):
             skipped += 1  # CUPTI gives 0 when it could not time an operation
@@ -95,10 +104,49 @@ def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
         elif kind == "sync":
             syncs.append(Sync(kind=str(record.get("sync", "unknown")), stream=stream,
                               context=_int(record, "context", -1), start=start, end=end, process=process))
+    by_correlation: dict[int, int] = {}
+    ops: list[Kernel | Copy | Memset] = [*kernels, *copies, *memsets]
+    for op in ops:
+        if op.correlation:
+            by_correlation[op.correlation] = op.stream
+    named = _stream_queues(queue_records, by_correlation, process)
     trace = Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
-                  syncs=tuple(syncs), complete=ended, dropped=dropped, errors=tuple(errors),
-                  skipped=skipped)
+                  syncs=tuple(syncs), stream_queues=named,
+                  devices=tuple(devices),
+                  complete=ended, dropped=dropped, errors=tuple(errors), skipped=skipped)
     return trace, process
+
+
+def _device(record: Mapping[str, Any], process: int) -> Device:
+    cc = record.get("cc")
+    capability = ((cc[0], cc[1]) if isinstance(cc, list) and len(cc) == 2
+                  and all(isinstance(v, int) for v in cc) else (0, 0))
+    return Device(id=_int(record, "device"), name=str(record.get("name", "")), process=process,
+                  compute_capability=capability, sms=_int(record, "sms"),
+                  memory=_int(record, "memory"),
+                  memory_clock_khz=_int(record, "memory_clock_khz"),
+                  memory_bus_bits=_int(record, "memory_bus_bits"))
+
+
+def _stream_queues(records: Iterable[Mapping[str, Any]], by_correlation: Mapping[int, int],
+                   process: int) -> tuple[StreamQueue, ...]:
+    """Queue records -> one StreamQueue per stream. A record names its stream by CUPTI's id, or,
+    when CUPTI could not give one (-1), by the correlation id of the call that first used the
+    stream, which that call's kernel or copy record carries. The first record of a stream wins."""
+    found: dict[int, StreamQueue] = {}
+    for record in records:
+        queue = record.get("queue")
+        if not isinstance(queue, int) or isinstance(queue, bool) or queue < -2:
+            continue
+        stream = _int(record, "stream", -1)
+        if stream < 0:
+            stream = by_correlation.get(_int(record, "correlation"), -1)
+        if stream < 0 or stream in found:
+            continue
+        found[stream] = StreamQueue(stream=stream, queue=queue, process=process,
+                                    context=_int(record, "context"),
+                                    runtime=str(record.get("runtime", "")))
+    return tuple(found.values())
 
 
 def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
@@ -108,6 +156,8 @@ def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
         copies=tuple(c for t in parts for c in t.copies),
         memsets=tuple(m for t in parts for m in t.memsets),
         syncs=tuple(s for t in parts for s in t.syncs),
+        stream_queues=tuple(q for t in parts for q in t.stream_queues),
+        devices=tuple(d for t in parts for d in t.devices),
         complete=all(t.complete for t in parts),
         dropped=sum(t.dropped for t in parts),
         errors=tuple(dict.fromkeys(e for t in parts for e in t.errors)),

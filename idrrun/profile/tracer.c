@@ -5,7 +5,7 @@
  * recompilation: it works the same for nvc-, nvfortran- and gcc-built OpenACC programs.
  *
  * It records kernels, memory copies, memsets and host synchronisations, and writes them as JSON
- * lines (format "idrrun-trace" version 1, described in docs/profiling.md and parsed by
+ * lines (format "idrrun-trace" version 2, described in docs/profiling.md and parsed by
  * idrrun/profile/tracefile.py) to the file named by IDRRUN_TRACE_FILE (default
  * idrrun-trace.jsonl in the working directory). When that file already exists -- a second
  * process of the same run, e.g. an MPI rank -- it writes to FILE.<pid> instead.
@@ -22,6 +22,17 @@
  *   marks a complete trace.
  * - A forked child that does not exec must not write into its parent's trace: the atfork
  *   handler turns tracing off in the child.
+ * - Which OpenACC queue a CUDA stream serves ("queue" records): GCC's libgomp answers
+ *   acc_get_cuda_stream(q) for the queues that exist. The first time a kernel launch or an
+ *   asynchronous copy uses a stream, the tracer asks libgomp (found with dlsym, in the program's
+ *   thread, through a driver-API callback) which queue owns it. Only libgomp is asked: its
+ *   lookup never creates a queue, and the lock it takes is never held around a launch or a copy
+ *   (only around stream creation, destruction, synchronisation and queries, which are not
+ *   hooked). Other runtimes (nvc's) may create a queue when asked, so they are left alone and
+ *   their rows keep CUDA's stream numbers.
+ * - What the GPU is ("device" records): its name and the memory clock and bus width the driver
+ *   reports, for the report's achieved-versus-peak rates. A new context marks its device; the
+ *   helper thread and the exit handler query the driver, never inside a CUPTI callback.
  *
  * Only the leading fields of the activity records are read. CUPTI appends new fields at the
  * end of each new record version, so the oldest struct names (still declared in the headers of
@@ -29,7 +40,8 @@
  * check it against the newest versions where the headers have them.
  */
 #define _GNU_SOURCE
-#include <cupti.h>
+#include <cupti.h> /* with the driver calls' parameter structures (cuLaunchKernel_params) */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -69,7 +81,7 @@ SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, end);
 SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
 #endif
 
-#define TRACE_VERSION 1
+#define TRACE_VERSION 2
 /* 4 MiB per buffer: a few thousand records; CUPTI asks for more when it needs them. */
 #define BUFFER_SIZE ((size_t)4 << 20)
 #define BUFFER_ALIGN 8
@@ -266,6 +278,235 @@ static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_
 }
 
 /* ------------------------------------------------------------------------------------- */
+/* Which OpenACC queue a stream serves, and what the GPU is */
+
+/* OpenACC's async values, the same in GCC's and the NVIDIA HPC SDK's openacc.h. */
+#define ACC_ASYNC_NOVAL (-1)
+#define ACC_ASYNC_SYNC (-2)
+/* async(q) is asked for q = 0 .. QUEUE_PROBE_MAX-1: a course uses a handful of small numbers,
+ * and a queue beyond keeps its stream number. A question costs libgomp a mutex and a compare;
+ * it is asked once per new stream. */
+#define QUEUE_PROBE_MAX 1024
+/* Streams remembered; beyond that (not a course's program) new streams are not named. */
+#define MAX_STREAMS 256
+#define MAX_DEVICES 64
+
+typedef void *(*stream_of_queue_fn)(int);
+static stream_of_queue_fn stream_of_queue;
+static pthread_once_t runtime_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    CUcontext context;
+    CUstream stream;
+} streams[MAX_STREAMS];
+static int nstreams;
+static unsigned char device_state[MAX_DEVICES]; /* 0 unseen, 1 to describe, 2 described */
+
+static void find_runtime(void)
+{
+    /* With an OpenACC profiling library loaded, libgomp's acc_get_cuda_stream opens a profiling
+     * region of its own, which must not nest in the construct that is launching: stay away. */
+    const char *proflib = getenv("ACC_PROFLIB");
+    if (proflib != NULL && *proflib != '\0')
+        return;
+    void *symbol = dlsym(RTLD_DEFAULT, "acc_get_cuda_stream");
+    Dl_info where;
+    if (symbol != NULL && dladdr(symbol, &where) != 0 && where.dli_fname != NULL &&
+        strstr(where.dli_fname, "libgomp") != NULL)
+        memcpy(&stream_of_queue, &symbol, sizeof symbol);
+}
+
+/* 1 the first time (context, stream) is seen; it is remembered. */
+static int first_use(CUcontext context, CUstream stream)
+{
+    int fresh = 1;
+    pthread_mutex_lock(&streams_lock);
+    for (int i = 0; i < nstreams && fresh; i++)
+        fresh = !(streams[i].context == context && streams[i].stream == stream);
+    if (fresh && nstreams < MAX_STREAMS) {
+        streams[nstreams].context = context;
+        streams[nstreams].stream = stream;
+        nstreams++;
+    } else {
+        fresh = 0;
+    }
+    pthread_mutex_unlock(&streams_lock);
+    return fresh;
+}
+
+/* A destroyed stream's handle may come back for a new stream: ask again then. stream NULL:
+ * every stream of the context (it is being destroyed). */
+static void forget_streams(CUcontext context, CUstream stream, int all)
+{
+    pthread_mutex_lock(&streams_lock);
+    int kept = 0;
+    for (int i = 0; i < nstreams; i++)
+        if (!(streams[i].context == context && (all || streams[i].stream == stream)))
+            streams[kept++] = streams[i];
+    nstreams = kept;
+    pthread_mutex_unlock(&streams_lock);
+}
+
+/* Called on entry to a launch or an asynchronous copy on `stream`. The record names the stream
+ * by CUPTI's id when CUPTI gives one, and always by the call's correlation id, which the
+ * kernel or copy record of that call carries too. */
+static void name_stream(CUcontext context, CUstream stream, uint32_t correlation)
+{
+    pthread_once(&runtime_once, find_runtime);
+    if (stream_of_queue == NULL || context == NULL || stream == CU_STREAM_PER_THREAD ||
+        !first_use(context, stream))
+        return;
+    int queue = 0, found = 0;
+    if (stream == NULL || stream == CU_STREAM_LEGACY) {
+        /* libgomp runs what has no async clause on the context's default stream. */
+        queue = ACC_ASYNC_SYNC;
+        found = 1;
+    } else if (stream_of_queue(ACC_ASYNC_NOVAL) == (void *)stream) {
+        queue = ACC_ASYNC_NOVAL;
+        found = 1;
+    }
+    for (int q = 0; !found && q < QUEUE_PROBE_MAX; q++) {
+        if (stream_of_queue(q) == (void *)stream) {
+            queue = q;
+            found = 1;
+        }
+    }
+    if (!found)
+        return;
+    uint32_t stream_id = 0, context_id = 0;
+    long long known = -1;
+    if (cuptiGetStreamIdEx(context, stream, 0, &stream_id) == CUPTI_SUCCESS)
+        known = (long long)stream_id;
+    if (cuptiGetContextId(context, &context_id) != CUPTI_SUCCESS)
+        context_id = 0;
+    pthread_mutex_lock(&out_lock);
+    if (out != NULL && getpid() == owner) {
+        fprintf(out,
+                "{\"type\":\"queue\",\"context\":%u,\"stream\":%lld,\"correlation\":%u,"
+                "\"queue\":%d,\"runtime\":\"libgomp\"}\n",
+                context_id, known, correlation, queue);
+        fflush(out);
+    }
+    pthread_mutex_unlock(&out_lock);
+}
+
+typedef CUresult (*device_get_fn)(CUdevice *, int);
+typedef CUresult (*device_name_fn)(char *, int, CUdevice);
+typedef CUresult (*device_attribute_fn)(int *, CUdevice_attribute, CUdevice);
+typedef CUresult (*device_memory_fn)(size_t *, CUdevice);
+
+static int attribute(device_attribute_fn get, CUdevice device, CUdevice_attribute which)
+{
+    int value = 0;
+    return get(&value, which, device) == CUDA_SUCCESS ? value : 0;
+}
+
+/* One "device" record per GPU. A new context only marks its device (CUPTI's device id is the
+ * CUDA ordinal); the helper thread and the exit handler describe the marked devices, outside
+ * any CUDA call, so that no driver query runs inside a CUPTI callback. Device queries need no
+ * context: they work at exit too, after the OpenACC runtime destroyed its contexts. The driver
+ * is already loaded (it loaded this library); it is reached through dlopen(RTLD_NOLOAD), so the
+ * tracer needs no link to libcuda. */
+static void mark_device(CUcontext context)
+{
+    uint32_t id = 0;
+    if (context == NULL || cuptiGetDeviceId(context, &id) != CUPTI_SUCCESS || id >= MAX_DEVICES)
+        return;
+    pthread_mutex_lock(&streams_lock);
+    if (device_state[id] == 0)
+        device_state[id] = 1;
+    pthread_mutex_unlock(&streams_lock);
+}
+
+static void describe_devices(void)
+{
+    int todo[MAX_DEVICES];
+    int n = 0;
+    pthread_mutex_lock(&streams_lock);
+    for (int id = 0; id < MAX_DEVICES; id++) {
+        if (device_state[id] == 1) {
+            device_state[id] = 2;
+            todo[n++] = id;
+        }
+    }
+    pthread_mutex_unlock(&streams_lock);
+    if (n == 0)
+        return;
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda == NULL)
+        return;
+    device_get_fn get_device;
+    device_name_fn get_name;
+    device_attribute_fn get_attribute;
+    device_memory_fn get_memory;
+    void *f;
+    f = dlsym(cuda, "cuDeviceGet");
+    memcpy(&get_device, &f, sizeof f);
+    f = dlsym(cuda, "cuDeviceGetName");
+    memcpy(&get_name, &f, sizeof f);
+    f = dlsym(cuda, "cuDeviceGetAttribute");
+    memcpy(&get_attribute, &f, sizeof f);
+    f = dlsym(cuda, "cuDeviceTotalMem_v2");
+    memcpy(&get_memory, &f, sizeof f);
+    for (int i = 0; i < n && get_device != NULL && get_name != NULL && get_attribute != NULL;
+         i++) {
+        CUdevice device;
+        char name[256] = "";
+        if (get_device(&device, todo[i]) != CUDA_SUCCESS ||
+            get_name(name, (int)sizeof name, device) != CUDA_SUCCESS)
+            continue;
+        size_t memory = 0;
+        if (get_memory == NULL || get_memory(&memory, device) != CUDA_SUCCESS)
+            memory = 0;
+        int major = attribute(get_attribute, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+        int minor = attribute(get_attribute, device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+        int sms = attribute(get_attribute, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+        int clock = attribute(get_attribute, device, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+        int bus = attribute(get_attribute, device, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+        int integrated = attribute(get_attribute, device, CU_DEVICE_ATTRIBUTE_INTEGRATED);
+        pthread_mutex_lock(&out_lock);
+        if (out != NULL && getpid() == owner) {
+            fprintf(out, "{\"type\":\"device\",\"device\":%d,\"name\":", todo[i]);
+            put_string(name);
+            fprintf(out,
+                    ",\"cc\":[%d,%d],\"sms\":%d,\"memory\":%zu,\"memory_clock_khz\":%d,"
+                    "\"memory_bus_bits\":%d,\"integrated\":%d}\n",
+                    major, minor, sms, memory, clock, bus, integrated);
+            fflush(out);
+        }
+        pthread_mutex_unlock(&out_lock);
+    }
+    dlclose(cuda);
+}
+
+static void on_driver_call(CUpti_CallbackId id, const CUpti_CallbackData *call)
+{
+    if (call->callbackSite != CUPTI_API_ENTER || call->functionParams == NULL)
+        return;
+    CUstream stream;
+    switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        stream = ((const cuLaunchKernel_params *)call->functionParams)->hStream;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+        stream = ((const cuMemcpyHtoDAsync_v2_params *)call->functionParams)->hStream;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+        stream = ((const cuMemcpyDtoHAsync_v2_params *)call->functionParams)->hStream;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync:
+        stream = ((const cuMemcpyHtoDAsync_params *)call->functionParams)->hStream;
+        break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync:
+        stream = ((const cuMemcpyDtoHAsync_params *)call->functionParams)->hStream;
+        break;
+    default:
+        return;
+    }
+    name_stream(call->context, stream, call->correlationId);
+}
+
+/* ------------------------------------------------------------------------------------- */
 /* Flushing: periodically, before a context goes away, at exit */
 
 static void *flush_loop(void *arg)
@@ -285,6 +526,7 @@ static void *flush_loop(void *arg)
         if (flusher_stop)
             break;
         pthread_mutex_unlock(&flusher_lock);
+        describe_devices();
         cuptiActivityFlushAll(0);
         pthread_mutex_lock(&flusher_lock);
     }
@@ -308,11 +550,29 @@ static void CUPTIAPI on_callback(void *data, CUpti_CallbackDomain domain, CUpti_
                                  const void *info)
 {
     (void)data;
-    (void)info;
-    if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING
-        && getpid() == owner) {
+    if (getpid() != owner || info == NULL)
+        return;
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        on_driver_call(id, (const CUpti_CallbackData *)info);
+        return;
+    }
+    if (domain != CUPTI_CB_DOMAIN_RESOURCE)
+        return;
+    const CUpti_ResourceData *resource = (const CUpti_ResourceData *)info;
+    switch (id) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+        mark_device(resource->context);
+        break;
+    case CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING:
+        forget_streams(resource->context, resource->resourceHandle.stream, 0);
+        break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+        forget_streams(resource->context, NULL, 1);
         stop_flusher();
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        break;
+    default:
+        break;
     }
 }
 
@@ -321,6 +581,7 @@ static void at_exit(void)
     if (getpid() != owner)
         return;
     stop_flusher();
+    describe_devices();
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&out_lock);
     if (out != NULL) {
@@ -412,10 +673,30 @@ int InitializeInjection(void)
     CUpti_SubscriberHandle subscriber;
     status = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);
     report("cuptiSubscribe", status);
-    if (status == CUPTI_SUCCESS)
-        report("cuptiEnableCallback(CONTEXT_DESTROY_STARTING)",
-               cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING));
+    if (status == CUPTI_SUCCESS) {
+        static const struct { CUpti_CallbackDomain domain; CUpti_CallbackId id; const char *call; }
+        hooks[] = {
+            {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+             "cuptiEnableCallback(CONTEXT_DESTROY_STARTING)"},
+            {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+             "cuptiEnableCallback(CONTEXT_CREATED)"},
+            {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING,
+             "cuptiEnableCallback(STREAM_DESTROY_STARTING)"},
+            /* The calls that put work on a stream: where a stream's queue is looked up. */
+            {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+             "cuptiEnableCallback(cuLaunchKernel)"},
+            {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+             "cuptiEnableCallback(cuMemcpyHtoDAsync_v2)"},
+            {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+             "cuptiEnableCallback(cuMemcpyDtoHAsync_v2)"},
+            {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync,
+             "cuptiEnableCallback(cuMemcpyHtoDAsync)"},
+            {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync,
+             "cuptiEnableCallback(cuMemcpyDtoHAsync)"},
+        };
+        for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
+            report(hooks[i].call, cuptiEnableCallback(1, subscriber, hooks[i].domain, hooks[i].id));
+    }
 
     if (flush_ms > 0) {
         /* The helper thread blocks every signal: the program's own handlers must keep

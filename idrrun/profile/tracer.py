@@ -128,7 +128,7 @@ def build_command(compiler: str, cupti: Cupti, output: Path) -> tuple[str, ...]:
     # rpath: the traced program has no LD_LIBRARY_PATH to CUDA, the tracer must find libcupti.
     return (compiler, "-O2", "-shared", "-fPIC", "-o", str(output), str(TRACER_SOURCE),
             f"-I{cupti.include}", f"-L{cupti.lib}", "-lcupti", f"-Wl,-rpath,{cupti.lib}",
-            "-lpthread")
+            "-lpthread", "-ldl")
 
 
 def build_tracer(cache_dir: Path, cc: str | None = None,
