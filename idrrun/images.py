@@ -143,6 +143,12 @@ def from_rows(rows: Sequence[Sequence[float]], peak: float | None = None, source
     return Image(width, height, (PILImage.frombytes("F", (width, height), data),), peak, source, "values")
 
 
+def rows(image: Image, channel: int = 0) -> list[list[float]]:
+    """One channel's pixels as a list of rows (the inverse of from_rows)."""
+    values = array.array("f", image.planes[channel].tobytes())
+    return [values[y * image.width:(y + 1) * image.width].tolist() for y in range(image.height)]
+
+
 def _header_tokens(data: bytes, name: str, count: int) -> tuple[list[int], int]:
     """The header's numbers after the magic number, and the offset just past the last one."""
     tokens: list[int] = []
@@ -517,6 +523,10 @@ def _png(picture: PILImage.Image) -> bytes:
     return out.getvalue()
 
 
+# Pillow's built-in font has no glyph for these: the PNG (not the HTML) spells them out.
+_PLAIN = str.maketrans({"×": "x", "∞": "inf", "≥": ">=", "≤": "<=", "²": "^2"})
+
+
 def _strip(frames: Sequence[PILImage.Image], labels: Sequence[str], footer: str = "") -> PILImage.Image:
     """Frames side by side on white, each with its label below, and one footer line."""
     font = ImageFont.load_default()
@@ -529,10 +539,10 @@ def _strip(frames: Sequence[PILImage.Image], labels: Sequence[str], footer: str 
     top = max(f.height for f in frames)
     for frame, label in zip(frames, labels):
         sheet.paste(frame.convert("RGB"), (x, gap))
-        draw.text((x, gap + top + 2), label, fill="black", font=font)
+        draw.text((x, gap + top + 2), label.translate(_PLAIN), fill="black", font=font)
         x += frame.width + gap
     if footer:
-        draw.text((gap, gap + top + 2 + line), footer, fill="black", font=font)
+        draw.text((gap, gap + top + 2 + line), footer.translate(_PLAIN), fill="black", font=font)
     return sheet
 
 
