@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__
+
+__all__ = ["__version__", "load_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:

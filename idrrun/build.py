@@ -17,12 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from .model import BuildResult, Limits, Protections, RunRequest, Source, Toolchain
-from .run import proc
+from .model import BuildResult, Protections, RunRequest, Source, Toolchain
+from .run import isolation, proc, sandbox
+from .run.sandbox import Box
 
 EXECUTABLE = "prog"
 OBJECT = "prog.o"
 SOURCE_STEM = "source"
+PREPROCESSED = "source.pre"  # what the compiler read, for the source checks (C, C++)
 _MARKER = "build.json"
 
 _C_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
@@ -38,18 +40,26 @@ def padded_text(source: Source) -> str:
     return "\n" * (source.first_line - 1) + source.text
 
 
+MAX_HEADER_BYTES = 4 << 20
+
+
 def local_headers(source: Source) -> list[Path]:
-    """Headers and Fortran include files the source pulls from its own folder, transitively."""
+    """Headers and Fortran include files the source pulls from its own folder, transitively:
+    regular files of a sensible size only (a header that is a link to /dev/zero must not hang
+    idrrun, which reads them to key the build)."""
     seen: dict[Path, None] = {}
     todo = [source.text]
+    origin = source.origin_dir.resolve()
     while todo:
         text = todo.pop()
         for name in _C_INCLUDE.findall(text) + _F_INCLUDE.findall(text):
             path = (source.origin_dir / name).resolve()
-            if path in seen or not path.is_file():
+            if path in seen or origin not in path.parents:
                 continue
-            seen[path] = None
             try:
+                if not path.is_file() or path.stat().st_size > MAX_HEADER_BYTES:
+                    continue
+                seen[path] = None
                 todo.append(path.read_text(errors="replace"))
             except OSError:
                 pass
@@ -111,14 +121,36 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir: Path,
+                uid: int) -> Box:
+    """What a sandboxed compiler sees: the system, its build folder, the source's folder
+    (read-only, for its headers) and the compiler's own prefix when it lives elsewhere."""
+    support = isolation.sandbox_support()
+    readable = [request.source.origin_dir]
+    if toolchain.compiler.path is not None:
+        prefix = Path(toolchain.compiler.path).resolve().parent.parent
+        if not sandbox.in_system_dirs(prefix):
+            readable.append(prefix)
+    return Box(workdir=work, writable=(work,), readable=tuple(readable),
+               hidden=(*request.hide, cache_dir), env=sandbox.clean_env(os.environ, {}),
+               uid=uid, gid=uid, support=support)
+
+
 def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
-          protections: Protections | None = None) -> BuildResult:
+          protections: Protections | None = None, preprocess: tuple[str, ...] = (),
+          uid: int = -1) -> BuildResult:
+    """Compile (or take from the cache) the request's source.
+
+    preprocess: a command, run after a successful compile in the same place, that writes
+    PREPROCESSED (the source as the compiler read it: comments and disabled blocks gone).
+    uid: the sandbox's user for this request (-1: idrrun's own)."""
     argv = compile_argv(request, toolchain)
     key = build_key(request, toolchain)
-    builds = cache_dir / "builds"
+    builds = request.build_cache or cache_dir / "builds"
     final = builds / key
     product = OBJECT if request.object_only else EXECUTABLE
-    if not request.force and (final / _MARKER).is_file() and (final / product).is_file():
+    if not request.force and (final / _MARKER).is_file() and (final / product).is_file() and \
+            (not preprocess or (final / PREPROCESSED).is_file()):
         try:
             recorded = json.loads((final / _MARKER).read_text())
             return BuildResult(
@@ -134,18 +166,31 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(request.source.name).stem) or "cell"
     write_atomic(cache_dir / "sources" / f"{safe}-{key}{request.source.suffix}", request.source.text)
     builds.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=builds, prefix=f".{key}.tmp-"))
+    # A sandboxed compiler's uid must reach its folder: outside the (private) cache then.
+    work = Path(tempfile.mkdtemp(dir=None if request.sandbox else builds, prefix=f".{key}.tmp-"))
+    box = compile_box(request, toolchain, work, cache_dir, uid) if request.sandbox else None
     start = time.monotonic()
     try:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
+        # Through the guard and its limits: a kernel killed mid-build takes the compiler along,
+        # and a source that makes the compiler eat memory or write a huge file is stopped.
         result = proc.run(
             argv, what="compile", timeout=request.compile_timeout, cwd=work,
             max_output=request.max_output, protections=protections,
-            # Through the guard, without limits: a kernel killed mid-build takes the compiler along.
-            limits=Limits(memory=None, tasks=None, file_size=None),
+            limits=request.compile_limits, box=box,
         )
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / product).is_file()
+        if ok and preprocess:
+            pre = proc.run(preprocess, what="compile", timeout=request.compile_timeout, cwd=work,
+                           max_output=64 * 1024, protections=protections,
+                           limits=request.compile_limits, box=box)
+            ok = pre.ok and (work / PREPROCESSED).is_file()
+            if not ok:
+                output += rename_paths(pre.output, request.source)
+                result = pre
+        if box is not None:
+            sandbox.take_back(box, [work])
         if not ok:
             return BuildResult(ok=False, command=argv, proc=result, output=output, cached=False,
                                key=key, build_dir=None, seconds=time.monotonic() - start)
@@ -156,7 +201,9 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
             try:
                 os.rename(work, final)
             except OSError:
-                # Another kernel built the same key at the same moment: theirs is as good.
+                if not final.exists():  # another file system (a sandboxed build's /tmp)
+                    shutil.copytree(work, final)
+                # else another kernel built the same key at the same moment: theirs is as good.
                 shutil.rmtree(work, ignore_errors=True)
         return BuildResult(
             ok=True, command=argv, proc=result, output=output, cached=False, key=key,

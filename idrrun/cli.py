@@ -17,16 +17,19 @@ from typing import TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
-from . import __version__, doctor, toolchains
+from . import doctor, toolchains
 from .checks import specs
-from .display import TextReporter, render_failure
+from .display import TextReporter, neutralise, render_failure
 from .errors import IdrrunError, UsageError
 from .grading import classroom, course
 from .grading.checked import run_with_options
 from .model import FailureKind, Outcome
 from .request import config, options, source
+from .run import isolation
 from .toolchains import registry
+from .version import __version__
 
 EXIT_OK, EXIT_BUILD, EXIT_USAGE, EXIT_RUN, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 124, 130
 EXIT_CODES: dict[FailureKind, int] = {
@@ -57,7 +60,7 @@ def _run(tokens: Sequence[str]) -> int:
     settings = config.load(workdir)
     assert opts.file is not None
     src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
-    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty())
+    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty(), sanitize=True)
     probe = toolchains.probe(settings, opts.family)
     if probe.protections is not None:
         reporter.notes(probe.protections.notes)
@@ -101,6 +104,9 @@ def _grade(tokens: Sequence[str]) -> int:
                    help="grade everything again, even rows already in the report")
     p.add_argument("--launcher", choices=("none", "mpirun", "srun"),
                    help="run each submission through this launcher (srun: one SLURM job step each)")
+    p.add_argument("--unsafe", action="store_true",
+                   help="grade even where no sandbox can be made (the report says so): programs "
+                        "then see the grader's files and processes")
     args = p.parse_args(list(tokens))
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
@@ -112,29 +118,39 @@ def _grade(tokens: Sequence[str]) -> int:
                                                    command="" if args.launcher != settings.launcher.kind
                                                    else settings.launcher.command))
     exercise = specs.find(args.exercise, settings, workdir)
+    support = isolation.sandbox_support()
+    if support.level == "none" and not args.unsafe:
+        raise UsageError(f"cannot grade safely here: {support.why}. Submissions would run as "
+                         "you, seeing your files: install bubblewrap (or run as root), or give "
+                         "--unsafe to grade anyway (the report says so)")
+    level = support.level if support.level != "none" else "none (--unsafe)"
     probe = toolchains.probe(settings, args.compiler)
     subs = classroom.discover(args.submissions, exercise, args.language)
     console = _console()
+    console.print(neutralise(support.describe()), markup=False)
+    for orphan in classroom.remove_orphans(settings):
+        console.print(f"removed what a killed grading left: {orphan}", markup=False)
     already: dict[str, classroom.GradeRow] = {}
+    key = classroom.grading_key(settings)
     if args.report is not None and not args.fresh:
-        already = classroom.load_report(args.report, exercise.name)
+        already = classroom.load_report(args.report, exercise.name, key)
         kept = sum(str(s.path) in already for s in subs)
         if kept:
             console.print(f"resuming: {kept} rows kept from {args.report} (--fresh grades them again)")
 
     def save(rows: list[classroom.GradeRow]) -> None:
         if args.report is not None:
-            classroom.write_report(rows, args.report)
+            classroom.write_report(rows, args.report, key)
 
     todo = sum(str(s.path) not in already for s in subs)
     rows = _with_progress(console, todo, f"grading {exercise.name}",
                           lambda done: classroom.grade_all(subs, exercise, settings, probe,
                                                            args.jobs, args.timeout, done,
-                                                           already, save))
+                                                           already, save, sandbox=level))
     _summary(console, rows)
     if args.report is not None:
-        classroom.write_report(rows, args.report)
-        console.print(f"report: {args.report}")
+        classroom.write_report(rows, args.report, key)
+        console.print(f"report: {args.report}", markup=False)
     if args.feedback is not None:
         classroom.write_feedback(rows, exercise, args.feedback)
         console.print(f"feedback: {args.feedback}/")
@@ -152,7 +168,7 @@ def _with_progress(console: Console, total: int, label: str,
                       TimeRemainingColumn(), console=console) as progress:
             task = progress.add_task(label, total=total)
             return work(lambda row: progress.advance(task))
-    return work(lambda row: print(f"{row.student}: {row.status}", flush=True))
+    return work(lambda row: print(neutralise(f"{row.student}: {row.status}"), flush=True))
 
 
 def _summary(console: Console, rows: Sequence[classroom.GradeRow]) -> None:
@@ -160,12 +176,14 @@ def _summary(console: Console, rows: Sequence[classroom.GradeRow]) -> None:
     for col in ("student", "language", "verdict", "reasons", "build s", "run s"):
         table.add_column(col)
     for r in rows:
-        style = {"pass": "green", "fail": "red", "error": "magenta"}[r.status]
-        table.add_row(r.student, r.language, f"[{style}]{r.status}[/]", r.reasons,
-                      f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}")
+        style = {"pass": "green", "fail": "red", "incomplete": "yellow", "error": "magenta"}[r.status]
+        # Students' text is never markup: Text cells are printed as they are, neutralised.
+        table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
+                      Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}")
     console.print(table)
-    counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "error")}
-    console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errors")
+    counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
+    console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "
+                  f"incomplete (could not be judged), {counts['error']} errors")
 
 
 def _course(tokens: Sequence[str]) -> int:
@@ -203,15 +221,24 @@ def _course(tokens: Sequence[str]) -> int:
     for col in ("exercise", "language", "solution", "start file", "solution s", "start s", "ok"):
         table.add_column(col)
     for r in rows:
-        sol = r.solution.status + ("" if r.solution.status == "pass" else f": {r.solution.reasons}")
+        if r.solution.status == "incomplete":
+            missing = [c.name for c in r.solution.checks if c.status == "incomplete"]
+            sol = f"incomplete: {', '.join(missing)} not evaluated here"
+        else:
+            sol = r.solution.status + ("" if r.solution.status == "pass" else f": {r.solution.reasons}")
         failed = [c.name for c in r.start.checks if c.status == "fail"]
         start = r.start.status + (f" ({', '.join(failed)})" if failed else
                                   ("" if r.start.status == "fail" else f": {r.start.reasons}"))
-        table.add_row(r.exercise, r.language, sol, start, f"{r.solution.run_seconds:.2f}",
-                      f"{r.start.run_seconds:.2f}", "[green]yes[/]" if r.ok else "[red]NO[/]")
+        ok = Text("yes", style="green") if r.ok and not r.incomplete else \
+            Text("yes, here", style="yellow") if r.ok else Text("NO", style="red")
+        table.add_row(r.exercise, r.language, Text(sol), Text(start),
+                      f"{r.solution.run_seconds:.2f}", f"{r.start.run_seconds:.2f}", ok)
     console.print(table)
     bad = [r for r in rows if not r.ok]
-    console.print(f"{len(rows) - len(bad)} passed, {len(bad)} failed")
+    partly = [r for r in rows if r.incomplete]
+    console.print(f"{len(rows) - len(bad)} passed ({len(partly)} of them incomplete here: their "
+                  f"solution has checks this machine cannot evaluate, e.g. GPU traces), "
+                  f"{len(bad)} failed", markup=False)
     return EXIT_OK if not bad and rows else 1
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from typing import TextIO
@@ -45,12 +46,26 @@ def render_failure(failure: Failure, with_output: bool = False, max_lines: int =
     return text
 
 
-class TextReporter:
-    """Writes the pipeline's events to a text stream (a notebook cell's stdout, a terminal)."""
+# Control characters a program could use to drive a terminal (escape sequences set its title,
+# write to the clipboard, clear the screen...). Newlines, tabs and carriage returns stay.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
-    def __init__(self, stream: TextIO, color: bool = False) -> None:
+
+def neutralise(text: str) -> str:
+    """Text from a program or a student, safe to print in a terminal: controls shown as \\xNN."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+class TextReporter:
+    """Writes the pipeline's events to a text stream (a notebook cell's stdout, a terminal).
+
+    In a terminal (sanitize=True) the program's output is neutralised: notebooks render only
+    colour codes of it, but a terminal would obey any escape sequence."""
+
+    def __init__(self, stream: TextIO, color: bool = False, sanitize: bool = False) -> None:
         self._out = stream
         self._color = color
+        self._sanitize = sanitize
         self._at_line_start = True
 
     def _paint(self, text: str, style: str) -> str:
@@ -92,7 +107,7 @@ class TextReporter:
             self._line(BUILD_DONE.format(seconds=result.seconds) if request.show_time else "built")
 
     def output(self, text: str) -> None:
-        self._out.write(text)
+        self._out.write(neutralise(text) if self._sanitize else text)
         self._out.flush()
         self._at_line_start = text.endswith("\n")
 
@@ -123,8 +138,8 @@ class TextReporter:
 # ---------------------------------------------------------------------------------------
 # Verdicts
 
-_MARK = {"pass": "PASS", "fail": "FAIL", "skipped": "skip"}
-_HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "skipped": "#6e7781"}
+_MARK = {"pass": "PASS", "fail": "FAIL", "incomplete": "n/a"}
+_HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 
 
 class VerdictView:
@@ -137,6 +152,11 @@ class VerdictView:
         v = self.verdict
         if v.passed:
             return f"{v.exercise}: PASS, {len(v.checks)} checks"
+        if v.incomplete:
+            missing = v.incomplete_checks
+            return (f"{v.exercise}: INCOMPLETE, {len(v.checks) - len(missing)} checks passed, "
+                    f"{len(missing)} could not be evaluated here "
+                    f"({', '.join(c.name for c in missing)}: {missing[0].reason})")
         return f"{v.exercise}: not yet, {len(v.failed_checks)} of {len(v.checks)} checks failed"
 
     def __str__(self) -> str:
@@ -151,7 +171,7 @@ class VerdictView:
 
     def _repr_html_(self) -> str:
         v = self.verdict
-        color = _HTML_COLOR["pass" if v.passed else "fail"]
+        color = _HTML_COLOR["pass" if v.passed else "incomplete" if v.incomplete else "fail"]
         body = "".join(
             f"<tr><td>{html.escape(c.name)}</td>"
             f"<td style='color:{_HTML_COLOR[c.status]};font-weight:bold'>{_MARK[c.status]}</td>"

@@ -458,7 +458,7 @@ def image_check(got: PathLike, expected: PathLike, label: str = "image",
     """The `image` check kind: the file a program wrote against the one its solution wrote.
 
     raw: (width, height, dtype) for raw files; PGM/PPM otherwise. A missing or malformed file is
-    a failed check with the reason, a missing solution picture a skipped one; never an exception.
+    a failed check with the reason, a missing solution picture an incomplete one; never an exception.
     """
     want = _bounds(min_psnr, max_diff)
 
@@ -467,14 +467,14 @@ def image_check(got: PathLike, expected: PathLike, label: str = "image",
 
     name = Path(got).name
     if not Path(expected).is_file():
-        return CheckResult(label, "skipped", want, "",
+        return CheckResult(label, "incomplete", want, "",
                            f"the solution wrote no {Path(expected).name}: nothing to compare with")
     if not Path(got).is_file():
         return CheckResult(label, "fail", want, "no file", f"the program wrote no {name}")
     try:
         reference = load(expected)
     except ImageError as exc:
-        return CheckResult(label, "skipped", want, "", f"the solution's picture is unusable: {exc}")
+        return CheckResult(label, "incomplete", want, "", f"the solution's picture is unusable: {exc}")
     try:
         picture = load(got)
     except ImageError as exc:

@@ -128,6 +128,15 @@ class RunRequest:
     raise_on_failure: bool = True
     check: str | None = None
     limits: Limits = field(default_factory=lambda: Limits())
+    # The compiler's own limits: an `#include "/dev/zero"` or a 1 GB static array stops here.
+    compile_limits: Limits = field(default_factory=lambda: Limits(memory=4 << 30, tasks=256,
+                                                                   file_size=512 << 20))
+    sandbox: bool = False  # compile and run in a box (run/sandbox.py): always when grading
+    # As root, the box runs as a fresh uid that owns the request's folders (grading: folders of
+    # its own); False keeps the files of a user's folder theirs.
+    own_uid: bool = False
+    hide: tuple[Path, ...] = ()  # folders a box must not see (the exercise's, with its solutions)
+    build_cache: Path | None = None  # where builds go; None: the shared cache (grading: its own)
 
 
 @dataclass(frozen=True)
@@ -167,6 +176,28 @@ class Cgroups:
     version: int  # 1 or 2
     memory_parent: Path | None
     pids_parent: Path | None
+
+
+SandboxLevel = Literal["namespaces", "uid", "none"]
+
+
+@dataclass(frozen=True)
+class SandboxSupport:
+    """How much a sandbox (run/sandbox.py) can wall off on this machine, probed once."""
+
+    level: SandboxLevel
+    bwrap: str | None
+    root: bool
+    why: str = ""  # why the level is not "namespaces"
+
+    def describe(self) -> str:
+        if self.level == "namespaces":
+            own = "a fresh uid per run, " if self.root else ""
+            return (f"sandbox: bubblewrap ({own}own mount, PID and network namespaces, system "
+                    "folders read-only, nothing else visible)")
+        if self.level == "uid":
+            return f"sandbox: a fresh uid per run, private folders (no namespaces: {self.why})"
+        return f"no sandbox: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -362,7 +393,9 @@ class AccReport:
     method: str  # how this was found out, for messages and logs
 
 
-CheckStatus = Literal["pass", "fail", "skipped"]
+# incomplete: the check could not be evaluated (no GPU trace, no compiler report, no solution
+# output): never a pass.
+CheckStatus = Literal["pass", "fail", "incomplete"]
 
 
 @dataclass(frozen=True)
@@ -381,7 +414,16 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return all(c.status != "fail" for c in self.checks)
+        return all(c.status == "pass" for c in self.checks)
+
+    @property
+    def incomplete(self) -> bool:
+        """Nothing failed, but something could not be evaluated."""
+        return not self.failed_checks and any(c.status == "incomplete" for c in self.checks)
+
+    @property
+    def incomplete_checks(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if c.status == "incomplete")
 
     @property
     def failed_checks(self) -> tuple[CheckResult, ...]:

@@ -31,7 +31,9 @@ from .model import (
 )
 from .profile import session as profile
 from .profile.model import ProfileReport
-from .run import launch, proc
+from .errors import UsageError
+from .run import isolation, launch, proc, sandbox
+from .run.sandbox import Box
 from .toolchains import family_of
 
 
@@ -70,6 +72,8 @@ _LIMIT_HINTS = {
              "is [limits] tasks, --tasks",
     "file size": "the program wrote a file larger than allowed ([limits] file_size, --file-size); "
                  "the truncated file was removed",
+    "disk": "the program wrote too much in its folder (a sandboxed run may leave 1 GiB and "
+            "20 000 files at most)",
 }
 
 
@@ -141,7 +145,17 @@ def execute(
     reporter.notes(notes)
     if request.keep:
         build_mod.write_atomic(request.workdir / request.keep, request.source.text)
-    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections)
+    support = isolation.sandbox_support() if request.sandbox else None
+    if support is not None and support.level == "none":
+        raise UsageError(f"a sandbox was asked for ([sandbox] mode, --sandbox, or grading) but "
+                         f"{support.why}")
+    # One fresh user per graded request, as root: its compile and run are its own, nobody else's.
+    uid = sandbox.fresh_uid() if support is not None and support.root and request.own_uid else -1
+    if uid >= 0:
+        sandbox.give(Box(workdir=request.workdir, writable=(request.workdir,), uid=uid, gid=uid))
+    preprocess = family.preprocess(toolchain, build_mod.source_file_name(request.source),
+                                   build_mod.PREPROCESSED) if request.check is not None else ()
+    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections, preprocess, uid)
     reporter.built(request, built)
     if not built.ok:
         return Outcome(request, toolchain, built, None, compile_failure(built, request), notes=tuple(notes))
@@ -154,6 +168,12 @@ def execute(
     if not request.execute:
         return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
     assert built.executable is not None
+    executable = built.executable
+    if uid >= 0:
+        # The box's own user cannot reach the (private) build cache: a copy in its own folder.
+        executable = request.workdir / ".idrrun-prog"
+        shutil.copy2(built.executable, executable)
+        os.chown(executable, uid, uid)
     pplan = None
     if request.profile is not None:
         label = Path(request.keep).stem if request.keep else Path(request.source.name).stem
@@ -162,17 +182,38 @@ def execute(
         reporter.notes(pplan.notes)
         notes += pplan.notes
     base_env = {**(os.environ if environ is None else environ), **family.run_env(request, toolchain)}
-    how = launch.command(request, built.executable, settings, base_env,
+    how = launch.command(request, executable, settings, base_env,
                          pplan.argv_prefix if pplan is not None else (),
                          pplan.env if pplan is not None else None)
     reporter.notes(how.notes)
     notes += how.notes
     # nsys writes its report after the program ends: give it time beyond the program's limit.
     extra = NSYS_GRACE if pplan is not None and pplan.kind == "nsys" else 0.0
-    p = proc.run(how.argv, what="run", timeout=request.timeout + extra, cwd=request.workdir,
-                 env=how.env, on_output=reporter.output, terminal=True,
-                 max_output=request.max_output, protections=probe.protections,
-                 limits=request.limits, gpu_run=family.gpu_context(toolchain))
+    box = None
+    if support is not None:
+        readable = [executable]
+        if pplan is not None and pplan.argv_prefix:
+            # A profiler installed outside the system folders (nsys in an SDK): its own folder.
+            tool = Path(pplan.argv_prefix[0]).resolve().parent.parent
+            if not sandbox.in_system_dirs(tool):
+                readable.append(tool)
+        profiler_env = dict(pplan.env) if pplan is not None else {}
+        if "CUDA_INJECTION64_PATH" in profiler_env:
+            tracer = Path(profiler_env["CUDA_INJECTION64_PATH"])
+            tracer = sandbox.shared_copy(tracer) if uid >= 0 else tracer
+            profiler_env["CUDA_INJECTION64_PATH"] = str(tracer)
+            readable.append(tracer)
+        box = Box(workdir=request.workdir, writable=(request.workdir,), readable=tuple(readable),
+                  hidden=(*request.hide, settings.cache_dir),
+                  env=sandbox.clean_env(how.env, profiler_env),
+                  gpu=family.gpu_context(toolchain), uid=uid, gid=uid, support=support,
+                  disk_caps=request.own_uid)
+    p = proc.run(how.inner if box is not None else how.argv, what="run",
+                 timeout=request.timeout + extra, cwd=request.workdir, env=how.env,
+                 on_output=reporter.output, terminal=True, max_output=request.max_output,
+                 protections=probe.protections, limits=request.limits,
+                 gpu_run=family.gpu_context(toolchain), box=box,
+                 outer=how.outer if box is not None else ())
     if p.notes:
         reporter.notes(p.notes)
         notes += p.notes

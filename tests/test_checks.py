@@ -1,4 +1,4 @@
-"""Each check on hand-built evidence: pass, fail and skipped, with expected, got and why."""
+"""Each check on hand-built evidence: pass, fail and incomplete, with expected, got and why."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ FAILED_BUILD = BuildResult(ok=False, command=("gcc",), proc=None, output="error"
 
 
 def ev(output: str = "", rc: int | None = 0, timed_out: bool = False, acc: AccReport | None = None,
-       solution: str | None = None, source: str = "#pragma acc parallel\n", built: bool = True) -> Evidence:
+       solution: str | None = None, source: str = "#pragma acc parallel\n", built: bool = True,
+       compiled: str | None = None) -> Evidence:
     run = RunResult(("prog",), ProcResult(("prog",), rc, timed_out=timed_out, output=output))
     return Evidence(source_text=source, language="c", build=BUILT if built else FAILED_BUILD,
                     run=run if built else None, acc=acc, solution_output=solution,
-                    solution_problem="" if solution is not None else "it crashed")
+                    solution_problem="" if solution is not None else "it crashed",
+                    compiled_text=compiled)
 
 
 def test_exit_ok() -> None:
@@ -60,13 +62,21 @@ def test_matches_solution() -> None:
     r = evaluate_one(spec, ev("error = 0.001\n", solution=sol))
     assert r.status == "fail" and "prints 2 such values, this program 1" in r.reason
     r = evaluate_one(spec, ev("error = 0.001\n", solution=None))
-    assert (r.status, r.reason) == ("skipped", "the solution could not be run: it crashed")
+    assert (r.status, r.reason) == ("incomplete", "the solution could not be run: it crashed")
 
 
 def test_uses_openacc() -> None:
     spec = CheckSpec("uses_openacc", "acc")
     r = evaluate_one(spec, ev(source="int main(void){}\n", acc=AccReport(0, (), "gcc")))
-    assert (r.status, r.reason) == ("fail", "the source has no OpenACC directive")
+    assert r.status == "fail" and r.reason.startswith("the source has no OpenACC directive")
+    # Directives in comments or disabled blocks are not directives.
+    hidden = "// #pragma acc parallel loop\n#if 0\n#pragma acc kernels\n#endif\nint main(void){}\n"
+    r = evaluate_one(spec, ev(source=hidden, acc=AccReport(1, (), "gcc")))
+    assert r.status == "fail" and "comments and disabled #if blocks do not count" in r.reason
+    # What the compiler read (its preprocessor output), when the build kept it, decides.
+    r = evaluate_one(spec, ev(source=hidden, acc=AccReport(1, (), "gcc"),
+                              compiled="#pragma acc parallel loop\nint main(void){}\n"))
+    assert r.status == "pass"
     r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc")))
     assert r.status == "fail" and "no parallel/kernels/serial region" in r.reason
     assert evaluate_one(spec, ev(acc=AccReport(2, (), "gcc"))).status == "pass"
@@ -85,7 +95,7 @@ def test_source_and_trace_checks() -> None:
     assert evaluate_one(spec, ev(source="#pragma acc loop tile(32,32)\n")).status == "pass"
     assert evaluate_one(spec, ev(source="#pragma acc loop\n")).reason == "use tile"
     r = evaluate_one(CheckSpec("queues", "queues", minimum=3), ev())
-    assert r.status == "skipped" and "GPU trace" in r.reason
+    assert r.status == "incomplete" and "GPU trace" in r.reason
 
 
 def test_trace_checks_on_trace_values() -> None:

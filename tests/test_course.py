@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import ANSI, PYTHONPATH, ROOT
+from conftest import ANSI, PYTHONPATH, ROOT, has_gpu
 
 NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
 EXERCISE_NAMES = {p.stem for p in (ROOT / "examples").glob("*.toml")}
@@ -71,7 +71,10 @@ def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path) -> None:
             continue
         out = _text(cell)
         if "solution" in _tags(cell):
-            assert ": PASS" in out, f"solution cell did not pass:\n{out[-2000:]}"
+            # Without a GPU, checks of the GPU trace cannot be evaluated: INCOMPLETE, not PASS.
+            assert ": PASS" in out or (not has_gpu() and ": INCOMPLETE" in out and
+                                       "needs a GPU trace" in out), \
+                f"solution cell did not pass:\n{out[-2000:]}"
         elif "exercise" in _tags(cell):
             assert "not yet" in out, f"exercise cell did not give 'not yet':\n{out[-2000:]}"
             assert "compile failed" not in out
@@ -84,7 +87,7 @@ def test_course_check_passes(tmp_path: Path) -> None:
                        env=env, capture_output=True, text=True, timeout=900)
     print(r.stdout[-4000:])
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"{2 * len(EXERCISE_NAMES)} passed, 0 failed" in r.stdout
+    assert f"{2 * len(EXERCISE_NAMES)} passed (" in r.stdout and ", 0 failed" in r.stdout
 
 
 def test_strip_removes_solutions(tmp_path: Path) -> None:

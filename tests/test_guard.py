@@ -15,10 +15,11 @@ PROTECTIONS_CACHE = Path("/tmp/idrrun-test-guard-cache")
 
 def test_guard_c_reads_the_fields_of_guard_args_in_order() -> None:
     source = guard.SOURCE.read_text()
-    table = re.search(r"OPTIONS\[\]\s*=\s*\{([^}]*)\}", source)
-    assert table is not None, "guard.c lost its OPTIONS table"
-    names = re.findall(r'"([a-z-]+)"', table.group(1))
-    assert names == [f.name.replace("_", "-") for f in dataclasses.fields(guard.GuardArgs)]
+    for table_name, record in (("OPTIONS", guard.GuardArgs), ("INNER_OPTIONS", guard.InnerGuardArgs)):
+        table = re.search(table_name + r"\[\]\s*=\s*\{([^}]*)\}", source)
+        assert table is not None, f"guard.c lost its {table_name} table"
+        names = re.findall(r'"([a-z-]+)"', table.group(1))
+        assert names == [f.name.replace("_", "-") for f in dataclasses.fields(record)]
 
 
 def test_argv_is_named_options_then_the_program() -> None:
@@ -26,7 +27,8 @@ def test_argv_is_named_options_then_the_program() -> None:
                            cgroups=(Path("/a/cgroup.procs"), Path("/b/cgroup.procs")))
     assert args.argv(Path("/g")) == ("/g", "--status-fd=5", "--parent=42", "--file-size=10",
                                      "--nproc=0", "--address-space=0",
-                                     "--cgroups=/a/cgroup.procs:/b/cgroup.procs", "--")
+                                     "--cgroups=/a/cgroup.procs:/b/cgroup.procs", "--uid=-1",
+                                     "--gid=-1", "--sweep=1", "--")
 
 
 def test_read_status() -> None:
@@ -34,6 +36,9 @@ def test_read_status() -> None:
     assert guard.read_status("child 12\nsignal 11\n") == guard.GuardStatus(12, -11)
     assert guard.read_status("child 12\n") == guard.GuardStatus(12, None)
     assert guard.read_status("garbage\nexit x\n") == guard.GuardStatus(None, None)
+    # Inside a sandbox the inner guard tells a signal from bubblewrap's `exit 128+N`.
+    status = guard.read_status("child 12\ninner signal 11\nexit 139\n")
+    assert status.program == -11 and status.returncode == 139
 
 
 def test_the_program_does_not_inherit_the_status_pipe(tmp_path: Path) -> None:

@@ -151,7 +151,7 @@ def test_row_5_fork_bomb_in_a_kernel(kernel: Kernel) -> None:
         assert "timed out" in r.error_text
     left = gone_within("/builds/", 2.0)
     print(f"fork bomb: {r.seconds:.2f} s in the cell; processes gone {left} s after")
-    assert left is not None
+    assert left is not None, with_tag("/builds/")
     assert kernel.alive()
 
 

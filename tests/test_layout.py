@@ -14,8 +14,9 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "idrrun"
 # Imported where used on purpose: IPython only inside IPython (not for `idrrun --version`),
-# Pillow only when a picture is drawn.
-ALLOWED_LATE_IMPORTS = {("idrrun/__init__.py", "magic"), ("idrrun/profile/timeline.py", "PIL")}
+# Pillow only when a picture is drawn or compared (the timeline, the image check kind).
+ALLOWED_LATE_IMPORTS = {("idrrun/__init__.py", "magic"), ("idrrun/profile/timeline.py", "PIL"),
+                        ("idrrun/checks/kinds.py", "images")}
 
 
 def test_no_import_cycle_and_imports_at_the_top() -> None:

@@ -1,38 +1,138 @@
-"""OpenACC directives as the source spells them: what the `uses_openacc` and `source` checks read.
+"""The code a compiler reads, and the OpenACC directives in it: what `uses_openacc` and `source`
+checks look at, so that directives written in comments or in an `#if 0` block count for nothing.
 
-Pure; a check helper never raises on odd input.
+For C and C++ the build's own preprocessor output is best (build.PREPROCESSED, made by the
+family with the build's flags: every #if decided as the compiler decided it). Without it (another
+family, Fortran) `code_text` removes comments, and C blocks under a literal `#if 0`, itself.
+
+Everything here runs in time linear in the text (one pass, no backtracking regular expression
+over the whole text) and never raises: a submission's source may be anything.
 """
 
 from __future__ import annotations
 
 import re
 
-# Comments and string literals of C, matched together so that a `/*` inside a string stays a
-# string and a `#pragma acc` inside a block comment is not counted.
-_C_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*',
-                                  re.DOTALL)
-_C_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+acc\b|_Pragma[ \t]*\([ \t]*"[ \t]*acc\b',
-                       re.MULTILINE)
+# Directive lines, matched one line at a time (linear).
+_C_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+acc\b|_Pragma[ \t]*\([ \t]*"[ \t]*acc\b')
 # Free form: `!$acc` after blanks. Fixed form: `c$acc`, `*$acc` or `!$acc` in column 1. The
 # sentinel must end there: `!$accx` is a comment, `!$acc&` a continued directive.
-_F_SENTINEL = re.compile(r"^(?:[ \t]*!|[cC*])\$acc(?![A-Za-z0-9_$])", re.MULTILINE | re.IGNORECASE)
+_F_SENTINEL = re.compile(r"^(?:[ \t]*!|[cC*])\$acc(?![A-Za-z0-9_$])", re.IGNORECASE)
+_F_ANY_SENTINEL = re.compile(r"^[ \t]*!\$", re.IGNORECASE)
+_C_IF = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
+
+C_LIKE = ("c", "c++", "cuda")
 
 
-def _strip_c_comments(text: str) -> str:
-    return _C_COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text)
+def strip_c_comments(text: str) -> str:
+    """C/C++ text without its comments (a comment becomes a space; newlines are kept)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    start = 0
+    while i < n:
+        ch = text[i]
+        if ch == '"' or ch == "'":
+            # A string or character literal, with its escapes; it ends at its quote or the line.
+            j = i + 1
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = min(j + 1, n)
+        elif ch == "/" and i + 1 < n and text[i + 1] == "/":
+            out.append(text[start:i])
+            j = text.find("\n", i)
+            i = start = n if j < 0 else j
+        elif ch == "/" and i + 1 < n and text[i + 1] == "*":
+            out.append(text[start:i])
+            j = text.find("*/", i + 2)
+            end = n if j < 0 else j + 2
+            out.append(" " + "\n" * text.count("\n", i, end))
+            i = start = end
+        else:
+            i += 1
+    out.append(text[start:])
+    return "".join(out)
+
+
+def drop_disabled_blocks(text: str) -> str:
+    """Lines under `#if 0` (and the `#else` of an `#if 1`) removed; other conditions kept, as
+    only the preprocessor can decide them."""
+    out: list[str] = []
+    # One entry per open #if: [this branch is live, a branch was taken, the condition is unknown]
+    stack: list[list[bool]] = []
+    for line in text.split("\n"):
+        m = _C_IF.match(line)
+        live = all(entry[0] for entry in stack)
+        if m is None:
+            out.append(line if live else "")
+            continue
+        word, rest = m.group(1), m.group(2)
+        literal = rest.split("//")[0].split("/*")[0].strip()
+        if word in ("if", "ifdef", "ifndef"):
+            value = {"0": False, "1": True}.get(literal) if word == "if" else None
+            stack.append([value is not False, value is True, value is None])
+        elif word in ("elif", "else") and stack:
+            entry = stack[-1]
+            if entry[2]:
+                entry[0] = True  # undecidable: every branch is kept
+            elif word == "else" or literal in ("0", "1"):
+                take = not entry[1] and (word == "else" or literal == "1")
+                entry[0], entry[1] = take, entry[1] or take
+            else:
+                entry[0], entry[2] = not entry[1], True
+        elif word == "endif" and stack:
+            stack.pop()
+        out.append(line)
+    return "\n".join(out)
+
+
+def strip_fortran_comments(text: str) -> str:
+    """Free-form Fortran without its comments; directive lines (`!$acc`, `!$omp`, `!$`
+    conditional compilation) are kept whole."""
+    out = []
+    for line in text.split("\n"):
+        if _F_ANY_SENTINEL.match(line):
+            out.append(line)
+            continue
+        quote = ""
+        cut = len(line)
+        for k, ch in enumerate(line):
+            if quote:
+                if ch == quote:
+                    quote = ""
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "!":
+                cut = k
+                break
+        out.append(line[:cut])
+    return "\n".join(out)
+
+
+def code_text(text: str, language: str) -> str:
+    """The source without what the compiler ignores (comments; C's `#if 0` blocks)."""
+    try:
+        lang = language.strip().lower()
+        if lang in C_LIKE:
+            return drop_disabled_blocks(strip_c_comments(text))
+        if lang == "fortran":
+            return strip_fortran_comments(text)
+        return text
+    except Exception:  # noqa: BLE001 - a check helper never breaks a run
+        return ""
+
+
+def has_directives(code: str, language: str) -> bool:
+    """Whether code (already code_text, or preprocessed) holds an OpenACC directive."""
+    lang = language.strip().lower()
+    pattern = _F_SENTINEL if lang == "fortran" else _C_PRAGMA
+    both = lang not in (*C_LIKE, "fortran")
+    return any(pattern.search(line) or (both and _F_SENTINEL.search(line))
+               for line in code.split("\n"))
 
 
 def source_has_directives(text: str, language: str) -> bool:
-    """Whether the source holds at least one OpenACC directive ("c", "c++", "cuda", "fortran")."""
+    """Whether the source holds at least one OpenACC directive the compiler would read."""
     try:
-        lang = language.strip().lower()
-        if lang in ("c", "c++", "cuda"):
-            return bool(_C_PRAGMA.search(_strip_c_comments(text)))
-        if lang == "fortran":
-            return bool(_F_SENTINEL.search(text))
-        # An unknown language name: either spelling of a directive counts.
-        return bool(_C_PRAGMA.search(_strip_c_comments(text)) or _F_SENTINEL.search(text))
+        return has_directives(code_text(text, language), language)
     except Exception:  # noqa: BLE001 - a check helper never breaks a run
         return False
-
-

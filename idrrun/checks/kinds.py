@@ -1,18 +1,21 @@
 """The verdict: an exercise's checks evaluated on what a run produced. Pure: no processes.
 
-Every check yields pass, fail or skipped, with expected vs got and a one-line reason.
+Every check yields pass, fail or incomplete (it could not be evaluated: no GPU trace, no
+compiler report, the solution did not run...), with expected vs got and a one-line reason. An
+incomplete check is never a pass: the verdict is then incomplete, shown and counted apart.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..model import AccReport, BuildResult, CheckResult, CheckStatus, RunResult, Verdict
-from .directives import source_has_directives
-from .specs import TRACE_KINDS, CheckSpec, Exercise
+from . import regex
+from .directives import code_text, has_directives
+from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,18 @@ class Evidence:
     solution_problem: str = ""  # why solution_output is None, when it is
     # From the GPU trace of a profiled GPU run (profile.trace_values); None: no trace.
     trace_values: Mapping[str, float] | None = None
+    # The source as the compiler read it (build.PREPROCESSED), when the family can say.
+    compiled_text: str | None = None
+    acc_requested: bool = True  # built with -a: the OpenACC checks mean something
+    run_dir: Path | None = None  # where the program ran (its files, for image checks)
+    solution_dir: Path | None = None  # the solution's files for the same arguments
+
+    @property
+    def code(self) -> str:
+        """What the compiler read: comments and disabled blocks removed."""
+        if self.compiled_text is not None:
+            return self.compiled_text
+        return code_text(self.source_text, self.language)
 
 
 def _number(text: str) -> float | None:
@@ -65,11 +80,11 @@ def _exit_ok(spec: CheckSpec, ev: Evidence) -> CheckResult:
 def _value(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None and spec.pattern is not None and spec.expected is not None
     expected = _fmt(spec.expected) + _tolerance(spec)
-    matches = re.findall(spec.pattern, ev.run.proc.output, re.MULTILINE)
+    matches = regex.findall(spec.pattern, ev.run.proc.output)
     if not matches:
         return CheckResult(spec.label, "fail", expected, "not printed",
                            f"no line of the output matches {spec.pattern!r}")
-    raw = matches[-1][0] if isinstance(matches[-1], tuple) else matches[-1]
+    raw = matches[-1]
     got = _number(raw)
     if got is None:
         return CheckResult(spec.label, "fail", expected, raw, f"{raw!r} is not a number")
@@ -87,7 +102,7 @@ def _line(spec: CheckSpec, ev: Evidence) -> CheckResult:
         expected = repr(spec.exact)
     else:
         assert spec.regex is not None
-        found = re.search(spec.regex, output, re.MULTILINE) is not None
+        found = regex.search(spec.regex, output)
         expected = f"/{spec.regex}/"
     if found:
         return CheckResult(spec.label, "pass", expected, "found", "the line was printed")
@@ -95,19 +110,18 @@ def _line(spec: CheckSpec, ev: Evidence) -> CheckResult:
 
 
 def _numbers(pattern: str, text: str) -> list[str]:
-    found = re.findall(pattern, text, re.MULTILINE)
-    return [m[0] if isinstance(m, tuple) else m for m in found]
+    return regex.findall(pattern, text)
 
 
 def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None and spec.pattern is not None
     if ev.solution_output is None:
-        return CheckResult(spec.label, "skipped", "", "",
+        return CheckResult(spec.label, "incomplete", "", "",
                            f"the solution could not be run: {ev.solution_problem or 'unknown reason'}")
     want = _numbers(spec.pattern, ev.solution_output)
     got = _numbers(spec.pattern, ev.run.proc.output)
     if not want:
-        return CheckResult(spec.label, "skipped", "", "",
+        return CheckResult(spec.label, "incomplete", "", "",
                            f"the solution prints no line matching {spec.pattern!r}")
     shown_want, shown_got = ", ".join(want[:4]), ", ".join(got[:4]) or "not printed"
     if len(got) != len(want):
@@ -125,11 +139,12 @@ def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
 
 
 def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
-    if not source_has_directives(ev.source_text, ev.language):
+    if not has_directives(ev.code, ev.language):
         return CheckResult(spec.label, "fail", "OpenACC directives", "none",
-                           "the source has no OpenACC directive")
+                           "the source has no OpenACC directive (comments and disabled #if "
+                           "blocks do not count)")
     if ev.acc is None:
-        return CheckResult(spec.label, "skipped", "", "", "no compiler report to read")
+        return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
     if ev.acc.regions < 1:
         return CheckResult(spec.label, "fail", "≥ 1 compute region", "0",
                            "the compiler made no parallel/kernels/serial region of the directives")
@@ -139,7 +154,7 @@ def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
 
 def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if ev.acc is None:
-        return CheckResult(spec.label, "skipped", "", "", "no compiler report to read")
+        return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
     if ev.acc.regions == 0:
         return CheckResult(spec.label, "fail", "explicit data clauses", "no compute region",
                            "no compute region: nothing runs on the device")
@@ -152,7 +167,7 @@ def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
 
 def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert spec.regex is not None
-    if re.search(spec.regex, ev.source_text, re.MULTILINE):
+    if regex.search(spec.regex, ev.code):
         return CheckResult(spec.label, "pass", f"/{spec.regex}/", "found", spec.reason or "found")
     return CheckResult(spec.label, "fail", f"/{spec.regex}/", "not found",
                        spec.reason or "the source does not contain what the exercise asks for")
@@ -165,6 +180,8 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckRe
             return CheckResult(spec.label, "pass", "≥ 1 GPU kernel", str(kernels), "the regions ran on the GPU")
         return CheckResult(spec.label, "fail", "≥ 1 GPU kernel", "0",
                            "no kernel ran on the GPU: the OpenACC regions ran on the host")
+    if spec.kind == "gpu_busy":
+        return _gpu_busy(spec, values)
     if spec.kind == "queues":
         queues, want = int(values.get("queues", 0)), spec.minimum or 1
         status: CheckStatus = "pass" if queues >= want else "fail"
@@ -188,6 +205,29 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckRe
                        ("" if status == "pass" else ": keep the data on the device"))
 
 
+def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
+    assert spec.min_share is not None
+    busy = values.get("gpu_busy", 0.0)
+    status: CheckStatus = "pass" if busy >= spec.min_share else "fail"
+    return CheckResult(spec.label, status, f"≥ {100 * spec.min_share:.0f} %", f"{100 * busy:.0f} %",
+                       "share of the run the GPU is busy" + (
+                           "" if status == "pass" else ": the GPU waits (launches, transfers, "
+                           "host waits): see the profile's hints"))
+
+
+def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    # Pillow is loaded only for exercises that compare pictures.
+    from ..images import image_check
+
+    assert spec.file is not None
+    if ev.run_dir is None or ev.solution_dir is None:
+        return CheckResult(spec.label, "incomplete", spec.file, "",
+                           "the solution's picture is not available: " +
+                           (ev.solution_problem or "the solution was not run"))
+    return image_check(ev.run_dir / spec.file, ev.solution_dir / spec.file, spec.label,
+                       min_psnr=spec.min_psnr, max_diff=spec.max_diff, raw=spec.raw)
+
+
 def _bytes(n: float) -> str:
     """1073741904 -> '1.07 GB': short enough for the verdict table."""
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -196,27 +236,40 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution")
+_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image")
 _EVALUATORS = {
     "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
     "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
+    "image": _image,
 }
+OPENACC_BUILD = "OpenACC build"
 
 
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if spec.kind in TRACE_KINDS:
         if ev.trace_values is None:
-            return CheckResult(spec.label, "skipped", "", "", "needs a GPU trace (--profile on a GPU)")
+            return CheckResult(spec.label, "incomplete", "", "",
+                               "needs a GPU trace: --profile, on a GPU")
         return _trace(spec, ev.trace_values, ev.run.proc.output if ev.run is not None else "")
     if ev.build is None or not ev.build.ok:
         if spec.kind == "source":
             return _source(spec, ev)
         return CheckResult(spec.label, "fail", "", "not built", "the program did not build")
     if spec.kind in _NEEDS_RUN and ev.run is None:
-        return CheckResult(spec.label, "skipped", "", "", "the program was not run (-n)")
+        return CheckResult(spec.label, "incomplete", "", "", "the program was not run (-n)")
     return _EVALUATORS[spec.kind](spec, ev)
 
 
 def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
-    return Verdict(exercise=exercise.name,
-                   checks=tuple(evaluate_one(spec, ev) for spec in exercise.checks))
+    checks = [evaluate_one(spec, ev) for spec in exercise.checks]
+    if not ev.acc_requested:
+        # Without -a the directives are comments: what the checks say is not about OpenACC.
+        checks.insert(0, CheckResult(OPENACC_BUILD, "incomplete", "built with -a", "built without -a",
+                                     "add -a to the line: the exercise checks the OpenACC version"))
+    return Verdict(exercise=exercise.name, checks=tuple(checks))
+
+
+def evaluate_hidden(exercise: Exercise, ev: Evidence, index: int) -> tuple[CheckResult, ...]:
+    """The output checks again, on a run with the index-th hidden argument set (grading)."""
+    return tuple(replace(evaluate_one(spec, ev), name=f"{spec.label} (hidden run {index + 1})")
+                 for spec in exercise.checks if spec.kind in OUTPUT_KINDS)

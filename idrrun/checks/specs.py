@@ -14,11 +14,18 @@ from typing import Any
 
 from ..errors import SpecError
 from ..model import Settings
+from . import regex
 
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
-               "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved")
-# Checks that need a GPU trace (profiling); skipped when none was recorded.
-TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved")
+               "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
+               "image")
+# Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
+TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
+# Where idrrun's own course lives (its specs, solutions and notebooks): never shown to a box.
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+COURSE_DIRS: tuple[Path, ...] = (_PACKAGE_ROOT / "examples", _PACKAGE_ROOT / "notebooks")
+# Checks of what the program printed or wrote: evaluated again for each hidden argument set.
+OUTPUT_KINDS = ("exit_ok", "value", "line", "matches_solution", "image")
 SPEC_LANGUAGES = ("c", "c++", "fortran", "cuda")
 
 
@@ -38,6 +45,12 @@ class CheckSpec:
     # then a bound per iteration.
     per_iteration: str | None = None
     reason: str = ""
+    min_share: float | None = None  # gpu_busy: the least fraction of the run the GPU is busy
+    # image: a picture the program writes, compared with the solution's (images.image_check)
+    file: str | None = None
+    min_psnr: float | None = None
+    max_diff: float | None = None
+    raw: tuple[int, int, str] | None = None  # width, height, dtype of a raw file
 
 
 @dataclass(frozen=True)
@@ -58,10 +71,34 @@ class Exercise:
     host_args: tuple[str, ...]
     gpu_args: tuple[str, ...]
     checks: tuple[CheckSpec, ...] = field(default=())
+    # Grading only: more argument sets the program is run with, so that printing the expected
+    # value does not pass. Students' copies of the course do not carry them.
+    hidden_args: tuple[tuple[str, ...], ...] = ()
+    ranks: int | None = None  # MPI ranks the program is run with (-m N)
+    files: tuple[Path, ...] = ()  # data files copied beside the program before it runs
 
     @property
     def needs_solution(self) -> bool:
-        return any(c.kind == "matches_solution" for c in self.checks)
+        return any(c.kind in ("matches_solution", "image") for c in self.checks)
+
+    @property
+    def needs_trace(self) -> bool:
+        return any(c.kind in TRACE_KINDS for c in self.checks)
+
+    @property
+    def solution_files(self) -> tuple[str, ...]:
+        """Files the solution writes that checks compare with (image checks)."""
+        return tuple(c.file for c in self.checks if c.file is not None)
+
+    @property
+    def folders(self) -> tuple[Path, ...]:
+        """Where the spec and its sources live: what a graded program must not see."""
+        out = [self.path.parent]
+        for pair in self.sources.values():
+            for p in (pair.exercise.parent, pair.solution.parent):
+                if p not in out:
+                    out.append(p)
+        return tuple(out)
 
 
 def _err(path: Path, where: str, message: str) -> SpecError:
@@ -94,10 +131,11 @@ def _args(value: Any, path: Path, where: str) -> tuple[str, ...]:
 
 def _regex(value: str, path: Path, where: str) -> str:
     try:
-        compiled = re.compile(value, re.MULTILINE)
-    except re.error as exc:
-        raise _err(path, where, f"not a valid regular expression: {exc}") from None
-    return compiled.pattern
+        regex.compile(value)
+    except regex.PatternError as exc:
+        raise _err(path, where, f"not a valid regular expression (RE2 syntax: no backreferences "
+                                f"nor lookarounds): {exc}") from None
+    return value
 
 
 def _check(raw: Any, index: int, path: Path) -> CheckSpec:
@@ -108,7 +146,8 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     if kind not in CHECK_KINDS:
         raise _err(path, f"{where}.kind", f"expected one of {', '.join(CHECK_KINDS)}, got {kind!r}")
     known = {"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex", "exact",
-             "min", "max_bytes", "per_iteration", "reason"}
+             "min", "max_bytes", "per_iteration", "reason", "file", "min_psnr", "max_diff",
+             "width", "height", "dtype"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise _err(path, f"{where}.{unknown[0]}", "unknown field")
@@ -124,7 +163,7 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     fields: dict[str, Any] = {}
     if kind in ("value", "matches_solution"):
         pattern = _regex(_str(raw, "pattern", path, f"{where}.pattern"), path, f"{where}.pattern")
-        if re.compile(pattern).groups < 1:
+        if regex.groups(pattern) < 1:
             raise _err(path, f"{where}.pattern", "needs a group ( ) around the number")
         fields["pattern"] = pattern
     if kind == "value":
@@ -150,9 +189,28 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
         if "per_iteration" in raw:
             pattern = _regex(_str(raw, "per_iteration", path, f"{where}.per_iteration"), path,
                              f"{where}.per_iteration")
-            if re.compile(pattern).groups < 1:
+            if regex.groups(pattern) < 1:
                 raise _err(path, f"{where}.per_iteration", "needs a group ( ) around the count")
             fields["per_iteration"] = pattern
+    if kind == "gpu_busy":
+        share = _num(raw, "min", path, f"{where}.min", None)
+        if share is None or not 0 < share <= 1:
+            raise _err(path, f"{where}.min", "a gpu_busy check needs min, a fraction in (0, 1]")
+        fields["min_share"] = share
+    if kind == "image":
+        name = _str(raw, "file", path, f"{where}.file")
+        if "/" in name or name.startswith("."):
+            raise _err(path, f"{where}.file", "a file name in the program's folder, e.g. blur.pgm")
+        fields["file"] = name
+        fields["min_psnr"] = _num(raw, "min_psnr", path, f"{where}.min_psnr", None)
+        fields["max_diff"] = _num(raw, "max_diff", path, f"{where}.max_diff", None)
+        if "width" in raw or "height" in raw or "dtype" in raw:
+            width = _num(raw, "width", path, f"{where}.width", None)
+            height = _num(raw, "height", path, f"{where}.height", None)
+            dtype = _str(raw, "dtype", path, f"{where}.dtype")
+            if not width or not height:
+                raise _err(path, where, "a raw image needs width, height and dtype")
+            fields["raw"] = (int(width), int(height), dtype)
     return CheckSpec(**{**spec.__dict__, **fields})
 
 
@@ -195,11 +253,27 @@ def load(path: Path) -> Exercise:
     options = data.get("options", [])
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise _err(path, "options", "expected a list of compiler flags")
-    known = {"name", "title", "topic", "timeout", "options", "sources", "args", "check"}
+    known = {"name", "title", "topic", "timeout", "options", "sources", "args", "check", "ranks",
+             "files"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise _err(path, unknown[0], "unknown field")
     host_args = _args(args.get("host"), path, "args.host")
+    unknown_args = sorted(set(args) - {"host", "gpu", "hidden"})
+    if unknown_args:
+        raise _err(path, f"args.{unknown_args[0]}", "unknown field (known: host, gpu, hidden)")
+    hidden = args.get("hidden", [])
+    if not isinstance(hidden, list) or not all(isinstance(h, list) for h in hidden):
+        raise _err(path, "args.hidden", "expected a list of argument lists, e.g. [[\"317\"], [\"50\"]]")
+    ranks = data.get("ranks")
+    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1):
+        raise _err(path, "ranks", f"expected a number of MPI ranks >= 1, got {ranks!r}")
+    files = data.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise _err(path, "files", "expected a list of data files (relative to the spec)")
+    for f in files:
+        if not (base / f).is_file():
+            raise _err(path, "files", f"no such file {f} (relative to {base})")
     return Exercise(
         name=name,
         title=_str(data, "title", path, "title", default=name),
@@ -211,6 +285,9 @@ def load(path: Path) -> Exercise:
         host_args=host_args,
         gpu_args=_args(args.get("gpu"), path, "args.gpu") or host_args,
         checks=tuple(_check(c, i, path) for i, c in enumerate(raw_checks)),
+        hidden_args=tuple(_args(h, path, f"args.hidden[{i}]") for i, h in enumerate(hidden)),
+        ranks=ranks,
+        files=tuple(base / f for f in files),
     )
 
 

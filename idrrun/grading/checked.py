@@ -12,15 +12,17 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from .. import build as build_mod
 from .. import pipeline
+from .. import build as build_mod
 from ..checks import kinds, specs
 from ..checks.specs import Exercise
 from ..errors import SpecError
 from ..model import (
     BuildResult,
+    CheckResult,
     Failure,
     FailureKind,
     Outcome,
@@ -38,6 +40,7 @@ from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
 from ..toolchains import family_of
+from ..version import __version__
 
 
 class NullReporter:
@@ -64,55 +67,109 @@ _solution_locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
+@dataclass(frozen=True)
+class SolutionRun:
+    """The solution's output for some arguments, and the files its checks compare with."""
+
+    output: str | None  # None when the solution failed
+    files: Path | None = None  # folder holding Exercise.solution_files, when it has some
+    problem: str = ""  # why output is None
+
+
 def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-                    settings: Settings) -> tuple[str | None, str]:
-    """The solution's output for the same arguments and toolchain: built and run once, cached."""
+                    settings: Settings) -> SolutionRun:
+    """The solution's output for the same arguments and toolchain: built and run once, in its
+    own box when the request is sandboxed, then cached where no program can reach (the cache is
+    hidden from every box), under a key that includes idrrun's version."""
     pair = exercise.sources[request.source.language]
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
     scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
     sol_request = dataclasses.replace(request, source=sol_source, workdir=scratch, keep=None,
                                       force=False, get_files=(), profile=None, execute=True,
-                                      object_only=False)
+                                      object_only=False, build_cache=None)
     try:
         key = build_mod.build_key(sol_request, toolchain)
-        args_key = hashlib.sha256("\0".join(sol_request.program_args).encode()).hexdigest()[:12]
+        args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
         cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
+        files = cached.with_suffix(".files")
         with _locks_guard:
             lock = _solution_locks.setdefault(str(cached), threading.Lock())
         with lock:
             if cached.is_file():
-                return cached.read_text(), ""
+                return SolutionRun(cached.read_text(), files if files.is_dir() else None)
+            copy_data_files(exercise, scratch)
             outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter())
             if outcome.failure is not None:
-                return None, f"the solution {outcome.failure.step} failed: {outcome.failure.what}"
+                return SolutionRun(None, None, f"the solution {outcome.failure.step} failed: "
+                                               f"{outcome.failure.what}")
             assert outcome.run is not None
+            if exercise.solution_files:
+                files.mkdir(parents=True, exist_ok=True)
+                for name in exercise.solution_files:
+                    if (scratch / name).is_file():
+                        shutil.copyfile(scratch / name, files / name)
             build_mod.write_atomic(cached, outcome.run.proc.output)
-            return outcome.run.proc.output, ""
+            return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-                    settings: Settings, reporter: pipeline.Reporter) -> Outcome:
-    check_language(request.source, exercise)
-    outcome = pipeline.execute(request, toolchain, probe, settings, reporter)
+def copy_data_files(exercise: Exercise, workdir: Path) -> None:
+    """The exercise's data files beside the program (a photo to blur), unless already there."""
+    for path in exercise.files:
+        if not (workdir / path.name).exists():
+            shutil.copyfile(path, workdir / path.name)
+
+
+def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
+              solution: SolutionRun | None) -> kinds.Evidence:
     built = outcome.build
-    sol_out, problem = (None, "")
-    if exercise.needs_solution and outcome.run is not None and built is not None and built.ok:
-        sol_out, problem = solution_output(request, toolchain, exercise, probe, settings)
     trace = None
     if outcome.profile is not None and outcome.profile.trace is not None and toolchain.target == "gpu":
         trace = trace_values(outcome.profile.trace)
-    evidence = kinds.Evidence(
+    compiled = None
+    if built is not None and built.ok and built.build_dir is not None:
+        pre = built.build_dir / build_mod.PREPROCESSED
+        if pre.is_file():
+            compiled = pre.read_text(errors="replace")
+    return kinds.Evidence(
         source_text=request.source.text, language=request.source.language, build=built,
         run=outcome.run,
         acc=family_of(toolchain).feedback(built) if built is not None and built.ok else None,
-        solution_output=sol_out, solution_problem=problem, trace_values=trace,
+        solution_output=solution.output if solution is not None else None,
+        solution_problem=solution.problem if solution is not None else "",
+        trace_values=trace, compiled_text=compiled, acc_requested=request.acc,
+        run_dir=request.workdir, solution_dir=solution.files if solution is not None else None,
     )
-    verdict = kinds.evaluate(exercise, evidence)
+
+
+def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
+                    settings: Settings, reporter: pipeline.Reporter,
+                    hidden: bool = False) -> Outcome:
+    """The run and its verdict. hidden (grading): the program also runs with each of the
+    exercise's hidden argument sets, its output checked again each time."""
+    check_language(request.source, exercise)
+    copy_data_files(exercise, request.workdir)
+    outcome = pipeline.execute(request, toolchain, probe, settings, reporter)
+    built = outcome.build
+    ran = outcome.run is not None and built is not None and built.ok
+
+    def solution_for(req: RunRequest) -> SolutionRun | None:
+        return solution_output(req, toolchain, exercise, probe, settings) \
+            if exercise.needs_solution and ran else None
+
+    verdict = kinds.evaluate(exercise, _evidence(request, toolchain, outcome, solution_for(request)))
+    if hidden and ran and outcome.failure is None:
+        extra: list[CheckResult] = []
+        for i, args in enumerate(exercise.hidden_args):
+            again = dataclasses.replace(request, program_args=args, keep=None, profile=None)
+            rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter())
+            evidence = _evidence(again, toolchain, rerun, solution_for(again))
+            extra += kinds.evaluate_hidden(exercise, evidence, i)
+        verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))
     reporter.verdict(verdict)
     failure = outcome.failure
-    if failure is None and not verdict.passed:
+    if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
         failure = Failure(
             kind=FailureKind.CHECK,

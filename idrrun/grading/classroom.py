@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
+import hmac
 import io
 import json
+import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -22,10 +26,13 @@ from typing import Any, Literal
 from .. import build as build_mod
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
-from ..model import CheckResult, FailureKind, Language, Outcome, Probe, Settings, Source
+from ..checks.specs import COURSE_DIRS
+from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequest, Settings,
+                     Source)
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
+from ..run import jail
 from .checked import NullReporter, check_language, execute_checked, solution_output
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
@@ -33,7 +40,11 @@ SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", "
 # time, compiler flags), so that a submission cannot give itself more than its classmates.
 GRADED_FLAGS = frozenset({"acc", "accopts", "language", "openmp", "threads", "profile"})
 
-GradeStatus = Literal["pass", "fail", "error"]
+GradeStatus = Literal["pass", "fail", "incomplete", "error"]
+# A submission bigger than this is refused (one error row), not read into the grader's memory.
+MAX_SOURCE_BYTES = 2 << 20
+_INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include[ \t]*["<]([^">\n]+)[">]|include[ \t]*[\'"]([^\'"\n]+)[\'"])',
+                      re.MULTILINE | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,7 @@ class GradeRow:
     failure_what: str = ""  # the failure in words: "exit code 3", "killed by SIGSEGV"
     error: str = ""  # status "error": why it could not be graded
     checks: tuple[CheckResult, ...] = ()
+    sandbox: str = ""  # how it was walled off: the machine's level, or "none (--unsafe)"
 
     @property
     def reasons(self) -> str:
@@ -68,6 +80,8 @@ class GradeRow:
         if self.failure is not None and self.failure is not FailureKind.CHECK:
             parts.append(f"{self.failure.step} failed: {self.failure_what}")
         parts += [f"{c.name}: {c.reason}" for c in self.checks if c.status == "fail"]
+        parts += [f"{c.name}: not evaluated ({c.reason})" for c in self.checks
+                  if c.status == "incomplete"]
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
@@ -75,7 +89,7 @@ class GradeRow:
             "student": self.student, "exercise": self.exercise, "language": self.language,
             "verdict": self.status, "reasons": self.reasons,
             "build_seconds": round(self.build_seconds, 3), "run_seconds": round(self.run_seconds, 3),
-            "submission": self.submission,
+            "submission": self.submission, "sandbox": self.sandbox,
         }
 
 
@@ -107,6 +121,13 @@ def notebook_cell(path: Path, exercise: str) -> tuple[Options, str]:
 
 def _read(path: Path, student: str, exercise: Exercise, language: Language | None) -> Submission:
     try:
+        if path.is_symlink() or not path.is_file():
+            # A link could make the grader itself read a file the student cannot (the solution).
+            return Submission(student, path, None, "refused: not a regular file (a link?)")
+        size = path.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            return Submission(student, path, None, f"refused: {size} bytes, more than the "
+                                                    f"{MAX_SOURCE_BYTES >> 20} MiB a submission may have")
         if path.suffix == ".ipynb":
             opts, body = notebook_cell(path, exercise.name)
             opts = resolve.restricted(opts, GRADED_FLAGS)
@@ -116,11 +137,13 @@ def _read(path: Path, student: str, exercise: Exercise, language: Language | Non
         src = source_mod.from_file(path, language, path.name)
     except IdrrunError as exc:
         return Submission(student, path, None, str(exc))
+    except OSError as exc:
+        return Submission(student, path, None, f"cannot read it: {exc.strerror or exc}")
     return Submission(student, path, src)
 
 
 def _pick(folder: Path, exercise: Exercise, language: Language | None) -> Path | None:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and
                    (p.suffix in SOURCE_SUFFIXES or p.suffix == ".ipynb") and
                    ".ipynb_checkpoints" not in p.parts)
     if language is not None:
@@ -147,11 +170,51 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
     return subs
 
 
-def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome) -> GradeRow:
+def scratch_root(settings: Settings) -> Path:
+    """Where submissions are copied to be graded: under the system's temporary folder (a box's
+    own uid must be able to reach its folder; the idrrun cache is private), in a folder named
+    after this grader's pid so that the next grading removes what a killed one left."""
+    base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
+    base.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(base, 0o711)
+    mine = base / str(os.getpid())
+    mine.mkdir(mode=0o711, exist_ok=True)
+    return mine
+
+
+def remove_orphans(settings: Settings) -> list[str]:
+    """What killed gradings left: their scratch folders (the grader's pid is gone) and empty
+    run cgroups. Called when a grading starts."""
+    removed = []
+    base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
+    for entry in (base.iterdir() if base.is_dir() else []):
+        if entry.name.isdigit() and not Path(f"/proc/{entry.name}").exists():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(str(entry))
+    removed += jail.remove_orphan_cgroups()
+    return removed
+
+
+def outside_includes(text: str) -> list[str]:
+    """Files a source includes from outside its own folder (absolute paths, or `..`): refused
+    in grading, where only what was handed in may be compiled. Linear: one pattern per line."""
+    found = []
+    for m in _INCLUDE.finditer(text[:MAX_SOURCE_BYTES]):
+        name = m.group(1) or m.group(2) or ""
+        if name.startswith("/") or ".." in Path(name).parts or name.startswith("~"):
+            found.append(name)
+    return found
+
+
+def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
+                     sandbox_level: str) -> GradeRow:
     failure = outcome.failure
+    verdict = outcome.verdict
+    status: GradeStatus = "pass" if outcome.ok else \
+        "incomplete" if failure is None and verdict is not None and verdict.incomplete else "fail"
     return GradeRow(
         student=sub.student, exercise=exercise.name, language=outcome.request.source.language,
-        status="pass" if outcome.ok else "fail",
+        status=status, sandbox=sandbox_level,
         build_seconds=outcome.build.seconds if outcome.build is not None else 0.0,
         run_seconds=outcome.run.proc.seconds if outcome.run is not None else 0.0,
         submission=str(sub.path),
@@ -161,14 +224,26 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome) -> G
     )
 
 
-def _grader_options(sub: Submission, timeout: float | None) -> Options:
-    """The submission's own (graded) flags, OpenACC on, and the grader's time limit."""
+def _grader_options(sub: Submission, timeout: float | None,
+                    exercise: Exercise | None = None) -> Options:
+    """The submission's own (graded) flags, OpenACC on, the grader's time limit, and the
+    profiler on when the exercise has GPU-trace checks (they need a trace to be evaluated)."""
+    profile = sub.options.profile
+    if profile is None and exercise is not None and exercise.needs_trace:
+        profile = "auto"
     return dataclasses.replace(sub.options, acc=True if sub.options.acc is None else sub.options.acc,
-                               timeout=timeout)
+                               timeout=timeout, profile=profile)
+
+
+def graded(request: RunRequest, exercise: Exercise, scratch: Path, sandbox: str) -> RunRequest:
+    """A graded request: in a box of its own, as a uid of its own, its builds kept apart from
+    the shared cache (thrown away with the scratch folder), the course's folders hidden."""
+    return dataclasses.replace(request, sandbox=not sandbox.startswith("none"), own_uid=True,
+                               hide=(*exercise.folders, *COURSE_DIRS), build_cache=scratch / "builds")
 
 
 def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Settings,
-                  probe: Probe, timeout: float | None) -> None:
+                  probe: Probe, timeout: float | None, sandbox: str) -> None:
     """Run the solution once for each language the submissions use (filling the cache)."""
     languages = sorted({s.source.language for s in subs if s.source is not None} & set(exercise.sources))
     for language in languages:
@@ -177,21 +252,30 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
             src = source_mod.from_file(pair.solution, language, str(pair.solution))
             request, toolchain = resolve.resolve(Options(acc=True, timeout=timeout), src,
                                                  pair.solution.parent, settings, probe, exercise)
+            request = graded(request, exercise, pair.solution.parent, sandbox)
             solution_output(request, toolchain, exercise, probe, settings)
         except IdrrunError:
             pass  # each row reports it
 
 
 def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Probe,
-              timeout: float | None = None) -> GradeRow:
-    """Grade one submission in its own scratch folder; every problem becomes a row."""
+              timeout: float | None = None, sandbox: str = "namespaces") -> GradeRow:
+    """Grade one submission in its own scratch folder and sandbox; every problem becomes a row.
+
+    sandbox: the machine's level (run/sandbox.py), or "none (--unsafe)" to grade without one."""
     def error_row(reason: str, language: str = "") -> GradeRow:
         return GradeRow(sub.student, exercise.name, language, "error", 0.0, 0.0, str(sub.path),
-                        error=reason)
+                        error=reason, sandbox=sandbox)
 
     if sub.source is None:
         return error_row(sub.problem)
-    scratch = Path(tempfile.mkdtemp(prefix="idrrun-grade-"))
+    outside = outside_includes(sub.source.text)
+    if outside:
+        return error_row(f"refused: the source includes files from outside the submission "
+                         f"({', '.join(outside[:3])}); only what was handed in is compiled",
+                         sub.source.language)
+    scratch = Path(tempfile.mkdtemp(prefix="idrrun-grade-", dir=scratch_root(settings)))
+    os.chmod(scratch, 0o711)  # the box's own uid passes through to its folder, sees nothing else
     try:
         # A copy of the student's folder, so includes and data files work and the original is
         # never touched.
@@ -203,10 +287,12 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         workdir = scratch / "work"
         src = dataclasses.replace(sub.source, origin_dir=workdir)
         check_language(src, exercise)
-        request, toolchain = resolve.resolve(_grader_options(sub, timeout), src, workdir, settings,
-                                             probe, exercise)
-        outcome = execute_checked(request, toolchain, exercise, probe, settings, NullReporter())
-        return row_from_outcome(sub, exercise, outcome)
+        request, toolchain = resolve.resolve(_grader_options(sub, timeout, exercise), src, workdir,
+                                             settings, probe, exercise)
+        request = graded(request, exercise, scratch, sandbox)
+        outcome = execute_checked(request, toolchain, exercise, probe, settings, NullReporter(),
+                                  hidden=True)
+        return row_from_outcome(sub, exercise, outcome, sandbox)
     except IdrrunError as exc:
         return error_row(str(exc), sub.source.language)
     except OSError as exc:
@@ -219,7 +305,8 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
               jobs: int, timeout: float | None,
               on_done: Callable[[GradeRow], None] | None = None,
               already: dict[str, GradeRow] | None = None,
-              on_progress: Callable[[list[GradeRow]], None] | None = None) -> list[GradeRow]:
+              on_progress: Callable[[list[GradeRow]], None] | None = None,
+              sandbox: str = "namespaces") -> list[GradeRow]:
     """Grade in parallel; rows come back in submission order. Workers wait on compilers and
     programs, not on Python, so threads are enough.
 
@@ -234,8 +321,8 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         if exercise.needs_solution and jobs > 1 and todo:
             # The solution's output is needed by every row: start it first, beside the students.
-            pool.submit(warm_solution, exercise, subs, settings, probe, timeout)
-        futures = {pool.submit(grade_one, subs[i], exercise, settings, probe, timeout): i
+            pool.submit(warm_solution, exercise, subs, settings, probe, timeout, sandbox)
+        futures = {pool.submit(grade_one, subs[i], exercise, settings, probe, timeout, sandbox): i
                    for i in todo}
         for future in as_completed(futures):
             i = futures[future]
@@ -244,18 +331,22 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
             except Exception as exc:  # a bug must not cost a student their row
                 sub = subs[i]
                 row = GradeRow(sub.student, exercise.name, "", "error", 0.0, 0.0, str(sub.path),
-                               error=f"internal error: {type(exc).__name__}: {exc}")
+                               error=f"internal error: {type(exc).__name__}: {exc}", sandbox=sandbox)
             rows[i] = row
             if on_done is not None:
                 on_done(row)
             if on_progress is not None:
                 on_progress([rows[k] for k in sorted(rows)])
+    try:
+        scratch_root(settings).rmdir()
+    except OSError:
+        pass
     return [rows[i] for i in range(len(subs))]
 
 
 def _check_from(record: Any) -> CheckResult:
     status = str(record["status"])
-    if status not in ("pass", "fail", "skipped"):
+    if status not in ("pass", "fail", "incomplete"):
         raise ValueError(status)
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
@@ -268,9 +359,41 @@ def state_path(report: Path) -> Path:
     return report.with_name(f".{report.name}.idrrun-state.json")
 
 
-def load_report(path: Path, exercise: str) -> dict[str, GradeRow]:
-    """Rows of an earlier grading of the same exercise, by submission; {} when none or
-    unreadable. Rows that ended in an internal error are left out, so they are graded again."""
+def grading_key(settings: Settings) -> bytes:
+    """The grader's secret (in its cache, which no box sees): rows it wrote carry a MAC made
+    with it, so that a resumed grading keeps only those — a forged row is graded again."""
+    path = settings.cache_dir / "grading.key"
+    try:
+        key = path.read_bytes()
+        if len(key) >= 32:
+            return key
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    tmp = path.with_name(f".grading.key.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(secrets.token_bytes(32))
+    os.replace(tmp, path)
+    return path.read_bytes()
+
+
+def _record(row: GradeRow) -> dict[str, Any]:
+    return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
+                            "failure_what": row.failure_what,
+                            "checks": [dataclasses.asdict(c) for c in row.checks]}
+
+
+def _mac(record: dict[str, Any], key: bytes) -> str:
+    body = json.dumps({k: v for k, v in record.items() if k != "mac"}, sort_keys=True)
+    return hmac.new(key, body.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+
+
+def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
+    """Rows of an earlier grading of the same exercise, by submission, that this grader can
+    prove it wrote (their MAC); {} when none or unreadable. Rows that ended in an internal
+    error are left out, so they are graded again."""
     state = state_path(path)
     if not state.is_file():
         return {}
@@ -281,8 +404,10 @@ def load_report(path: Path, exercise: str) -> dict[str, GradeRow]:
     out: dict[str, GradeRow] = {}
     for rec in records if isinstance(records, list) else []:
         try:
+            if not hmac.compare_digest(str(rec.get("mac", "")), _mac(rec, key)):
+                continue
             status = str(rec["verdict"])
-            if rec["exercise"] != exercise or status not in ("pass", "fail", "error") or \
+            if rec["exercise"] != exercise or status not in ("pass", "fail", "incomplete", "error") or \
                     str(rec["reasons"]).startswith("internal error"):
                 continue
             kind = rec.get("failure")
@@ -295,6 +420,7 @@ def load_report(path: Path, exercise: str) -> dict[str, GradeRow]:
                 failure_what=str(rec.get("failure_what") or ""),
                 error=str(rec["reasons"]) if status == "error" else "",
                 checks=tuple(_check_from(c) for c in rec.get("checks") or []),
+                sandbox=str(rec.get("sandbox", "")),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -302,15 +428,12 @@ def load_report(path: Path, exercise: str) -> dict[str, GradeRow]:
 
 
 REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build_seconds",
-                 "run_seconds", "submission")
+                 "run_seconds", "submission", "sandbox")
 
 
 def render_report(rows: Sequence[GradeRow], path: Path) -> str:
     if path.suffix.lower() == ".json":
-        return json.dumps([r.as_dict() | {
-            "failure": r.failure.value if r.failure is not None else None,
-            "failure_what": r.failure_what,
-            "checks": [dataclasses.asdict(c) for c in r.checks]} for r in rows], indent=2) + "\n"
+        return json.dumps([_record(r) for r in rows], indent=2) + "\n"
     if path.suffix.lower() == ".csv":
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=REPORT_FIELDS)
@@ -321,9 +444,13 @@ def render_report(rows: Sequence[GradeRow], path: Path) -> str:
     raise UsageError(f"--report {path}: use a .csv or .json file name")
 
 
-def write_report(rows: Sequence[GradeRow], path: Path) -> None:
-    """The report, and the state a resumed grading reads (state_path), both written atomically."""
-    build_mod.write_atomic(state_path(path), render_report(rows, Path("state.json")))
+def write_report(rows: Sequence[GradeRow], path: Path, key: bytes) -> None:
+    """The report, and the state a resumed grading reads (state_path, every row signed with
+    the grader's key), both written atomically."""
+    records = [_record(r) for r in rows]
+    for rec in records:
+        rec["mac"] = _mac(rec, key)
+    build_mod.write_atomic(state_path(path), json.dumps(records, indent=1) + "\n")
     build_mod.write_atomic(path, render_report(rows, path))
 
 

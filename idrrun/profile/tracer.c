@@ -576,13 +576,19 @@ static void CUPTIAPI on_callback(void *data, CUpti_CallbackDomain domain, CUpti_
     }
 }
 
+/* Set once CUPTI took our callbacks: before that (no GPU, a driver CUPTI does not know),
+ * asking it to flush crashes inside CUPTI. */
+static volatile int cupti_ready = 0;
+
 static void at_exit(void)
 {
     if (getpid() != owner)
         return;
     stop_flusher();
-    describe_devices();
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (cupti_ready) {
+        describe_devices();
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
     pthread_mutex_lock(&out_lock);
     if (out != NULL) {
         fprintf(out, "{\"type\":\"end\",\"records\":%llu,\"dropped\":%llu}\n", written, dropped);
@@ -655,6 +661,7 @@ int InitializeInjection(void)
     report("cuptiActivityRegisterCallbacks", status);
     if (status != CUPTI_SUCCESS)
         return 1;
+    cupti_ready = 1;
     static const struct { CUpti_ActivityKind kind; const char *call; } kinds[] = {
         {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
         {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},

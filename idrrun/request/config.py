@@ -61,6 +61,8 @@ def _field(origin: str, path: str) -> str:
 
 def _flag_value(spec: options.FlagSpec, value: Any, where: str) -> object:
     """A config value through the flag's own parser: `timeout = 300`, `memory = "2GiB"`."""
+    if isinstance(value, bool) and spec.parse is options.on_off:
+        value = "on" if value else "off"
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ConfigError(f"{where}: expected a value like on the line ({spec.names[-1]} "
                           f"{spec.metavar or 'VALUE'}), got {value!r}")
@@ -83,15 +85,16 @@ def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
         if key in flags:
             name, spec = flags[key]
             out["values"][name] = _flag_value(spec, value, where)
-        elif key == "limits":
+        elif any(k.startswith(f"{key}.") for k in flags):
+            # A table of flag settings: [limits] memory = ..., [sandbox] mode = ...
             if not isinstance(value, dict):
-                raise ConfigError(f"{where}: expected a table [limits]")
+                raise ConfigError(f"{where}: expected a table [{key}]")
             for sub, item in value.items():
-                if f"limits.{sub}" not in flags:
-                    known = ", ".join(k.split(".", 1)[1] for k in flags if k.startswith("limits."))
-                    raise ConfigError(f"{_field(origin, f'limits.{sub}')}: unknown field (known: {known})")
-                name, spec = flags[f"limits.{sub}"]
-                out["values"][name] = _flag_value(spec, item, _field(origin, f"limits.{sub}"))
+                if f"{key}.{sub}" not in flags:
+                    known = ", ".join(k.split(".", 1)[1] for k in flags if k.startswith(f"{key}."))
+                    raise ConfigError(f"{_field(origin, f'{key}.{sub}')}: unknown field (known: {known})")
+                name, spec = flags[f"{key}.{sub}"]
+                out["values"][name] = _flag_value(spec, item, _field(origin, f"{key}.{sub}"))
         elif key == "offload":
             out[key] = _choice(value, OFFLOAD_MODES, where)
         elif key in ("cache_dir", "examples_dir"):

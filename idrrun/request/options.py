@@ -116,6 +116,15 @@ def tasks(text: str) -> int:
     return value or NO_LIMIT
 
 
+def on_off(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("on", "yes", "true", "1"):
+        return True
+    if value in ("off", "no", "false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+
+
 def words(text: str) -> tuple[str, ...]:
     """A string of several words, shell-quoted: `"-O3 -g"`, `"1 'two words'"`."""
     try:
@@ -229,6 +238,9 @@ class Options:
                                  help="largest file the program may write, e.g. 1GiB")
     max_output: int | None = flag("--max-output", parse=output_cap, metavar="SIZE",
                                   setting="max_output", help="output kept and shown, e.g. 1MiB")
+    sandbox: bool | None = flag("--sandbox", parse=on_off, metavar="on|off", setting="sandbox.mode",
+                                help="compile and run in a sandbox that sees only the system folders "
+                                     "and this folder (default: off; always on in idrrun grade)")
     check: str | None = flag("--check", "--exercise", group="check", parse=str, metavar="NAME",
                              help="check the result against the exercise NAME (see examples/)")
     # %idrrunfile and `idrrun run`: the positional FILE (not a flag).

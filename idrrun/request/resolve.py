@@ -28,7 +28,8 @@ def _layered(options: Options, settings: Settings, exercise: Exercise | None) ->
     """{RunRequest path: value} from the three layers, the highest one winning per field."""
     exercise_layer: dict[str, Any] = {}
     if exercise is not None:
-        exercise_layer = {"timeout": exercise.timeout, "check": exercise.name}
+        exercise_layer = {"timeout": exercise.timeout, "check": exercise.name,
+                          "mpi_ranks": exercise.ranks}
     out: dict[str, Any] = {}
     for name, spec in specs():
         target = name if spec.to == SAME else spec.to

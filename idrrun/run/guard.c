@@ -1,13 +1,25 @@
 /* idrrun-guard: the supervisor between idrrun and a student's program.
  *
- * usage: idrrun-guard --status-fd=N --parent=PID --file-size=B --nproc=N --address-space=B
- *                     --cgroups=F1:F2 -- PROGRAM [ARGS...]
- * The options are those of the record GuardArgs in guard.py (a test checks that the two agree):
+ * Outer mode (every run and compile, started by idrrun):
+ *   idrrun-guard --status-fd=N --parent=PID --file-size=B --nproc=N --address-space=B
+ *                --cgroups=F1:F2 --uid=U --gid=G --sweep=0|1 -- PROGRAM [ARGS...]
+ * Inner mode (inside the sandbox, between bubblewrap and the program):
+ *   idrrun-guard --inner-status-fd=N -- PROGRAM [ARGS...]
+ * The options are those of the records GuardArgs and InnerGuardArgs in guard.py (a test checks
+ * that the two sides agree):
  *   status-fd      pipe to idrrun: the guard writes "child PID", then "exit N" or "signal N";
  *                  the program never inherits it, so it cannot forge its own status
  *   parent         pid of idrrun (the kernel); when it dies, the guard kills the whole run
  *   file-size, nproc, address-space  resource limits in bytes/tasks (0: none) for the program
  *   cgroups        ':'-separated cgroup.procs files to join before starting the program ("": none)
+ *   uid, gid       the unprivileged identity the program runs as (-1: keep ours); only root
+ *                  can give one, and then RLIMIT_NPROC counts that identity's processes alone
+ *   sweep          1: after the program, kill what carries its IDRRUN_RUN marker (when there is
+ *                  no cgroup to list the run's processes, and no PID namespace to end them)
+ *   inner-status-fd  the same protocol ("inner exit N" / "inner signal N") from inside the
+ *                  sandbox, where the outer guard only sees bubblewrap's own status (128+N for
+ *                  a signal, like `exit 128+N`); the inner guard makes itself undumpable so
+ *                  that the program, same user as it, cannot reach its descriptor
  *
  * Why a separate process: a Jupyter kernel can be killed (restart, crash) while a program runs.
  * Nothing in the kernel runs then, but the guard is told (PR_SET_PDEATHSIG) and removes every
@@ -19,6 +31,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,17 +44,40 @@
 
 static volatile sig_atomic_t child_pid = 0;
 static pid_t parent_pid = 0;
+static int status_fd = -1;
 
 static void on_signal(int sig)
 {
     if (child_pid <= 0)
         return;
     /* Our parent died (PR_SET_PDEATHSIG): nobody will escalate, so kill outright. */
-    if (getppid() != parent_pid)
+    if (parent_pid > 0 && getppid() != parent_pid)
         sig = SIGKILL;
     kill(-child_pid, sig);
     if (sig == SIGKILL || sig == SIGTERM)
         kill(-child_pid, SIGCONT); /* a stopped program must see its SIGTERM */
+}
+
+/* Kill every process listed in the ':'-separated cgroup.procs files (but us); returns how many. */
+static int kill_cgroups(const char *files)
+{
+    int found = 0;
+    char *list = strdup(files);
+    for (char *file = strtok(list, ":"); file; file = strtok(NULL, ":")) {
+        FILE *f = fopen(file, "r");
+        if (!f)
+            continue;
+        long pid;
+        while (fscanf(f, "%ld", &pid) == 1) {
+            if (pid != getpid() && pid > 1) {
+                kill((pid_t)pid, SIGKILL);
+                found++;
+            }
+        }
+        fclose(f);
+    }
+    free(list);
+    return found;
 }
 
 /* Kill every process whose environment holds MARKER; returns how many were found. */
@@ -75,8 +111,6 @@ static int sweep(const char *marker)
     return found;
 }
 
-static int status_fd;
-
 static void write_status(const char *text)
 {
     ssize_t ignored = write(status_fd, text, strlen(text));
@@ -93,21 +127,22 @@ static void set_limit(int resource, const char *value)
         fprintf(stderr, "idrrun-guard: cannot set limit %d: %s\n", resource, strerror(errno));
 }
 
-/* The options, in the order of GuardArgs' fields. */
+/* The options, in the order of GuardArgs' fields, then InnerGuardArgs' (guard.py). */
 static const char *const OPTIONS[] = {"status-fd", "parent", "file-size", "nproc", "address-space",
-                                      "cgroups", NULL};
-enum { OPT_STATUS_FD, OPT_PARENT, OPT_FILE_SIZE, OPT_NPROC, OPT_ADDRESS_SPACE, OPT_CGROUPS, OPT_COUNT };
+                                      "cgroups", "uid", "gid", "sweep", NULL};
+enum { OPT_STATUS_FD, OPT_PARENT, OPT_FILE_SIZE, OPT_NPROC, OPT_ADDRESS_SPACE, OPT_CGROUPS,
+       OPT_UID, OPT_GID, OPT_SWEEP, OPT_COUNT };
+static const char *const INNER_OPTIONS[] = {"inner-status-fd", NULL};
 
-
-int main(int argc, char **argv)
+/* Reads --name=value options up to "--"; returns the index of the program, or -1. */
+static int parse(int argc, char **argv, const char *const *names, const char **value, int count)
 {
-    const char *value[OPT_COUNT] = {0};
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         int known = 0;
-        for (int k = 0; OPTIONS[k]; k++) {
-            size_t len = strlen(OPTIONS[k]);
-            if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, OPTIONS[k], len) == 0 &&
+        for (int k = 0; names[k]; k++) {
+            size_t len = strlen(names[k]);
+            if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, names[k], len) == 0 &&
                 argv[i][2 + len] == '=') {
                 value[k] = argv[i] + 3 + len;
                 known = 1;
@@ -115,26 +150,99 @@ int main(int argc, char **argv)
         }
         if (!known) {
             fprintf(stderr, "idrrun-guard: unknown option %s\n", argv[i]);
-            return 125;
+            return -1;
         }
     }
-    for (int k = 0; k < OPT_COUNT; k++) {
+    for (int k = 0; k < count; k++) {
         if (!value[k]) {
-            fprintf(stderr, "idrrun-guard: missing --%s=\n", OPTIONS[k]);
-            return 125;
+            fprintf(stderr, "idrrun-guard: missing --%s=\n", names[k]);
+            return -1;
         }
     }
     if (i + 1 >= argc) {
         fprintf(stderr, "idrrun-guard: no program after --\n");
-        return 125;
+        return -1;
     }
-    char **program = argv + i + 1;
+    return i + 1;
+}
+
+static void forward_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN); /* the guard's own status writes must not kill it */
+}
+
+static void default_signals(void)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL);
+}
+
+static int report(int st, const char *prefix)
+{
+    char line[64];
+    if (WIFSIGNALED(st)) {
+        snprintf(line, sizeof line, "%ssignal %d\n", prefix, WTERMSIG(st));
+        write_status(line);
+        return 128 + WTERMSIG(st);
+    }
+    snprintf(line, sizeof line, "%sexit %d\n", prefix, WEXITSTATUS(st));
+    write_status(line);
+    return WEXITSTATUS(st);
+}
+
+/* Inside the sandbox: start the program, say how it ended. */
+static int inner(int argc, char **argv)
+{
+    const char *value[1] = {0};
+    int prog = parse(argc, argv, INNER_OPTIONS, value, 1);
+    if (prog < 0)
+        return 125;
+    status_fd = atoi(value[0]);
+    fcntl(status_fd, F_SETFD, FD_CLOEXEC);
+    /* Same user as the program: undumpable, it cannot be traced nor have its descriptors
+     * opened through /proc by the program it supervises. */
+    prctl(PR_SET_DUMPABLE, 0);
+    forward_signals();
+    pid_t pid = fork();
+    if (pid < 0)
+        return 125;
+    if (pid == 0) {
+        default_signals();
+        execvp(argv[prog], argv + prog);
+        fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", argv[prog], strerror(errno));
+        _exit(127);
+    }
+    child_pid = pid;
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return report(st, "inner ");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strncmp(argv[1], "--inner-", 8) == 0)
+        return inner(argc, argv);
+    const char *value[OPT_COUNT] = {0};
+    int prog = parse(argc, argv, OPTIONS, value, OPT_COUNT);
+    if (prog < 0)
+        return 125;
+    char **program = argv + prog;
     status_fd = atoi(value[OPT_STATUS_FD]);
     fcntl(status_fd, F_SETFD, FD_CLOEXEC); /* never inherited by the program */
     parent_pid = (pid_t)atol(value[OPT_PARENT]);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent_pid)
         return 125; /* idrrun is already gone */
+    long uid = atol(value[OPT_UID]), gid = atol(value[OPT_GID]);
 
     char marker[256] = "";
     const char *run_id = getenv("IDRRUN_RUN");
@@ -159,14 +267,7 @@ int main(int argc, char **argv)
     set_limit(RLIMIT_AS, value[OPT_ADDRESS_SPACE]);
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGXFSZ, SIG_IGN); /* the guard's own status writes must not kill it */
+    forward_signals();
 
     pid_t pid = fork();
     if (pid < 0) {
@@ -175,10 +276,15 @@ int main(int argc, char **argv)
     }
     if (pid == 0) {
         setpgid(0, 0);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        signal(SIGXFSZ, SIG_DFL);
+        default_signals();
+        if (gid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0)) {
+            fprintf(stderr, "idrrun-guard: cannot become group %ld: %s\n", gid, strerror(errno));
+            _exit(126);
+        }
+        if (uid >= 0 && setuid((uid_t)uid) != 0) {
+            fprintf(stderr, "idrrun-guard: cannot become user %ld: %s\n", uid, strerror(errno));
+            _exit(126);
+        }
         execvp(program[0], program);
         fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", program[0], strerror(errno));
         _exit(127);
@@ -192,20 +298,17 @@ int main(int argc, char **argv)
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
-    /* The program is gone: whatever it left behind goes too. */
+    /* The program is gone: whatever it left behind goes too. Its cgroups list every process
+     * of the run; without them, the marker finds those that left the group with setsid().
+     * (In a sandbox's PID namespace nothing outlives the box: no sweep is asked for.) */
     kill(-pid, SIGKILL);
-    if (marker[0]) {
-        for (int round = 0; round < 40 && sweep(marker) > 0; round++) {
-            struct timespec ts = {0, 50 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+    struct timespec pause = {0, 5 * 1000 * 1000};
+    if (value[OPT_CGROUPS][0]) {
+        for (int round = 0; round < 400 && kill_cgroups(value[OPT_CGROUPS]) > 0; round++)
+            nanosleep(&pause, NULL);
+    } else if (marker[0] && atoi(value[OPT_SWEEP])) {
+        for (int round = 0; round < 400 && sweep(marker) > 0; round++)
+            nanosleep(&pause, NULL);
     }
-    if (WIFSIGNALED(st)) {
-        snprintf(line, sizeof line, "signal %d\n", WTERMSIG(st));
-        write_status(line);
-        return 128 + WTERMSIG(st);
-    }
-    snprintf(line, sizeof line, "exit %d\n", WEXITSTATUS(st));
-    write_status(line);
-    return WEXITSTATUS(st);
+    return report(st, "");
 }

@@ -13,13 +13,14 @@ Layers, each used where the machine allows it (`idrrun doctor` says which are ac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
 from pathlib import Path
 
-from ..model import Cgroups, Protections
-from . import proc
+from ..model import Cgroups, Protections, SandboxSupport
+from . import proc, sandbox
 from .guard import SOURCE as GUARD_SOURCE
 from .jail import try_write
 
@@ -127,3 +128,28 @@ def probe(cache_dir: Path, cc: str | None = None) -> Protections:
             notes.append("reduced protection: no cgroup can be created here; memory is limited by "
                          "RLIMIT_AS on host runs only, tasks by RLIMIT_NPROC")
     return Protections(guard=guard, cgroups=cgroups, root=root, notes=tuple(notes))
+
+
+@functools.cache
+def sandbox_support() -> SandboxSupport:
+    """Which sandbox level this machine allows (sandbox.py), tried for real once per process:
+    a box is only as good as the namespaces the kernel really grants."""
+    root = os.geteuid() == 0
+    bwrap = shutil.which("bwrap")
+    why = "bubblewrap is not installed (apt-get install bubblewrap)"
+    if bwrap is not None:
+        argv = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                "--proc", "/proc", "--dev", "/dev", "true"]
+        setpriv = shutil.which("setpriv")
+        if root and setpriv is not None:
+            # The boxes run as a fresh uid: try bubblewrap as one.
+            uid = sandbox.fresh_uid()
+            argv = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+        result = proc.run(argv, what="probe", timeout=10)
+        if result.ok:
+            return SandboxSupport("namespaces", bwrap, root)
+        why = ("bubblewrap cannot create namespaces here "
+               f"({result.output.strip().splitlines()[-1] if result.output.strip() else result.describe()})")
+    if root:
+        return SandboxSupport("uid", None, root, why)
+    return SandboxSupport("none", None, root, why + "; and not root, so no separate uid either")

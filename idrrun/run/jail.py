@@ -219,3 +219,23 @@ def _remove_capped_files(jail: Jail) -> list[str]:
                 except OSError:
                     pass
     return notes
+
+
+def remove_orphan_cgroups() -> list[str]:
+    """Run cgroups (idrrun-<run id>) left by a killed idrrun: removed when no process is left
+    in them (a live run's cgroup, of another grader, always holds one)."""
+    removed = []
+    for root in (Path("/sys/fs/cgroup"),):
+        try:
+            candidates = list(root.glob("idrrun-*")) + list(root.glob("*/idrrun-*")) + \
+                list(root.glob("*/*/idrrun-*"))
+        except OSError:
+            continue
+        for d in candidates:
+            if d.is_dir() and not _read(d / "cgroup.procs").strip():
+                try:
+                    d.rmdir()
+                    removed.append(str(d))
+                except OSError:
+                    pass
+    return removed

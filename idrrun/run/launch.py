@@ -23,6 +23,17 @@ class Launch:
     # cluster (a SLURM job step), and one that lists it (empty output: nothing left).
     cancel: tuple[str, ...] = ()
     remaining: tuple[str, ...] = ()
+    # How many leading words of argv must run outside a sandbox (srun talks to the cluster;
+    # its tasks start the box on their node). mpirun runs inside, with its ranks.
+    outer_count: int = 0
+
+    @property
+    def outer(self) -> tuple[str, ...]:
+        return self.argv[:self.outer_count]
+
+    @property
+    def inner(self) -> tuple[str, ...]:
+        return self.argv[self.outer_count:]
 
 
 def _flag(flag: str, value: int) -> tuple[str, ...]:
@@ -57,6 +68,7 @@ def command(
     argv: list[str] = []
     cancel: tuple[str, ...] = ()
     remaining: tuple[str, ...] = ()
+    outer_count = 0
     if request.threads is not None:
         env["OMP_NUM_THREADS"] = str(request.threads)
     launcher = launcher_for(request, settings)
@@ -78,6 +90,7 @@ def command(
             name = f"idrrun-{uuid.uuid4().hex[:12]}"
             minutes = max(1, math.ceil(request.timeout / 60))
             argv += [f"--job-name={name}", f"--time={minutes}", "--unbuffered"]
+            outer_count = len(argv)
             cancel = ("scancel", "--full", "--name", name)
             remaining = ("squeue", "--noheader", "--name", name)
             # Remote tasks write to a pipe, not a terminal: ask stdio and gfortran for lines.
@@ -99,4 +112,5 @@ def command(
     argv += profiler_prefix
     env.update(profiler_env or {})
     argv += [str(executable), *request.program_args]
-    return Launch(argv=tuple(argv), env=env, notes=tuple(notes), cancel=cancel, remaining=remaining)
+    return Launch(argv=tuple(argv), env=env, notes=tuple(notes), cancel=cancel, remaining=remaining,
+                  outer_count=outer_count)

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Literal
 
 from ..model import Limits, ProcResult, Protections
-from . import guard, jail as jail_mod
+from . import guard, jail as jail_mod, sandbox
 from .jail import Jail
+from .sandbox import Box
 
 log = logging.getLogger("idrrun.proc")
 
@@ -51,6 +52,8 @@ _TIMEOUT_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
 # Data still readable once the main child has exited is drained for at most this long: a
 # background grandchild that keeps the terminal open must not hold the cell forever.
 _DRAIN_SECONDS = 0.2
+# How often a sandboxed run's folders are measured against their disk caps.
+_DISK_CHECK_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ class Running:
     status_fd: int = -1  # read end of the guard's status pipe
     status_text: str = ""  # what the guard said so far
     eof: bool = False
+    box: Box | None = None
+    next_disk_check: float = 0.0
+    over_disk: str | None = None  # why the box went past its disk caps
 
     def guard_status(self) -> guard.GuardStatus:
         return guard.read_status(self.status_text)
@@ -110,22 +116,43 @@ def spawn(
     protections: Protections | None = None,
     limits: Limits | None = None,
     gpu_run: bool = False,
+    box: Box | None = None,
+    outer: Sequence[str] = (),
 ) -> Running | ProcResult:
-    """Start argv (through the guard and its jail when protections and limits are given).
-
-    Returns a ProcResult instead when it could not start."""
+    """Start argv (through the guard and its jail when protections and limits are given, in
+    the sandbox `box` when one is given; `outer` is a launcher that must stay outside the box,
+    such as srun). Returns a ProcResult instead when it could not start."""
     argv = tuple(str(a) for a in argv)
     jail: Jail | None = None
     pass_fds: tuple[int, ...] = ()
-    status_r = status_w = -1
+    status_r = status_w = inner_w = -1
+    if box is not None and (protections is None or protections.guard is None or limits is None):
+        return ProcResult(argv=argv, returncode=None,
+                          start_error="a sandboxed run needs the run guard, which could not be built")
     if protections is not None and limits is not None:
         jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run)
-        env = {**(dict(env) if env is not None else os.environ), **jail.env}
+        base_env = dict(box.env) if box is not None else (dict(env) if env is not None else dict(os.environ))
+        env = {**base_env, **jail.env}
         if jail.guard is not None and jail.guard_args is not None:
             status_r, status_w = os.pipe()
             pass_fds = (status_w,)
             args = dataclasses.replace(jail.guard_args, status_fd=status_w)
-            argv = (*args.argv(jail.guard), *argv)
+            inner: tuple[str, ...] = ()
+            if box is not None:
+                args = dataclasses.replace(args, uid=box.uid, gid=box.gid,
+                                           sweep=int(box.support.level != "namespaces"))
+                sandbox.give(box)
+                if box.support.level == "namespaces":
+                    # A second writer on the same pipe: the inner guard, inside the box.
+                    inner_w = os.dup(status_w)
+                    pass_fds = (status_w, inner_w)
+                    in_box = sandbox.shared_copy(jail.guard) if box.uid >= 0 else jail.guard
+                    inner = sandbox.bwrap_argv(box.support, box, in_box, inner_w)
+                else:
+                    env.update(sandbox.private_tmp(box))
+            argv = (*args.argv(jail.guard), *outer, *inner, *argv)
+    elif outer:
+        argv = (*outer, *argv)
     stdin_file = limits.stdin if limits is not None else None
     log.info("%s: %s", what, subprocess.list2cmdline(argv))
     master = slave = -1
@@ -136,7 +163,7 @@ def spawn(
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
 
     def abandon(error: str) -> ProcResult:
-        for fd in (master, slave, status_r, status_w):
+        for fd in (master, slave, status_r, status_w, inner_w):
             if fd >= 0:
                 os.close(fd)
         if jail is not None:
@@ -164,8 +191,9 @@ def spawn(
     finally:
         if stdin is not subprocess.DEVNULL:
             stdin.close()  # type: ignore[union-attr]
-    if status_w >= 0:
-        os.close(status_w)
+    for fd in (status_w, inner_w):
+        if fd >= 0:
+            os.close(fd)
     if terminal:
         os.close(slave)
         fd = master
@@ -180,7 +208,8 @@ def spawn(
         selector.register(status_r, selectors.EVENT_READ)
     return Running(argv=argv, what=what, popen=popen, fd=fd,
                    collector=_Collector(on_output, max_output), selector=selector,
-                   start=time.monotonic(), terminal=terminal, jail=jail, status_fd=status_r)
+                   start=time.monotonic(), terminal=terminal, jail=jail, status_fd=status_r,
+                   box=box)
 
 
 def _read_status(running: Running) -> None:
@@ -223,6 +252,14 @@ def pump(running: Running, deadline: Deadline) -> Ending:
                 log.info("%s: deadline reached, killing the group", running.what)
                 _kill_group(running, _TIMEOUT_ESCALATION)
                 return TIMED_OUT
+            if running.box is not None and running.box.disk_caps and \
+                    time.monotonic() >= running.next_disk_check:
+                running.next_disk_check = time.monotonic() + _DISK_CHECK_SECONDS
+                running.over_disk = sandbox.over_disk_caps(running.box)
+                if running.over_disk is not None:
+                    log.info("%s: %s, killing the group", running.what, running.over_disk)
+                    _kill_group(running, _TIMEOUT_ESCALATION)
+                    return EXITED
             if not running.eof:
                 _poll(running, min(remaining, 0.1))
                 if popen.poll() is not None:
@@ -263,12 +300,16 @@ def finish(running: Running, ending: Ending) -> ProcResult:
             status = running.guard_status()
             if status.child is not None:
                 _signal_group(status.child, signal.SIGKILL)
-            if status.returncode is not None:
-                returncode = status.returncode
-            else:
+            if status.program is not None:
+                returncode = status.program
+            if status.returncode is None:
                 # The guard did not finish its own sweep (it was killed): sweep here.
                 jail_mod.sweep(running.jail.run_id)
-            limit, notes = jail_mod.close_jail(running.jail, status.returncode)
+            limit, notes = jail_mod.close_jail(running.jail, status.program)
+            if running.over_disk is not None:
+                limit, notes = "disk", notes + (f"the program wrote {running.over_disk} in its folder",)
+            if running.box is not None and running.box.support.level == "uid":
+                notes += tuple(sandbox.remove_litter(running.box.uid))
     finally:
         running.selector.close()
         if running.status_fd >= 0:
@@ -304,6 +345,8 @@ def run(
     protections: Protections | None = None,
     limits: Limits | None = None,
     gpu_run: bool = False,
+    box: Box | None = None,
+    outer: Sequence[str] = (),
 ) -> ProcResult:
     """Run argv to completion or deadline; stream its merged stdout/stderr to on_output.
 
@@ -319,7 +362,8 @@ def run(
     """
     deadline = Deadline.after(timeout)
     started = spawn(argv, what=what, cwd=cwd, env=env, on_output=on_output, terminal=terminal,
-                    max_output=max_output, protections=protections, limits=limits, gpu_run=gpu_run)
+                    max_output=max_output, protections=protections, limits=limits, gpu_run=gpu_run,
+                    box=box, outer=outer)
     if isinstance(started, ProcResult):
         return started
     return finish(started, pump(started, deadline))

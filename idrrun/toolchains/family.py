@@ -103,6 +103,12 @@ class Family(Protocol):
         """Environment the program needs to run as built (e.g. host-only builds)."""
         ...
 
+    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> tuple[str, ...]:
+        """A command writing `output`: the source as the compiler reads it (comments and
+        disabled #if blocks gone), for the source checks; () when the family has none (the
+        checks then strip comments themselves)."""
+        ...
+
     def gpu_context(self, toolchain: Toolchain) -> bool:
         """Whether the program may create a CUDA context (which maps ~13 GiB of address space,
         so no address-space limit may be put on it)."""
@@ -137,6 +143,9 @@ class CommandFamily:
 
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         return {}
+
+    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> tuple[str, ...]:
+        return ()
 
     def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:
         """A doctor line per language (C and Fortran): found, or how to install it. Only the

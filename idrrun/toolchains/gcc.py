@@ -149,6 +149,13 @@ class GccFamily(CommandFamily):
     def gpu_context(self, toolchain: Toolchain) -> bool:
         return toolchain.target == "gpu"
 
+    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> tuple[str, ...]:
+        if toolchain.language not in ("c", "c++") or toolchain.compiler.path is None:
+            return ()
+        # The build's own flags (-D, -I, -fopenacc defines _OPENACC), without the reports.
+        flags = [f for f in toolchain.flags if not f.startswith(("-fdump-", "-fopt-info"))]
+        return (toolchain.compiler.path, *flags, "-E", "-P", source_file, "-o", output)
+
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
         lines = self.compiler_lines(settings, active)
         gcc = probe_compiler(settings.compiler_command(self.name, "c") or self.compilers["c"])

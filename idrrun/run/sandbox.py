@@ -1,0 +1,237 @@
+"""A box for a compile or a run that must not reach anything else: graded submissions always,
+any run when `[sandbox] mode = "on"` (or `--sandbox on`).
+
+What a box sees, with bubblewrap (Debian's `bubblewrap`, the tool Flatpak uses): the system
+folders read-only (SYSTEM_DIRS), the folders it works in read-write, a private size-capped /tmp,
+the files it needs read-only (the executable, the GPU tracer) — and nothing else: no home, no
+idrrun cache, no course folder (hidden under an empty tmpfs even where a system folder holds
+it), no report, no other student. It has its own PID namespace (everything in it dies with the
+run), no network, its own IPC and hostname, and a clean environment (ENV_KEEP). As root, each
+box also runs as a fresh unprivileged uid, as isolate and Jobe do, so that its files and
+processes are its own; RLIMIT_NPROC then counts that uid's processes alone.
+
+Levels, probed once (`probe`), reported by `idrrun doctor`:
+- "namespaces": bubblewrap works here (user, mount, PID, network namespaces);
+- "uid": no namespaces (e.g. a default Docker container) but root: a fresh uid per box, its
+  folders private to it, its /tmp litter removed after the run;
+- "none": neither; `idrrun grade` refuses unless --unsafe.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..model import SandboxSupport
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+# Variables a program keeps from the environment it was started from: language, terminal, and
+# those the OpenMP/OpenACC/MPI/CUDA runtimes read. Everything else (HOME, XDG_*, IDRRUN_*,
+# JUPYTER_*, tokens, the grader's paths) stays outside.
+ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "LANG", "LANGUAGE", "TERM", "TZ", "CUDA_VISIBLE_DEVICES",
+            "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+ENV_KEEP_PREFIXES = ("LC_", "OMP_", "ACC_", "GOMP_", "OMPI_", "PRTE_", "PMIX_", "SLURM_",
+                     "GFORTRAN_", "NV_ACC_", "PGI_ACC_", "NVCOMPILER_")
+TMP_SIZE = 256 << 20  # the box's /tmp
+# What a box may leave in its writable folders: checked while it runs (proc.pump), the run
+# stopped at the "disk" limit when it goes past either.
+DISK_CAP = 1 << 30
+FILES_CAP = 20_000
+# Fresh uids come from here: far above any real account, so that nothing else owns them.
+UID_BASE = 1_900_000_000
+UID_SPAN = 1 << 24
+
+
+@dataclass(frozen=True)
+class Box:
+    """What one sandboxed compile or run may see and be."""
+
+    workdir: Path  # where it starts
+    writable: tuple[Path, ...]  # bound read-write (the workdir among them)
+    readable: tuple[Path, ...] = ()  # files or folders bound read-only at their own path
+    hidden: tuple[Path, ...] = ()  # covered by an empty tmpfs where a visible folder holds them
+    env: Mapping[str, str] = field(default_factory=dict)
+    gpu: bool = False  # /dev/nvidia* and /sys
+    uid: int = -1  # run as this user (root only); -1: as idrrun's own
+    gid: int = -1
+    tmp_size: int = TMP_SIZE
+    disk_caps: bool = False  # DISK_CAP and FILES_CAP on its writable folders (its own folders)
+    support: SandboxSupport = SandboxSupport("none", None, False, "not probed")
+
+
+def fresh_uid() -> int:
+    return UID_BASE + secrets.randbelow(UID_SPAN)
+
+
+def clean_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """The box's environment: what ENV_KEEP lets through from `base`, then `extra` (what idrrun
+    itself sets for the run: the family's, the launcher's, the profiler's variables)."""
+    env = {k: v for k, v in base.items()
+           if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(HOME="/tmp", TMPDIR="/tmp")
+    env.update(extra)
+    return env
+
+
+def _inside(path: Path, roots: Iterable[str | Path]) -> bool:
+    return any(path == Path(r) or Path(r) in path.parents for r in roots)
+
+
+def shared_copy(path: Path) -> Path:
+    """A copy of a file a box must run or load (the guard, the GPU tracer) where a box's fresh
+    uid can read it: idrrun's cache is private. Content-addressed, made once, root-owned."""
+    share = Path(tempfile.gettempdir()) / f"idrrun-share-{os.geteuid()}"
+    share.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(share, 0o711)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    target = share / f"{digest}-{path.name}"
+    if not target.is_file():
+        tmp = share / f".{target.name}.{os.getpid()}"
+        shutil.copyfile(path, tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    return target
+
+
+def in_system_dirs(path: Path) -> bool:
+    return _inside(path, SYSTEM_DIRS)
+
+
+def visible_secrets(paths: Iterable[Path], readable: Iterable[Path] = ()) -> tuple[Path, ...]:
+    """Of the folders a box must not see, those a visible folder would show it."""
+    roots: list[str | Path] = [*SYSTEM_DIRS, *readable]
+    out: list[Path] = []
+    for p in paths:
+        try:
+            real = p.resolve()
+        except OSError:
+            continue
+        if real.exists() and _inside(real, roots) and real not in out:
+            out.append(real)
+    return tuple(out)
+
+
+def bwrap_argv(support: SandboxSupport, box: Box, guard: Path, inner_fd: int) -> tuple[str, ...]:
+    """bubblewrap's command line for `box`, ending with the inner guard (the program follows)."""
+    assert support.bwrap is not None
+    argv = [support.bwrap, "--unshare-all", "--die-with-parent"]
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            # Merged /usr (/bin -> usr/bin): a symlink costs nothing, a bind mount ~2 ms.
+            argv += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            argv += ["--ro-bind", d, d]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(box.tmp_size), "--tmpfs", "/tmp"]
+    for h in visible_secrets(box.hidden, box.readable):
+        argv += ["--tmpfs", str(h)]
+    for r in (guard, *box.readable):
+        argv += ["--ro-bind", str(r), str(r)]
+    for w in box.writable:
+        argv += ["--bind", str(w), str(w)]
+    if box.gpu:
+        for dev in sorted(glob.glob("/dev/nvidia*")):
+            argv += ["--dev-bind", dev, dev]
+        if os.path.isdir("/sys"):
+            argv += ["--ro-bind", "/sys", "/sys"]
+    argv += ["--chdir", str(box.workdir), "--", str(guard), f"--inner-status-fd={inner_fd}", "--"]
+    return tuple(argv)
+
+
+def private_tmp(box: Box) -> dict[str, str]:
+    """At the "uid" level (no mount namespace): a private temporary folder inside the box's
+    first writable folder, for HOME and TMPDIR."""
+    tmp = box.writable[0] / ".idrrun-tmp"
+    tmp.mkdir(mode=0o700, exist_ok=True)
+    if box.uid >= 0:
+        os.chown(tmp, box.uid, box.gid)
+    return {"HOME": str(tmp), "TMPDIR": str(tmp)}
+
+
+def over_disk_caps(box: Box) -> str | None:
+    """Why the box's folders went past DISK_CAP or FILES_CAP, or None. Stops counting as soon
+    as a cap is passed, so that a box with 100 000 files does not cost the grader a full walk."""
+    size = files = 0
+    todo = list(box.writable)
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            files += 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(Path(entry.path))
+                else:
+                    size += entry.stat(follow_symlinks=False).st_blocks * 512
+            except OSError:
+                continue
+            if files > FILES_CAP:
+                return f"more than {FILES_CAP} files"
+            if size > DISK_CAP:
+                return f"more than {DISK_CAP >> 20} MiB of files"
+    return None
+
+
+def give(box: Box) -> None:
+    """Hand the box's writable folders to its uid (root only), so that it can write there and
+    nobody else can."""
+    if box.uid < 0:
+        return
+    for top in box.writable:
+        for root, dirs, files in os.walk(top):
+            for name in (root, *(os.path.join(root, n) for n in dirs + files)):
+                try:
+                    os.lchown(name, box.uid, box.gid)
+                except OSError:
+                    pass
+        try:
+            os.chmod(top, 0o700)
+        except OSError:
+            pass
+
+
+def take_back(box: Box, paths: Iterable[Path]) -> None:
+    """After the box: the grader owns these again (and the box's uid can no longer change them)."""
+    if box.uid < 0:
+        return
+    for top in paths:
+        for root, dirs, files in os.walk(top):
+            for name in (root, *(os.path.join(root, n) for n in dirs + files)):
+                try:
+                    os.lchown(name, 0, 0)
+                    if not os.path.islink(name):
+                        mode = os.stat(name).st_mode
+                        os.chmod(name, (mode & 0o755) | 0o600)
+                except OSError:
+                    pass
+
+
+def remove_litter(uid: int) -> list[str]:
+    """At the "uid" level the box shares /tmp with the machine: remove what its uid left there."""
+    notes = []
+    for tmp in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            entries = list(os.scandir(tmp))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                notes.append(f"removed {entry.path}, left by the program")
+            except OSError:
+                continue
+    return notes
