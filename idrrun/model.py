@@ -391,6 +391,7 @@ class AccReport:
     regions: int  # compute regions the compiler created
     implicit: tuple[ImplicitData, ...]
     method: str  # how this was found out, for messages and logs
+    omp_targets: int = 0  # OpenMP target regions (offloadable code)
 
 
 # incomplete: the check could not be evaluated (no GPU trace, no compiler report, no solution

@@ -152,6 +152,16 @@ def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        f"{ev.acc.regions} compute region(s) ({ev.acc.method})")
 
 
+def _uses_openmp(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    if ev.acc is None:
+        return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
+    if ev.acc.omp_targets < 1:
+        return CheckResult(spec.label, "fail", "≥ 1 target region", "0",
+                           "the compiler made no OpenMP target region")
+    return CheckResult(spec.label, "pass", "≥ 1 target region", str(ev.acc.omp_targets),
+                       f"{ev.acc.omp_targets} target region(s) ({ev.acc.method})")
+
+
 def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if ev.acc is None:
         return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
@@ -240,7 +250,7 @@ _NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image")
 _EVALUATORS = {
     "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
     "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
-    "image": _image,
+    "image": _image, "uses_openmp": _uses_openmp,
 }
 OPENACC_BUILD = "OpenACC build"
 
@@ -262,7 +272,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
 
 def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
     checks = [evaluate_one(spec, ev) for spec in exercise.checks]
-    if not ev.acc_requested:
+    if not ev.acc_requested and exercise.model == "openacc":
         # Without -a the directives are comments: what the checks say is not about OpenACC.
         checks.insert(0, CheckResult(OPENACC_BUILD, "incomplete", "built with -a", "built without -a",
                                      "add -a to the line: the exercise checks the OpenACC version"))

@@ -18,7 +18,7 @@ from . import regex
 
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
-               "image")
+               "image", "uses_openmp")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
 # Where idrrun's own course lives (its specs, solutions and notebooks): never shown to a box.
@@ -75,6 +75,7 @@ class Exercise:
     # value does not pass. Students' copies of the course do not carry them.
     hidden_args: tuple[tuple[str, ...], ...] = ()
     ranks: int | None = None  # MPI ranks the program is run with (-m N)
+    model: str = "openacc"  # "openmp": built with -t (OpenMP target offload), not -a
     files: tuple[Path, ...] = ()  # data files copied beside the program before it runs
 
     @property
@@ -214,6 +215,13 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     return CheckSpec(**{**spec.__dict__, **fields})
 
 
+def _model(data: Mapping[str, Any], path: Path) -> str:
+    model = data.get("model", "openacc")
+    if model not in ("openacc", "openmp"):
+        raise _err(path, "model", f"expected openacc or openmp, got {model!r}")
+    return str(model)
+
+
 def load(path: Path) -> Exercise:
     try:
         with path.open("rb") as fh:
@@ -254,7 +262,7 @@ def load(path: Path) -> Exercise:
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise _err(path, "options", "expected a list of compiler flags")
     known = {"name", "title", "topic", "timeout", "options", "sources", "args", "check", "ranks",
-             "files"}
+             "files", "model"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise _err(path, unknown[0], "unknown field")
@@ -288,6 +296,7 @@ def load(path: Path) -> Exercise:
         hidden_args=tuple(_args(h, path, f"args.hidden[{i}]") for i, h in enumerate(hidden)),
         ranks=ranks,
         files=tuple(base / f for f in files),
+        model=_model(data, path),
     )
 
 

@@ -231,7 +231,9 @@ def _grader_options(sub: Submission, timeout: float | None,
     profile = sub.options.profile
     if profile is None and exercise is not None and exercise.needs_trace:
         profile = "auto"
-    return dataclasses.replace(sub.options, acc=True if sub.options.acc is None else sub.options.acc,
+    openacc = exercise is None or exercise.model == "openacc"
+    return dataclasses.replace(sub.options,
+                               acc=openacc if sub.options.acc is None else sub.options.acc,
                                timeout=timeout, profile=profile)
 
 
@@ -250,7 +252,8 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
         pair = exercise.sources[language]
         try:
             src = source_mod.from_file(pair.solution, language, str(pair.solution))
-            request, toolchain = resolve.resolve(Options(acc=True, timeout=timeout), src,
+            request, toolchain = resolve.resolve(Options(acc=exercise.model == "openacc",
+                                                         timeout=timeout), src,
                                                  pair.solution.parent, settings, probe, exercise)
             request = graded(request, exercise, pair.solution.parent, sandbox)
             solution_output(request, toolchain, exercise, probe, settings)

@@ -30,6 +30,8 @@ def _layered(options: Options, settings: Settings, exercise: Exercise | None) ->
     if exercise is not None:
         exercise_layer = {"timeout": exercise.timeout, "check": exercise.name,
                           "mpi_ranks": exercise.ranks}
+        if exercise.model == "openmp":
+            exercise_layer["openmp"] = True
     out: dict[str, Any] = {}
     for name, spec in specs():
         target = name if spec.to == SAME else spec.to

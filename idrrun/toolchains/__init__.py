@@ -69,10 +69,13 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings) -> Toolchain
         flags += decision.flags
         notes += decision.notes
         target = decision.target
-    elif request.accopts:
+    elif request.accopts and not request.openmp:
         notes.append("--accopts is ignored without -a/--acc")
-    if request.openmp:
-        flags += family.openmp_flags()
+    if request.openmp and language != "cuda":
+        decision = family.openmp(request, info, probe_, settings, target)
+        flags += decision.flags
+        notes += decision.notes
+        target = decision.target
     flags += request.compiler_options
     return Toolchain(
         family=family.name,

@@ -85,6 +85,12 @@ class Family(Protocol):
 
     def openmp_flags(self) -> tuple[str, ...]: ...
 
+    def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+               settings: Settings, acc_target: Target) -> AccDecision:
+        """The OpenMP flags (-t): threads, and target regions offloaded where the family can;
+        acc_target is where the OpenACC decision put the OpenACC regions ("none" without -a)."""
+        ...
+
     def can_offload(self, c_compiler: CompilerInfo) -> bool:
         """Whether the family's C compiler can build GPU code on this machine (probed once)."""
         ...
@@ -140,6 +146,10 @@ class CommandFamily:
 
     def openmp_flags(self) -> tuple[str, ...]:
         return self.flags_openmp
+
+    def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+               settings: Settings, acc_target: Target) -> AccDecision:
+        return AccDecision(self.flags_openmp, acc_target)
 
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         return {}

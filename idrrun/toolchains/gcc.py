@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UsageError
 from ..model import (
     AccReport,
     BuildResult,
@@ -24,6 +25,7 @@ from ..model import (
     Probe,
     RunRequest,
     Settings,
+    Target,
     Toolchain,
 )
 from ..run import proc
@@ -69,8 +71,9 @@ def has_offload(gcc_path: str | None) -> bool:
 
 
 def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
-                  offload_mode: str) -> AccDecision:
-    """gcc's OpenACC flags: offload to nvptx, or build for the host, and say why."""
+                  offload_mode: str, model: str = "-fopenacc") -> AccDecision:
+    """gcc's OpenACC flags (or OpenMP's, model="-fopenmp": gcc offloads OpenMP target regions
+    the same way): offload to nvptx, or build for the host, and say why."""
     notes: list[str] = []
     requested: int | None = None
     ignored: list[str] = []
@@ -86,7 +89,7 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
         notes.append(
             f"gcc ignores these accopts (nvhpc options without a gcc equivalent): {', '.join(ignored)}"
         )
-    flags: tuple[str, ...] = ("-fopenacc",)
+    flags: tuple[str, ...] = (model,)
     want_gpu = offload_mode == "gpu" or requested is not None
     if offload_mode == "host" or not probe.offload:
         if not probe.offload and offload_mode != "host":
@@ -98,8 +101,9 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
             notes.append("building for the host (offload = \"host\" in the config)")
         return AccDecision(flags + ("-foffload=disable",), "host", tuple(notes))
     if not probe.gpus and not want_gpu:
+        regions = "OpenMP target regions" if model == "-fopenmp" else "OpenACC regions"
         notes.append(
-            "no GPU found: building for the host (-foffload=disable); the OpenACC regions run "
+            f"no GPU found: building for the host (-foffload=disable); the {regions} run "
             "on the CPU. Add --accopts cc80 to build for a GPU anyway."
         )
         return AccDecision(flags + ("-foffload=disable",), "host", tuple(notes))
@@ -129,6 +133,21 @@ class GccFamily(CommandFamily):
         dumps = gccdumps.GCC_DUMP_FLAGS if request.check is not None else ()
         return AccDecision(decision.flags + FEEDBACK_FLAGS + dumps, decision.target, decision.notes)
 
+    def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+               settings: Settings, acc_target: Target) -> AccDecision:
+        if request.acc:
+            if acc_target == "gpu" or any(i.lower() in _GPU_WORDS or _CC_ITEM.match(i)
+                                          for i in request.accopts):
+                # GCC 12's nvptx mkoffload takes -fopenacc or -fopenmp, never both.
+                raise UsageError("gcc cannot offload OpenACC and OpenMP in one program (its nvptx "
+                                 "offload compiler takes -fopenacc or -fopenmp, not both): use -a "
+                                 "for OpenACC or -t for OpenMP target regions")
+            return AccDecision(self.flags_openmp, acc_target)
+        decision = offload_flags(request.accopts, probe, compiler.version, settings.offload,
+                                 model="-fopenmp")
+        dumps = gccdumps.GCC_DUMP_FLAGS if request.check is not None else ()
+        return AccDecision(decision.flags + FEEDBACK_FLAGS + dumps, decision.target, decision.notes)
+
     def feedback(self, build: BuildResult) -> AccReport | None:
         if build.build_dir is None:
             return None
@@ -140,10 +159,12 @@ class GccFamily(CommandFamily):
                                        gimple[0].read_text(errors="replace"))
 
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
+        # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the
+        # runtime would still pick the GPU and fail to find code for it. Say "host" outright.
         if request.acc and toolchain.target == "host":
-            # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the
-            # runtime would still pick the GPU and fail to find code for it. Say "host" outright.
             return {"ACC_DEVICE_TYPE": "host"}
+        if request.openmp and toolchain.target == "host":
+            return {"OMP_TARGET_OFFLOAD": "DISABLED"}
         return {}
 
     def gpu_context(self, toolchain: Toolchain) -> bool:

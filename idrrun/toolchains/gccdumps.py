@@ -41,6 +41,10 @@ from .feedback import (COMPUTE_CONSTRUCTS, MSG_ARRAY, MSG_ENTERED, MSG_IN_DATA, 
 GCC_DUMP_FLAGS: tuple[str, ...] = ("-fdump-tree-original", "-fdump-tree-gimple-lineno")
 
 GCC_METHOD = "gcc tree dumps (original vs gimple)"
+# An OpenMP target region in the gimple dump (not OpenACC's `omp target oacc_...`, not a data
+# or update construct), one line each: counted line by line, in linear time.
+_OMP_TARGET = re.compile(r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*#pragma omp target"
+                         r"(?![ \t]+(?:oacc_|data\b|enter\b|exit\b|update\b))", re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +415,6 @@ def from_gcc_dumps(original: str, gimple: str) -> AccReport:
         implicit: list[ImplicitData] = []
         for fn, o, g in _pairs(orig_fns, gimple_fns):
             implicit.extend(_implicit(fn, o, g))
-        return AccReport(regions, tuple(implicit), GCC_METHOD)
+        return AccReport(regions, tuple(implicit), GCC_METHOD, len(_OMP_TARGET.findall(gimple)))
     except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
         return AccReport(0, (), GCC_METHOD)
