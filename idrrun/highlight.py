@@ -29,8 +29,8 @@ from pygments.token import Keyword, Operator, Text
 
 from .errors import UsageError
 from .model import Language
-from .options import glue_word_lists, make_parser
-from .source import guess_language
+from .request.options import glue_word_lists, make_parser
+from .request.source import guess_language
 
 # The magic, as nbconvert's preprocessor finds it (`^\s*%%name\s`) and as IPython runs it
 # (blank lines and common indentation dropped first).
