@@ -32,8 +32,9 @@ import sys
 import time
 from pathlib import Path
 
-from idrrun import proc
-from idrrun.profile import collect, plan, trace_values
+from idrrun.run import proc
+from idrrun.profile.session import collect, plan
+from idrrun.profile.summary import trace_values
 
 OUT = Path(os.environ["IDRRUN_CHECK_OUT"])
 WORK = Path(os.environ["IDRRUN_CHECK_WORK"])

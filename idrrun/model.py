@@ -232,6 +232,8 @@ class Probe:
     compilers: tuple[CompilerInfo, ...]
     gpus: tuple[GpuInfo, ...]
     offload: bool  # the family's compilers can build GPU code here (gcc: nvptx offloading installed)
+    # The GPU targets (sm_XY as XY) the family can build for here; () when it does not say.
+    offload_targets: tuple[int, ...] = ()
     warnings: tuple[str, ...] = ()
     protections: Protections | None = None
 

@@ -5,6 +5,7 @@ host OpenACC run under the tracer (no GPU here: it must say so, not crash)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import os
 from pathlib import Path
 
@@ -528,3 +529,31 @@ def test_real_h200_trace_timeline(tmp_path: Path) -> None:
         colours = {c for _, c in image.convert("RGB").getcolors(maxcolors=1 << 16) or []}
     for kind in ("kernel", "h2d", "d2h"):
         assert timeline.COLOURS[kind] in colours, kind
+
+
+@pytest.mark.slow
+def test_tracer_builds_against_cupti_from_nvidia_wheels(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `pip install idrrun[gpu]` on a machine with only the NVIDIA driver: no toolkit anywhere
+    # (candidate_roots finds none), CUPTI and cuda.h from NVIDIA's wheels on PyPI.
+    import sys
+    import zipfile
+
+    wheels = tmp_path / "wheels"
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                        "--only-binary=:all:", "-d", str(wheels), "nvidia-cuda-cupti-cu12>=12.4",
+                        "nvidia-cuda-runtime-cu12>=12.4"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    site = tmp_path / "site"
+    for wheel in wheels.glob("*.whl"):
+        zipfile.ZipFile(wheel).extractall(site)
+    monkeypatch.setattr(tracer, "candidate_roots", lambda environ: [])
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    found = find_cupti({"PATH": "/usr/bin:/bin"})
+    assert not isinstance(found, str) and found.root == site / "nvidia" and found.library is not None
+    lib, why = tracer.build_tracer(tmp_path / "cache", environ={"PATH": "/usr/bin:/bin"})
+    assert lib is not None, why
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True)
+    assert "InitializeInjection" in symbols.stdout
+    linked = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
+    assert str(site / "nvidia" / "cuda_cupti" / "lib" / "libcupti.so.12") in linked

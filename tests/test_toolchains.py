@@ -8,7 +8,8 @@ import pytest
 
 from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings
 from idrrun.request.source import from_cell
-from idrrun.toolchains import resolve
+from idrrun.errors import UsageError
+from idrrun.toolchains import gcc, resolve
 
 GCC = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0")
 H100 = GpuInfo("NVIDIA H100 80GB HBM3", "9.0", "580.1")
@@ -82,3 +83,39 @@ def test_accopts_without_acc_are_reported() -> None:
     tc = resolve(request(("cc70",), acc=False), probe("nvhpc", (V100,)), Settings())
     assert "-acc" not in tc.flags and not any(f.startswith("-gpu") for f in tc.flags)
     assert "--accopts is ignored without -a/--acc" in tc.notes
+
+
+# -- GPU targets that follow the toolkit (CUDA 13's ptxas has no sm_70) ----------------------
+
+def probe_targets(gpus: tuple[GpuInfo, ...], targets: tuple[int, ...]) -> Probe:
+    return Probe(family="gcc", family_source="flag", compilers=(GCC,), gpus=gpus, offload=True,
+                 offload_targets=targets)
+
+
+def test_cc70_on_a_toolkit_without_sm70_builds_for_sm75_and_says_so() -> None:
+    tc = resolve(request(("cc70", "pinned")), probe_targets((H100,), (75, 80)), Settings())
+    assert "-foffload-options=nvptx-none=-misa=sm_75 -lm" in tc.flags and tc.target == "gpu"
+    note = next(n for n in tc.notes if "sm_70 asked" in n)
+    assert "no longer accepts it (it takes sm_75, sm_80)" in note and "9.0" not in note
+    assert "NVIDIA H100 80GB HBM3 here: yes" in note
+    assert gcc.LINK_QUIET in tc.flags  # the two harmless linker warnings are not shown
+
+
+def test_no_target_fits_the_gpu_is_a_clear_error() -> None:
+    old = GpuInfo("Tesla P100", "6.0", "470")
+    with pytest.raises(UsageError, match="newer than the GPU here .Tesla P100, sm_60."):
+        resolve(request(("cc60",)), probe_targets((old,), (75, 80)), Settings())
+
+
+def test_ptxas_targets_read_from_its_help_with_a_fake_ptxas(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\ncat <<'EOF'\n--gpu-name <gpu name>  (-arch)\n"
+                    "        Allowed values for this option:  'compute_75','compute_80','lto_80',\n"
+                    "        'sm_100','sm_75','sm_80','sm_90','sm_90a'.\n        Default value:  'sm_75'.\nEOF\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert gcc.ptxas_isas() == (75, 80, 90, 100)
+    assert gcc.targets(12, gcc.ptxas_isas()) == (75, 80)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert gcc.ptxas_isas() is None and gcc.targets(12, None) == (30, 35, 53, 70, 75, 80)

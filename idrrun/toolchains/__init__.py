@@ -39,9 +39,11 @@ def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     gpus, warning = probe_gpus()
     c_command = compiler_command(family, "c", settings)
     c_info = next((c for c in compilers if c.command == c_command), None) or probe_compiler(c_command)
+    offload = family.can_offload(c_info)
     return Probe(
-        family=name, family_source=source, compilers=compilers, gpus=gpus,
-        offload=family.can_offload(c_info), warnings=(warning,) if warning else (),
+        family=name, family_source=source, compilers=compilers, gpus=gpus, offload=offload,
+        offload_targets=family.offload_targets(c_info) if offload else (),
+        warnings=(warning,) if warning else (),
         protections=isolation.probe(settings.cache_dir),
     )
 

@@ -95,6 +95,10 @@ class Family(Protocol):
         """Whether the family's C compiler can build GPU code on this machine (probed once)."""
         ...
 
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
+        """The GPU targets (sm_XY as XY) it can build for here (probed once); () if unknown."""
+        ...
+
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                 settings: Settings) -> AccDecision:
         """The OpenACC flags, feedback flags included, and where the regions will run."""
@@ -146,6 +150,9 @@ class CommandFamily:
 
     def openmp_flags(self) -> tuple[str, ...]:
         return self.flags_openmp
+
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
+        return ()
 
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                settings: Settings, acc_target: Target) -> AccDecision:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,15 +51,50 @@ FEEDBACK_FLAGS = ("-fopt-info-optimized-omp",)
 _OFFLOAD_TEST = "int main(void){ int x = 0;\n#pragma acc parallel copy(x)\nx = 1;\nreturn !x; }\n"
 
 
+# ptxas's list of the targets it accepts: "Allowed values for this option: 'compute_75', ...,
+# 'sm_75', 'sm_80', ...". GCC's nvptx assembler hands the PTX to the ptxas on PATH (when there is
+# one) to check it: a target that ptxas no longer knows (sm_70 with CUDA 13) fails the build.
+_PTXAS_SM = re.compile(r"'sm_(\d+)'")
+# Text relocations in GCC's offload table (crtoffloadtable.o) make ld warn twice on every
+# offloaded build ("relocation against __offload_vars_end", "creating DT_TEXTREL in a PIE"):
+# harmless (the loader applies them), so they are allowed explicitly instead of shown each time.
+LINK_QUIET = "-Wl,-z,notext"
+
+
 def gcc_major(version: str) -> int:
     match = re.search(r"\b(\d+)\.\d+(?:\.\d+)?\b", version)
     return int(match.group(1)) if match else 12
 
 
-def best_isa(requested: int, major: int) -> int:
-    known = _NVPTX_ISAS.get(major) or _NVPTX_ISAS[max(_NVPTX_ISAS)]
-    below = [isa for isa in known if isa <= requested]
-    return max(below) if below else min(known)
+def gcc_isas(major: int) -> tuple[int, ...]:
+    return _NVPTX_ISAS.get(major) or _NVPTX_ISAS[max(_NVPTX_ISAS)]
+
+
+def ptxas_isas() -> tuple[int, ...] | None:
+    """The sm_XY targets of the ptxas on PATH; None without one (nothing then checks GCC's PTX)."""
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        return None
+    result = proc.capture([ptxas, "--help"], what="probe", timeout=10)
+    start = result.output.find("--gpu-name")
+    text = result.output[start:start + 4000] if start >= 0 else ""
+    found = sorted({int(m) for m in _PTXAS_SM.findall(text)})
+    return tuple(found) if found else None
+
+
+def targets(major: int, ptxas: tuple[int, ...] | None) -> tuple[int, ...]:
+    """What this GCC can emit and this machine's ptxas accepts."""
+    known = gcc_isas(major)
+    return tuple(isa for isa in known if ptxas is None or isa in ptxas)
+
+
+def best_isa(requested: int, available: Sequence[int]) -> int | None:
+    """The highest target not above the one asked for (the driver compiles older PTX for newer
+    GPUs); else the lowest one above it; None when nothing is available."""
+    if not available:
+        return None
+    below = [isa for isa in available if isa <= requested]
+    return max(below) if below else min(available)
 
 
 def has_offload(gcc_path: str | None) -> bool:
@@ -109,15 +145,31 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
         return AccDecision(flags + ("-foffload=disable",), "host", tuple(notes))
     major = gcc_major(gcc_version)
     wanted = requested if requested is not None else (probe.gpus[0].sm if probe.gpus else 80)
-    isa = best_isa(wanted, major)
-    if isa != wanted:
+    available = probe.offload_targets or gcc_isas(major)
+    isa = best_isa(wanted, available)
+    shown = ", ".join(f"sm_{t}" for t in available)
+    if isa is None:
+        raise UsageError(f"GCC {major} and this machine's ptxas share no GPU target "
+                         f"(GCC: {', '.join(f'sm_{t}' for t in gcc_isas(major))}): build for the "
+                         "host (offload = \"host\") or install a CUDA toolkit that accepts one")
+    gpu = probe.gpus[0] if probe.gpus else None
+    if gpu is not None and isa > gpu.sm:
+        raise UsageError(f"sm_{wanted} asked, and the oldest target this machine can build is "
+                         f"sm_{isa} ({shown}), newer than the GPU here ({gpu.name}, "
+                         f"sm_{gpu.sm}): no program built here can run on it")
+    if isa < wanted:
         notes.append(
-            f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best: building for "
-            f"sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
+            f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best ({shown}): building "
+            f"for sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
         )
+    elif isa > wanted:
+        notes.append(
+            f"sm_{wanted} asked, but this CUDA's ptxas no longer accepts it (it takes {shown}): "
+            f"building for sm_{isa}, so the program runs on GPUs of compute capability "
+            f"{isa // 10}.{isa % 10} or newer" + (f" ({gpu.name} here: yes)" if gpu else ""))
     if not probe.gpus:
         notes.append("no GPU found: built for a GPU as asked; here the program falls back to the host")
-    flags += ("-foffload=nvptx-none", f"-foffload-options=nvptx-none=-misa=sm_{isa} -lm")
+    flags += ("-foffload=nvptx-none", f"-foffload-options=nvptx-none=-misa=sm_{isa} -lm", LINK_QUIET)
     return AccDecision(flags, "gpu" if probe.gpus else "host", tuple(notes))
 
 
@@ -125,6 +177,9 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
 class GccFamily(CommandFamily):
     def can_offload(self, c_compiler: CompilerInfo) -> bool:
         return has_offload(c_compiler.path)
+
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
+        return targets(gcc_major(c_compiler.version), ptxas_isas())
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                 settings: Settings) -> AccDecision:
@@ -189,11 +244,18 @@ class GccFamily(CommandFamily):
         with tempfile.TemporaryDirectory(prefix="idrrun-doctor-") as tmp:
             src = Path(tmp) / "t.c"
             src.write_text(_OFFLOAD_TEST)
+            test_isa = max(targets(gcc_major(gcc.version), ptxas_isas()) or (80,))
             r = proc.run([gcc.path, "-fopenacc", "-foffload=nvptx-none",
-                          "-foffload-options=nvptx-none=-misa=sm_80 -lm", "-o",
+                          f"-foffload-options=nvptx-none=-misa=sm_{test_isa} -lm", "-o",
                           str(Path(tmp) / "t"), str(src)], what="doctor", timeout=60, cwd=Path(tmp))
+        ptxas = ptxas_isas()
+        available = targets(gcc_major(gcc.version), ptxas)
+        shown = ", ".join(f"sm_{t}" for t in available) or "none"
+        source = "ptxas on PATH" if ptxas is not None else "no ptxas on PATH: nothing checks the PTX"
         if r.ok:
-            return lines + [DoctorLine("gcc offloading", OK, "nvptx-none: a test build for sm_80 links")]
+            return lines + [DoctorLine("gcc offloading", OK,
+                                       f"nvptx-none: targets {shown} (GCC {gcc_major(gcc.version)} "
+                                       f"and {source}); a test build for sm_{max(available or (80,))} links")]
         last = r.output.strip().splitlines()[-1:] or [r.describe()]
         return lines + [DoctorLine("gcc offloading", WARN,
                                    f"offload compiler present but a test build failed: {last[0]}",
