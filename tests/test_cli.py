@@ -105,7 +105,7 @@ def test_profile_goes_through_the_configured_profiler_fake(tmp_path: Path) -> No
 
 
 def test_every_failure_kind_has_an_exit_code() -> None:
-    from idrrun.cli import EXIT_CODES
+    from idrrun.commands.run import EXIT_CODES
     from idrrun.model import FailureKind
 
     assert set(EXIT_CODES) == set(FailureKind)
@@ -114,7 +114,8 @@ def test_every_failure_kind_has_an_exit_code() -> None:
 def test_limit_then_timeout_exits_124() -> None:
     # A run that hit its memory limit and then ran out of time is a timeout (124), whatever the
     # words say: exit codes come from the failure's kind, never from its text.
-    from idrrun.cli import EXIT_TIMEOUT, exit_code
+    from idrrun.cli import EXIT_TIMEOUT
+    from idrrun.commands.run import exit_code
     from idrrun.model import FailureKind, Outcome, ProcResult, RunRequest, RunResult
     from idrrun.pipeline import run_failure
     from idrrun.request.source import from_cell

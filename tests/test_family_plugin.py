@@ -15,7 +15,7 @@ import pytest
 from conftest import Kernel, ROOT
 
 from idrrun import cli
-from idrrun.request import config
+from idrrun.request import config, options
 from idrrun.toolchains import registry
 
 FAKES = ROOT / "tests" / "fakes"
@@ -44,7 +44,7 @@ def toy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
 def test_unknown_until_registered() -> None:
     assert "toy" not in registry.names()
     with pytest.raises(Exception, match="invalid choice: 'toy'"):
-        cli.options.parse_line("-c toy")
+        options.parse_line("-c toy")
 
 
 def test_grade_with_the_toy_family(toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -8,9 +8,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp}/jacobi
 mkdir -p "$out"
 peak=${PEAK_GBS:-4300}
-flags=(-O3 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm" -lm)
+flags=(-O3 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm")
 for v in 1 2 3 4 5; do
-  gcc "${flags[@]}" -DVARIANT=$v -o "$out/jacobi$v" "$here/jacobi_variants.c" 2>"$out/build$v.log" || {
+  gcc "${flags[@]}" -DVARIANT=$v -o "$out/jacobi$v" "$here/jacobi_variants.c" -lm 2>"$out/build$v.log" || {
     echo "variant $v: build failed"; tail -3 "$out/build$v.log"; continue; }
 done
 printf '%-8s %-16s %12s %10s\n' variant GOMP_OPENACC_DIM ms/iter "% floor"

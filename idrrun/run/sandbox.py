@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +95,8 @@ def shared_copy(path: Path) -> Path:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     target = share / f"{digest}-{path.name}"
     if not target.is_file():
-        tmp = share / f".{target.name}.{os.getpid()}"
+        # Graded submissions run in threads: the temporary name must be this thread's own.
+        tmp = share / f".{target.name}.{os.getpid()}.{threading.get_ident()}"
         shutil.copyfile(path, tmp)
         os.chmod(tmp, 0o755)
         os.replace(tmp, target)

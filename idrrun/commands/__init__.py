@@ -1,0 +1,2 @@
+"""The terminal commands (`idrrun run|grade|course|doctor`), one module each, imported by
+cli.py when they run."""

@@ -1,0 +1,59 @@
+"""`idrrun run FILE`: compile, run (and check) one file in a terminal.
+
+Exit codes (EXIT_CODES, from the failure's kind): 0 ok, 1 build failed, 2 usage or configuration
+error, 3 run failed (or the check failed, or could not be completed), 124 timeout, 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import toolchains
+from ..cli import EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT
+from ..display import TextReporter, render_failure
+from ..grading.checked import run_with_options
+from ..model import FailureKind, Outcome
+from ..request import config, options, source
+
+EXIT_CODES: dict[FailureKind, int] = {
+    FailureKind.COMPILE_ERROR: EXIT_BUILD,
+    FailureKind.COMPILE_TIMEOUT: EXIT_BUILD,
+    FailureKind.NOT_STARTED: EXIT_RUN,
+    FailureKind.TIMEOUT: EXIT_TIMEOUT,
+    FailureKind.LIMIT: EXIT_RUN,
+    FailureKind.SIGNAL: EXIT_RUN,
+    FailureKind.EXIT_STATUS: EXIT_RUN,
+    FailureKind.MISSING_FILES: EXIT_RUN,
+    FailureKind.INTERRUPTED: EXIT_INTERRUPTED,
+    FailureKind.CHECK: EXIT_RUN,
+}
+
+
+def exit_code(outcome: Outcome) -> int:
+    if outcome.failure is None:
+        return EXIT_OK if outcome.ok else EXIT_RUN
+    return EXIT_CODES[outcome.failure.kind]
+
+
+def main(tokens: Sequence[str]) -> int:
+    opts = options.parse_tokens(list(tokens), prog="idrrun run", with_file=True)
+    if opts is None:
+        return EXIT_OK
+    workdir = Path.cwd()
+    settings = config.load(workdir)
+    assert opts.file is not None
+    src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
+    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty(), sanitize=True)
+    probe = toolchains.probe(settings, opts.family)
+    if probe.protections is not None:
+        reporter.notes(probe.protections.notes)
+    outcome = run_with_options(opts, src, settings, workdir, probe, reporter)
+    if outcome.failure is not None:
+        print(render_failure(outcome.failure), file=sys.stderr)
+    return exit_code(outcome)
+
+
