@@ -119,3 +119,29 @@ def test_ptxas_targets_read_from_its_help_with_a_fake_ptxas(tmp_path: Path,
     assert gcc.targets(12, gcc.ptxas_isas()) == (75, 80)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert gcc.ptxas_isas() is None and gcc.targets(12, None) == (30, 35, 53, 70, 75, 80)
+
+
+def test_the_probe_is_remembered_until_a_tool_changes(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fake gcc (it counts its --version calls): the second probe asks nothing, a changed
+    # gcc is asked again.
+    from idrrun.toolchains import probe
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "calls"
+    fake = bindir / "gcc"
+    fake.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'gcc (fake) 12.2.0'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    settings = Settings(cache_dir=tmp_path / "cache")
+    first = probe(settings, "gcc")
+    asked = len(calls.read_text().splitlines())
+    assert asked >= 1 and first.compiler("gcc") is not None
+    second = probe(settings, "gcc")
+    assert len(calls.read_text().splitlines()) == asked
+    assert second.compilers == first.compilers and second.gpus == first.gpus
+    fake.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'gcc (fake) 13.1.0'\n")  # updated
+    third = probe(settings, "gcc")
+    info = third.compiler("gcc")
+    assert info is not None and "13.1.0" in info.version

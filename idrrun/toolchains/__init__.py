@@ -8,9 +8,9 @@ probing the machine once, and turning a request into the Toolchain that builds i
 from __future__ import annotations
 
 from ..errors import ToolNotFound
-from ..model import Probe, RunRequest, Settings, Target, Toolchain
+from ..model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Target, Toolchain
 from ..run import isolation
-from . import registry
+from . import probecache, registry
 from .family import Family, compiler_command, compiler_key
 from .machine import probe_compiler, probe_gpus
 
@@ -31,19 +31,27 @@ def family_of(toolchain: Toolchain) -> Family:
 
 
 def probe(settings: Settings, family_flag: str | None = None) -> Probe:
-    """Look at the machine once: family, its compilers and versions, GPUs, offloading, limits."""
+    """Look at the machine: family, its compilers and versions, GPUs, offloading, limits (what
+    the commands answer is remembered between calls: probecache.py)."""
     name, source = select_family(settings, family_flag)
     family = registry.get(name)
     commands = sorted({compiler_command(family, key, settings) for key in family.compilers})
-    compilers = tuple(probe_compiler(c) for c in commands)
-    gpus, warning = probe_gpus()
     c_command = compiler_command(family, "c", settings)
-    c_info = next((c for c in compilers if c.command == c_command), None) or probe_compiler(c_command)
-    offload = family.can_offload(c_info)
+
+    def ask() -> tuple[tuple[CompilerInfo, ...], tuple[GpuInfo, ...], str | None, bool,
+                       tuple[int, ...]]:
+        compilers = tuple(probe_compiler(c) for c in commands)
+        gpus, warning = probe_gpus()
+        c_info = next((c for c in compilers if c.command == c_command), None) or \
+            probe_compiler(c_command)
+        offload = family.can_offload(c_info)
+        return compilers, gpus, warning, offload, family.offload_targets(c_info) if offload else ()
+
+    digest = probecache.key(name, commands, settings)
+    compilers, gpus, warning, offload, targets = probecache.remembered(settings.cache_dir, digest, ask)
     return Probe(
         family=name, family_source=source, compilers=compilers, gpus=gpus, offload=offload,
-        offload_targets=family.offload_targets(c_info) if offload else (),
-        warnings=(warning,) if warning else (),
+        offload_targets=targets, warnings=(warning,) if warning else (),
         protections=isolation.probe(settings.cache_dir),
     )
 
