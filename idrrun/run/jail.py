@@ -145,6 +145,7 @@ def close_jail(jail: Jail, returncode: int | None) -> tuple[str | None, tuple[st
     if returncode == -signal.SIGXFSZ:
         hit = "file size"
         notes += _remove_capped_files(jail)
+    stuck = False
     for d in jail.cgroup_dirs:
         for _ in range(50):
             try:
@@ -153,6 +154,11 @@ def close_jail(jail: Jail, returncode: int | None) -> tuple[str | None, tuple[st
             except OSError:
                 _kill_cgroup(d)
                 time.sleep(0.02)
+        else:
+            stuck = True
+    if stuck or (not jail.cgroup_dirs and jail.guard is None):
+        # A cgroup that would not empty (or none at all): find what is left by its marker.
+        sweep(jail.run_id)
     return hit, tuple(notes)
 
 
