@@ -177,14 +177,14 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
         result = proc.run(
             argv, what="compile", timeout=request.compile_timeout, cwd=work,
             max_output=request.max_output, protections=protections,
-            limits=request.compile_limits, box=box,
+            limits=request.compile_limits, box=box, cgroups=False,
         )
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / product).is_file()
         if ok and preprocess:
             pre = proc.run(preprocess, what="compile", timeout=request.compile_timeout, cwd=work,
                            max_output=64 * 1024, protections=protections,
-                           limits=request.compile_limits, box=box)
+                           limits=request.compile_limits, box=box, cgroups=False)
             ok = pre.ok and (work / PREPROCESSED).is_file()
             if not ok:
                 output += rename_paths(pre.output, request.source)

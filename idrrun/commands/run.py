@@ -40,20 +40,25 @@ def exit_code(outcome: Outcome) -> int:
 
 
 def main(tokens: Sequence[str]) -> int:
-    opts = options.parse_tokens(list(tokens), prog="idrrun run", with_file=True)
-    if opts is None:
+    """Each file in turn, with the same flags; the exit code is the first failure's (0 when
+    all passed)."""
+    parsed = options.parse_files(list(tokens), prog="idrrun run")
+    if parsed is None:
         return EXIT_OK
+    opts, files = parsed
     workdir = Path.cwd()
     settings = config.load(workdir)
-    assert opts.file is not None
-    src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
     reporter = TextReporter(sys.stdout, color=sys.stdout.isatty(), sanitize=True)
     probe = toolchains.probe(settings, opts.family)
     if probe.protections is not None:
         reporter.notes(probe.protections.notes)
-    outcome = run_with_options(opts, src, settings, workdir, probe, reporter)
-    if outcome.failure is not None:
-        print(render_failure(outcome.failure), file=sys.stderr)
-    return exit_code(outcome)
+    code = EXIT_OK
+    for name in files:
+        src = source.from_file(workdir / os.path.expanduser(name), opts.language, name)
+        outcome = run_with_options(opts, src, settings, workdir, probe, reporter)
+        if outcome.failure is not None:
+            print(render_failure(outcome.failure), file=sys.stderr)
+        code = code or exit_code(outcome)
+    return code
 
 

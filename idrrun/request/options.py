@@ -335,13 +335,40 @@ def parse_line(line: str, prog: str = "%%idrrun", with_file: bool = False) -> Op
     return parse_tokens(tokens, prog=prog, with_file=with_file)
 
 
+_parsers: dict[tuple[str, bool, tuple[str, ...]], argparse.ArgumentParser] = {}
+
+
+def _parser(prog: str, with_file: bool) -> argparse.ArgumentParser:
+    """make_parser, kept per prog and set of family names (a family registered later makes a
+    new one): building it costs more than parsing a line."""
+    key = (prog, with_file, registry.names())
+    if key not in _parsers:
+        _parsers[key] = make_parser(prog, with_file)
+    return _parsers[key]
+
+
 def parse_tokens(tokens: Sequence[str], prog: str, with_file: bool) -> Options | None:
-    parser = make_parser(prog, with_file)
+    parser = _parser(prog, with_file)
     try:
         ns = parser.parse_args(glue_word_lists(tokens))
     except _HelpShown:
         return None
     return from_namespace(ns)
+
+
+def parse_files(tokens: Sequence[str], prog: str) -> tuple[Options, tuple[str, ...]] | None:
+    """`idrrun run [flags] FILE...`: the flags, and every file (built and run in turn, with the
+    same flags: one start-up of idrrun for a whole suite of small programs)."""
+    key = (prog, True, ("files",) + registry.names())
+    if key not in _parsers:
+        parser = make_parser(prog, with_file=False)
+        parser.add_argument("files", nargs="+", metavar="FILE", help="the source files")
+        _parsers[key] = parser
+    try:
+        ns = _parsers[key].parse_args(glue_word_lists(tokens))
+    except _HelpShown:
+        return None
+    return from_namespace(ns), tuple(ns.files)
 
 
 def help_text(prog: str, with_file: bool) -> str:

@@ -23,8 +23,10 @@
  *
  * Why a separate process: a Jupyter kernel can be killed (restart, crash) while a program runs.
  * Nothing in the kernel runs then, but the guard is told (PR_SET_PDEATHSIG) and removes every
- * process of the run, also those that left the process group with setsid(): they all carry the
- * IDRRUN_RUN marker in their environment, which the guard looks for in /proc.
+ * process of the run, also those that left the process group with setsid(): as a child
+ * subreaper it inherits them when their parent dies, and kills them; where the kernel cannot
+ * list a process's children, the run's cgroups, else the IDRRUN_RUN marker every process of
+ * the run carries in its environment, find them.
  * Written in C so that it costs a millisecond per run, not an interpreter's start-up.
  */
 #define _GNU_SOURCE
@@ -56,6 +58,37 @@ static void on_signal(int sig)
     kill(-child_pid, sig);
     if (sig == SIGKILL || sig == SIGTERM)
         kill(-child_pid, SIGCONT); /* a stopped program must see its SIGTERM */
+}
+
+/* As a child subreaper the guard inherits every orphaned descendant of the program, also those
+ * that left with setsid() and a double fork: kill its children, reap them, and again, until it
+ * has none. Returns 0 when done, -1 when the kernel cannot list children (no
+ * /proc/PID/task/TID/children: then the marker sweep below is used). */
+static int reap_descendants(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    for (int round = 0; round < 4000; round++) {
+        int status;
+        while (waitpid(-1, &status, WNOHANG) > 0)
+            ;
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return -1;
+        long pid;
+        int found = 0;
+        while (fscanf(f, "%ld", &pid) == 1) {
+            kill((pid_t)-pid, SIGKILL); /* its group, if it leads one */
+            kill((pid_t)pid, SIGKILL);
+            found++;
+        }
+        fclose(f);
+        if (!found && waitpid(-1, &status, WNOHANG) < 0 && errno == ECHILD)
+            return 0;
+        struct timespec pause = {0, 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
 }
 
 /* Kill every process listed in the ':'-separated cgroup.procs files (but us); returns how many. */
@@ -240,6 +273,7 @@ int main(int argc, char **argv)
     fcntl(status_fd, F_SETFD, FD_CLOEXEC); /* never inherited by the program */
     parent_pid = (pid_t)atol(value[OPT_PARENT]);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
     if (getppid() != parent_pid)
         return 125; /* idrrun is already gone */
     long uid = atol(value[OPT_UID]), gid = atol(value[OPT_GID]);
@@ -303,7 +337,9 @@ int main(int argc, char **argv)
      * (In a sandbox's PID namespace nothing outlives the box: no sweep is asked for.) */
     kill(-pid, SIGKILL);
     struct timespec pause = {0, 5 * 1000 * 1000};
-    if (value[OPT_CGROUPS][0]) {
+    if (subreaper && reap_descendants() == 0) {
+        /* every descendant was ours, and is gone */
+    } else if (value[OPT_CGROUPS][0]) {
         for (int round = 0; round < 400 && kill_cgroups(value[OPT_CGROUPS]) > 0; round++)
             nanosleep(&pause, NULL);
     } else if (marker[0] && atoi(value[OPT_SWEEP])) {

@@ -35,11 +35,14 @@ class Jail:
         return {"IDRRUN_RUN": self.run_id}
 
 
-def open_jail(protections: Protections, limits: Limits, workdir: Path, gpu_run: bool) -> Jail:
+def open_jail(protections: Protections, limits: Limits, workdir: Path, gpu_run: bool,
+              cgroups: bool = True) -> Jail:
+    """cgroups=False: limits by rlimits only (a compiler: creating, joining and removing two
+    cgroups costs more than the compile of a small cell; its memory is capped by RLIMIT_AS)."""
     run_id = uuid.uuid4().hex
     cg_dirs: list[Path] = []
     procs: list[Path] = []
-    cg = protections.cgroups
+    cg = protections.cgroups if cgroups else None
     if cg is not None:
         wanted = (("memory", cg.memory_parent, limits.memory), ("pids", cg.pids_parent, limits.tasks))
         for files, parent, limit in wanted:

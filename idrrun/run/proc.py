@@ -118,6 +118,7 @@ def spawn(
     gpu_run: bool = False,
     box: Box | None = None,
     outer: Sequence[str] = (),
+    cgroups: bool = True,
 ) -> Running | ProcResult:
     """Start argv (through the guard and its jail when protections and limits are given, in
     the sandbox `box` when one is given; `outer` is a launcher that must stay outside the box,
@@ -130,7 +131,7 @@ def spawn(
         return ProcResult(argv=argv, returncode=None,
                           start_error="a sandboxed run needs the run guard, which could not be built")
     if protections is not None and limits is not None:
-        jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run)
+        jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run, cgroups)
         base_env = dict(box.env) if box is not None else (dict(env) if env is not None else dict(os.environ))
         env = {**base_env, **jail.env}
         if jail.guard is not None and jail.guard_args is not None:
@@ -347,6 +348,7 @@ def run(
     gpu_run: bool = False,
     box: Box | None = None,
     outer: Sequence[str] = (),
+    cgroups: bool = True,
 ) -> ProcResult:
     """Run argv to completion or deadline; stream its merged stdout/stderr to on_output.
 
@@ -363,7 +365,7 @@ def run(
     deadline = Deadline.after(timeout)
     started = spawn(argv, what=what, cwd=cwd, env=env, on_output=on_output, terminal=terminal,
                     max_output=max_output, protections=protections, limits=limits, gpu_run=gpu_run,
-                    box=box, outer=outer)
+                    box=box, outer=outer, cgroups=cgroups)
     if isinstance(started, ProcResult):
         return started
     return finish(started, pump(started, deadline))
