@@ -74,10 +74,11 @@ class TextReporter:
         return f"\x1b[{_COLORS[style]}m{text}\x1b[0m"
 
     def _line(self, text: str, style: str = "dim") -> None:
+        # No flush per line: in a kernel each flush is a message to the front end. The stream
+        # is flushed once per step (notes, build, run) and with every piece of program output.
         if not self._at_line_start:
             self._out.write("\n")
         self._out.write(self._paint(text, style) + "\n")
-        self._out.flush()
         self._at_line_start = True
 
     def started(self, request: RunRequest, toolchain: Toolchain) -> None:
@@ -91,6 +92,7 @@ class TextReporter:
     def notes(self, notes: Sequence[str]) -> None:
         for note in notes:
             self._line(f"note: {note}", "note")
+        self._out.flush()
 
     def built(self, request: RunRequest, result: BuildResult) -> None:
         if result.cached:
@@ -98,13 +100,14 @@ class TextReporter:
             if result.output.strip():
                 self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
             self._line(BUILD_CACHED)
+            self._out.flush()
             return
         self._line(f"$ {short_command(result.command)}")
         if result.output.strip():
             self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
-            self._out.flush()
         if result.ok:
             self._line(BUILD_DONE.format(seconds=result.seconds) if request.show_time else "built")
+        self._out.flush()
 
     def output(self, text: str) -> None:
         self._out.write(neutralise(text) if self._sanitize else text)
@@ -124,15 +127,19 @@ class TextReporter:
             self._line(RUN_DONE.format(status=status, seconds=p.seconds), style)
         else:
             self._line(RUN_DONE_NOTIME.format(status=status), style)
+        self._out.flush()
 
     def profile(self, report: ProfileReport) -> None:
         self._line(str(ProfileView(report)), "dim")
+        self._out.flush()
 
     def failure(self, failure: Failure) -> None:
         self._line(render_failure(failure), "bad")
+        self._out.flush()
 
     def verdict(self, verdict: Verdict) -> None:
         self._line(str(VerdictView(verdict)), "ok" if verdict.passed else "bad")
+        self._out.flush()
 
 
 # ---------------------------------------------------------------------------------------

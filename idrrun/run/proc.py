@@ -90,6 +90,8 @@ class Running:
     status_text: str = ""  # what the guard said so far
     eof: bool = False
     box: Box | None = None
+    pidfd: int = -1  # readable when the process has exited (Linux 5.3+): no polling for it
+    exited: bool = False
     next_disk_check: float = 0.0
     over_disk: str | None = None  # why the box went past its disk caps
 
@@ -207,10 +209,15 @@ def spawn(
     if status_r >= 0:
         os.set_blocking(status_r, False)
         selector.register(status_r, selectors.EVENT_READ)
+    try:
+        pidfd = os.pidfd_open(popen.pid)
+        selector.register(pidfd, selectors.EVENT_READ)
+    except (OSError, AttributeError):
+        pidfd = -1  # an old kernel: the exit is polled for
     return Running(argv=argv, what=what, popen=popen, fd=fd,
                    collector=_Collector(on_output, max_output), selector=selector,
                    start=time.monotonic(), terminal=terminal, jail=jail, status_fd=status_r,
-                   box=box)
+                   box=box, pidfd=pidfd)
 
 
 def _read_status(running: Running) -> None:
@@ -238,6 +245,9 @@ def _poll(running: Running, timeout: float) -> None:
             running.eof = _read_available(running.fd, running.collector)
             if running.eof:
                 running.selector.unregister(running.fd)
+        elif key.fd == running.pidfd:
+            running.exited = True
+            running.selector.unregister(running.pidfd)
         else:
             _read_status(running)
 
@@ -261,13 +271,18 @@ def pump(running: Running, deadline: Deadline) -> Ending:
                     log.info("%s: %s, killing the group", running.what, running.over_disk)
                     _kill_group(running, _TIMEOUT_ESCALATION)
                     return EXITED
-            if not running.eof:
+            if running.pidfd >= 0:
+                # Output, the guard's news and the exit all wake the same select: the exit
+                # is seen the moment it happens (a Popen.wait back-off can add 10 ms).
+                _poll(running, min(remaining, 0.5 if running.box is not None else 5.0))
+                if running.exited:
+                    popen.wait()
+                    return EXITED
+            elif not running.eof:
                 _poll(running, min(remaining, 0.1))
                 if popen.poll() is not None:
                     return EXITED
             else:
-                # Output closed: only the exit is left to wait for (Popen.wait polls with
-                # a short back-off, so a fast program is reaped within a millisecond).
                 try:
                     popen.wait(timeout=min(remaining, 0.5))
                     return EXITED
@@ -313,6 +328,8 @@ def finish(running: Running, ending: Ending) -> ProcResult:
                 notes += tuple(sandbox.remove_litter(running.box.uid))
     finally:
         running.selector.close()
+        if running.pidfd >= 0:
+            os.close(running.pidfd)
         if running.status_fd >= 0:
             os.close(running.status_fd)
         if running.terminal:
