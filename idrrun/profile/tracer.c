@@ -92,6 +92,11 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long written;
 static unsigned long long dropped;
 static int started;
+/* CUPTI took our buffers and records at least one kind: only then is there anything to flush.
+ * Flushing after a failed start crashes in CUPTI where the driver is older than CUPTI (CUPTI
+ * 13 with the libcuda of driver 535, which answers cuptiActivityRegisterCallbacks with
+ * CUPTI_ERROR_UNKNOWN). */
+static int recording;
 
 static pthread_t flusher;
 static int flusher_running;
@@ -581,8 +586,10 @@ static void at_exit(void)
     if (getpid() != owner)
         return;
     stop_flusher();
-    describe_devices();
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (recording) {
+        describe_devices();
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
     pthread_mutex_lock(&out_lock);
     if (out != NULL) {
         fprintf(out, "{\"type\":\"end\",\"records\":%llu,\"dropped\":%llu}\n", written, dropped);
@@ -669,6 +676,7 @@ int InitializeInjection(void)
     }
     if (enabled == 0)
         return 1;
+    recording = 1;
 
     CUpti_SubscriberHandle subscriber;
     status = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);
