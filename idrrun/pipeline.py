@@ -169,10 +169,12 @@ def execute(
     notes += how.notes
     # nsys writes its report after the program ends: give it time beyond the program's limit.
     extra = NSYS_GRACE if pplan is not None and pplan.kind == "nsys" else 0.0
+    shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
     p = proc.run(how.argv, what="run", timeout=request.timeout + extra, cwd=request.workdir,
-                 env=how.env, on_output=reporter.output, terminal=True,
+                 env=how.env, on_output=shown, terminal=True,
                  max_output=request.max_output, protections=probe.protections,
                  limits=request.limits, gpu_run=family.gpu_context(toolchain))
+    shown.finish()
     if p.notes:
         reporter.notes(p.notes)
         notes += p.notes
