@@ -119,6 +119,32 @@ def test_enumerations_come_from_the_export_by_name(h200_export: Path) -> None:
     assert [c.direction for c in read.copies] == [c.direction for c in _h200().copies]
 
 
+GPU_RECORDED = RECORDED / "gpu_async.sql"
+
+
+@pytest.mark.skipif(not GPU_RECORDED.is_file(),
+                    reason="not recorded yet: benchmarks/nsys_check_import.sh FOLDER --record")
+def test_recorded_gpu_run_agrees_with_the_tracer(tmp_path: Path) -> None:
+    # nsys 2022.4 and the built-in tracer on the same program (async_matmul_solution, GCC) on an
+    # H200, two runs: the same operations, times within 5 % (benchmarks/nsys_check_gpu.sh)
+    import sqlite3
+    from contextlib import closing
+
+    export = tmp_path / "report.sqlite"
+    with closing(sqlite3.connect(export)) as db:
+        db.executescript(GPU_RECORDED.read_text())
+    read = nsysdb.read_trace(export)
+    tracer = read_trace(RECORDED / "gpu_async.trace.jsonl")
+    assert isinstance(read, Trace) and tracer is not None
+    a, b = summarize(tracer), summarize(read)
+    assert (b.kernel_count, b.h2d.count, b.h2d.bytes, b.d2h.count, b.d2h.bytes) == (
+        a.kernel_count, a.h2d.count, a.h2d.bytes, a.d2h.count, a.d2h.bytes)
+    assert b.kernel_ns == pytest.approx(a.kernel_ns, rel=0.05)
+    assert b.d2h.total_ns == pytest.approx(a.d2h.total_ns, rel=0.05)
+    assert [d.name for d in read.devices] == ["NVIDIA H200"]
+    assert b.queues == a.queues  # the three async queues and the product's stream
+
+
 # ---------------------------------------------------------------------------------------
 # 2022.4's stats CSV, report names and output (recorded)
 
