@@ -11,13 +11,18 @@ usage: install.sh PART [ARGUMENT]
   system          compilers (gcc, g++, gfortran, and GCC's nvptx offloading where the
                   distribution has it for its gcc), Open MPI, Python >= 3.11 with venv, tini
   dev             what the tests need besides: shellcheck, slurm-wlm, munge
+  nsys            optional, Debian only: Nsight Systems from Debian's contrib and non-free
+                  components (nsight-systems, which pulls libcuda1), for --profile nsys; not
+                  for the images, nor for a machine whose NVIDIA driver is not Debian's
+  podman          podman, runc and mmdebstrap: docker/build-and-test.sh builds and tries the
+                  course image with them, with no Docker engine and no registry
   python PREFIX   a virtual environment at PREFIX with idrrun from this source tree and JupyterLab
   course DEST     the course: notebooks/ and examples/ copied into DEST (files of the same name
                   are replaced, other files are left alone)
   config COURSE   for the current user: every IPython kernel loads idrrun, and idrrun finds the
                   exercises in COURSE/examples
 
-system and dev install Debian packages: as root, or through sudo.
+system, dev, nsys and podman install Debian packages: as root, or through sudo.
 EOF
 }
 
@@ -106,6 +111,101 @@ part_dev() {
   ensure shellcheck slurm-wlm munge
 }
 
+# --- Nsight Systems -----------------------------------------------------------------------
+
+NSYS_SOURCES=/etc/apt/sources.list.d/idrrun-nsight-systems.sources
+
+# The mirror that serves this Debian release's main component, as apt read it from the
+# machine's sources (one-line or deb822 files alike).
+debian_mirror() {
+  local codename=$1
+  compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null || update_once
+  # shellcheck disable=SC2016  # apt's own $(FIELD) placeholders
+  apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(COMPONENT)' 'Identifier: Packages' \
+    | awk -v suite="$codename" '$2 == suite && $3 == "main" { print $1; exit }'
+}
+
+part_nsys() {
+  local codename="" mirror
+  if grep -qsx 'ID=debian' /etc/os-release; then
+    codename=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)
+  fi
+  [[ -n $codename ]] || die "Nsight Systems comes from Debian's non-free component, and this is not Debian (NVIDIA's own packages: https://developer.nvidia.com/nsight-systems)"
+  if ! available nsight-systems; then
+    mirror=$(debian_mirror "$codename")
+    [[ -n $mirror ]] || die "no apt source of Debian $codename's main component to take the mirror from"
+    say "adding the contrib and non-free components of $mirror $codename ($NSYS_SOURCES)"
+    as_root tee "$NSYS_SOURCES" >/dev/null <<EOF
+# Debian's nsight-systems (non-free) and what it needs (contrib); written by idrrun's install.sh
+Types: deb
+URIs: $mirror
+Suites: $codename
+Components: contrib non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    UPDATED=no
+    update_once
+    available nsight-systems || die "no nsight-systems package in $mirror $codename contrib non-free"
+  fi
+  # nsight-systems (stats, export, the importer) pulls nsight-systems-target (what profiles)
+  # and libcuda1, which a CPU-only machine never loads.
+  ensure nsight-systems
+  nsys_link_importer
+  nsys_self_test
+}
+
+# nsys on PATH, else Debian's own (a machine may keep it off PATH).
+nsys_exe() {
+  command -v nsys && return 0
+  [[ -x /usr/lib/nsight-systems/bin/nsys ]] && echo /usr/lib/nsight-systems/bin/nsys
+}
+
+# `nsys profile` runs the importer (QdstrmImporter) from TARGET/../host-linux-x64, TARGET being
+# where the nsys executable lies. Debian puts the target part under /usr/lib/<triplet>/ and the
+# host part under /usr/lib/nsight-systems/ without a link between them: nsys profile then never
+# writes its report.
+nsys_link_importer() {
+  local exe target host
+  exe=$(nsys_exe) || die "nsight-systems is installed but there is no nsys"
+  target=$(dirname "$(readlink -f "$exe")")
+  [[ -x $target/../host-linux-x64/QdstrmImporter ]] && return 0
+  for host in /usr/lib/nsight-systems/host-linux-x64 /opt/nvidia/nsight-systems/*/host-linux-x64; do
+    if [[ -x $host/QdstrmImporter ]]; then
+      say "linking $(dirname "$target")/host-linux-x64 -> $host (where nsys profile looks for its importer)"
+      as_root ln -sfn "$host" "$(dirname "$target")/host-linux-x64"
+      return 0
+    fi
+  done
+  die "no QdstrmImporter for $target: nsys profile could not write its reports"
+}
+
+# A profile of `true`: the importer runs and the report is written.
+nsys_self_test() {
+  local exe dir
+  exe=$(nsys_exe)
+  dir=$(mktemp -d)
+  # CPU sampling and context-switch tracing off, as idrrun runs it: it reads neither, and with
+  # them nsys 2022.4's agent spins for ever after the program on Linux 6 (perf events).
+  if timeout 120 "$exe" profile --trace=osrt --sample=none --cpuctxsw=none --stats=false \
+        -o "$dir/self-test" true >"$dir/log" 2>&1 && [[ -s $dir/self-test.nsys-rep ]]; then
+    say "$("$exe" --version): nsys profile writes its reports ($exe)"
+    rm -rf "$dir"
+  else
+    cat "$dir/log" >&2
+    rm -rf "$dir"
+    die "nsys profile did not write its report"
+  fi
+}
+
+# --- podman -------------------------------------------------------------------------------
+
+part_podman() {
+  # podman builds with the buildah library it carries (no buildah command needed); runc because
+  # crun refuses some machines (docker/README.md); mmdebstrap makes the debian:12 base image
+  # from Debian's packages where no registry is reachable.
+  ensure podman runc mmdebstrap
+}
+
 # --- the course ---------------------------------------------------------------------------
 
 part_python() {
@@ -180,9 +280,11 @@ case $PART in
   -h | --help) usage ;;
   system) no_argument "$@"; part_system ;;
   dev) no_argument "$@"; part_dev ;;
+  nsys) no_argument "$@"; part_nsys ;;
+  podman) no_argument "$@"; part_podman ;;
   python) one_argument PREFIX "$@"; part_python "$2" ;;
   course) one_argument DEST "$@"; part_course "$2" ;;
   config) one_argument COURSE "$@"; part_config "$2" ;;
-  "") usage_error "no part given: expected system, dev, python, course or config" ;;
-  *) usage_error "unknown part '$PART': expected system, dev, python, course or config" ;;
+  "") usage_error "no part given: expected system, dev, nsys, podman, python, course or config" ;;
+  *) usage_error "unknown part '$PART': expected system, dev, nsys, podman, python, course or config" ;;
 esac

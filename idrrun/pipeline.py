@@ -208,12 +208,14 @@ def execute(
                   env=sandbox.clean_env(how.env, profiler_env),
                   gpu=family.gpu_context(toolchain), uid=uid, gid=uid, support=support,
                   disk_caps=request.own_uid)
+    shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
     p = proc.run(how.inner if box is not None else how.argv, what="run",
                  timeout=request.timeout + extra, cwd=request.workdir, env=how.env,
-                 on_output=reporter.output, terminal=True, max_output=request.max_output,
+                 on_output=shown, terminal=True, max_output=request.max_output,
                  protections=probe.protections, limits=request.limits,
                  gpu_run=family.gpu_context(toolchain), box=box,
                  outer=how.outer if box is not None else ())
+    shown.finish()
     if p.notes:
         reporter.notes(p.notes)
         notes += p.notes

@@ -26,7 +26,7 @@ from idrrun.request import config
 DOCKER = ROOT / "docker"
 INSTALL = DOCKER / "install.sh"
 DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "Dockerfile.nvhpc"]
-PARTS = ("system", "dev", "python", "course", "config")
+PARTS = ("system", "dev", "nsys", "podman", "python", "course", "config")
 # The parts .ci/run runs, itself or through scripts/setup.sh.
 CI_SCRIPTS = (ROOT / ".ci" / "run", ROOT / "scripts" / "setup.sh")
 
@@ -103,8 +103,8 @@ def test_dockerfile_steps_are_what_ci_runs(dockerfile: Path) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    ((), "no part given: expected system, dev, python, course or config"),
-    (("frobnicate",), "unknown part 'frobnicate': expected system, dev, python, course or config"),
+    ((), "no part given: expected system, dev, nsys, podman, python, course or config"),
+    (("frobnicate",), "unknown part 'frobnicate': expected system, dev, nsys, podman, python, course or config"),
     (("python",), "'python' takes one argument: install.sh python PREFIX"),
     (("course", ""), "'course' takes one argument: install.sh course DEST"),
     (("course", "a", "b"), "'course' takes one argument: install.sh course DEST"),
@@ -245,7 +245,8 @@ def test_config_without_the_course_says_so(home: Path) -> None:
 def test_shell_scripts_pass_shellcheck() -> None:
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck not installed (docker/install.sh dev installs it)")
-    scripts = [INSTALL, DOCKER / "lab.sh", ROOT / "scripts" / "setup.sh", ROOT / ".ci" / "run"]
+    scripts = [INSTALL, DOCKER / "lab.sh", DOCKER / "build-and-test.sh", ROOT / "scripts" / "setup.sh",
+               ROOT / ".ci" / "run", *sorted((ROOT / "benchmarks").glob("*.sh"))]
     r = subprocess.run(["shellcheck", *map(str, scripts)], check=False, capture_output=True, text=True,
                        timeout=60)
     assert (r.returncode, r.stdout + r.stderr) == (0, "")

@@ -327,7 +327,7 @@ def fake_nsys_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     log = tmp_path / "nsys-argv.jsonl"
     monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
-    for var in ("FAKE_NSYS_OLD", "FAKE_NSYS_SKIP", "FAKE_NSYS_DATA"):
+    for var in ("FAKE_NSYS_OLD", "FAKE_NSYS_SKIP", "FAKE_NSYS_DATA", "FAKE_NSYS_EXPORT_FAILS"):
         monkeypatch.delenv(var, raising=False)
     return log
 
@@ -348,16 +348,18 @@ def test_nsys_command_line_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
     p = plan("auto", run, tmp_path / "cache")
     assert p.kind == "nsys" and p.env == {}
     assert p.argv_prefix == (str(FAKES / "nsys"), "profile", "--trace=openacc,cuda,osrt,nvtx",
-                             "--stats=false", "-o", str(run / "report"), "--force-overwrite=true")
+                             "--sample=none", "--cpuctxsw=none", "--stats=false",
+                             "-o", str(run / "report"), "--force-overwrite=true")
     _run_under(p, host_program)
     report = collect(p, source_name="cell[1]")
     calls = _logged(fake_nsys_env)
     assert calls[0][1:] == [*p.argv_prefix[1:], str(host_program)]
-    assert calls[1][1:] == ["stats", "--help-reports"]
-    assert calls[2][1:] == ["stats", "--force-export=true", "--format", "csv",
-                            "--output", str(run / "stats"), "--report",
-                            ("cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,"
-                             "openacc_sum,cuda_gpu_trace"), str(run / "report.nsys-rep")]
+    assert calls[1][1:] == ["export", "--type", "sqlite", "--force-overwrite=true",
+                            "-o", str(run / "report.sqlite"), str(run / "report.nsys-rep")]
+    assert calls[2][1:] == ["stats", "--help-reports"]
+    assert calls[3][1:] == ["stats", "--format", "csv", "--output", str(run / "stats"), "--report",
+                            "cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,openacc_sum",
+                            str(run / "report.sqlite")]
     assert report.kind == "nsys" and report.report_file == run / "report.nsys-rep"
     assert report.report_file.is_file()
     assert [t.report for t in report.tables] == ["cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum",
@@ -388,13 +390,17 @@ def test_nsys_tables_and_summary_with_fake_nsys(tmp_path: Path, fake_nsys_env: P
     assert "<table>" in ProfileView(report)._repr_html_()
 
 
-def test_nsys_summary_from_tables_without_gpu_trace_with_fake_nsys(
+def test_nsys_summary_from_tables_when_the_export_fails_with_fake_nsys(
         tmp_path: Path, fake_nsys_env: Path, host_program: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_NSYS_SKIP", "cuda_gpu_trace")
+    monkeypatch.setenv("FAKE_NSYS_EXPORT_FAILS", "1")
     p = plan("nsys", tmp_path / "run", tmp_path / "cache")
     _run_under(p, host_program)
     report = collect(p)
+    # nsys stats then exports the report itself
+    assert _logged(fake_nsys_env)[-1][1:3] == ["stats", "--force-export=true"]
+    assert any(n.startswith("nsys export exit code 1: Error: the export failed")
+               for n in report.notes), report.notes
     s = report.summary
     assert s is not None and report.trace is None and report.timeline_png is None
     assert (s.kernel_count, s.kernel_ns) == (2, 700_000)
@@ -411,7 +417,7 @@ def test_nsys_old_report_names_with_fake_nsys(tmp_path: Path, fake_nsys_env: Pat
     _run_under(p, host_program)
     report = collect(p)
     stats = _logged(fake_nsys_env)[-1]
-    assert "gpukernsum,gpumemtimesum,gpumemsizesum,openaccsum,gputrace" in stats
+    assert "gpukernsum,gpumemtimesum,gpumemsizesum,openaccsum" in stats
     assert [t.report for t in report.tables] == ["gpukernsum", "gpumemtimesum", "gpumemsizesum",
                                                  "openaccsum"]
     assert report.summary is not None and report.summary.kernel_count == 2
@@ -433,9 +439,10 @@ def test_configured_nsys_options_replace_the_defaults_with_fake_nsys(
     command = (str(FAKES / "nsys"), "profile", "--trace=cuda,openacc", "-o", "elsewhere",
                "--stats=true", "--sample=none")
     p = plan("auto", tmp_path / "run", tmp_path / "cache", nsys_command=command)
+    # the sampling given stays; context switches stay off (nsys.QUIET_OPTIONS)
     assert p.argv_prefix == (str(FAKES / "nsys"), "profile", "--trace=cuda,openacc",
-                             "--sample=none", "--stats=false", "-o", str(tmp_path / "run" / "report"),
-                             "--force-overwrite=true")
+                             "--sample=none", "--cpuctxsw=none", "--stats=false",
+                             "-o", str(tmp_path / "run" / "report"), "--force-overwrite=true")
 
 
 def test_nsys_chosen_but_missing_gives_none(tmp_path: Path) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from idrrun.profile.summary import summarize, trace_values
 from idrrun.profile.tracefile import read_trace
 from idrrun.run import proc
 from idrrun.profile import hints as hints_mod
-from idrrun.profile import nsys as nsys_mod
+from idrrun.profile import nsysdb
 from idrrun.profile import rates as rates_mod
 from idrrun.profile.model import DTOH, HTOD, Device
 from idrrun.profile.tracefile import parse_lines
@@ -597,10 +599,12 @@ def test_gpu_busy_in_trace_values() -> None:
     assert trace_values(jacobi_solution())["gpu_busy"] == pytest.approx(s.busy_ns / s.span_ns)
 
 
-def test_nsys_gpu_trace_names_the_device() -> None:
-    table = nsys_mod.parse_csv((DATA / "nsys" / "cuda_gpu_trace.csv").read_text(), "cuda_gpu_trace")
-    assert table is not None
-    trace = nsys_mod.trace_from_gpu_trace(table)
+def test_nsys_export_names_the_device(tmp_path: Path) -> None:
+    export = tmp_path / "report.sqlite"
+    with closing(sqlite3.connect(export)) as db:
+        db.executescript((DATA / "nsys" / "report.sql").read_text())
+    trace = nsysdb.read_trace(export)
+    assert isinstance(trace, Trace)
     assert [d.name for d in trace.devices] == ["NVIDIA H100 80GB HBM3"]
     r = achieved_rates(trace, summarize(trace))
     assert r.copies[0].peak is not None and r.copies[0].peak.what == "PCIe 5.0 x16"

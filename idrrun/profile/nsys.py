@@ -1,15 +1,23 @@
-"""Nsight Systems: the `nsys profile` command line, the `nsys stats` reports, their CSV.
+"""Nsight Systems: the `nsys profile` command line, the export and the `nsys stats` reports,
+their CSV, and nsys's own messages in the program's output.
 
-    nsys profile --trace=openacc,cuda,osrt,nvtx --stats=false -o RUNDIR/report --force-overwrite=true PROGRAM ARGS
-    nsys stats --force-export=true --format csv --output RUNDIR/stats --report R1,R2,... RUNDIR/report.nsys-rep
+    nsys profile --trace=openacc,cuda,osrt,nvtx --sample=none --cpuctxsw=none --stats=false -o RUNDIR/report --force-overwrite=true PROGRAM ARGS
+    nsys export --type sqlite --force-overwrite=true -o RUNDIR/report.sqlite RUNDIR/report.nsys-rep
+    nsys stats --format csv --output RUNDIR/stats --report R1,R2,... RUNDIR/report.sqlite
 
-`nsys stats --output BASE --format csv` writes one file per report, BASE_REPORT.csv; a report
-without data (openacc_sum for a CUDA-only program) is skipped and writes none. Report names
-changed in Nsight Systems 2023 (gpukernsum -> cuda_gpu_kern_sum, ...): `nsys stats
---help-reports` says which this nsys knows, and the old names are used when it lists no new one.
+The export holds every GPU operation: nsysdb.py reads it into the Trace that the timeline,
+hints and rates use, as for the built-in tracer. The stats are nsys's own summary tables,
+shown as they are. `nsys stats --output BASE --format csv` writes one file per report,
+BASE_REPORT.csv; a report without data (openacc_sum for a gcc build) is skipped, its file empty
+or missing. Report names changed in Nsight Systems 2023 (gpukernsum -> cuda_gpu_kern_sum, ...):
+`nsys stats --help-reports` says which this nsys knows, and the old names are used when it lists
+no new one.
 
-CSV columns are read by name, not position. Units come from the header: "Total Time (ns)",
-"Bytes (MB)" (10^6 bytes), "Total (MB)"; numbers may carry thousands separators.
+CSV columns are read by name, not position, and their sets differ between the generations
+(2022.4's gpukernsum has a row per kernel and launch shape, GridXYZ and BlockXYZ columns;
+its operations are "[CUDA memcpy HtoD]", later "[CUDA memcpy Host-to-Device]"). Units come
+from the header: "Total Time (ns)", "Bytes (MB)" (10^6 bytes), "Total (MB)"; numbers may carry
+thousands separators.
 """
 
 from __future__ import annotations
@@ -17,26 +25,26 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .model import (
     DTOD,
     DTOH,
     HTOD,
-    Copy,
-    Device,
-    Kernel,
     KernelStat,
-    Memset,
     Summary,
     Table,
-    Trace,
     TransferStat,
 )
 from .summary import where
 
 DEFAULT_OPTIONS = ("--trace=openacc,cuda,osrt,nvtx",)
+# Added unless the configured command says otherwise: idrrun reads neither CPU samples nor
+# context switches, which cost time, and with them the agent of nsys 2022.4 (Debian's) never
+# ends after the program on Linux 6 kernels.
+QUIET_OPTIONS = {"--sample": "--sample=none", "--cpuctxsw": "--cpuctxsw=none"}
+_SHORT_SPELLINGS = {"-s": "--sample"}
 REPORT_BASENAME = "report"  # nsys adds .nsys-rep
 STATS_BASENAME = "stats"
 
@@ -46,16 +54,14 @@ REPORTS: dict[str, tuple[str, str]] = {
     "copy_time": ("cuda_gpu_mem_time_sum", "gpumemtimesum"),
     "copy_size": ("cuda_gpu_mem_size_sum", "gpumemsizesum"),
     "openacc": ("openacc_sum", "openaccsum"),
-    "gpu_trace": ("cuda_gpu_trace", "gputrace"),
 }
 TITLES = {
     "kernels": "CUDA kernels",
     "copy_time": "memory operations, by time",
     "copy_size": "memory operations, by size",
     "openacc": "OpenACC events",
-    "gpu_trace": "GPU trace",
 }
-SHOWN = ("kernels", "copy_time", "copy_size", "openacc")  # gpu_trace feeds the timeline only
+SHOWN = ("kernels", "copy_time", "copy_size", "openacc")
 
 # Options of ours that a configured command must not override: where the report goes, and
 # that stats are ours to run.
@@ -82,7 +88,9 @@ def profile_argv(command: Sequence[str], run_dir: Path) -> tuple[str, ...]:
             skip_value = "=" not in word
             continue
         options.append(word)
-    return (exe, "profile", *(options or DEFAULT_OPTIONS), "--stats=false",
+    named = {_SHORT_SPELLINGS.get(w.split("=", 1)[0], w.split("=", 1)[0]) for w in options}
+    quiet = [option for name, option in QUIET_OPTIONS.items() if name not in named]
+    return (exe, "profile", *(options or DEFAULT_OPTIONS), *quiet, "--stats=false",
             "-o", str(run_dir / REPORT_BASENAME), "--force-overwrite=true")
 
 
@@ -92,11 +100,19 @@ def report_names(help_reports: str) -> dict[str, str]:
     return {ours: (names[1] if old else names[0]) for ours, names in REPORTS.items()}
 
 
-def stats_argv(exe: str, report_file: Path, names: Mapping[str, str],
+def export_argv(exe: str, report_file: Path, database: Path) -> tuple[str, ...]:
+    return (exe, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(database),
+            str(report_file))
+
+
+def stats_argv(exe: str, source: Path, names: Mapping[str, str],
                run_dir: Path) -> tuple[str, ...]:
-    return (exe, "stats", "--force-export=true", "--format", "csv",
+    """Stats of the export (source: report.sqlite), or of the report itself, which nsys then
+    exports on its own."""
+    export = ("--force-export=true",) if source.suffix != ".sqlite" else ()
+    return (exe, "stats", *export, "--format", "csv",
             "--output", str(run_dir / STATS_BASENAME),
-            "--report", ",".join(names.values()), str(report_file))
+            "--report", ",".join(names.values()), str(source))
 
 
 def stats_file(run_dir: Path, report: str) -> Path:
@@ -178,64 +194,6 @@ def _memory_kind(text: str) -> str:
     return text.strip().lower()
 
 
-def trace_from_gpu_trace(table: Table) -> Trace:
-    """cuda_gpu_trace rows (one per kernel, copy or memset) -> Trace."""
-    h = table.header
-    start_i, dur_i = _column(h, "Start"), _column(h, "Duration")
-    name_i, strm_i = _column(h, "Name"), _column(h, "Strm", "Stream")
-    ctx_i, dev_i, corr_i = _column(h, "Ctx", "Context"), _column(h, "Device"), _column(h, "CorrId")
-    bytes_i = _column(h, "Bytes")
-    src_i, dst_i = _column(h, "SrcMemKd"), _column(h, "DstMemKd")
-    grid_i = [_column(h, n) for n in ("GrdX", "GrdY", "GrdZ")]
-    block_i = [_column(h, n) for n in ("BlkX", "BlkY", "BlkZ")]
-    if start_i is None or dur_i is None or name_i is None:
-        return Trace(skipped=len(table.rows))
-    t_scale = _unit(h[start_i], _TIME_UNITS, 1.0)
-    d_scale = _unit(h[dur_i], _TIME_UNITS, 1.0)
-    b_scale = _unit(h[bytes_i], _SIZE_UNITS, 1e6) if bytes_i is not None else 1.0
-    kernels: list[Kernel] = []
-    copies: list[Copy] = []
-    memsets: list[Memset] = []
-    devices: dict[int, str] = {}  # "NVIDIA H100 80GB HBM3 (0)" -> 0: "NVIDIA H100 80GB HBM3"
-    skipped = 0
-    for row in table.rows:
-        start, duration = _get(row, start_i, t_scale), _get(row, dur_i, d_scale)
-        if start is None or duration is None:
-            skipped += 1
-            continue
-        end = start + duration
-        name = row[name_i]
-        stream = _get(row, strm_i) or 0
-        context = _get(row, ctx_i) or 0
-        device_text = row[dev_i] if dev_i is not None and dev_i < len(row) else ""
-        found = re.search(r"\((\d+)\)\s*$", device_text)
-        device = int(found.group(1)) if found else 0
-        if found and device not in devices:
-            devices[device] = device_text[:found.start()].strip()
-        correlation = _get(row, corr_i) or 0
-        direction = _direction(name) if name.startswith("[") else None
-        size = _get(row, bytes_i, b_scale) or 0
-        if direction == "memset":
-            memsets.append(Memset(bytes=size, start=start, end=end, stream=stream, device=device,
-                                  context=context, correlation=correlation))
-        elif direction is not None:
-            copies.append(Copy(
-                direction=direction, bytes=size, start=start, end=end, stream=stream,
-                device=device, context=context, correlation=correlation,
-                src=_memory_kind(row[src_i]) if src_i is not None and src_i < len(row) else "",
-                dst=_memory_kind(row[dst_i]) if dst_i is not None and dst_i < len(row) else ""))
-        else:
-            grid = tuple(_get(row, i) or 0 for i in grid_i)
-            block = tuple(_get(row, i) or 0 for i in block_i)
-            kernels.append(Kernel(name=name, start=start, end=end, stream=stream, device=device,
-                                  context=context, correlation=correlation,
-                                  grid=(grid[0], grid[1], grid[2]),
-                                  block=(block[0], block[1], block[2])))
-    return Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
-                 devices=tuple(Device(id=i, name=n) for i, n in sorted(devices.items()) if n),
-                 skipped=skipped)
-
-
 def summary_from_tables(tables: Mapping[str, Table], top: int = 10,
                         source_name: str = "") -> Summary | None:
     """Totals from the summary reports, when there is no GPU trace to compute them from."""
@@ -307,3 +265,78 @@ def read_stats(run_dir: Path, names: Mapping[str, str]) -> dict[str, Table]:
         if table is not None:
             found[ours] = table
     return found
+
+
+# ---------------------------------------------------------------------------------------
+# nsys's messages in the program's output
+
+# After the program, `nsys profile` says "Generating '/tmp/nsys-report-4f1a.qdstrm'", redraws
+# progress bars with carriage returns ("[1/1] [====25%      ] report.nsys-rep", dozens of
+# times), then "Generated:" and the report's path, indented. In a notebook each redraw is kept:
+# a screenful of bars under the program's output.
+_GENERATING = "Generating '"
+_GENERATING_LINE = re.compile(r"^Generating '[^']*\.qdstrm'\s*$")
+_PROGRESS = re.compile(r"^\[\d+/\d+\] \[")
+_REPORT_PATH = re.compile(r"^\s+\S.*\.(?:nsys-rep|qdrep|sqlite)\s*$")
+WRITING = "nsys: writing the report…\n"
+
+
+class OutputFilter:
+    """The sink of a run's output, with nsys's end-of-run messages (the "Generating" line, the
+    progress bars, "Generated:" and the path) replaced by the one short line WRITING; the
+    program's output and nsys's other messages (warnings, errors) pass as they come.
+
+    Call it with each piece of output, then finish() once the run is over. Only a line that may
+    become nsys's "Generating '" waits for its end; nothing is held once the program has ended.
+    """
+
+    def __init__(self, sink: Callable[[str], None], active: bool = True) -> None:
+        self._sink = sink
+        self._active = active
+        self._held = ""
+        self._after_program = False  # nsys's "Generating" line was seen
+
+    def __call__(self, text: str) -> None:
+        if not self._active:
+            self._sink(text)
+        elif self._after_program:
+            self._epilogue(text)
+        else:
+            self._program(text)
+
+    def finish(self) -> None:
+        held, self._held = self._held, ""
+        if held and not (self._after_program and _PROGRESS.match(held)):
+            self._emit(held)
+
+    def _emit(self, text: str) -> None:
+        if text:
+            self._sink(text)
+
+    def _program(self, text: str) -> None:
+        data, self._held = self._held + text, ""
+        start = 0
+        while (end := data.find("\n", start)) >= 0:
+            if _GENERATING_LINE.match(data[start:end]):
+                self._emit(data[:start])
+                self._emit(WRITING)
+                self._after_program = True
+                self._epilogue(data[end + 1:])
+                return
+            start = end + 1
+        rest = data[start:]
+        if rest and (_GENERATING.startswith(rest) or rest.startswith(_GENERATING)):
+            self._emit(data[:start])
+            self._held = rest
+        else:
+            self._emit(data)
+
+    def _epilogue(self, text: str) -> None:
+        data = self._held + text
+        cut = max(data.rfind("\n"), data.rfind("\r")) + 1
+        self._held = data[cut:]
+        for piece in re.split(r"[\r\n]", data[:cut]):
+            if not piece.strip() or _PROGRESS.match(piece) or piece.strip() == "Generated:" \
+                    or _REPORT_PATH.match(piece):
+                continue
+            self._emit(piece + "\n")

@@ -8,8 +8,10 @@ Two stages around the run, each a plain function:
 
 Profilers (choice "auto" takes the first that applies):
 - "nsys": Nsight Systems, when `nsys` is on PATH or configured (nsys_command). The program runs
-  under `nsys profile`; collect() runs `nsys stats` (CSV) for the kernel, memory and OpenACC
-  summaries and the GPU trace. The report RUN_DIR/report.nsys-rep is kept for nsys-ui.
+  under `nsys profile`; collect() exports the report to SQLite (RUN_DIR/report.sqlite), read
+  into the same Trace as the built-in tracer's (nsysdb.py), and runs `nsys stats` (CSV) for
+  nsys's kernel, memory and OpenACC tables. The report RUN_DIR/report.nsys-rep is kept for
+  nsys-ui. While the program runs, output_filter() keeps nsys's progress bars out of its output.
 - "builtin": a small CUPTI tracer (tracer.c), built on first use with the system C compiler
   against the CUDA toolkit's CUPTI and cached; the CUDA driver loads it into the program
   through CUDA_INJECTION64_PATH. It writes RUN_DIR/trace.jsonl ("idrrun-trace" JSON lines, see
@@ -38,13 +40,13 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..run import proc
 from . import nsys as _nsys
-from . import perfetto
+from . import nsysdb, perfetto
 from .hints import find_hints
 from .model import (
     CHOICES,
@@ -101,7 +103,9 @@ def new_run_dir(parent: Path, label: str) -> Path:
 
 def _clear(run_dir: Path) -> None:
     """Remove what a profiled run in this folder left before: a report must never show stale data."""
+    report = run_dir / _nsys.REPORT_BASENAME
     stale = [*run_dir.glob(TRACE_FILE + "*"), *run_dir.glob(f"{_nsys.STATS_BASENAME}_*.csv"),
+             report.with_suffix(".nsys-rep"), report.with_suffix(".sqlite"),
              run_dir / TIMELINE_FILE, run_dir / TRACE_JSON_FILE]
     for path in stale:
         try:
@@ -252,27 +256,51 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
                              message=f"nsys wrote no report ({report} is missing): "
                                      "see its messages in the output above")
     deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    # The export first: the trace comes from it, and nsys stats reads it instead of exporting
+    # the report a second time.
+    database = report.with_suffix(".sqlite")
+    export = proc.run(_nsys.export_argv(plan.nsys, report, database), what="profile export",
+                      timeout=left(), cwd=plan.run_dir, max_output=256 * 1024)
+    if not export.ok or not database.is_file():
+        notes.append(f"nsys export {export.describe()}: {_tail(export.output)}")
     probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
-                     timeout=min(30.0, timeout), max_output=256 * 1024)
+                     timeout=min(30.0, left()), max_output=256 * 1024)
     names = _nsys.report_names(probe.output)
-    stats = proc.run(_nsys.stats_argv(plan.nsys, report, names, plan.run_dir),
-                     what="profile stats", timeout=max(1.0, deadline - time.monotonic()),
-                     cwd=plan.run_dir)
+    source = database if database.is_file() else report
+    stats = proc.run(_nsys.stats_argv(plan.nsys, source, names, plan.run_dir),
+                     what="profile stats", timeout=left(), cwd=plan.run_dir)
     if not stats.ok:
-        tail = "\n".join(stats.output.strip().splitlines()[-5:])
-        notes.append(f"nsys stats {stats.describe()}: {tail}")
+        notes.append(f"nsys stats {stats.describe()}: {_tail(stats.output)}")
     tables = _nsys.read_stats(plan.run_dir, names)
-    trace: Trace | None = None
-    if "gpu_trace" in tables:
-        trace = _nsys.trace_from_gpu_trace(tables["gpu_trace"])
-    summary = (summarize(trace, source_name=source_name) if trace is not None
-               else _nsys.summary_from_tables(tables, source_name=source_name))
     shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
-    if trace is None and summary is not None and (summary.kernel_count or summary.h2d.count):
+    read = nsysdb.read_trace(database) if database.is_file() else None
+    if isinstance(read, str):
+        notes.append(read)
+    trace = read if isinstance(read, Trace) else None
+    if trace is not None and not trace.empty:
+        return _finish(plan, trace, summarize(trace, source_name=source_name), shown, report,
+                       notes, work)
+    # No GPU operation in the export, or no export: nsys's own totals, if its tables have any.
+    summary = _nsys.summary_from_tables(tables, source_name=source_name)
+    if summary is not None and (summary.kernel_count or summary.h2d.count):
         return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown,
                              report_file=report, notes=tuple(notes))
     if trace is None and not tables and not stats.ok:
         return ProfileReport(kind="nsys", trace=None, summary=None, report_file=report,
                              notes=tuple(notes),
-                             message="no GPU profile: nsys stats could not read the report")
+                             message="no GPU profile: nsys could not read its report")
     return _finish(plan, trace, summary, shown, report, notes, work)
+
+
+def _tail(output: str, lines: int = 5) -> str:
+    return "\n".join(output.strip().splitlines()[-lines:])
+
+
+def output_filter(plan: ProfilePlan | None, sink: Callable[[str], None]) -> _nsys.OutputFilter:
+    """The sink for the profiled program's output: under nsys, its end-of-run messages and
+    progress bars become one short line (nsys.OutputFilter). Call finish() after the run."""
+    return _nsys.OutputFilter(sink, active=plan is not None and plan.kind == "nsys")

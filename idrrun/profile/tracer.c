@@ -92,6 +92,11 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long written;
 static unsigned long long dropped;
 static int started;
+/* CUPTI took our buffers and records at least one kind: only then is there anything to flush.
+ * Flushing after a failed start crashes in CUPTI where the driver is older than CUPTI (CUPTI
+ * 13 with the libcuda of driver 535, which answers cuptiActivityRegisterCallbacks with
+ * CUPTI_ERROR_UNKNOWN). */
+static int recording;
 
 static pthread_t flusher;
 static int flusher_running;
@@ -576,16 +581,12 @@ static void CUPTIAPI on_callback(void *data, CUpti_CallbackDomain domain, CUpti_
     }
 }
 
-/* Set once CUPTI took our callbacks: before that (no GPU, a driver CUPTI does not know),
- * asking it to flush crashes inside CUPTI. */
-static volatile int cupti_ready = 0;
-
 static void at_exit(void)
 {
     if (getpid() != owner)
         return;
     stop_flusher();
-    if (cupti_ready) {
+    if (recording) {
         describe_devices();
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
@@ -661,7 +662,6 @@ int InitializeInjection(void)
     report("cuptiActivityRegisterCallbacks", status);
     if (status != CUPTI_SUCCESS)
         return 1;
-    cupti_ready = 1;
     static const struct { CUpti_ActivityKind kind; const char *call; } kinds[] = {
         {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
         {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},
@@ -676,6 +676,7 @@ int InitializeInjection(void)
     }
     if (enabled == 0)
         return 1;
+    recording = 1;
 
     CUpti_SubscriberHandle subscriber;
     status = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL);

@@ -1,0 +1,286 @@
+"""Nsight Systems for real: Debian's 2022.4 (`docker/install.sh nsys`, which CI runs) profiles host
+runs here (tests named *_with_real_nsys, skipped only where nsys is missing), and what it wrote
+(tests/data/nsys-2022.4/, record.py there) is read without it: its export into the same Trace as
+the built-in tracer's, its stats CSV, its report names, its progress bars in the output.
+Newer generations that cannot be installed here go through the fake (test_profile.py,
+*_with_fake_nsys)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nsys_export
+from conftest import PYTHONPATH, ROOT
+from idrrun.profile import nsys as nsys_mod
+from idrrun.profile import nsysdb, timeline
+from idrrun.profile.hints import find_hints
+from idrrun.profile.model import NO_GPU_ACTIVITY, Trace
+from idrrun.profile.rates import achieved_rates
+from idrrun.profile.render import ProfileView
+from idrrun.profile.session import collect, output_filter, plan
+from idrrun.profile.summary import summarize
+from idrrun.profile.tracefile import read_trace
+from idrrun.run import proc
+
+DATA = ROOT / "tests" / "data"
+RECORDED = DATA / "nsys-2022.4"
+H200 = DATA / "async_trace_h200.jsonl"  # the built-in tracer's, on an H200 (test_profile.py)
+
+HOST_PROGRAM = r"""
+#include <stdio.h>
+int main(void) {
+    double a[1000], s = 0.0;
+    #pragma acc parallel loop copyout(a)
+    for (int i = 0; i < 1000; i++) a[i] = i;
+    #pragma acc parallel loop reduction(+:s) copyin(a)
+    for (int i = 0; i < 1000; i++) s += a[i];
+    printf("sum = %.0f\n", s);
+    return 0;
+}
+"""
+
+
+def _h200() -> Trace:
+    trace = read_trace(H200)
+    assert trace is not None
+    return trace
+
+
+# ---------------------------------------------------------------------------------------
+# The export read into the built-in tracer's Trace (2022.4's tables, recorded)
+
+
+@pytest.fixture
+def h200_export(tmp_path: Path) -> Path:
+    return nsys_export.write(_h200(), tmp_path / "report.sqlite")
+
+
+def test_the_export_reads_back_the_tracers_operations(h200_export: Path) -> None:
+    tracer = _h200()
+    read = nsysdb.read_trace(h200_export)
+    assert isinstance(read, Trace), read
+    assert read.kernels == tracer.kernels
+    assert read.syncs == tracer.syncs
+    # the export does not say whether a copy was asynchronous
+    assert read.copies == tuple(dataclasses.replace(c, asynchronous=False) for c in tracer.copies)
+    assert {(c.direction, c.src, c.dst) for c in read.copies} == {("HtoD", "pageable", "device"),
+                                                                   ("DtoH", "device", "pageable")}
+    assert read.files == (h200_export,) and read.skipped == 0
+
+
+def test_one_rendering_for_both_profilers(h200_export: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    tracer = _h200()
+    read = nsysdb.read_trace(h200_export)
+    assert isinstance(read, Trace)
+    # the export names no OpenACC queue: the tracer's trace without them draws the same picture
+    unnamed = dataclasses.replace(tracer, stream_queues=())
+    assert summarize(read) == summarize(tracer)
+    pictures = [timeline.draw(t, tmp_path / f"{n}.png") for n, t in (("nsys", read), ("tracer", unnamed))]
+    images = [Image.open(p).convert("RGB") for p in pictures]
+    assert images[0].size == images[1].size and images[0].tobytes() == images[1].tobytes()
+    rates = [achieved_rates(t, summarize(t), gpu="NVIDIA H200") for t in (read, unnamed)]
+    assert rates[0] == rates[1]
+    assert find_hints(read, summarize(read), rates[0]) == find_hints(unnamed, summarize(unnamed), rates[1])
+
+
+def test_an_export_without_gpu_tables_is_an_empty_trace(tmp_path: Path) -> None:
+    empty = nsys_export.write(Trace(), tmp_path / "host.sqlite")
+    read = nsysdb.read_trace(empty)
+    assert isinstance(read, Trace) and read.empty and read.devices == ()
+
+
+def test_an_unreadable_export_says_why(tmp_path: Path) -> None:
+    bad = tmp_path / "report.sqlite"
+    bad.write_text("not a database")
+    assert nsysdb.read_trace(bad) == f"{bad}: not a readable nsys export (file is not a database)"
+    assert nsysdb.read_trace(tmp_path / "none.sqlite") == f"{tmp_path / 'none.sqlite'} is missing"
+
+
+def test_enumerations_come_from_the_export_by_name(h200_export: Path) -> None:
+    # Renumbered enumerations (a later nsys may) still read right: names, not numbers, count.
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(h200_export)) as db:
+        db.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = copyKind + 100")
+        db.execute("UPDATE ENUM_CUDA_MEMCPY_OPER SET id = id + 100")
+        db.commit()
+    read = nsysdb.read_trace(h200_export)
+    assert isinstance(read, Trace)
+    assert [c.direction for c in read.copies] == [c.direction for c in _h200().copies]
+
+
+GPU_RECORDED = RECORDED / "gpu_async.sql"
+
+
+@pytest.mark.skipif(not GPU_RECORDED.is_file(),
+                    reason="not recorded yet: benchmarks/nsys_check_import.sh FOLDER --record")
+def test_recorded_gpu_run_agrees_with_the_tracer(tmp_path: Path) -> None:
+    # nsys 2022.4 and the built-in tracer on the same program (async_matmul_solution, GCC) on an
+    # H200, two runs: the same operations, times within 5 % (benchmarks/nsys_check_gpu.sh)
+    import sqlite3
+    from contextlib import closing
+
+    export = tmp_path / "report.sqlite"
+    with closing(sqlite3.connect(export)) as db:
+        db.executescript(GPU_RECORDED.read_text())
+    read = nsysdb.read_trace(export)
+    tracer = read_trace(RECORDED / "gpu_async.trace.jsonl")
+    assert isinstance(read, Trace) and tracer is not None
+    a, b = summarize(tracer), summarize(read)
+    assert (b.kernel_count, b.h2d.count, b.h2d.bytes, b.d2h.count, b.d2h.bytes) == (
+        a.kernel_count, a.h2d.count, a.h2d.bytes, a.d2h.count, a.d2h.bytes)
+    assert b.kernel_ns == pytest.approx(a.kernel_ns, rel=0.05)
+    assert b.d2h.total_ns == pytest.approx(a.d2h.total_ns, rel=0.05)
+    assert [d.name for d in read.devices] == ["NVIDIA H200"]
+    assert b.queues == a.queues  # the three async queues and the product's stream
+
+
+# ---------------------------------------------------------------------------------------
+# 2022.4's stats CSV, report names and output (recorded)
+
+
+def test_2022_4_stats_csv_agree_with_the_export() -> None:
+    tables = {}
+    for ours, report in (("kernels", "gpukernsum"), ("copy_time", "gpumemtimesum"),
+                         ("copy_size", "gpumemsizesum")):
+        table = nsys_mod.parse_csv((RECORDED / f"{report}.csv").read_text(), report)
+        assert table is not None
+        tables[ours] = table
+    assert tables["kernels"].header[-3:] == ("GridXYZ", "BlockXYZ", "Name")
+    from_csv = nsys_mod.summary_from_tables(tables)
+    from_trace = summarize(_h200())
+    assert from_csv is not None
+    assert (from_csv.kernel_ns, from_csv.kernel_count) == (from_trace.kernel_ns, from_trace.kernel_count)
+    for direction in ("h2d", "d2h"):
+        a, b = getattr(from_csv, direction), getattr(from_trace, direction)
+        assert (a.count, a.total_ns) == (b.count, b.total_ns), direction
+        assert a.bytes == pytest.approx(b.bytes, abs=0.5e3)  # the CSV rounds to 1 kB (0.001 MB)
+    assert [k.name for k in from_csv.top_kernels] == [k.name for k in from_trace.top_kernels]
+
+
+def test_2022_4_report_names() -> None:
+    names = nsys_mod.report_names((RECORDED / "help_reports.txt").read_text())
+    assert names == {"kernels": "gpukernsum", "copy_time": "gpumemtimesum",
+                     "copy_size": "gpumemsizesum", "openacc": "openaccsum"}
+    assert nsys_mod.report_names("  cuda_gpu_kern_sum[:nvtx-name] -- CUDA GPU Kernel Summary\n"
+                                 "  gpukernsum -- deprecated\n")["kernels"] == "cuda_gpu_kern_sum"
+
+
+def _filtered(text: str, size: int) -> str:
+    shown: list[str] = []
+    sink = nsys_mod.OutputFilter(shown.append)
+    for i in range(0, len(text), size):
+        sink(text[i:i + size])
+    sink.finish()
+    return "".join(shown)
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 100_000])
+def test_progress_bars_become_one_short_line(size: int) -> None:
+    with open(RECORDED / "profile_output.txt", encoding="utf-8", newline="") as fh:
+        recorded = fh.read()  # carriage returns kept
+    assert recorded.count("\r[1/1] [") > 5 and "Generated:" in recorded
+    assert _filtered(recorded, size) == "sum = 499500\n" + nsys_mod.WRITING
+
+
+@pytest.mark.parametrize("size", [1, 5, 100_000])
+def test_the_programs_output_and_nsys_errors_pass(size: int) -> None:
+    program = "Gen\nGenerating 'x' is what I do\nprogress [1/1] [=\nno newline at the end"
+    epilogue = ("\nGenerating '/tmp/nsys-report-1.qdstrm'\n\r[1/1] [==50%  ] report.nsys-rep"
+                "\r[1/1] [100%] report.nsys-rep\nImporter error status: something\n"
+                "Generated:\n    /tmp/r/report.nsys-rep\n")
+    assert _filtered(program, size) == program
+    assert _filtered(program + epilogue, size) == (program + "\n" + nsys_mod.WRITING
+                                                  + "Importer error status: something\n")
+
+
+def test_the_filter_passes_everything_when_not_under_nsys() -> None:
+    shown: list[str] = []
+    sink = output_filter(None, shown.append)
+    sink("Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n")
+    sink.finish()
+    assert shown == ["Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n"]
+
+
+# ---------------------------------------------------------------------------------------
+# The real nsys (Debian's nsight-systems: docker/install.sh nsys)
+
+
+@pytest.fixture(scope="module")
+def nsys() -> str:
+    found = shutil.which("nsys")
+    if found is None:
+        pytest.skip("nsys not installed: `docker/install.sh nsys` installs Debian's (CI does)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def host_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("host")
+    (folder / "host_acc.c").write_text(HOST_PROGRAM)
+    result = proc.run(["gcc", "-O1", "-fopenacc", "-foffload=disable", "-o", str(folder / "host_acc"),
+                       str(folder / "host_acc.c")], what="compile", timeout=120)
+    assert result.ok, result.output
+    return folder / "host_acc"
+
+
+def test_host_run_with_real_nsys(nsys: str, host_program: Path, tmp_path: Path) -> None:
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache")
+    assert p.kind == "nsys" and p.argv_prefix[0] == nsys
+    shown: list[str] = []
+    sink = output_filter(p, shown.append)
+    result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300, cwd=tmp_path,
+                      env={**os.environ, **p.env}, on_output=sink, terminal=True)
+    sink.finish()
+    assert result.ok, result.output
+    assert "\r[1/1] [" in result.output  # what nsys printed ...
+    assert "".join(shown) == "sum = 499500\n" + nsys_mod.WRITING  # ... and what was shown
+    report = collect(p, timeout=300, source_name="host_acc.c")
+    assert report.kind == "nsys" and report.report_file == tmp_path / "run" / "report.nsys-rep"
+    assert report.report_file.is_file() and (tmp_path / "run" / "report.sqlite").is_file()
+    assert report.notes == (), report.notes  # the export and the stats went through
+    assert report.trace is not None and report.trace.empty
+    assert report.message == NO_GPU_ACTIVITY and not report.ran_on_gpu
+    # nsys ran each report and skipped it: a host run has no GPU data
+    assert report.tables == ()
+    assert {f.name for f in (tmp_path / "run").glob("stats_*.csv")} == {
+        f"stats_{name}.csv" for name in nsys_mod.report_names(
+            proc.run([nsys, "stats", "--help-reports"], what="probe", timeout=60).output).values()}
+    assert NO_GPU_ACTIVITY in str(ProfileView(report))
+
+
+def test_stats_of_real_nsys_on_an_export_with_gpu_operations(nsys: str, h200_export: Path,
+                                                             tmp_path: Path) -> None:
+    names = nsys_mod.report_names(proc.run([nsys, "stats", "--help-reports"], what="probe",
+                                           timeout=60).output)
+    r = proc.run(nsys_mod.stats_argv(nsys, h200_export, names, tmp_path), what="profile stats",
+                 timeout=300, cwd=tmp_path)
+    assert r.ok, r.output
+    tables = nsys_mod.read_stats(tmp_path, names)
+    assert set(tables) == {"kernels", "copy_time", "copy_size"}  # no OpenACC events: gcc's
+    from_csv = nsys_mod.summary_from_tables(tables)
+    from_trace = summarize(_h200())
+    assert from_csv is not None
+    assert (from_csv.kernel_ns, from_csv.h2d.total_ns, from_csv.d2h.total_ns) == (
+        from_trace.kernel_ns, from_trace.h2d.total_ns, from_trace.d2h.total_ns)
+
+
+def test_idrrun_run_profile_with_real_nsys_shows_one_line(nsys: str, tmp_path: Path) -> None:
+    (tmp_path / "p.c").write_text(HOST_PROGRAM)
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "run", "-a", "--profile",
+                        "--profiler", "nsys", "p.c"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, PYTHONPATH=PYTHONPATH))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "sum = 499500" in r.stdout and nsys_mod.WRITING.strip() in r.stdout
+    assert "\r" not in r.stdout and "[1/1]" not in r.stdout and "Generated:" not in r.stdout
+    assert "GPU profile (Nsight Systems)" in r.stdout and NO_GPU_ACTIVITY in r.stdout
