@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from .model import BuildResult, Limits, Protections, RunRequest, Source, Toolchain
@@ -112,7 +113,10 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
-          protections: Protections | None = None) -> BuildResult:
+          protections: Protections | None = None, launcher: tuple[str, ...] = (),
+          env: Mapping[str, str] | None = None) -> BuildResult:
+    """`launcher`, `env`: run the compiler behind this prefix (a job step: launch.compile_launch),
+    with this environment; the command shown and the build's key stay the compiler's own."""
     argv = compile_argv(request, toolchain)
     key = build_key(request, toolchain)
     builds = cache_dir / "builds"
@@ -139,7 +143,7 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     try:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
         result = proc.run(
-            argv, what="compile", timeout=request.compile_timeout, cwd=work,
+            (*launcher, *argv), what="compile", timeout=request.compile_timeout, cwd=work, env=env,
             max_output=request.max_output, protections=protections,
             # Through the guard, without limits: a kernel killed mid-build takes the compiler along.
             limits=Limits(memory=None, tasks=None, file_size=None),

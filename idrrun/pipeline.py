@@ -9,9 +9,9 @@ FailureKind; only misconfiguration raises (errors.py).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -141,7 +141,16 @@ def execute(
     reporter.notes(notes)
     if request.keep:
         build_mod.write_atomic(request.workdir / request.keep, request.source.text)
-    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections)
+    environ = os.environ if environ is None else environ
+    via = launch.compile_launch(request, settings, environ)
+    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections,
+                            launcher=via.launcher if via is not None else (),
+                            env=via.env if via is not None else None)
+    if via is not None:
+        nodes, placed = launch.after(via, built.proc)
+        built = dataclasses.replace(built, nodes=nodes)
+        reporter.notes(placed)
+        notes += placed
     reporter.built(request, built)
     if not built.ok:
         return Outcome(request, toolchain, built, None, compile_failure(built, request), notes=tuple(notes))
@@ -161,7 +170,7 @@ def execute(
                              settings.cache_dir, nsys_command=settings.profiler)
         reporter.notes(pplan.notes)
         notes += pplan.notes
-    base_env = {**(os.environ if environ is None else environ), **family.run_env(request, toolchain)}
+    base_env = {**environ, **family.run_env(request, toolchain)}
     how = launch.command(request, built.executable, settings, base_env,
                          pplan.argv_prefix if pplan is not None else (),
                          pplan.env if pplan is not None else None)
@@ -176,12 +185,13 @@ def execute(
     if p.notes:
         reporter.notes(p.notes)
         notes += p.notes
-    if how.cancel and not p.ok:
-        cancelled = _cancel_remote(how)
-        reporter.notes(cancelled)
-        notes += cancelled
+    nodes, placed = launch.after(how, p)
+    if len(nodes) > 1:
+        placed.insert(0, launch.describe_placement(nodes))
+    reporter.notes(placed)
+    notes += placed
     missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
-    ran = RunResult(command=how.argv, proc=p, missing_files=missing)
+    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes)
     reporter.ran(request, ran)
     report = None
     if pplan is not None and pplan.kind != "none":
@@ -191,16 +201,3 @@ def execute(
     return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes),
                    profile=report)
 
-
-def _cancel_remote(how: launch.Launch) -> list[str]:
-    """Cancel what the launcher left on the cluster and wait (briefly) until it is gone."""
-    result = proc.run(how.cancel, what="cancel", timeout=15)
-    if not result.ok:
-        return [f"could not cancel the job step ({result.describe()}): {result.output.strip()[:200]}"]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        left = proc.run(how.remaining, what="cancel", timeout=10)
-        if left.ok and not left.output.strip():
-            return ["job step cancelled on the cluster"]
-        time.sleep(0.3)
-    return ["the job step was cancelled but is still listed by squeue"]
