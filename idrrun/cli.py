@@ -7,10 +7,13 @@ or configuration error, 3 run failed (or the check failed), 124 timeout, 130 int
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import dataclasses
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,7 +27,7 @@ from .display import TextReporter, render_failure
 from .errors import IdrrunError, UsageError
 from .grading import classroom, course
 from .grading.checked import run_with_options
-from .model import FailureKind, Outcome
+from .model import FailureKind, LauncherConfig, Outcome
 from .request import config, options, source
 from .toolchains import registry
 
@@ -100,7 +103,8 @@ def _grade(tokens: Sequence[str]) -> int:
     p.add_argument("--fresh", action="store_true",
                    help="grade everything again, even rows already in the report")
     p.add_argument("--launcher", choices=("none", "mpirun", "srun"),
-                   help="run each submission through this launcher (srun: one SLURM job step each)")
+                   help="run each submission through this launcher (srun: its build and its run "
+                        "are SLURM job steps, placed by SLURM; -j N steps at once)")
     args = p.parse_args(list(tokens))
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
@@ -111,6 +115,8 @@ def _grade(tokens: Sequence[str]) -> int:
             settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
                                                    command="" if args.launcher != settings.launcher.kind
                                                    else settings.launcher.command))
+    if settings.launcher.kind == "srun":
+        settings = dataclasses.replace(settings, launcher=grading_launcher(settings.launcher))
     exercise = specs.find(args.exercise, settings, workdir)
     probe = toolchains.probe(settings, args.compiler)
     subs = classroom.discover(args.submissions, exercise, args.language)
@@ -126,12 +132,28 @@ def _grade(tokens: Sequence[str]) -> int:
         if args.report is not None:
             classroom.write_report(rows, args.report)
 
+    if args.report is not None and settings.launcher.kind == "srun":
+        for note in classroom.adopt_session(args.report):
+            console.print(note)
     todo = sum(str(s.path) not in already for s in subs)
-    rows = _with_progress(console, todo, f"grading {exercise.name}",
-                          lambda done: classroom.grade_all(subs, exercise, settings, probe,
-                                                           args.jobs, args.timeout, done,
-                                                           already, save))
+    try:
+        with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
+            rows = _with_progress(console, todo, f"grading {exercise.name}",
+                                  lambda done: classroom.grade_all(subs, exercise, settings, probe,
+                                                                   args.jobs, args.timeout, done,
+                                                                   already, save))
+    except KeyboardInterrupt:
+        where = f"; the rows done are in {args.report}: run the same command to resume" \
+            if args.report is not None else ""
+        cancelled = "; its job steps were cancelled" if settings.launcher.kind == "srun" else ""
+        print(f"idrrun grade: interrupted{cancelled}{where}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if args.report is not None:
+        classroom.session_path(args.report).unlink(missing_ok=True)
     _summary(console, rows)
+    placement = _placement(rows)
+    if placement:
+        console.print(placement)
     if args.report is not None:
         classroom.write_report(rows, args.report)
         console.print(f"report: {args.report}")
@@ -139,6 +161,42 @@ def _grade(tokens: Sequence[str]) -> int:
         classroom.write_feedback(rows, exercise, args.feedback)
         console.print(f"feedback: {args.feedback}/")
     return EXIT_OK if all(r.status == "pass" for r in rows) else 1
+
+
+def grading_launcher(launcher: LauncherConfig) -> LauncherConfig:
+    """srun for a class: the compilers run as job steps too (unless [launcher] builds = false:
+    a login node's compilers are not the compute nodes'), and srun's own chatter ("job N queued
+    and waiting for resources") stays out of the outputs that are checked."""
+    options = launcher.options if "--quiet" in launcher.options else (*launcher.options, "--quiet")
+    return dataclasses.replace(launcher, builds=launcher.builds is not False, options=options)
+
+
+@contextlib.contextmanager
+def _signals_interrupt(signals: Sequence[signal.Signals]) -> Iterator[None]:
+    """These signals interrupt like Ctrl-C (a batch system or `kill` stops a grader with
+    SIGTERM): the grader then cancels its job steps and keeps its report, instead of dying with
+    its steps still running on the cluster."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _placement(rows: Sequence[classroom.GradeRow]) -> str:
+    """"placement: n1 4 runs, n2 3 runs …" when the rows ran as job steps."""
+    def count(nodes: Sequence[str]) -> str:
+        tally = collections.Counter(n for ns in nodes for n in ns.split(",") if n)
+        return ", ".join(f"{node} {tally[node]}" for node in sorted(tally))
+
+    runs, builds = count([r.node for r in rows]), count([r.build_node for r in rows])
+    if not runs and not builds:
+        return ""
+    return f"placement: runs {runs or 'none'}; builds {builds or 'none (cached)'}"
 
 
 T = TypeVar("T")
@@ -157,12 +215,13 @@ def _with_progress(console: Console, total: int, label: str,
 
 def _summary(console: Console, rows: Sequence[classroom.GradeRow]) -> None:
     table = Table(title="verdicts")
-    for col in ("student", "language", "verdict", "reasons", "build s", "run s"):
+    on_nodes = any(r.node or r.build_node for r in rows)
+    for col in ("student", "language", "verdict", "reasons", "build s", "run s", *(("node",) if on_nodes else ())):
         table.add_column(col)
     for r in rows:
         style = {"pass": "green", "fail": "red", "error": "magenta"}[r.status]
         table.add_row(r.student, r.language, f"[{style}]{r.status}[/]", r.reasons,
-                      f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}")
+                      f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}", *((r.node,) if on_nodes else ()))
     console.print(table)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "error")}
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['error']} errors")

@@ -13,8 +13,9 @@ import json
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +27,7 @@ from ..model import CheckResult, FailureKind, Language, Outcome, Probe, Settings
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
+from ..run import launch
 from .checked import NullReporter, check_language, execute_checked, solution_output
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
@@ -58,6 +60,10 @@ class GradeRow:
     failure_what: str = ""  # the failure in words: "exit code 3", "killed by SIGSEGV"
     error: str = ""  # status "error": why it could not be graded
     checks: tuple[CheckResult, ...] = ()
+    # Where the run's tasks ran and where the compiler ran, when they were cluster job steps
+    # (SLURMD_NODENAME of the step; nodes joined by "," for a run over several).
+    node: str = ""
+    build_node: str = ""
 
     @property
     def reasons(self) -> str:
@@ -75,7 +81,7 @@ class GradeRow:
             "student": self.student, "exercise": self.exercise, "language": self.language,
             "verdict": self.status, "reasons": self.reasons,
             "build_seconds": round(self.build_seconds, 3), "run_seconds": round(self.run_seconds, 3),
-            "submission": self.submission,
+            "submission": self.submission, "node": self.node, "build_node": self.build_node,
         }
 
 
@@ -147,6 +153,10 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
     return subs
 
 
+def _nodes(nodes: Sequence[str]) -> str:
+    return ",".join(dict.fromkeys(n for n in nodes if n))
+
+
 def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome) -> GradeRow:
     failure = outcome.failure
     return GradeRow(
@@ -158,6 +168,8 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome) -> G
         failure=failure.kind if failure is not None else None,
         failure_what=failure.what if failure is not None else "",
         checks=outcome.verdict.checks if outcome.verdict is not None else (),
+        node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
+        build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
     )
 
 
@@ -191,7 +203,7 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
 
     if sub.source is None:
         return error_row(sub.problem)
-    scratch = Path(tempfile.mkdtemp(prefix="idrrun-grade-"))
+    scratch = Path(tempfile.mkdtemp(prefix="idrrun-grade-", dir=launch.scratch_root(settings)))
     try:
         # A copy of the student's folder, so includes and data files work and the original is
         # never touched.
@@ -231,12 +243,15 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
         if already and str(sub.path) in already:
             rows[i] = already[str(sub.path)]
     todo = [i for i in range(len(subs)) if i not in rows]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    started: list[Future[Any]] = []
+    try:
         if exercise.needs_solution and jobs > 1 and todo:
             # The solution's output is needed by every row: start it first, beside the students.
-            pool.submit(warm_solution, exercise, subs, settings, probe, timeout)
+            started.append(pool.submit(warm_solution, exercise, subs, settings, probe, timeout))
         futures = {pool.submit(grade_one, subs[i], exercise, settings, probe, timeout): i
                    for i in todo}
+        started += futures
         for future in as_completed(futures):
             i = futures[future]
             try:
@@ -250,7 +265,61 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
                 on_done(row)
             if on_progress is not None:
                 on_progress([rows[k] for k in sorted(rows)])
+    except BaseException:
+        stop_grading(pool, started, settings)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return [rows[i] for i in range(len(subs))]
+
+
+# How long an interrupted grader waits for its running rows once their steps are cancelled.
+STOP_WAIT = 60.0
+
+
+def stop_grading(pool: ThreadPoolExecutor, started: Sequence[Future[Any]],
+                 settings: Settings) -> None:
+    """An interrupted grading (Ctrl-C, or SIGTERM turned into one by the CLI): no new row
+    starts, and what runs on a cluster is cancelled on every node, so that the rows' threads
+    return at once. The rows that end now are not kept: a resumed grading grades them again."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    if settings.launcher.kind != "srun":
+        return  # local runs end by their own time limit
+    deadline = time.monotonic() + STOP_WAIT
+    while True:
+        # Again after each wait: a row may have started its next step (the run after the build,
+        # the solution) after the last sweep.
+        launch.cancel_session()
+        running = [f for f in started if not f.done()]
+        if not running or time.monotonic() > deadline:
+            return
+        wait(running, timeout=0.5)
+
+
+def session_path(report: Path) -> Path:
+    """Beside the report while a grading runs: the name of its session's job steps."""
+    return report.with_name(f".{report.name}.idrrun-session")
+
+
+def adopt_session(report: Path) -> list[str]:
+    """A grader killed outright (SIGKILL, a lost login node) cannot cancel its job steps: they
+    run on until their time limit. The next grading with the same report cancels them first,
+    then notes its own session for the one after. Returns what to tell the user."""
+    path = session_path(report)
+    notes = []
+    try:
+        earlier = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        earlier = ""
+    if re.fullmatch(r"[0-9a-f]{8}", earlier) and earlier != launch.SESSION:
+        cancelled, gone = launch.cancel_session(earlier)
+        if cancelled:
+            notes.append(f"cancelled {len(cancelled)} job steps left running by an earlier, "
+                         f"killed grading ({', '.join(cancelled)})")
+        if not gone:
+            notes.append(f"job steps of an earlier grading (idrrun-{earlier}-*) are still listed by squeue")
+    build_mod.write_atomic(path, launch.SESSION + "\n")
+    return notes
 
 
 def _check_from(record: Any) -> CheckResult:
@@ -295,6 +364,8 @@ def load_report(path: Path, exercise: str) -> dict[str, GradeRow]:
                 failure_what=str(rec.get("failure_what") or ""),
                 error=str(rec["reasons"]) if status == "error" else "",
                 checks=tuple(_check_from(c) for c in rec.get("checks") or []),
+                # Absent from states written before rows had nodes: those resume too.
+                node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -302,7 +373,7 @@ def load_report(path: Path, exercise: str) -> dict[str, GradeRow]:
 
 
 REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build_seconds",
-                 "run_seconds", "submission")
+                 "run_seconds", "submission", "node", "build_node")
 
 
 def render_report(rows: Sequence[GradeRow], path: Path) -> str:
