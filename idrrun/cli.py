@@ -216,7 +216,8 @@ def _with_progress(console: Console, total: int, label: str,
 def _summary(console: Console, rows: Sequence[classroom.GradeRow]) -> None:
     table = Table(title="verdicts")
     on_nodes = any(r.node or r.build_node for r in rows)
-    for col in ("student", "language", "verdict", "reasons", "build s", "run s", *(("node",) if on_nodes else ())):
+    node_column = ("node",) if on_nodes else ()
+    for col in ("student", "language", "verdict", "reasons", "build s", "run s", *node_column):
         table.add_column(col)
     for r in rows:
         style = {"pass": "green", "fail": "red", "error": "magenta"}[r.status]

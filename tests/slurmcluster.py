@@ -217,9 +217,10 @@ def _wait_gone(pid: int, timeout: float) -> bool:
 def _belongs(pid: int, folder: Path) -> bool:
     """PIDs are reused: only signal a process that carries this cluster's mark."""
     try:
-        return f"{CLUSTER_MARK}={folder}".encode() + b"\0" in Path(f"/proc/{pid}/environ").read_bytes() + b"\0"
+        environ = Path(f"/proc/{pid}/environ").read_bytes() + b"\0"
     except OSError:
         return False
+    return f"{CLUSTER_MARK}={folder}".encode() + b"\0" in environ
 
 
 def _spawn(argv: list[str], folder: Path, log: str) -> int:

@@ -79,7 +79,8 @@ def test_builds_go_through_srun_only_when_asked(tmp_path: Path) -> None:
     settings = Settings(cache_dir=tmp_path, launcher=dataclasses.replace(srun, builds=True))
     how = launch.compile_launch(request(compile_timeout=120, mpi_ranks=4), settings, {"A": "1"})
     assert how is not None and how.program == () and how.env["A"] == "1"
-    assert how.launcher[:4] == (str(fake), "--ntasks=1", "--nodes=1", f"--job-name={how.step.name}")  # type: ignore[union-attr]
+    assert how.step is not None
+    assert how.launcher[:4] == (str(fake), "--ntasks=1", "--nodes=1", f"--job-name={how.step.name}")
     assert launch.scratch_root(settings) == tmp_path / "scratch"
     assert launch.scratch_root(Settings()) is None
 

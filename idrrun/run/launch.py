@@ -123,7 +123,8 @@ def _cluster_has_gpus(sinfo: str, slurm_conf: str) -> bool | None:
     return any(line.strip().startswith("gpu") for line in result.output.splitlines())
 
 
-def _gpu_option(launcher: LauncherConfig, exe: str, gpus: int, env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+def _gpu_option(launcher: LauncherConfig, exe: str, gpus: int,
+                env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
     """`-g N` as srun's option, unless the cluster has no GPUs at all: srun would refuse the
     request ("Invalid generic resource"), so the run goes on without it and says so."""
     sinfo = Path(exe).with_name("sinfo")
