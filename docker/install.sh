@@ -106,9 +106,11 @@ part_system() {
 }
 
 part_dev() {
-  # The scripts' tests lint with shellcheck; the srun launcher's tests need SLURM and munge and
-  # start a one-node cluster of their own (tests/test_slurm.py).
-  ensure shellcheck slurm-wlm munge
+  # The scripts' tests lint with shellcheck. The srun launcher's tests and CI start a SLURM
+  # cluster of three nodes of their own (tests/slurmcluster.py): slurm-wlm (slurmctld, slurmd,
+  # the clients and the PMIx plugin for MPI across nodes), munge, and unshare (util-linux) for
+  # each node's own /tmp.
+  ensure shellcheck slurm-wlm munge util-linux
 }
 
 # --- Nsight Systems -----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from .model import BuildResult, Protections, RunRequest, Source, Toolchain
@@ -138,12 +139,15 @@ def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir
 
 def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
           protections: Protections | None = None, preprocess: tuple[str, ...] = (),
-          uid: int = -1) -> BuildResult:
+          uid: int = -1, launcher: tuple[str, ...] = (),
+          env: Mapping[str, str] | None = None) -> BuildResult:
     """Compile (or take from the cache) the request's source.
 
     preprocess: a command, run after a successful compile in the same place, that writes
     PREPROCESSED (the source as the compiler read it: comments and disabled blocks gone).
-    uid: the sandbox's user for this request (-1: idrrun's own)."""
+    uid: the sandbox's user for this request (-1: idrrun's own).
+    launcher, env: run the compiler behind this prefix (a job step: launch.compile_launch),
+    with this environment; the command shown and the build's key stay the compiler's own."""
     argv = compile_argv(request, toolchain)
     key = build_key(request, toolchain)
     builds = request.build_cache or cache_dir / "builds"
@@ -175,9 +179,9 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
         # Through the guard and its limits: a kernel killed mid-build takes the compiler along,
         # and a source that makes the compiler eat memory or write a huge file is stopped.
         result = proc.run(
-            argv, what="compile", timeout=request.compile_timeout, cwd=work,
+            argv, what="compile", timeout=request.compile_timeout, cwd=work, env=env,
             max_output=request.max_output, protections=protections,
-            limits=request.compile_limits, box=box, cgroups=False,
+            limits=request.compile_limits, box=box, cgroups=False, outer=launcher,
         )
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / product).is_file()

@@ -34,7 +34,11 @@ class LauncherConfig:
     tasks: str = ""  # flag for the number of tasks; a flag ending in "=" is glued to its value
     threads: str = ""
     gpus: str = ""
+    nodes: str = ""  # flag for the number of nodes (srun: --nodes=)
     options: tuple[str, ...] = ()
+    # Compile through the launcher too, as a one-task step (srun only); None: the front end
+    # decides (`idrrun grade --launcher srun` does, a notebook compiles where it runs).
+    builds: bool | None = None
 
 
 def default_cache_dir() -> Path:
@@ -115,6 +119,7 @@ class RunRequest:
     threads: int | None = None
     mpi_ranks: int | None = None
     gpus: int | None = None
+    nodes: int | None = None
     get_files: tuple[str, ...] = ()
     show_time: bool = True
     profile: str | None = None  # "auto", "nsys", "builtin": which profiler; None: none
@@ -322,6 +327,7 @@ class BuildResult:
     executable: Path | None = None  # only set when ok and linked
     object_file: Path | None = None
     seconds: float = 0.0
+    nodes: tuple[str, ...] = ()  # where the compiler ran, when it ran as a cluster job step
 
 
 @dataclass(frozen=True)
@@ -329,6 +335,7 @@ class RunResult:
     command: tuple[str, ...]
     proc: ProcResult
     missing_files: tuple[str, ...] = ()  # --get files the program did not write
+    nodes: tuple[str, ...] = ()  # the node of each task (rank order), when run as a job step
 
     @property
     def ok(self) -> bool:

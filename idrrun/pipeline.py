@@ -9,9 +9,9 @@ FailureKind; only misconfiguration raises (errors.py).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -145,6 +145,7 @@ def execute(
     reporter.notes(notes)
     if request.keep:
         build_mod.write_atomic(request.workdir / request.keep, request.source.text)
+    environ = os.environ if environ is None else environ
     support = isolation.sandbox_support() if request.sandbox else None
     if support is not None and support.level == "none":
         raise UsageError(f"a sandbox was asked for ([sandbox] mode, --sandbox, or grading) but "
@@ -155,7 +156,15 @@ def execute(
         sandbox.give(Box(workdir=request.workdir, writable=(request.workdir,), uid=uid, gid=uid))
     preprocess = family.preprocess(toolchain, build_mod.source_file_name(request.source),
                                    build_mod.PREPROCESSED) if request.check is not None else ()
-    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections, preprocess, uid)
+    via = launch.compile_launch(request, settings, environ)
+    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections, preprocess, uid,
+                            launcher=via.launcher if via is not None else (),
+                            env=via.env if via is not None else None)
+    if via is not None:
+        nodes, placed = launch.after(via, built.proc)
+        built = dataclasses.replace(built, nodes=nodes)
+        reporter.notes(placed)
+        notes += placed
     reporter.built(request, built)
     if not built.ok:
         return Outcome(request, toolchain, built, None, compile_failure(built, request), notes=tuple(notes))
@@ -181,7 +190,7 @@ def execute(
                              settings.cache_dir, nsys_command=settings.profiler)
         reporter.notes(pplan.notes)
         notes += pplan.notes
-    base_env = {**(os.environ if environ is None else environ), **family.run_env(request, toolchain)}
+    base_env = {**environ, **family.run_env(request, toolchain)}
     how = launch.command(request, executable, settings, base_env,
                          pplan.argv_prefix if pplan is not None else (),
                          pplan.env if pplan is not None else None)
@@ -209,22 +218,23 @@ def execute(
                   gpu=family.gpu_context(toolchain), uid=uid, gid=uid, support=support,
                   disk_caps=request.own_uid)
     shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
-    p = proc.run(how.inner if box is not None else how.argv, what="run",
+    p = proc.run(how.program if box is not None else how.argv, what="run",
                  timeout=request.timeout + extra, cwd=request.workdir, env=how.env,
                  on_output=shown, terminal=True, max_output=request.max_output,
                  protections=probe.protections, limits=request.limits,
                  gpu_run=family.gpu_context(toolchain), box=box,
-                 outer=how.outer if box is not None else ())
+                 outer=how.launcher if box is not None else ())
     shown.finish()
     if p.notes:
         reporter.notes(p.notes)
         notes += p.notes
-    if how.cancel and not p.ok:
-        cancelled = _cancel_remote(how)
-        reporter.notes(cancelled)
-        notes += cancelled
+    nodes, placed = launch.after(how, p)
+    if len(nodes) > 1:
+        placed.insert(0, launch.describe_placement(nodes))
+    reporter.notes(placed)
+    notes += placed
     missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
-    ran = RunResult(command=how.argv, proc=p, missing_files=missing)
+    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes)
     reporter.ran(request, ran)
     report = None
     if pplan is not None and pplan.kind != "none":
@@ -234,16 +244,3 @@ def execute(
     return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes),
                    profile=report)
 
-
-def _cancel_remote(how: launch.Launch) -> list[str]:
-    """Cancel what the launcher left on the cluster and wait (briefly) until it is gone."""
-    result = proc.run(how.cancel, what="cancel", timeout=15)
-    if not result.ok:
-        return [f"could not cancel the job step ({result.describe()}): {result.output.strip()[:200]}"]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        left = proc.run(how.remaining, what="cancel", timeout=10)
-        if left.ok and not left.output.strip():
-            return ["job step cancelled on the cluster"]
-        time.sleep(0.3)
-    return ["the job step was cancelled but is still listed by squeue"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -124,3 +125,22 @@ def test_check_in_a_kernel_shows_the_table_and_fails_on_wrong_value(kernel: Kern
     assert html and "not yet" in html[0] and "C[0] is 48, expected 42" in html[0]
     assert "check failed: 1 of" in bad.error_text
     (kernel.cwd / "idrrun.toml").unlink()
+
+
+def test_rows_keep_their_nodes_across_a_resume_and_older_states_still_load(tmp_path: Path) -> None:
+    from idrrun.grading import classroom
+
+    report = tmp_path / "r.csv"
+    row = classroom.GradeRow("ann", "answer", "c", "pass", 0.5, 0.25, "/class/ann.c",
+                             node="n2,n3", build_node="n1")
+    classroom.write_report([row], report)
+    assert classroom.load_report(report, "answer") == {"/class/ann.c": row}
+    assert next(csv.DictReader(report.open()))["node"] == "n2,n3"
+    # A state written before rows had nodes: the rows come back, with no node.
+    state = classroom.state_path(report)
+    records = json.loads(state.read_text())
+    for record in records:
+        del record["node"], record["build_node"]
+    state.write_text(json.dumps(records))
+    older = dataclasses.replace(row, node="", build_node="")
+    assert classroom.load_report(report, "answer") == {"/class/ann.c": older}

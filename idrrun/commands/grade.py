@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+import signal
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -12,10 +16,11 @@ from rich.text import Text
 
 from .. import toolchains
 from ..checks import specs
-from ..cli import EXIT_OK
+from ..cli import EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
 from ..grading import classroom
+from ..model import LauncherConfig
 from ..request import config, options
 from ..run import isolation
 from ..toolchains import registry
@@ -35,7 +40,8 @@ def main(tokens: Sequence[str]) -> int:
     p.add_argument("--fresh", action="store_true",
                    help="grade everything again, even rows already in the report")
     p.add_argument("--launcher", choices=("none", "mpirun", "srun"),
-                   help="run each submission through this launcher (srun: one SLURM job step each)")
+                   help="run each submission through this launcher (srun: its build and its run "
+                        "are SLURM job steps, placed by SLURM; -j N steps at once)")
     p.add_argument("--unsafe", action="store_true",
                    help="grade even where no sandbox can be made (the report says so): programs "
                         "then see the grader's files and processes")
@@ -49,6 +55,8 @@ def main(tokens: Sequence[str]) -> int:
             settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
                                                    command="" if args.launcher != settings.launcher.kind
                                                    else settings.launcher.command))
+    if settings.launcher.kind == "srun":
+        settings = dataclasses.replace(settings, launcher=grading_launcher(settings.launcher))
     exercise = specs.find(args.exercise, settings, workdir)
     support = isolation.sandbox_support()
     if support.level == "none" and not args.unsafe:
@@ -74,12 +82,28 @@ def main(tokens: Sequence[str]) -> int:
         if args.report is not None:
             classroom.write_report(rows, args.report, key)
 
+    if args.report is not None and settings.launcher.kind == "srun":
+        for note in classroom.adopt_session(args.report):
+            console.print(note, markup=False)
     todo = sum(str(s.path) not in already for s in subs)
-    rows = _with_progress(console, todo, f"grading {exercise.name}",
-                          lambda done: classroom.grade_all(subs, exercise, settings, probe,
-                                                           args.jobs, args.timeout, done,
-                                                           already, save, sandbox=level))
+    try:
+        with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
+            rows = _with_progress(console, todo, f"grading {exercise.name}",
+                                  lambda done: classroom.grade_all(subs, exercise, settings, probe,
+                                                                   args.jobs, args.timeout, done,
+                                                                   already, save, sandbox=level))
+    except KeyboardInterrupt:
+        where = f"; the rows done are in {args.report}: run the same command to resume" \
+            if args.report is not None else ""
+        cancelled = "; its job steps were cancelled" if settings.launcher.kind == "srun" else ""
+        print(f"idrrun grade: interrupted{cancelled}{where}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if args.report is not None:
+        classroom.session_path(args.report).unlink(missing_ok=True)
     _summary(console, rows)
+    placement = _placement(rows)
+    if placement:
+        console.print(placement, markup=False)
     if args.report is not None:
         classroom.write_report(rows, args.report, key)
         console.print(f"report: {args.report}", markup=False)
@@ -89,15 +113,54 @@ def main(tokens: Sequence[str]) -> int:
     return EXIT_OK if all(r.status == "pass" for r in rows) else 1
 
 
+def grading_launcher(launcher: LauncherConfig) -> LauncherConfig:
+    """srun for a class: the compilers run as job steps too (unless [launcher] builds = false:
+    a login node's compilers are not the compute nodes'), and srun's own chatter ("job N queued
+    and waiting for resources") stays out of the outputs that are checked."""
+    options = launcher.options if "--quiet" in launcher.options else (*launcher.options, "--quiet")
+    return dataclasses.replace(launcher, builds=launcher.builds is not False, options=options)
+
+
+@contextlib.contextmanager
+def _signals_interrupt(signals: Sequence[signal.Signals]) -> Iterator[None]:
+    """These signals interrupt like Ctrl-C (a batch system or `kill` stops a grader with
+    SIGTERM): the grader then cancels its job steps and keeps its report, instead of dying with
+    its steps still running on the cluster."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _placement(rows: Sequence[classroom.GradeRow]) -> str:
+    """"placement: n1 4 runs, n2 3 runs …" when the rows ran as job steps."""
+    def count(nodes: Sequence[str]) -> str:
+        tally = collections.Counter(n for ns in nodes for n in ns.split(",") if n)
+        return ", ".join(f"{node} {tally[node]}" for node in sorted(tally))
+
+    runs, builds = count([r.node for r in rows]), count([r.build_node for r in rows])
+    if not runs and not builds:
+        return ""
+    return f"placement: runs {runs or 'none'}; builds {builds or 'none (cached)'}"
+
+
 def _summary(console: Console, rows: Sequence[classroom.GradeRow]) -> None:
     table = Table(title="verdicts")
-    for col in ("student", "language", "verdict", "reasons", "build s", "run s"):
+    on_nodes = any(r.node or r.build_node for r in rows)
+    node_column = ("node",) if on_nodes else ()
+    for col in ("student", "language", "verdict", "reasons", "build s", "run s", *node_column):
         table.add_column(col)
     for r in rows:
         style = {"pass": "green", "fail": "red", "incomplete": "yellow", "error": "magenta"}[r.status]
         # Students' text is never markup: Text cells are printed as they are, neutralised.
         table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
-                      Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}")
+                      Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
+                      *((r.node,) if on_nodes else ()))
     console.print(table)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "

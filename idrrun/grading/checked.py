@@ -39,6 +39,7 @@ from ..profile.summary import trace_values
 from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
+from ..run import launch
 from ..toolchains import family_of
 from ..version import __version__
 
@@ -83,7 +84,7 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     hidden from every box), under a key that includes idrrun's version."""
     pair = exercise.sources[request.source.language]
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
-    scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
+    scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-", dir=launch.scratch_root(settings)))
     sol_request = dataclasses.replace(request, source=sol_source, workdir=scratch, keep=None,
                                       force=False, get_files=(), profile=None, execute=True,
                                       object_only=False, build_cache=None)

@@ -17,8 +17,9 @@ import re
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +33,7 @@ from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequ
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import jail
+from ..run import jail, launch
 from .checked import NullReporter, check_language, execute_checked, solution_output
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
@@ -70,6 +71,10 @@ class GradeRow:
     error: str = ""  # status "error": why it could not be graded
     checks: tuple[CheckResult, ...] = ()
     sandbox: str = ""  # how it was walled off: the machine's level, or "none (--unsafe)"
+    # Where the run's tasks ran and where the compiler ran, when they were cluster job steps
+    # (SLURMD_NODENAME of the step; nodes joined by "," for a run over several).
+    node: str = ""
+    build_node: str = ""
 
     @property
     def reasons(self) -> str:
@@ -89,7 +94,8 @@ class GradeRow:
             "student": self.student, "exercise": self.exercise, "language": self.language,
             "verdict": self.status, "reasons": self.reasons,
             "build_seconds": round(self.build_seconds, 3), "run_seconds": round(self.run_seconds, 3),
-            "submission": self.submission, "sandbox": self.sandbox,
+            "submission": self.submission, "sandbox": self.sandbox, "node": self.node,
+            "build_node": self.build_node,
         }
 
 
@@ -173,7 +179,11 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
 def scratch_root(settings: Settings) -> Path:
     """Where submissions are copied to be graded: under the system's temporary folder (a box's
     own uid must be able to reach its folder; the idrrun cache is private), in a folder named
-    after this grader's pid so that the next grading removes what a killed one left."""
+    after this grader's pid so that the next grading removes what a killed one left. With
+    srun, in the cache: a login node's /tmp is not the compute nodes' (launch.scratch_root)."""
+    shared = launch.scratch_root(settings)
+    if shared is not None:
+        return shared
     base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
     base.mkdir(mode=0o711, exist_ok=True)
     os.chmod(base, 0o711)
@@ -206,6 +216,10 @@ def outside_includes(text: str) -> list[str]:
     return found
 
 
+def _nodes(nodes: Sequence[str]) -> str:
+    return ",".join(dict.fromkeys(n for n in nodes if n))
+
+
 def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
                      sandbox_level: str) -> GradeRow:
     failure = outcome.failure
@@ -221,6 +235,8 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         failure=failure.kind if failure is not None else None,
         failure_what=failure.what if failure is not None else "",
         checks=outcome.verdict.checks if outcome.verdict is not None else (),
+        node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
+        build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
     )
 
 
@@ -321,12 +337,16 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
         if already and str(sub.path) in already:
             rows[i] = already[str(sub.path)]
     todo = [i for i in range(len(subs)) if i not in rows]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    started: list[Future[Any]] = []
+    try:
         if exercise.needs_solution and jobs > 1 and todo:
             # The solution's output is needed by every row: start it first, beside the students.
-            pool.submit(warm_solution, exercise, subs, settings, probe, timeout, sandbox)
+            started.append(pool.submit(warm_solution, exercise, subs, settings, probe, timeout,
+                                       sandbox))
         futures = {pool.submit(grade_one, subs[i], exercise, settings, probe, timeout, sandbox): i
                    for i in todo}
+        started += futures
         for future in as_completed(futures):
             i = futures[future]
             try:
@@ -340,11 +360,65 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
                 on_done(row)
             if on_progress is not None:
                 on_progress([rows[k] for k in sorted(rows)])
-    try:
-        scratch_root(settings).rmdir()
-    except OSError:
-        pass
+    except BaseException:
+        stop_grading(pool, started, settings)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        try:
+            scratch_root(settings).rmdir()
+        except OSError:
+            pass
     return [rows[i] for i in range(len(subs))]
+
+
+# How long an interrupted grader waits for its running rows once their steps are cancelled.
+STOP_WAIT = 60.0
+
+
+def stop_grading(pool: ThreadPoolExecutor, started: Sequence[Future[Any]],
+                 settings: Settings) -> None:
+    """An interrupted grading (Ctrl-C, or SIGTERM turned into one by the CLI): no new row
+    starts, and what runs on a cluster is cancelled on every node, so that the rows' threads
+    return at once. The rows that end now are not kept: a resumed grading grades them again."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    if settings.launcher.kind != "srun":
+        return  # local runs end by their own time limit
+    deadline = time.monotonic() + STOP_WAIT
+    while True:
+        # Again after each wait: a row may have started its next step (the run after the build,
+        # the solution) after the last sweep.
+        launch.cancel_session()
+        running = [f for f in started if not f.done()]
+        if not running or time.monotonic() > deadline:
+            return
+        wait(running, timeout=0.5)
+
+
+def session_path(report: Path) -> Path:
+    """Beside the report while a grading runs: the name of its session's job steps."""
+    return report.with_name(f".{report.name}.idrrun-session")
+
+
+def adopt_session(report: Path) -> list[str]:
+    """A grader killed outright (SIGKILL, a lost login node) cannot cancel its job steps: they
+    run on until their time limit. The next grading with the same report cancels them first,
+    then notes its own session for the one after. Returns what to tell the user."""
+    path = session_path(report)
+    notes = []
+    try:
+        earlier = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        earlier = ""
+    if re.fullmatch(r"[0-9a-f]{8}", earlier) and earlier != launch.SESSION:
+        cancelled, gone = launch.cancel_session(earlier)
+        if cancelled:
+            notes.append(f"cancelled {len(cancelled)} job steps left running by an earlier, "
+                         f"killed grading ({', '.join(cancelled)})")
+        if not gone:
+            notes.append(f"job steps of an earlier grading (idrrun-{earlier}-*) are still listed by squeue")
+    build_mod.write_atomic(path, launch.SESSION + "\n")
+    return notes
 
 
 def _check_from(record: Any) -> CheckResult:
@@ -424,6 +498,8 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 error=str(rec["reasons"]) if status == "error" else "",
                 checks=tuple(_check_from(c) for c in rec.get("checks") or []),
                 sandbox=str(rec.get("sandbox", "")),
+                # Absent from states written before rows had nodes: those resume too.
+                node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -431,7 +507,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
 
 
 REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build_seconds",
-                 "run_seconds", "submission", "sandbox")
+                 "run_seconds", "submission", "sandbox", "node", "build_node")
 
 
 def render_report(rows: Sequence[GradeRow], path: Path) -> str:

@@ -159,7 +159,7 @@ def _launcher(value: Any, origin: str) -> LauncherConfig:
         raise ConfigError(f"{_field(origin, 'launcher')}: expected a table [launcher]")
     kind = _choice(value.get("kind", "none"), LAUNCHER_KINDS, _field(origin, "launcher.kind"))
     fields: dict[str, Any] = {"kind": kind}
-    for key in ("command", "tasks", "threads", "gpus"):
+    for key in ("command", "tasks", "threads", "gpus", "nodes"):
         if key in value:
             if not isinstance(value[key], str):
                 raise ConfigError(f"{_field(origin, f'launcher.{key}')}: expected a string, "
@@ -167,7 +167,12 @@ def _launcher(value: Any, origin: str) -> LauncherConfig:
             fields[key] = value[key]
     if "options" in value:
         fields["options"] = _str_list(value["options"], _field(origin, "launcher.options"))
-    unknown = set(value) - {"kind", "command", "tasks", "threads", "gpus", "options"}
+    if "builds" in value:
+        if not isinstance(value["builds"], bool):
+            raise ConfigError(f"{_field(origin, 'launcher.builds')}: expected true or false, "
+                              f"got {value['builds']!r}")
+        fields["builds"] = value["builds"]
+    unknown = set(value) - {"kind", "command", "tasks", "threads", "gpus", "nodes", "options", "builds"}
     if unknown:
         raise ConfigError(f"{_field(origin, 'launcher.' + sorted(unknown)[0])}: unknown field")
     return LauncherConfig(**fields)

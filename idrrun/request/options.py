@@ -209,6 +209,8 @@ class Options:
         help='program arguments, e.g. --cliopts "100 \'a b\'"')
     gpus: int | None = flag("-g", "--gpus", parse=positive_int, metavar="N", setting="gpus",
                             help="GPUs to ask the launcher for")
+    nodes: int | None = flag("-N", "--nodes", parse=positive_int, metavar="N", setting="nodes",
+                             help="nodes to spread the tasks over (srun --nodes)")
     get_files: tuple[str, ...] | None = flag(
         "--get", parse=str, many=True, metavar="FILE",
         help="files the program writes; listed after the run, missing ones reported")

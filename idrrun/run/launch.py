@@ -1,39 +1,79 @@
-"""The run command: launcher (mpirun/srun), profiler, program, arguments, environment."""
+"""The run command: launcher (mpirun/srun), profiler, program, arguments, environment; and for
+srun, what finds a job step again on the cluster: the node of each task, its cancellation.
+
+A launch has two parts, so that a wrapper that must run on the node, around the program only
+(a sandbox), goes between them: `Launch.launcher` (srun or mpirun with their options, and what
+makes the remote output line-buffered) and `Launch.program` (profiler, executable, arguments):
+
+    argv = launcher + [wrapper] + program
+
+Every srun of this process is named idrrun-SESSION-N (SESSION: one per process), so that one
+step can be cancelled after a timeout or an interrupt (`after`) and an interrupted grader can
+cancel all of its steps on every node at once (`cancel_session`), with SLURM's own tools.
+"""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import os
 import shutil
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import build as build_mod
 from ..errors import ToolNotFound
-from ..model import LauncherConfig, RunRequest, Settings
+from ..model import LauncherConfig, ProcResult, RunRequest, Settings
+from . import proc
+
+# One per process: every SLURM job or step this process starts is named with it.
+SESSION = uuid.uuid4().hex[:8]
+_counter = itertools.count(1)
+
+# Run by slurmstepd on the node before each task of an idrrun step (srun --task-prolog), outside
+# any sandbox of the program: it writes where the task runs into a folder of the client (on the
+# shared file system) and takes that folder's name out of the program's environment.
+TASK_PROLOG = """\
+#!/bin/sh
+# idrrun: where each task of a job step runs (written by slurmstepd, not by the program)
+d=$IDRRUN_STEP_RECORDS
+echo "unset IDRRUN_STEP_RECORDS"
+if [ -n "$d" ] && [ -d "$d" ]; then
+  printf '%s %s.%s\\n' "$SLURMD_NODENAME" "$SLURM_JOB_ID" "$SLURM_STEP_ID" > "$d/$SLURM_PROCID"
+fi
+exit 0
+"""
+
+# How long after a cancel the controller may still list the step before we say so.
+CANCEL_WAIT = 10.0
+
+SRUN_DEFAULTS = {"tasks": "--ntasks=", "threads": "--cpus-per-task=", "gpus": "--gres=gpu:",
+                 "nodes": "--nodes="}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One srun on the cluster, and how to find it again."""
+
+    name: str  # --job-name: the job's name outside an allocation, the step's inside one
+    records: Path  # one file per task, written by the task prolog: "NODE JOBID.STEPID"
 
 
 @dataclass(frozen=True)
 class Launch:
-    argv: tuple[str, ...]
+    launcher: tuple[str, ...]  # () for a program run directly
+    program: tuple[str, ...]  # what runs on the node(s): profiler, executable, arguments
     env: Mapping[str, str]
     notes: tuple[str, ...] = ()
-    # After a run that did not end well: the command that removes what the launcher left on the
-    # cluster (a SLURM job step), and one that lists it (empty output: nothing left).
-    cancel: tuple[str, ...] = ()
-    remaining: tuple[str, ...] = ()
-    # How many leading words of argv must run outside a sandbox (srun talks to the cluster;
-    # its tasks start the box on their node). mpirun runs inside, with its ranks.
-    outer_count: int = 0
+    step: Step | None = None  # set for srun
 
     @property
-    def outer(self) -> tuple[str, ...]:
-        return self.argv[:self.outer_count]
-
-    @property
-    def inner(self) -> tuple[str, ...]:
-        return self.argv[self.outer_count:]
+    def argv(self) -> tuple[str, ...]:
+        return (*self.launcher, *self.program)
 
 
 def _flag(flag: str, value: int) -> tuple[str, ...]:
@@ -49,12 +89,82 @@ def launcher_for(request: RunRequest, settings: Settings) -> LauncherConfig | No
         if request.mpi_ranks is None:
             return None
         return LauncherConfig(kind="mpirun", command="mpirun", tasks="-np")
+    if launcher.kind == "srun":
+        # A site file that names its srun but not every flag still gets SLURM's spellings.
+        return LauncherConfig(kind="srun", command=launcher.command or "srun",
+                              tasks=launcher.tasks or SRUN_DEFAULTS["tasks"],
+                              threads=launcher.threads or SRUN_DEFAULTS["threads"],
+                              gpus=launcher.gpus or SRUN_DEFAULTS["gpus"],
+                              nodes=launcher.nodes or SRUN_DEFAULTS["nodes"],
+                              options=launcher.options, builds=launcher.builds)
     if not launcher.command:
-        default = {"mpirun": ("mpirun", "-np"), "srun": ("srun", "--ntasks=")}[launcher.kind]
-        return LauncherConfig(kind=launcher.kind, command=default[0],
-                              tasks=launcher.tasks or default[1], threads=launcher.threads,
-                              gpus=launcher.gpus, options=launcher.options)
+        return LauncherConfig(kind=launcher.kind, command="mpirun", tasks=launcher.tasks or "-np",
+                              threads=launcher.threads, gpus=launcher.gpus, nodes=launcher.nodes,
+                              options=launcher.options, builds=launcher.builds)
     return launcher
+
+
+def _executable(launcher: LauncherConfig) -> list[str]:
+    words = launcher.command.split()
+    exe = shutil.which(words[0])
+    if exe is None:
+        hint = "apt-get install openmpi-bin" if launcher.kind == "mpirun" else "run on a SLURM login node"
+        raise ToolNotFound(f"launcher '{words[0]}' not found on PATH: {hint}")
+    return [exe, *words[1:]]
+
+
+@functools.lru_cache(maxsize=8)
+def _cluster_has_gpus(sinfo: str, slurm_conf: str) -> bool | None:
+    """Whether any node of the cluster offers a gpu GRES; None when sinfo cannot tell."""
+    env = dict(os.environ, SLURM_CONF=slurm_conf) if slurm_conf else None
+    result = proc.run([sinfo, "--noheader", "--format=%G"], what="probe", timeout=10, env=env)
+    if not result.ok:
+        return None
+    return any(line.strip().startswith("gpu") for line in result.output.splitlines())
+
+
+def _gpu_option(launcher: LauncherConfig, exe: str, gpus: int,
+                env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    """`-g N` as srun's option, unless the cluster has no GPUs at all: srun would refuse the
+    request ("Invalid generic resource"), so the run goes on without it and says so."""
+    sinfo = Path(exe).with_name("sinfo")
+    if sinfo.exists() and _cluster_has_gpus(str(sinfo), env.get("SLURM_CONF", "")) is False:
+        return (), (f"-g {gpus}: this cluster has no GPUs (sinfo lists no gpu GRES), so srun is "
+                    "not asked for any; the program runs on CPU nodes")
+    return _flag(launcher.gpus, gpus), ""
+
+
+def task_prolog(cache_dir: Path) -> Path:
+    """The task prolog script, in the cache (which every node must see, as the builds)."""
+    path = cache_dir / "slurm" / "task-prolog.sh"
+    try:
+        current = path.read_text()
+    except OSError:
+        current = ""
+    if current != TASK_PROLOG:
+        build_mod.write_atomic(path, TASK_PROLOG)
+    if path.stat().st_mode & 0o111 != 0o111:
+        path.chmod(0o755)
+    return path
+
+
+def _srun(launcher: LauncherConfig, exe: list[str], cache_dir: Path, *, tasks: int,
+          nodes: int | None, threads: int | None, seconds: float,
+          gpus: tuple[str, ...] = ()) -> tuple[list[str], Step, dict[str, str]]:
+    """srun's part of the argv for one step, its Step, and the environment it needs."""
+    name = f"idrrun-{SESSION}-{next(_counter)}"
+    records = cache_dir / "slurm" / "steps" / name
+    records.mkdir(parents=True, exist_ok=True)
+    argv = [*exe, *launcher.options, *_flag(launcher.tasks, tasks)]
+    if nodes is not None:
+        argv += _flag(launcher.nodes, nodes)
+    if threads is not None:
+        argv += _flag(launcher.threads, threads)
+    argv += gpus
+    # The limit goes to SLURM too (whole minutes); idrrun enforces it locally as well.
+    argv += [f"--job-name={name}", f"--time={max(1, math.ceil(seconds / 60))}",
+             f"--task-prolog={task_prolog(cache_dir)}"]
+    return argv, Step(name, records), {"IDRRUN_STEP_RECORDS": str(records)}
 
 
 def command(
@@ -66,39 +176,35 @@ def command(
     env = dict(base_env)
     notes: list[str] = []
     argv: list[str] = []
-    cancel: tuple[str, ...] = ()
-    remaining: tuple[str, ...] = ()
-    outer_count = 0
+    step: Step | None = None
     if request.threads is not None:
         env["OMP_NUM_THREADS"] = str(request.threads)
     launcher = launcher_for(request, settings)
     if launcher is not None:
-        words = launcher.command.split()
-        exe = shutil.which(words[0])
-        if exe is None:
-            hint = "apt-get install openmpi-bin" if launcher.kind == "mpirun" else "run on a SLURM login node"
-            raise ToolNotFound(f"launcher '{words[0]}' not found on PATH: {hint}")
-        argv += [exe, *words[1:], *launcher.options]
-        argv += _flag(launcher.tasks, request.mpi_ranks or 1)
-        if request.threads is not None:
-            argv += _flag(launcher.threads, request.threads)
-        if request.gpus is not None:
-            argv += _flag(launcher.gpus, request.gpus)
+        exe = _executable(launcher)
         if launcher.kind == "srun":
-            # A name to find the step again: an interrupt or timeout must not leave it running
-            # on the cluster. The limit goes to SLURM too; idrrun enforces it locally as well.
-            name = f"idrrun-{uuid.uuid4().hex[:12]}"
-            minutes = max(1, math.ceil(request.timeout / 60))
-            argv += [f"--job-name={name}", f"--time={minutes}", "--unbuffered"]
-            outer_count = len(argv)
-            cancel = ("scancel", "--full", "--name", name)
-            remaining = ("squeue", "--noheader", "--name", name)
+            gpus: tuple[str, ...] = ()
+            if request.gpus is not None:
+                gpus, note = _gpu_option(launcher, exe[0], request.gpus, env)
+                notes += [note] if note else []
+            argv, step, step_env = _srun(launcher, exe, settings.cache_dir,
+                                         tasks=request.mpi_ranks or 1, nodes=request.nodes,
+                                         threads=request.threads, seconds=request.timeout, gpus=gpus)
+            env.update(step_env)
+            argv.append("--unbuffered")
             # Remote tasks write to a pipe, not a terminal: ask stdio and gfortran for lines.
             env.setdefault("GFORTRAN_UNBUFFERED_PRECONNECTED", "y")
             stdbuf = shutil.which("stdbuf")
             if stdbuf:
                 argv += [stdbuf, "-oL", "-eL"]
-        if launcher.kind == "mpirun":
+        else:
+            argv = [*exe, *launcher.options, *_flag(launcher.tasks, request.mpi_ranks or 1)]
+            if request.threads is not None:
+                argv += _flag(launcher.threads, request.threads)
+            if request.gpus is not None:
+                argv += _flag(launcher.gpus, request.gpus)
+            if request.nodes is not None:
+                notes.append("-N/--nodes only applies with srun; ignored")
             # Open MPI refuses root and more ranks than cores unless told; course containers
             # run as root and laptops have few cores. Set both Open MPI 4 and 5 spellings.
             if os.geteuid() == 0:
@@ -106,11 +212,121 @@ def command(
                 env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
             env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
-    elif request.gpus is not None:
-        notes.append("-g/--gpus only applies with a launcher (srun); ignored")
+    else:
+        if request.gpus is not None:
+            notes.append("-g/--gpus only applies with a launcher (srun); ignored")
+        if request.nodes is not None:
+            notes.append("-N/--nodes only applies with a launcher (srun); ignored")
     # After the launcher, before the program: one profile per task under srun or mpirun.
-    argv += profiler_prefix
     env.update(profiler_env or {})
-    argv += [str(executable), *request.program_args]
-    return Launch(argv=tuple(argv), env=env, notes=tuple(notes), cancel=cancel, remaining=remaining,
-                  outer_count=outer_count)
+    program = (*profiler_prefix, str(executable), *request.program_args)
+    return Launch(launcher=tuple(argv), program=program, env=env, notes=tuple(notes), step=step)
+
+
+def compile_launch(request: RunRequest, settings: Settings, base_env: Mapping[str, str]) -> Launch | None:
+    """The compiler as a one-task job step, when the launcher is srun and builds go through it
+    ([launcher] builds; `idrrun grade --launcher srun` turns it on). None: compile here.
+    The caller puts the compiler's argv in `program`."""
+    launcher = launcher_for(request, settings)
+    if launcher is None or launcher.kind != "srun" or not launcher.builds:
+        return None
+    exe = _executable(launcher)
+    argv, step, step_env = _srun(launcher, exe, settings.cache_dir, tasks=1, nodes=1, threads=None,
+                                 seconds=request.compile_timeout)
+    return Launch(launcher=tuple(argv), program=(), env={**base_env, **step_env}, step=step)
+
+
+def scratch_root(settings: Settings) -> Path | None:
+    """Where a grader's scratch copies go when their steps run on other nodes: the cache, which
+    the nodes see (a login node's /tmp is its own). None: the system's temporary folder."""
+    if settings.launcher.kind != "srun":
+        return None
+    root = settings.cache_dir / "scratch"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+# ---------------------------------------------------------------------------------------------
+# After a step: its placement, and what is left of it on the cluster
+
+
+def placement(step: Step) -> tuple[str, ...]:
+    """The node of each task, in rank order, from the task prolog's records ("" where a task
+    left none: it never started)."""
+    nodes: dict[int, str] = {}
+    try:
+        for entry in step.records.iterdir():
+            if entry.name.isdigit():
+                words = entry.read_text(errors="replace").split()
+                nodes[int(entry.name)] = words[0] if words else ""
+    except OSError:
+        return ()
+    return tuple(nodes.get(rank, "") for rank in range(max(nodes) + 1)) if nodes else ()
+
+
+def describe_placement(nodes: Sequence[str]) -> str:
+    """"ranks 0-1 on n1, 2-3 on n2" (ranks as srun numbers them)."""
+    parts: list[str] = []
+    for node, group in itertools.groupby(enumerate(nodes), key=lambda item: item[1]):
+        ranks = [rank for rank, _ in group]
+        span = str(ranks[0]) if len(ranks) == 1 else f"{ranks[0]}-{ranks[-1]}"
+        parts.append(f"{span} on {node or '?'}")
+    return "ranks " + ", ".join(parts)
+
+
+def _listed(match: Callable[[str], bool], env: Mapping[str, str] | None) -> list[str]:
+    """Ids of this user's jobs and job steps whose name matches: a job started by srun outside
+    an allocation (pending or running) carries the name; inside one, only its step does."""
+    ids: list[str] = []
+    for what in ((), ("--steps",)):
+        result = proc.run([shutil.which("squeue") or "squeue", "--me", "--noheader", "--format=%i %j", *what],
+                          what="cancel", timeout=10, env=env)
+        for line in result.output.splitlines():
+            words = line.split(maxsplit=1)
+            if len(words) == 2 and match(words[1].strip()):
+                job = words[0].split(".")[0]
+                if words[0] not in ids and job not in ids:
+                    ids.append(words[0])
+    return ids
+
+
+def _cancel(match: Callable[[str], bool], env: Mapping[str, str] | None) -> tuple[list[str], bool]:
+    """Cancel every job and step that matches, then wait until the controller lists none.
+    Returns (what was cancelled, whether nothing is listed any more)."""
+    ids = _listed(match, env)
+    if ids:
+        proc.run([shutil.which("scancel") or "scancel", *ids], what="cancel", timeout=15, env=env)
+    deadline = time.monotonic() + CANCEL_WAIT
+    while True:
+        left = _listed(match, env)
+        if not left:
+            return ids, True
+        if time.monotonic() > deadline:
+            return ids, False
+        time.sleep(0.2)
+
+
+def after(how: Launch, result: ProcResult | None) -> tuple[tuple[str, ...], list[str]]:
+    """Once the launcher has exited: where the step ran, and, when it did not end well, its
+    cancellation on the cluster (a killed srun does not always take its step along)."""
+    step = how.step
+    if step is None:
+        return (), []
+    notes: list[str] = []
+    nodes = placement(step)
+    if result is not None and not result.ok:
+        killed = result.timed_out or result.interrupted or result.signal_name is not None
+        cancelled, gone = _cancel(lambda name: name == step.name, how.env)
+        if not gone:
+            notes.append(f"the job step {step.name} was cancelled but squeue still lists it")
+        elif killed or cancelled:
+            notes.append("job step cancelled on the cluster")
+    shutil.rmtree(step.records, ignore_errors=True)
+    return nodes, notes
+
+
+def cancel_session(session: str = SESSION, env: Mapping[str, str] | None = None) -> tuple[list[str], bool]:
+    """Cancel, on every node, every job step of a session: this process's (an interrupted
+    grader), or an earlier process's that was killed outright and could not do it itself."""
+    prefix = f"idrrun-{session}-"
+    return _cancel(lambda name: name.startswith(prefix), env)
