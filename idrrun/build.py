@@ -170,8 +170,11 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(request.source.name).stem) or "cell"
     write_atomic(cache_dir / "sources" / f"{safe}-{key}{request.source.suffix}", request.source.text)
     builds.mkdir(parents=True, exist_ok=True)
-    # A sandboxed compiler's uid must reach its folder: outside the (private) cache then.
-    work = Path(tempfile.mkdtemp(dir=None if request.sandbox else builds, prefix=f".{key}.tmp-"))
+    # A sandboxed build compiles in its request's scratch folder (beside its own builds, or its
+    # working folder), which its box's uid can reach, and on a cluster the nodes too: the cache
+    # is private to idrrun.
+    scratch = request.build_cache.parent if request.build_cache else request.workdir
+    work = Path(tempfile.mkdtemp(dir=scratch if request.sandbox else builds, prefix=f".{key}.tmp-"))
     box = compile_box(request, toolchain, work, cache_dir, uid) if request.sandbox else None
     start = time.monotonic()
     try:

@@ -249,6 +249,9 @@ def start(folder: Path, nodes: int = 3, cpus: int = 2, timeout: float = 30) -> C
     for sub in ("state", "munge", "shared", *(f"spool/{n}" for n in names), *(f"nodes/{n}" for n in names)):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     (folder / "munge").chmod(0o711)
+    # Like a cluster's home or work file system: every user passes through to what is theirs
+    # (a grader as root runs each submission as a uid of its own, in the shared cache).
+    folder.chmod(0o711)
     for n in names:
         (folder / "nodes" / n).chmod(0o1777)
     key = folder / "munge" / "key"

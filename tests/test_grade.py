@@ -127,20 +127,21 @@ def test_check_in_a_kernel_shows_the_table_and_fails_on_wrong_value(kernel: Kern
     (kernel.cwd / "idrrun.toml").unlink()
 
 
-def test_rows_keep_their_nodes_across_a_resume_and_older_states_still_load(tmp_path: Path) -> None:
+def test_rows_keep_their_nodes_across_a_resume_and_unsigned_states_are_graded_again(tmp_path: Path) -> None:
     from idrrun.grading import classroom
 
     report = tmp_path / "r.csv"
+    key = b"k" * 32
     row = classroom.GradeRow("ann", "answer", "c", "pass", 0.5, 0.25, "/class/ann.c",
                              node="n2,n3", build_node="n1")
-    classroom.write_report([row], report)
-    assert classroom.load_report(report, "answer") == {"/class/ann.c": row}
+    classroom.write_report([row], report, key)
+    assert classroom.load_report(report, "answer", key) == {"/class/ann.c": row}
     assert next(csv.DictReader(report.open()))["node"] == "n2,n3"
-    # A state written before rows had nodes: the rows come back, with no node.
+    assert classroom.load_report(report, "answer", b"x" * 32) == {}  # another grader's key
+    # A state written before rows were signed (or with a row edited): graded again.
     state = classroom.state_path(report)
     records = json.loads(state.read_text())
     for record in records:
-        del record["node"], record["build_node"]
+        del record["mac"]
     state.write_text(json.dumps(records))
-    older = dataclasses.replace(row, node="", build_node="")
-    assert classroom.load_report(report, "answer") == {"/class/ann.c": older}
+    assert classroom.load_report(report, "answer", key) == {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -64,8 +65,9 @@ def eventually(check: Callable[[], bool], timeout: float = 10) -> bool:
 
 
 def programs(cluster: slurmcluster.Cluster) -> list[str]:
-    """The programs running as tasks (a build's compiler is a task too)."""
-    return [t for t in cluster.live_tasks() if "/builds/" in t and t.split()[-1].endswith("/prog")]
+    """The programs running as tasks (a build's compiler is a task too; a graded program runs
+    as its box's copy, .idrrun-prog, behind bubblewrap and the guard, which are tasks too)."""
+    return [t for t in cluster.live_tasks() if t.split()[1].endswith(("/prog", "/.idrrun-prog"))]
 
 
 def sleeping(cluster: slurmcluster.Cluster, count: int) -> Callable[[], bool]:
@@ -255,15 +257,22 @@ int main(void)
 """
 
 
-def make_exercise(folder: Path, solution_runs: Path) -> Path:
-    """An exercise whose solution notes, on the shared file system, each time it runs, and where."""
+def make_exercise(folder: Path, tag: str) -> Path:
+    """An exercise whose solution says where it ran, with a tag of its own (its output, which
+    the grader caches once for every node, is then found by that tag). It runs in a box, like
+    every program a grader runs: it cannot leave a note anywhere else."""
     (folder / "C").mkdir(parents=True)
     (folder / "answer.toml").write_text(SPEC)
     (folder / "C" / "answer_exercise.c").write_text(PROGRAM.format(tag="start", extra="", value=0))
-    note = (f'FILE *runs = fopen("{solution_runs}", "a"); '
-            'fprintf(runs, "%s\\n", getenv("SLURMD_NODENAME")); fclose(runs);')
-    (folder / "C" / "answer_solution.c").write_text(PROGRAM.format(tag="solution", extra=note, value=42))
+    note = f'printf("solution {tag} ran on %s\\n", getenv("SLURMD_NODENAME"));'
+    (folder / "C" / "answer_solution.c").write_text(PROGRAM.format(tag=tag, extra=note, value=42))
     return folder
+
+
+def solution_outputs(cluster: slurmcluster.Cluster, tag: str) -> list[str]:
+    """The cached outputs of the solution tagged `tag` (one per solution run that completed)."""
+    cache = cluster.shared / "cache" / "idrrun" / "solutions"
+    return [p.read_text() for p in cache.glob("*.out") if f"solution {tag} ran on" in p.read_text()]
 
 
 def submission(folder: Path, student: str, value: int = 42, extra: str = "") -> None:
@@ -282,8 +291,7 @@ def report(path: Path) -> dict[str, dict[str, str]]:
 
 
 def test_grade_across_nodes_with_one_solution_run(cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
-    runs = cluster.shared / "solution-runs.txt"
-    examples = make_exercise(tmp_path / "examples", runs)
+    examples = make_exercise(tmp_path / "examples", "across")
     klass = tmp_path / "class"
     for student in ("ann", "cid", "dan", "fay"):
         submission(klass, student, extra="sleep(2);")  # long enough for the runs to overlap
@@ -295,7 +303,7 @@ def test_grade_across_nodes_with_one_solution_run(cluster: slurmcluster.Cluster,
     assert p.returncode == 1, out + err
     rows = report(tmp_path / "r.csv")
     for student in ("ann", "cid", "dan", "fay"):
-        assert rows[student]["verdict"] == "pass", rows[student]
+        assert rows[student]["verdict"] == "pass", rows[student]["reasons"]
     assert rows["ben"]["verdict"] == "fail" and "C[0] is 41" in rows["ben"]["reasons"]
     assert rows["eve"]["verdict"] == "fail" and "compile failed" in rows["eve"]["reasons"]
     # Every build and every run was a job step, and SLURM spread them over the three nodes.
@@ -306,7 +314,8 @@ def test_grade_across_nodes_with_one_solution_run(cluster: slurmcluster.Cluster,
     assert used == nodes, rows
     assert "placement: runs " in out
     # The solution ran once, as a step on some node, and its cached output served every node.
-    assert len(runs.read_text().split()) == 1 and runs.read_text().split()[0] in nodes
+    (output,) = solution_outputs(cluster, "across")
+    assert re.search(r"solution across ran on (n[123])\n", output), output
     state = json.loads((tmp_path / ".r.csv.idrrun-state.json").read_text())
     assert {r["student"]: r["node"] for r in state} == {s: rows[s]["node"] for s in rows}
     nothing_left(cluster)
@@ -314,7 +323,7 @@ def test_grade_across_nodes_with_one_solution_run(cluster: slurmcluster.Cluster,
 
 def test_killed_grader_cancels_its_steps_everywhere_then_resumes(cluster: slurmcluster.Cluster,
                                                                  tmp_path: Path) -> None:
-    examples = make_exercise(tmp_path / "examples", cluster.shared / "solution-runs-2.txt")
+    examples = make_exercise(tmp_path / "examples", "t2")
     klass = tmp_path / "class"
     for student in ("amy", "bob", "cat"):
         submission(klass, student)
@@ -385,7 +394,7 @@ def test_grader_killed_outright_leaves_steps_that_the_next_grading_cancels(
     session killed, the OOM killer): nobody is left to cancel anything, and SLURM keeps a step
     whose srun died (until its --time). The next grading with the same report cancels them
     before it starts."""
-    examples = make_exercise(tmp_path / "examples", cluster.shared / "solution-runs-3.txt")
+    examples = make_exercise(tmp_path / "examples", "t3")
     klass = tmp_path / "class"
     for student in ("gil", "hal"):
         submission(klass, student, extra="sleep(300);")
@@ -426,7 +435,7 @@ def test_inside_an_allocation_the_grader_runs_steps_and_cancels_them_by_id(
     alloc = cluster.run("salloc", "--no-shell", "--nodes=3", "--ntasks=6", "--job-name=course-alloc")
     job = next(w for w in alloc.stderr.split() if w.isdigit())
     try:
-        examples = make_exercise(tmp_path / "examples", cluster.shared / "solution-runs-4.txt")
+        examples = make_exercise(tmp_path / "examples", "t4")
         klass = tmp_path / "class"
         submission(klass, "ida")
         for student in ("jon", "kim"):

@@ -68,6 +68,7 @@ def main(tokens: Sequence[str]) -> int:
     subs = classroom.discover(args.submissions, exercise, args.language)
     console = _console()
     console.print(neutralise(support.describe()), markup=False)
+    classroom.scratch_root(settings)  # a cache the boxes cannot reach: said now, not per row
     for orphan in classroom.remove_orphans(settings):
         console.print(f"removed what a killed grading left: {orphan}", markup=False)
     already: dict[str, classroom.GradeRow] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import shutil
 import tempfile
 import threading
@@ -85,6 +86,7 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     pair = exercise.sources[request.source.language]
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
     scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-", dir=launch.scratch_root(settings)))
+    os.chmod(scratch, 0o711)  # the box's own uid passes through to its folder
     sol_request = dataclasses.replace(request, source=sol_source, workdir=scratch, keep=None,
                                       force=False, get_files=(), profile=None, execute=True,
                                       object_only=False, build_cache=None)
@@ -99,10 +101,13 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             if cached.is_file():
                 return SolutionRun(cached.read_text(), files if files.is_dir() else None)
             copy_data_files(exercise, scratch)
+            if sol_request.sandbox:
+                sol_request = _beside_its_copy(sol_request, pair.solution, scratch / ".solution")
             outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter())
             if outcome.failure is not None:
+                said = " | ".join(outcome.failure.output.strip().splitlines()[-3:])
                 return SolutionRun(None, None, f"the solution {outcome.failure.step} failed: "
-                                               f"{outcome.failure.what}")
+                                               f"{outcome.failure.what}" + (f" ({said})" if said else ""))
             assert outcome.run is not None
             if exercise.solution_files:
                 files.mkdir(parents=True, exist_ok=True)
@@ -113,6 +118,20 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _beside_its_copy(request: RunRequest, solution: Path, folder: Path) -> RunRequest:
+    """The request compiling a copy of the solution's folder (its files, not its subfolders):
+    a box's own uid may not reach the course where it is installed (under /root), nor a node
+    the login node's /tmp. Its cached output stays keyed by the course's own file; its build
+    is thrown away with the scratch folder."""
+    folder.mkdir(mode=0o755)
+    for entry in solution.parent.iterdir():
+        if entry.is_file() and not entry.is_symlink():
+            shutil.copyfile(entry, folder / entry.name)
+    source = dataclasses.replace(request.source, origin_dir=folder)
+    # Its build goes with the scratch folder: the output is what is kept.
+    return dataclasses.replace(request, source=source, build_cache=folder.parent / "builds")
 
 
 def copy_data_files(exercise: Exercise, workdir: Path) -> None:

@@ -33,7 +33,7 @@ from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequ
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import jail, launch
+from ..run import jail, launch, sandbox
 from .checked import NullReporter, check_language, execute_checked, solution_output
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
@@ -183,6 +183,10 @@ def scratch_root(settings: Settings) -> Path:
     srun, in the cache: a login node's /tmp is not the compute nodes' (launch.scratch_root)."""
     shared = launch.scratch_root(settings)
     if shared is not None:
+        if os.geteuid() == 0 and not sandbox.passable(shared):
+            raise UsageError(f"grading through srun as root runs each submission as a user of its "
+                             f"own, in {shared}, which other users cannot reach: let them pass "
+                             f"(chmod o+x on each folder above it) or grade as yourself")
         return shared
     base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
     base.mkdir(mode=0o711, exist_ok=True)
@@ -436,18 +440,29 @@ def state_path(report: Path) -> Path:
     return report.with_name(f".{report.name}.idrrun-state.json")
 
 
+def private_cache(settings: Settings) -> None:
+    """The cache as a grader needs it: its folder passable (a box's uid reaches CACHE/share and
+    its scratch folder through it) but not listable, and what no program may read (builds, the
+    solutions' outputs, the grader's key) private to the grader."""
+    cache = settings.cache_dir
+    cache.mkdir(parents=True, exist_ok=True)
+    os.chmod(cache, 0o711)
+    for name in ("builds", "solutions", "private"):
+        (cache / name).mkdir(exist_ok=True)
+        os.chmod(cache / name, 0o700)
+
+
 def grading_key(settings: Settings) -> bytes:
     """The grader's secret (in its cache, which no box sees): rows it wrote carry a MAC made
     with it, so that a resumed grading keeps only those — a forged row is graded again."""
-    path = settings.cache_dir / "grading.key"
+    path = settings.cache_dir / "private" / "grading.key"
+    private_cache(settings)
     try:
         key = path.read_bytes()
         if len(key) >= 32:
             return key
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
     tmp = path.with_name(f".grading.key.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:

@@ -243,6 +243,7 @@ def scratch_root(settings: Settings) -> Path | None:
         return None
     root = settings.cache_dir / "scratch"
     root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o711)  # a box's own uid passes through to its folder, lists nothing
     return root
 
 

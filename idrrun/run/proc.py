@@ -132,9 +132,21 @@ def spawn(
     if box is not None and (protections is None or protections.guard is None or limits is None):
         return ProcResult(argv=argv, returncode=None,
                           start_error="a sandboxed run needs the run guard, which could not be built")
+    drop: tuple[str, ...] = ()
+    if box is not None and outer:
+        found = sandbox.drop_to(box)
+        if found is None:
+            return ProcResult(argv=argv, returncode=None,
+                              start_error="a sandboxed run through a launcher needs setpriv "
+                                          "(util-linux) to take the box's uid on the node")
+        drop = found
     if protections is not None and limits is not None:
         jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run, cgroups)
-        base_env = dict(box.env) if box is not None else (dict(env) if env is not None else dict(os.environ))
+        # Through a launcher, the launcher gets the run's whole environment (srun needs its own
+        # variables, the step's records) and the box its clean one, set on the node (env_argv).
+        in_box_env = box is not None and not outer
+        base_env = dict(box.env) if box is not None and in_box_env else \
+            (dict(env) if env is not None else dict(os.environ))
         env = {**base_env, **jail.env}
         if jail.guard is not None and jail.guard_args is not None:
             status_r, status_w = os.pipe()
@@ -142,15 +154,24 @@ def spawn(
             args = dataclasses.replace(jail.guard_args, status_fd=status_w)
             inner: tuple[str, ...] = ()
             if box is not None:
-                args = dataclasses.replace(args, uid=box.uid, gid=box.gid,
-                                           sweep=int(box.support.level != "namespaces"))
                 sandbox.give(box)
+                if outer:
+                    # The launcher (srun) must start as idrrun's own user, whom the cluster
+                    # knows; the box's uid is taken on the node, just before the box.
+                    inner = (*sandbox.env_argv(env, {**box.env, **jail.env}), *drop)
+                else:
+                    args = dataclasses.replace(args, uid=box.uid, gid=box.gid)
+                args = dataclasses.replace(args, sweep=int(box.support.level != "namespaces"))
                 if box.support.level == "namespaces":
-                    # A second writer on the same pipe: the inner guard, inside the box.
-                    inner_w = os.dup(status_w)
-                    pass_fds = (status_w, inner_w)
                     in_box = sandbox.shared_copy(jail.guard) if box.uid >= 0 else jail.guard
-                    inner = sandbox.bwrap_argv(box.support, box, in_box, inner_w)
+                    if outer:
+                        # No descriptor crosses srun: the program's status is the step's.
+                        inner += sandbox.bwrap_argv(box.support, box, in_box, -1)
+                    else:
+                        # A second writer on the same pipe: the inner guard, inside the box.
+                        inner_w = os.dup(status_w)
+                        pass_fds = (status_w, inner_w)
+                        inner = sandbox.bwrap_argv(box.support, box, in_box, inner_w)
                 else:
                     env.update(sandbox.private_tmp(box))
             argv = (*args.argv(jail.guard), *outer, *inner, *argv)

@@ -86,10 +86,22 @@ def _inside(path: Path, roots: Iterable[str | Path]) -> bool:
     return any(path == Path(r) or Path(r) in path.parents for r in roots)
 
 
+def passable(folder: Path) -> bool:
+    """Whether any user can pass through every folder down to `folder`."""
+    try:
+        return all(os.stat(p).st_mode & 0o001 for p in (folder, *folder.parents))
+    except OSError:
+        return False
+
+
 def shared_copy(path: Path) -> Path:
-    """A copy of a file a box must run or load (the guard, the GPU tracer) where a box's fresh
-    uid can read it: idrrun's cache is private. Content-addressed, made once, root-owned."""
-    share = Path(tempfile.gettempdir()) / f"idrrun-share-{os.geteuid()}"
+    """A copy of a file a box must run or load (the guard, the GPU tracer, both built in the
+    cache: CACHE/guard/x, CACHE/tracer/x) where a box's fresh uid can read it: CACHE/share,
+    beside the private folders of the cache (and, on a cluster, on the file system the nodes
+    share). Content-addressed, made once, root-owned."""
+    share = path.resolve().parents[1] / "share"
+    if not passable(share.parent):  # a cache under /root (0700): the system's temporary folder
+        share = Path(tempfile.gettempdir()) / f"idrrun-share-{os.geteuid()}"
     share.mkdir(mode=0o711, exist_ok=True)
     os.chmod(share, 0o711)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
@@ -134,8 +146,11 @@ def bwrap_argv(support: SandboxSupport, box: Box, guard: Path, inner_fd: int) ->
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(box.tmp_size), "--tmpfs", "/tmp"]
     for h in visible_secrets(box.hidden, box.readable):
         argv += ["--tmpfs", str(h)]
-    for r in (guard, *box.readable):
-        argv += ["--ro-bind", str(r), str(r)]
+    argv += ["--ro-bind", str(guard), str(guard)]
+    for r in box.readable:
+        # -try: under srun the box starts on a node, which may not see every folder this machine
+        # does (a course in its /tmp): the compiler then says which header it cannot find.
+        argv += ["--ro-bind-try", str(r), str(r)]
     for w in box.writable:
         argv += ["--bind", str(w), str(w)]
     if box.gpu:
@@ -145,6 +160,28 @@ def bwrap_argv(support: SandboxSupport, box: Box, guard: Path, inner_fd: int) ->
             argv += ["--ro-bind", "/sys", "/sys"]
     argv += ["--chdir", str(box.workdir), "--", str(guard), f"--inner-status-fd={inner_fd}", "--"]
     return tuple(argv)
+
+
+def env_argv(passed: Mapping[str, str], box_env: Mapping[str, str]) -> tuple[str, ...]:
+    """`env -u K... K=V...`: on the node, the box's environment out of what a launcher passed
+    on (`passed`) plus what the launcher added itself (srun's SLURM_*, PMI*: a rank needs them)."""
+    def launchers(k: str) -> bool:  # srun sets these on the node: its values, not ours
+        return k.startswith(("SLURM_", "PMI"))
+    unset = (f"--unset={k}" for k in sorted(passed) if k not in box_env and not launchers(k))
+    kept = (f"{k}={v}" for k, v in sorted(box_env.items()) if not launchers(k))
+    return ("env", *unset, *kept)
+
+
+def drop_to(box: Box) -> tuple[str, ...] | None:
+    """The prefix that takes the box's uid where the box starts, when a launcher (srun) stands
+    between the guard and the box: the launcher runs as idrrun's user, whom the cluster knows.
+    () when the box keeps idrrun's uid; None when setpriv is missing."""
+    if box.uid < 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    return (setpriv, f"--reuid={box.uid}", f"--regid={box.gid}", "--clear-groups", "--")
 
 
 def private_tmp(box: Box) -> dict[str, str]:
