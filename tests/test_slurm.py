@@ -170,7 +170,7 @@ def test_grade_through_srun(cluster: dict[str, str], tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "answer", *sorted(map(str, klass.iterdir())),
                         "--launcher", "srun", "-j", "2", "--timeout", "4", "--report", str(tmp_path / "r.csv")],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr  # graded, whatever the verdicts
     rows = {row["student"]: row for row in csv.DictReader((tmp_path / "r.csv").open())}
     assert rows["ann"]["verdict"] == "pass", rows["ann"]
     assert rows["ben"]["verdict"] == "fail" and "C[0] is 41" in rows["ben"]["reasons"]

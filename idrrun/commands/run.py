@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import toolchains
 from ..cli import EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT
-from ..display import TextReporter, render_failure
+from ..display import TextReporter, color_allowed, render_failure
 from ..grading.checked import run_with_options
 from ..model import FailureKind, Outcome
 from ..request import config, options, source
@@ -47,7 +47,7 @@ def main(tokens: Sequence[str]) -> int:
     settings = config.load(workdir)
     assert opts.file is not None
     src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
-    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty(), sanitize=True)
+    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty() and color_allowed(), sanitize=True)
     probe = toolchains.probe(settings, opts.family)
     if probe.protections is not None:
         reporter.notes(probe.protections.notes)

@@ -67,6 +67,10 @@ _solution_locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
+# Why a check that compares with the solution is incomplete in a students' course.
+NO_SOLUTION = "no solution in the students' course"
+
+
 @dataclass(frozen=True)
 class SolutionRun:
     """The solution's output for some arguments, and the files its checks compare with."""
@@ -82,6 +86,8 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     own box when the request is sandboxed, then cached where no program can reach (the cache is
     hidden from every box), under a key that includes idrrun's version."""
     pair = exercise.sources[request.source.language]
+    if pair.solution is None:
+        return SolutionRun(None, None, NO_SOLUTION)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
     scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
     sol_request = dataclasses.replace(request, source=sol_source, workdir=scratch, keep=None,
@@ -149,6 +155,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     """The run and its verdict. hidden (grading): the program also runs with each of the
     exercise's hidden argument sets, its output checked again each time."""
     check_language(request.source, exercise)
+    if not hidden:
+        exercise = exercise.without_grading_only()
     copy_data_files(exercise, request.workdir)
     outcome = pipeline.execute(request, toolchain, probe, settings, reporter)
     built = outcome.build
