@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +23,14 @@ from ..run import isolation
 from ..toolchains import registry
 from .common import Parser, console as _console, jobs as _jobs, print_json, row_dict
 from .common import with_progress as _with_progress
+
+def grading_memory(jobs: int) -> int:
+    """The memory cap of each graded program when [limits] memory says none: notebooks run
+    without one (model.Limits), but a class of submissions runs unattended, -j at a time, and
+    together they may take 3/4 of the machine, the rest left to the grader and the system."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return max(256 << 20, total * 3 // 4 // max(1, jobs))
+
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun grade", description="Grade submissions of one exercise, each in its "
@@ -66,6 +75,9 @@ def main(tokens: Sequence[str]) -> int:
             settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
                                                    command="" if args.launcher != settings.launcher.kind
                                                    else settings.launcher.command))
+    if "memory" not in settings.values:
+        settings = dataclasses.replace(settings, values={**settings.values,
+                                                         "memory": grading_memory(args.jobs)})
     exercise = specs.find(args.exercise, settings, workdir)
     if exercise.students:
         raise UsageError(f"{exercise.path} is from a students' copy of the course (no solutions, "

@@ -37,6 +37,7 @@ from ..model import (
 from ..profile.model import ProfileReport
 from ..profile.summary import trace_values
 from ..request import resolve
+from ..request import unused as unused_flags
 from ..request import source as source_mod
 from ..request.options import Options
 from ..toolchains import family_of
@@ -194,6 +195,9 @@ def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Pa
     if exercise is not None:
         check_language(src, exercise)
     request, toolchain = resolve.resolve(opts, src, workdir, settings, probe, exercise)
+    unused = unused_flags.notes(opts, request, settings)
+    if unused:
+        toolchain = dataclasses.replace(toolchain, notes=toolchain.notes + unused)
     if exercise is None:
         return pipeline.execute(request, toolchain, probe, settings, reporter)
     return execute_checked(request, toolchain, exercise, probe, settings, reporter)
