@@ -66,6 +66,11 @@ def give_empty_cells_a_body(lines: list[str]) -> list[str]:
     return lines
 
 
+# IPython's completeness check (is the terminal's cell finished?) skips transformers that say
+# so: there a lone `%%idrrun -l c` line must stay incomplete, waiting for its code.
+give_empty_cells_a_body.has_side_effects = True  # type: ignore[attr-defined]
+
+
 def cell_number(shell: Any) -> int:
     """The N of the `In [N]` the user sees for the running cell. IPython 9 increments
     execution_count before it runs a cell (8 after): the running cell's own result holds its
