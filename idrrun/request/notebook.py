@@ -50,8 +50,10 @@ def read(path: Path) -> nbformat.NotebookNode:
         # nbformat carries no annotations
         nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4,  # type: ignore[no-untyped-call]
                             capture_validation_error={})
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        # ValueError covers nbformat's NotJSONError and unknown versions.
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        # A student's file: nbformat raises what its parts raise on bad input (ValueError,
+        # jsonschema's ValidationError, TypeError, KeyError, RecursionError...), and any of them
+        # means the same thing here.
         raise UsageError(f"{path.name}: not a readable notebook ({type(exc).__name__}: "
                          f"{str(exc)[:200]})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
