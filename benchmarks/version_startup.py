@@ -39,7 +39,11 @@ def main() -> None:
     p.add_argument("--idrrun", type=Path, default=Path(sys.executable).with_name("idrrun"),
                    help="the console script (default: beside this python)")
     args = p.parse_args()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ)
+    installed = subprocess.run([sys.executable, "-c", "import idrrun"], capture_output=True).returncode == 0
+    if not installed:  # measure the checkout's idrrun
+        env["PYTHONPATH"] = str(ROOT)
+    print(f"idrrun from {'the installed package' if installed else ROOT}")
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "python -m idrrun --version": [sys.executable, "-m", "idrrun", "--version"],

@@ -114,3 +114,25 @@ def test_ipython_terminal_help_alone_and_cell_numbers(tmp_path: Path) -> None:
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def test_no_color_in_the_ipython_terminal(tmp_path: Path) -> None:
+    """On a colour terminal the magic paints its own lines (dim header), unless NO_COLOR."""
+    for no_color, painted in (("", True), ("1", False)):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm", NO_COLOR=no_color)
+        child = pexpect.spawn(sys.executable, ["-m", "IPython", "--simple-prompt", "--no-banner",
+                                              "--colors=NoColor", "--ext=idrrun",
+                                              "--HistoryManager.enabled=False"],
+                              cwd=str(tmp_path), env=env, encoding="utf-8", timeout=60)
+        try:
+            child.expect(r"In \[1\]: ")
+            for line in ("%%idrrun -l c", 'int main(void) { return 0; }', "", ""):
+                child.sendline(line)
+            child.expect(r"In \[2\]: ")
+            seen = child.before
+            assert "exit 0" in seen
+            child.sendline("exit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        assert ("\x1b[2midrrun: " in seen) is painted, repr(seen[:400])

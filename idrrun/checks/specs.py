@@ -121,12 +121,16 @@ class Exercise:
 
     @property
     def folders(self) -> tuple[Path, ...]:
-        """Where the spec and its sources live: what a graded program must not see."""
+        """Where the spec and its sources live, and the course's notebooks beside them (their
+        solution cells): what a graded program must not see."""
         out = [self.path.parent]
         for pair in self.sources.values():
             for p in (pair.exercise, pair.solution):
                 if p is not None and p.parent not in out:
                     out.append(p.parent)
+        notebooks = self.path.parent.parent / "notebooks"
+        if self.path.parent.name == "examples" and notebooks.is_dir():
+            out.append(notebooks)
         return tuple(out)
 
 
