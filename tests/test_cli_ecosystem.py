@@ -89,7 +89,7 @@ def test_grade_exit_codes_follow_nbgrader_and_otter(tmp_path: Path) -> None:
     """A completed grading exits 0 whatever the verdicts; a submission that could not be graded
     at all makes it 1 (nbgrader autograde exits 1 when a submission fails to process)."""
     (tmp_path / "ann.c").write_text(SOLUTION_C)
-    wrong = SOLUTION_C.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i] + 1.0;")
+    wrong = SOLUTION_C.replace("1.0 - x[i]", "1.5 - x[i]")  # y starts wrong
     assert wrong != SOLUTION_C
     (tmp_path / "ben.c").write_text(wrong)
     env = {"IDRRUN_EXAMPLES": str(ROOT / "examples")}
