@@ -67,12 +67,30 @@ def local_headers(source: Source) -> list[Path]:
     return list(seen)
 
 
+LINKABLE = (".o", ".a")
+
+
+def linked_files(request: RunRequest, toolchain: Toolchain) -> dict[str, Path]:
+    """Objects and libraries the flags name relative to the working directory: a cell's
+    `--options "saxpy.cu.o"` links what an earlier `--object --keep saxpy.cu` cell wrote. The
+    compiler runs in a build folder of its own, so they are passed by absolute path, and their
+    content is part of the build's key (a rebuilt object relinks)."""
+    found: dict[str, Path] = {}
+    for word in toolchain.flags:
+        if word.endswith(LINKABLE) and not word.startswith("-") and not Path(word).is_absolute():
+            path = request.workdir / word
+            if path.is_file():
+                found[word] = path
+    return found
+
+
 def compile_argv(request: RunRequest, toolchain: Toolchain) -> tuple[str, ...]:
     assert toolchain.compiler.path is not None
     out = ("-c", "-o", OBJECT) if request.object_only else ("-o", EXECUTABLE)
+    linked = linked_files(request, toolchain)
     return (
         toolchain.compiler.path,
-        *toolchain.flags,
+        *(str(linked[w]) if w in linked else w for w in toolchain.flags),
         "-I", str(request.source.origin_dir),
         *out,
         source_file_name(request.source),
@@ -81,8 +99,13 @@ def compile_argv(request: RunRequest, toolchain: Toolchain) -> tuple[str, ...]:
 
 
 def object_name(request: RunRequest) -> str:
-    """Where --object puts the object file, in the working directory: NAME.o after --keep NAME."""
-    stem = Path(request.keep).stem if request.keep else Path(request.source.name).stem
+    """Where --object puts the object file, in the working directory. After --keep NAME it is
+    NAME.o, NAME whole (`--keep saxpy.cu` gives saxpy.cu.o), as IDRIS's magic names it and its
+    notebooks' next cells link it; a file's object is its stem's (`gcc -c f.c` gives f.o); a
+    cell's without --keep, cell.o."""
+    if request.keep:
+        return f"{request.keep}.o"
+    stem = Path(request.source.name).stem
     return f"{stem if stem and '[' not in stem else 'cell'}.o"
 
 
@@ -100,6 +123,9 @@ def build_key(request: RunRequest, toolchain: Toolchain) -> str:
     for header in local_headers(request.source):
         h.update(str(header).encode())
         h.update(header.read_bytes())
+    for linked in linked_files(request, toolchain).values():
+        h.update(str(linked).encode())
+        h.update(linked.read_bytes())
     return h.hexdigest()[:20]
 
 

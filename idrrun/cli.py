@@ -2,13 +2,24 @@
 
 This module only dispatches: each command lives in idrrun/commands/ and is imported when it
 runs, so that `idrrun --version` answers at once and `idrrun run` loads only what a run needs.
-Exit codes: 0 ok, 1 build failed (grade: some submission did not pass), 2 usage or
-configuration error, 3 run or check failed, 124 timeout, 130 interrupted.
+
+Exit codes:
+    0    done: run: the program built, ran (and passed its check); grade: every submission
+         was graded, whatever its verdict (as nbgrader autograde and otter grade: the verdicts
+         are in the report); course check: every exercise is right; doctor: something compiles
+    1    run: the build failed; grade: some submission could not be graded (an "error" row);
+         course check: some exercise is not right; doctor: nothing can compile
+    2    usage or configuration error: nothing was done
+    3    run: the program failed (exit status, signal, limit) or its check did
+    124  run: the program timed out
+    130  interrupted (Ctrl-C)
+    141  the output's reader went away (`idrrun doctor | head`), as a tool killed by SIGPIPE
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
@@ -17,11 +28,13 @@ from .errors import IdrrunError, UsageError
 from .version import __version__
 
 EXIT_OK, EXIT_BUILD, EXIT_USAGE, EXIT_RUN, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 124, 130
+EXIT_FAILED = 1  # grade, course check, doctor: see the module's docstring
+EXIT_BROKEN_PIPE = 141
 # command -> (its module, what it does)
 COMMANDS = {
     "run": ("idrrun.commands.run", "compile and run a source file (same flags as %%idrrun)"),
     "grade": ("idrrun.commands.grade", "grade a class of submissions of one exercise"),
-    "course": ("idrrun.commands.course", "course check | course strip"),
+    "course": ("idrrun.commands.course", "course check | course strip | course init"),
     "doctor": ("idrrun.commands.doctor", "what this machine offers for the course"),
 }
 
@@ -32,30 +45,46 @@ def command(name: str) -> Callable[[Sequence[str]], int]:
     return main
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
         prog="idrrun", description="Compile, run and check OpenACC course code.",
         epilog="Commands: " + "; ".join(f"{name}: {what}" for name, (_, what) in COMMANDS.items())
-        + ". 'idrrun COMMAND --help' for details.",
+        + ". 'idrrun COMMAND --help' for details. Exit codes: 0 done, 1 build failed / some "
+          "exercise or submission not right, 2 usage, 3 run failed, 124 timeout, 130 "
+          "interrupted (README.md, 'In a terminal').",
     )
-    parser.add_argument("--version", action="version", version=f"idrrun {__version__}")
-    parser.add_argument("command", nargs="?", choices=sorted(COMMANDS), help="what to do")
-    if not argv or argv[0] in ("-h", "--help", "--version"):
-        parser.parse_args(argv)
-        parser.print_help()
-        return EXIT_USAGE
-    name, rest = argv[0], argv[1:]
+    p.add_argument("--version", action="version", version=f"idrrun {__version__}",
+                   help="print idrrun's version and exit")
+    p.add_argument("command", nargs="?", choices=sorted(COMMANDS), help="what to do")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if name not in COMMANDS:
-            raise UsageError(f"unknown command {name!r} (known: {', '.join(sorted(COMMANDS))})")
-        return command(name)(rest)
-    except IdrrunError as exc:
-        print(f"idrrun: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("idrrun: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        if not argv or argv[0] in ("-h", "--help", "--version"):
+            p = parser()
+            p.parse_args(argv)
+            p.print_help()
+            return EXIT_USAGE
+        name, rest = argv[0], argv[1:]
+        try:
+            if name not in COMMANDS:
+                raise UsageError(f"unknown command {name!r} (known: {', '.join(sorted(COMMANDS))})")
+            return command(name)(rest)
+        except IdrrunError as exc:
+            print(f"idrrun: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print("idrrun: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of our output is gone (`| head`): stop without a traceback. stdout goes to
+        # /dev/null first, or Python's final flush of it would complain again at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

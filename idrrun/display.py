@@ -21,7 +21,9 @@ BUILD_DONE = "built in {seconds:.2f} s"
 BUILD_CACHED = "build cached, not recompiled (--force rebuilds)"
 RUN_DONE = "{status} · {seconds:.2f} s"
 RUN_DONE_NOTIME = "{status}"
-FAILURE = "idrrun: {step} failed: {what}\n  command: {command}\n  hint: {hint}"
+FAILURE = "idrrun: {step} failed: {what}"
+FAILURE_COMMAND = "  command: {command}"  # left out when the failure has no command (a check)
+FAILURE_HINT = "  hint: {hint}"
 OUTPUT_BLOCK = "  [{n} lines of output, last {shown}]\n{lines}\n  [end of output]"
 
 _COLORS = {"dim": "2", "note": "33", "ok": "32", "bad": "31;1"}
@@ -36,8 +38,12 @@ def short_command(argv: Sequence[str]) -> str:
 
 
 def render_failure(failure: Failure, with_output: bool = False, max_lines: int = 20) -> str:
-    text = FAILURE.format(step=failure.step, what=failure.what,
-                          command=short_command(failure.command), hint=failure.hint)
+    lines = [FAILURE.format(step=failure.step, what=failure.what)]
+    if failure.command:
+        lines.append(FAILURE_COMMAND.format(command=short_command(failure.command)))
+    if failure.hint:
+        lines.append(FAILURE_HINT.format(hint=failure.hint))
+    text = "\n".join(lines)
     if with_output and failure.output.strip():
         lines = failure.output.rstrip("\n").splitlines()
         tail = lines[-max_lines:]
@@ -49,6 +55,11 @@ def render_failure(failure: Failure, with_output: bool = False, max_lines: int =
 # Control characters a program could use to drive a terminal (escape sequences set its title,
 # write to the clipboard, clear the screen...). Newlines, tabs and carriage returns stay.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def color_allowed() -> bool:
+    """NO_COLOR (https://no-color.org): set and not empty, no colour anywhere."""
+    return not os.environ.get("NO_COLOR")
 
 
 def neutralise(text: str) -> str:

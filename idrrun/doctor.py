@@ -5,7 +5,11 @@ from __future__ import annotations
 import html
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from .checks import specs
+from .errors import SpecError
 from .model import DoctorLine, Settings
 from .profile.tracer import find_cupti
 from .run import isolation, proc
@@ -30,6 +34,17 @@ class Report:
                 text += f"\n{' ' * width}  {'':8s} fix: {line.fix}"
             out.append(text)
         return "\n".join(out)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        # IPython's text/plain (a terminal, a notebook's plain view, nbconvert to text): the
+        # table, not the dataclass.
+        p.text(str(self))
+
+    def as_dict(self) -> dict[str, object]:
+        """For `idrrun doctor --json`."""
+        return {"can_compile": self.can_compile,
+                "lines": [{"topic": line.topic, "status": line.status, "detail": line.detail,
+                           "fix": line.fix} for line in self.lines]}
 
     def _repr_html_(self) -> str:
         colors = {OK: "#1a7f37", MISSING: "#cf222e", WARN: "#9a6700", INFO: "#6e7781"}
@@ -85,7 +100,26 @@ def _slurm() -> list[DoctorLine]:
     return [DoctorLine("SLURM", OK, f"{srun}; partitions: {parts}")]
 
 
-def diagnose(settings: Settings) -> Report:
+def _exercises(settings: Settings, workdir: Path) -> DoctorLine:
+    """Where `--check NAME` finds the exercises, from this folder."""
+    found = specs.locate_examples(settings, workdir)
+    if found is None:
+        return DoctorLine("exercises", WARN, "none found: --check NAME and idrrun grade need a course",
+                          "idrrun course init DIR (a copy of the course), or examples_dir in "
+                          "idrrun.toml / IDRRUN_EXAMPLES")
+    try:
+        exercises = specs.all_exercises(found.path)
+    except SpecError as exc:
+        return DoctorLine("exercises", WARN, f"{found.path} ({found.describe()}): {exc}",
+                          "fix the spec, or point examples_dir at another course")
+    edition = ", students' copy (no solutions)" if any(e.students for e in exercises) else ""
+    status = OK if exercises else WARN
+    return DoctorLine("exercises", status, f"{len(exercises)} in {found.path} ({found.describe()}"
+                                           f"{edition})",
+                      "" if exercises else "no *.toml spec there: is it the right folder?")
+
+
+def diagnose(settings: Settings, workdir: Path | None = None) -> Report:
     lines: list[DoctorLine] = []
     active, source = select_family(settings, None)
     lines.append(DoctorLine("family", INFO, f"{active} ({source}; known: {', '.join(registry.names())})"))
@@ -102,4 +136,5 @@ def diagnose(settings: Settings) -> Report:
                       "; ".join(protections.notes)))
     files = ", ".join(settings.files) or "none (built-in defaults)"
     lines.append(DoctorLine("config files", INFO, files))
+    lines.append(_exercises(settings, workdir or Path.cwd()))
     return Report(tuple(lines))

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError as IPythonUsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from IPython.display import display
 
 from . import doctor, toolchains
-from .display import TextReporter, VerdictView, render_failure
+from .display import TextReporter, VerdictView, color_allowed, render_failure
 from .errors import IdrrunError
+from .errors import UsageError as IdrrunUsage
 from .grading.checked import run_with_options
 from .model import Failure, Outcome, Probe, Settings, Verdict
 from .profile.model import ProfileReport
@@ -38,10 +40,46 @@ class IdrrunFailure(Exception):
 
 
 def _wants_color() -> bool:
-    """Notebooks render ANSI colours in output; plain terminals only when they say so."""
+    """Notebooks render ANSI colours in output; plain terminals only when they say so; nothing
+    has colour under NO_COLOR."""
+    if not color_allowed():
+        return False
     if "ipykernel" in sys.modules:
         return True
     return sys.stdout.isatty() and os.environ.get("TERM", "dumb") != "dumb"
+
+
+_MAGIC_ALONE = re.compile(r"%%idrrun(\s|$)")
+NO_CODE = ("%%idrrun: the cell has no code below the %%idrrun line (%%idrrun --help lists the "
+           "flags; %idrrunfile FILE runs a file)")
+LINE_NO_CODE = ("%idrrun runs no code: put %%idrrun on the first line of a cell, the code below "
+                "it, or use %idrrunfile FILE")
+
+
+def give_empty_cells_a_body(lines: list[str]) -> list[str]:
+    """An input transformer (IPython's cleanup stage): `%%idrrun --help` alone in a cell gets
+    one blank body line. IPython refuses a cell magic whose body is empty before calling it
+    ("the cell body is empty"); with a blank line, the magic is called and answers: the help,
+    or what is missing."""
+    if lines and _MAGIC_ALONE.match(lines[0]) and not "".join(lines[1:]).strip():
+        return [lines[0].rstrip("\n") + "\n", "\n"]
+    return lines
+
+
+# IPython's completeness check (is the terminal's cell finished?) skips transformers that say
+# so: there a lone `%%idrrun -l c` line must stay incomplete, waiting for its code.
+give_empty_cells_a_body.has_side_effects = True  # type: ignore[attr-defined]
+
+
+def cell_number(shell: Any) -> int:
+    """The N of the `In [N]` the user sees for the running cell. IPython 9 increments
+    execution_count before it runs a cell (8 after): the running cell's own result holds its
+    number in both."""
+    result = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    count = getattr(result, "execution_count", None)
+    if isinstance(count, int):
+        return count
+    return int(getattr(shell, "execution_count", 0) or 0)
 
 
 class NotebookReporter(TextReporter):
@@ -64,6 +102,9 @@ class IdrrunMagics(Magics):
         self._probes: dict[tuple[str | None, str | None, str], Probe] = {}
         self._protection_shown = False
         self.last_outcome: Outcome | None = None
+        cleanup = getattr(shell, "input_transformers_cleanup", None)
+        if isinstance(cleanup, list) and give_empty_cells_a_body not in cleanup:
+            cleanup.append(give_empty_cells_a_body)
 
     def _probe(self, settings: Settings, family: str | None) -> Probe:
         key = (family, settings.family, os.environ.get("PATH", ""))
@@ -71,16 +112,25 @@ class IdrrunMagics(Magics):
             self._probes[key] = toolchains.probe(settings, family)
         return self._probes[key]
 
-    @cell_magic
-    def idrrun(self, line: str, cell: str) -> None:
+    @line_cell_magic
+    def idrrun(self, line: str, cell: str | None = None) -> None:
         """Compile and run this cell. `%%idrrun --help` lists the flags."""
+        if cell is None:
+            # The line magic exists for `%idrrun --help`; with other flags there is no code.
+            try:
+                if options.parse_line(line, prog="%%idrrun") is None:
+                    return
+            except IdrrunError as exc:
+                raise IPythonUsageError(str(exc)) from None
+            raise IPythonUsageError(LINE_NO_CODE)
         self._run(line, cell)
 
     @line_magic
     def idrrun_doctor(self, line: str) -> None:
         """What this machine offers: compilers, GPU offloading, profilers, MPI, SLURM, limits."""
         try:
-            display(doctor.diagnose(config.load(Path.cwd())))
+            workdir = Path.cwd()
+            display(doctor.diagnose(config.load(workdir), workdir))
         except IdrrunError as exc:
             raise IPythonUsageError(str(exc)) from None
 
@@ -98,8 +148,9 @@ class IdrrunMagics(Magics):
                 return
             settings = config.load(workdir)
             if cell is not None:
-                count = getattr(self.shell, "execution_count", 0)
-                name = opts.keep or f"cell[{count}]"
+                if not cell.strip():
+                    raise IdrrunUsage(NO_CODE)
+                name = opts.keep or f"cell[{cell_number(self.shell)}]"
                 src = source.from_cell(cell, name, opts.language, settings.language, workdir)
             else:
                 assert opts.file is not None

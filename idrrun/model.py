@@ -168,12 +168,20 @@ class CompilerInfo:
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-run limits; None means no limit. Defaults are what a teacher would pick."""
+    """Per-run limits; None means no limit. Defaults are what a teacher would pick.
 
-    memory: int | None = 2 << 30
+    memory: none, so that the HPC programs of a course run in notebooks as they would in a job
+    (`idrrun grade` sets its own cap: commands/grade.py). stack: 1 GiB, as generous as the
+    `ulimit -s unlimited` of HPC job scripts for big automatic arrays, yet a runaway recursion
+    still ends in a segfault instead of eating the machine's memory. glibc gives every thread
+    (OpenMP's too) a stack of RLIMIT_STACK, reserved, not used: with "unlimited" it would fall
+    back to its small built-in size."""
+
+    memory: int | None = None
     tasks: int | None = 256
     file_size: int | None = 1 << 30
     stdin: Path | None = None
+    stack: int | None = 1 << 30
 
 
 @dataclass(frozen=True)

@@ -60,4 +60,4 @@ def test_failed_build_leaves_nothing_runnable(tmp_path: Path) -> None:
 def test_object_name() -> None:
     src = from_cell(GOOD, "cell[2]", "c", None, Path("/w"))
     assert build.object_name(RunRequest(source=src, workdir=Path("/w"))) == "cell.o"
-    assert build.object_name(RunRequest(source=src, workdir=Path("/w"), keep="lib.c")) == "lib.o"
+    assert build.object_name(RunRequest(source=src, workdir=Path("/w"), keep="lib.c")) == "lib.c.o"

@@ -54,7 +54,7 @@ def test_grade_with_the_toy_family(toy: Path, tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)
     code = cli.main(["grade", "intro_saxpy", str(tmp_path / "good.c"), str(tmp_path / "start.c"),
                      "-c", "toy", "--report", str(tmp_path / "report.json")])
-    assert code == 1, capsys.readouterr()
+    assert code == 0, capsys.readouterr()  # a completed grading (start fails its checks)
     rows = {r["student"]: r for r in json.loads((tmp_path / "report.json").read_text())}
     assert rows["good"]["verdict"] == "pass"
     assert rows["start"]["verdict"] == "fail" and "uses_openacc" in rows["start"]["reasons"]

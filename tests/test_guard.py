@@ -28,7 +28,7 @@ def test_argv_is_named_options_then_the_program() -> None:
     assert args.argv(Path("/g")) == ("/g", "--status-fd=5", "--parent=42", "--file-size=10",
                                      "--nproc=0", "--address-space=0",
                                      "--cgroups=/a/cgroup.procs:/b/cgroup.procs", "--uid=-1",
-                                     "--gid=-1", "--sweep=1", "--")
+                                     "--gid=-1", "--sweep=1", "--stack=0", "--")
 
 
 def test_read_status() -> None:

@@ -416,7 +416,7 @@ def test_row_15_class_of_50_killed_and_resumed(tmp_path: Path) -> None:
     partial = list(csv.DictReader(report.open()))
     assert 12 <= len(partial) < 50  # a whole report, never half a line
     r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 1
+    assert r.returncode == 0  # every submission graded, whatever its verdict
     assert f"resuming: {len(partial)} rows kept" in r.stdout
     rows = list(csv.DictReader(report.open()))
     assert len(rows) == 50

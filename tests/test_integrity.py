@@ -242,7 +242,7 @@ def test_forged_rows_are_graded_again(tmp_path: Path) -> None:
     wrong.write_text(SOLUTION.read_text().replace("i < n; i++", "i <= n; i++"))
     report = tmp_path / "grades.json"
     r = grade([str(good), str(wrong), "--report", str(report)], tmp_path, cache)
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr  # graded (bob fails): a completed grading
     state = report.with_name(f".{report.name}.idrrun-state.json")
     records = json.loads(state.read_text())
     for rec in records:

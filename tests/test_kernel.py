@@ -118,7 +118,7 @@ def test_keep_noexec_and_object(kernel: Kernel) -> None:
     lib = "double twice(double x) { return 2 * x; }\n"
     r = kernel.run("%%idrrun --object -l c -k twice.c\n" + lib)
     assert r.status == "ok", r.error_text
-    obj = kernel.cwd / "twice.o"
+    obj = kernel.cwd / "twice.c.o"  # IDRIS's name: NAME.o with NAME whole
     assert obj.is_file() and obj.read_bytes()[:4] == b"\x7fELF"
 
 

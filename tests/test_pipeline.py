@@ -87,4 +87,4 @@ def test_build_only_and_object(tmp_path: Path) -> None:
     _, outcome = run(tmp_path, "return 0;", execute=False)
     assert outcome.ok and outcome.run is None and outcome.build is not None and outcome.build.ok
     _, outcome = run(tmp_path, "return 0;", object_only=True, execute=False, keep="mine.c")
-    assert outcome.ok and (tmp_path / "mine.o").is_file() and (tmp_path / "mine.c").is_file()
+    assert outcome.ok and (tmp_path / "mine.c.o").is_file() and (tmp_path / "mine.c").is_file()

@@ -300,7 +300,7 @@ def test_grade_across_nodes_with_one_solution_run(cluster: slurmcluster.Cluster,
     p = grade(cluster, tmp_path, examples, *sorted(map(str, klass.iterdir())), "--launcher", "srun",
               "-j", "6", "--report", str(tmp_path / "r.csv"))
     out, err = p.communicate(timeout=180)
-    assert p.returncode == 1, out + err
+    assert p.returncode == 0, out + err
     rows = report(tmp_path / "r.csv")
     for student in ("ann", "cid", "dan", "fay"):
         assert rows[student]["verdict"] == "pass", rows[student]["reasons"]
@@ -359,7 +359,7 @@ def test_killed_grader_cancels_its_steps_everywhere_then_resumes(cluster: slurmc
     r = grade(cluster, tmp_path, examples, *entries, "--launcher", "srun", "-j", "6",
               "--timeout", "2", "--report", str(csv_report))
     out, err = r.communicate(timeout=180)
-    assert r.returncode == 1, out + err
+    assert r.returncode == 0, out + err
     assert "resuming: 3 rows kept" in out
     rows = report(csv_report)
     assert {s: rows[s]["node"] for s in kept} == {s: kept[s]["node"] for s in kept}
@@ -419,7 +419,7 @@ def test_grader_killed_outright_leaves_steps_that_the_next_grading_cancels(
     r = grade(cluster, tmp_path, examples, *entries, "--launcher", "srun", "-j", "2",
               "--timeout", "2", "--report", str(csv_report))
     out, err = r.communicate(timeout=180)
-    assert r.returncode == 1, out + err
+    assert r.returncode == 0, out + err
     ids = sorted(line.split()[0].split(".")[0] for line in orphans)
     assert "cancelled 2 job steps left running by an earlier, killed grading" in out.replace("\n", " ")
     assert all(i in out for i in ids), out

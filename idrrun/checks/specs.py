@@ -5,6 +5,7 @@ A wrong spec stops with a SpecError that names the file and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from collections.abc import Mapping
@@ -21,9 +22,25 @@ CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "image", "uses_openmp")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
-# Where idrrun's own course lives (its specs, solutions and notebooks): never shown to a box.
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-COURSE_DIRS: tuple[Path, ...] = (_PACKAGE_ROOT / "examples", _PACKAGE_ROOT / "notebooks")
+# idrrun's own course: in the wheel as idrrun/course/{examples,notebooks} (pyproject.toml), or,
+# when idrrun runs from a checkout (pip install -e), the checkout's examples/ and notebooks/.
+_PACKAGE = Path(__file__).resolve().parents[1]
+INSTALLED_COURSE = _PACKAGE / "course"
+_CHECKOUT = _PACKAGE.parent
+
+
+def _course_roots() -> tuple[Path, ...]:
+    roots = [INSTALLED_COURSE] if (INSTALLED_COURSE / "examples").is_dir() else []
+    # A checkout, not just any folder above site-packages that happens to hold an examples/.
+    if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "examples").is_dir():
+        roots.append(_CHECKOUT)
+    return tuple(roots)
+
+
+# Where the course lives (its specs, solutions and notebooks), installed or in the checkout:
+# grading hides these folders from every box.
+COURSE_DIRS: tuple[Path, ...] = tuple(root / sub for root in _course_roots()
+                                      for sub in ("examples", "notebooks") if (root / sub).is_dir())
 # Checks of what the program printed or wrote: evaluated again for each hidden argument set.
 OUTPUT_KINDS = ("exit_ok", "value", "line", "matches_solution", "image")
 SPEC_LANGUAGES = ("c", "c++", "fortran", "cuda")
@@ -51,12 +68,15 @@ class CheckSpec:
     min_psnr: float | None = None
     max_diff: float | None = None
     raw: tuple[int, int, str] | None = None  # width, height, dtype of a raw file
+    # Evaluated by `idrrun grade` (and `idrrun course check`) only: a notebook's --check and the
+    # students' copy of the course do not carry it (e.g. a check that would give the answer away).
+    grading_only: bool = False
 
 
 @dataclass(frozen=True)
 class SourcePair:
     exercise: Path
-    solution: Path
+    solution: Path | None  # None in a students' course (spec field `students = true`)
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,14 @@ class Exercise:
     ranks: int | None = None  # MPI ranks the program is run with (-m N)
     model: str = "openacc"  # "openmp": built with -t (OpenMP target offload), not -a
     files: tuple[Path, ...] = ()  # data files copied beside the program before it runs
+    # From a students' copy of the course (`idrrun course init --students`): no solutions (but
+    # those its notebooks show), no grading-only data.
+    students: bool = False
+
+    def without_grading_only(self) -> Exercise:
+        """The exercise as a notebook checks it: no hidden argument sets, no grading-only checks."""
+        return dataclasses.replace(self, hidden_args=(),
+                                   checks=tuple(c for c in self.checks if not c.grading_only))
 
     @property
     def needs_solution(self) -> bool:
@@ -93,12 +121,16 @@ class Exercise:
 
     @property
     def folders(self) -> tuple[Path, ...]:
-        """Where the spec and its sources live: what a graded program must not see."""
+        """Where the spec and its sources live, and the course's notebooks beside them (their
+        solution cells): what a graded program must not see."""
         out = [self.path.parent]
         for pair in self.sources.values():
-            for p in (pair.exercise.parent, pair.solution.parent):
-                if p not in out:
-                    out.append(p)
+            for p in (pair.exercise, pair.solution):
+                if p is not None and p.parent not in out:
+                    out.append(p.parent)
+        notebooks = self.path.parent.parent / "notebooks"
+        if self.path.parent.name == "examples" and notebooks.is_dir():
+            out.append(notebooks)
         return tuple(out)
 
 
@@ -148,18 +180,22 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
         raise _err(path, f"{where}.kind", f"expected one of {', '.join(CHECK_KINDS)}, got {kind!r}")
     known = {"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex", "exact",
              "min", "max_bytes", "per_iteration", "reason", "file", "min_psnr", "max_diff",
-             "width", "height", "dtype"}
+             "width", "height", "dtype", "grading_only"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise _err(path, f"{where}.{unknown[0]}", "unknown field")
     label = raw.get("label", kind)
     if not isinstance(label, str):
         raise _err(path, f"{where}.label", "expected a string")
+    grading_only = raw.get("grading_only", False)
+    if not isinstance(grading_only, bool):
+        raise _err(path, f"{where}.grading_only", f"expected true or false, got {grading_only!r}")
     spec = CheckSpec(
         kind=kind, label=label,
         abs_tol=_num(raw, "abs_tol", path, f"{where}.abs_tol", 0.0) or 0.0,
         rel_tol=_num(raw, "rel_tol", path, f"{where}.rel_tol", 1e-9) or 0.0,
         reason=str(raw.get("reason", "")),
+        grading_only=grading_only,
     )
     fields: dict[str, Any] = {}
     if kind in ("value", "matches_solution"):
@@ -234,6 +270,9 @@ def load(path: Path) -> Exercise:
     if name != path.stem:
         raise _err(path, "name", f"must equal the file name {path.stem!r}, got {name!r}")
     base = path.parent
+    students = data.get("students", False)
+    if not isinstance(students, bool):
+        raise _err(path, "students", f"expected true or false, got {students!r}")
     sources: dict[str, SourcePair] = {}
     raw_sources = data.get("sources")
     if not isinstance(raw_sources, dict) or not raw_sources:
@@ -244,14 +283,18 @@ def load(path: Path) -> Exercise:
             raise _err(path, where, f"unknown language (known: {', '.join(SPEC_LANGUAGES)})")
         if not isinstance(pair, dict):
             raise _err(path, where, "expected a table with 'exercise' and 'solution'")
-        files = {}
+        files: dict[str, Path | None] = {"solution": None}
         for role in ("exercise", "solution"):
+            if role == "solution" and students and role not in pair:
+                continue  # a students' course carries no solution
             rel = _str(pair, role, path, f"{where}.{role}")
             file = base / rel
             if not file.is_file():
                 raise _err(path, f"{where}.{role}", f"no such file {rel} (relative to {base})")
             files[role] = file
-        sources[language] = SourcePair(**files)
+        exercise_file = files["exercise"]
+        assert exercise_file is not None
+        sources[language] = SourcePair(exercise_file, files["solution"])
     args = data.get("args", {})
     if not isinstance(args, dict):
         raise _err(path, "args", "expected a table with 'host' and 'gpu' lists")
@@ -262,7 +305,7 @@ def load(path: Path) -> Exercise:
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise _err(path, "options", "expected a list of compiler flags")
     known = {"name", "title", "topic", "timeout", "options", "sources", "args", "check", "ranks",
-             "files", "model"}
+             "files", "model", "students"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise _err(path, unknown[0], "unknown field")
@@ -297,19 +340,48 @@ def load(path: Path) -> Exercise:
         ranks=ranks,
         files=tuple(base / f for f in files),
         model=_model(data, path),
+        students=students,
     )
 
 
-def examples_dir(settings: Settings, workdir: Path) -> Path | None:
-    """The configured folder, else the first examples/ found walking up from workdir."""
+@dataclass(frozen=True)
+class ExamplesFolder:
+    path: Path
+    origin: str  # "configured", "found", "installed", "checkout": how it was found
+
+    def describe(self) -> str:
+        return {"configured": "configured (examples_dir, IDRRUN_EXAMPLES)",
+                "found": "found walking up from the working directory",
+                "installed": "the course installed with idrrun",
+                "checkout": "the checkout idrrun runs from"}[self.origin]
+
+
+def locate_examples(settings: Settings, workdir: Path) -> ExamplesFolder | None:
+    """Where the exercises come from: the configured folder, else the first examples/ holding
+    specs found walking up from workdir (a course copy, `idrrun course init`), else the course
+    idrrun carries (installed with the wheel, or the checkout's)."""
     if settings.examples_dir is not None:
-        return settings.examples_dir
+        return ExamplesFolder(settings.examples_dir, "configured")
     for folder in (workdir, *workdir.parents):
         candidate = folder / "examples"
         if candidate.is_dir() and any(candidate.glob("*.toml")):
-            return candidate
-    packaged = Path(__file__).resolve().parents[2] / "examples"
-    return packaged if packaged.is_dir() else None
+            return ExamplesFolder(candidate, "found")
+    for root in _course_roots():
+        return ExamplesFolder(root / "examples", "installed" if root == INSTALLED_COURSE else "checkout")
+    return None
+
+
+def course_root() -> Path | None:
+    """The folder holding idrrun's own course (examples/ and notebooks/), installed or in the
+    checkout; None when idrrun carries none."""
+    roots = _course_roots()
+    return roots[0] if roots else None
+
+
+def examples_dir(settings: Settings, workdir: Path) -> Path | None:
+    """The folder the exercises are read from (locate_examples)."""
+    found = locate_examples(settings, workdir)
+    return found.path if found is not None else None
 
 
 def find(name: str, settings: Settings, workdir: Path) -> Exercise:

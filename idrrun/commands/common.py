@@ -1,11 +1,13 @@
-"""What the commands share: the parser that raises UsageError, job counts, the console, the
-progress display."""
+"""What the commands share: the parser that raises UsageError, job counts, the console, JSON
+output, the progress display."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -13,8 +15,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..display import neutralise
 from ..errors import UsageError
 from ..grading.classroom import GradeRow
+from ..model import CheckResult
 
 T = TypeVar("T")
+# Columns for rich when the output is not a terminal (a file, a pipe, a CI log): wide enough that
+# no table cell is cut or wrapped; rich would otherwise assume 80.
+PIPED_WIDTH = 100_000
 
 
 def jobs(text: str) -> int:
@@ -33,17 +39,40 @@ class Parser(argparse.ArgumentParser):
 
 
 def console() -> Console:
-    return Console(stderr=False, highlight=False)
+    """rich on stdout: a terminal gets its width and colours (unless NO_COLOR, which rich
+    honours); anything else gets full lines, without colour."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, width=PIPED_WIDTH, no_color=True, soft_wrap=True)
+
+
+def print_json(value: Any) -> None:
+    """One JSON document on stdout (--json): what scripts read instead of the tables."""
+    sys.stdout.write(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def check_dict(check: CheckResult) -> dict[str, str]:
+    return {"name": check.name, "status": check.status, "expected": check.expected,
+            "got": check.got, "reason": check.reason}
+
+
+def row_dict(row: GradeRow) -> dict[str, object]:
+    """A graded row for --json: the report's columns and every check."""
+    return {**row.as_dict(), "failure": row.failure.value if row.failure is not None else None,
+            "checks": [check_dict(c) for c in row.checks]}
 
 
 def with_progress(console: Console, total: int, label: str,
-                   work: Callable[[Callable[[GradeRow], None]], list[T]]) -> list[T]:
-    """Run work(done_callback) under a progress bar with ETA on a terminal, plain lines elsewhere."""
+                  work: Callable[[Callable[[GradeRow], None]], list[T]],
+                  quiet: bool = False) -> list[T]:
+    """Run work(done_callback) under a progress bar with ETA on a terminal, plain lines
+    elsewhere; nothing at all when quiet (--json: stdout holds the JSON only)."""
+    if quiet:
+        return work(lambda row: None)
     if console.is_terminal:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=console) as progress:
             task = progress.add_task(label, total=total)
             return work(lambda row: progress.advance(task))
     return work(lambda row: print(neutralise(f"{row.student}: {row.status}"), flush=True))
-
-

@@ -1,7 +1,9 @@
-"""`idrrun course check|strip`: the course's own checks, and students' copies of its notebooks."""
+"""`idrrun course check|strip|init`: the course's own checks, students' copies of its notebooks,
+working copies of the whole course."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,27 +12,63 @@ from rich.text import Text
 
 from .. import toolchains
 from ..checks import specs
-from ..cli import EXIT_OK
+from ..cli import EXIT_FAILED, EXIT_OK
 from ..errors import UsageError
 from ..grading import course
 from ..request import config
 from ..toolchains import registry
-from .common import Parser, console as _console, jobs as _jobs, with_progress as _with_progress
+from .common import Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import with_progress as _with_progress
+
+
+def parser() -> argparse.ArgumentParser:
+    p = Parser(prog="idrrun course", description="The course's own checks and tools.",
+               epilog="Exit codes: 0 done (check: every exercise is right), 1 check: some exercise "
+                      "is not, 2 usage or configuration error, 130 interrupted.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=Parser)
+    chk = sub.add_parser("check", help="every solution passes, every start file builds and fails",
+                         description="Run every exercise's solution (it must pass its checks) and "
+                                     "start file (it must build and fail them).")
+    chk.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N",
+                     help="programs built and run at once (default 2)")
+    chk.add_argument("--language", "-l", choices=("c", "fortran"), action="append",
+                     help="only this language (repeat for several; default: all)")
+    chk.add_argument("--exercise", action="append", metavar="NAME",
+                     help="only this exercise (repeat for several; default: all)")
+    chk.add_argument("-c", "--compiler", choices=registry.names(),
+                     help="compiler family (default: from config, else detected)")
+    chk.add_argument("--json", action="store_true",
+                     help="print the results as JSON on stdout (no table, no progress)")
+    strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells",
+                           description="Copy notebooks without the cells tagged 'solution' and "
+                                       "without outputs, into a new folder (all or nothing).")
+    strip.add_argument("notebooks", nargs="+", type=Path, metavar="NOTEBOOK",
+                       help="notebooks or folders of notebooks")
+    strip.add_argument("--out", type=Path, required=True, metavar="DIR",
+                       help="the new folder for the copies (must not exist, or be empty)")
+    init = sub.add_parser("init", help="a working copy of the course (examples and notebooks)",
+                          description="Write the course idrrun carries (or --from's) into a new "
+                                      "folder: DIR/examples and DIR/notebooks, all or nothing.")
+    init.add_argument("dest", type=Path, metavar="DIR",
+                      help="the new folder (must not exist, or be empty)")
+    init.add_argument("--students", action="store_true",
+                      help="the students' version: no solution cells, no solution sources (but "
+                           "those the notebooks run themselves), no grading-only data in the specs")
+    init.add_argument("--from", dest="source", type=Path, metavar="COURSE",
+                      help="copy this course (a folder with examples/ and notebooks/) instead")
+    return p
+
 
 def main(tokens: Sequence[str]) -> int:
-    p = Parser(prog="idrrun course", description="The course's own checks and tools.")
-    sub = p.add_subparsers(dest="action", required=True)
-    chk = sub.add_parser("check", help="every solution passes, every start file builds and fails")
-    chk.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N")
-    chk.add_argument("--language", "-l", choices=("c", "fortran"), action="append")
-    chk.add_argument("--exercise", action="append", metavar="NAME")
-    chk.add_argument("-c", "--compiler", choices=registry.names())
-    strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells")
-    strip.add_argument("notebooks", nargs="+", type=Path, help="notebooks or folders of notebooks")
-    strip.add_argument("--out", type=Path, required=True, metavar="DIR")
-    args = p.parse_args(list(tokens))
+    args = parser().parse_args(list(tokens))
     if args.action == "strip":
         return _strip(args.notebooks, args.out)
+    if args.action == "init":
+        return _init(args.dest, args.students, args.source)
+    return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     workdir = Path.cwd()
     settings = config.load(workdir)
     folder = specs.exercises_folder_or_fail(settings, workdir)
@@ -43,11 +81,26 @@ def main(tokens: Sequence[str]) -> int:
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
-    console.print(f"course check: {len(exercises)} exercises, {probe.family} family, {where}")
+    if not args.json:
+        console.print(f"course check: {len(exercises)} exercises in {folder}, {probe.family} "
+                      f"family, {where}", markup=False)
     total = sum(2 * len([l for l in e.sources if not args.language or l in args.language]) for e in exercises)
     rows = _with_progress(console, total, "course check",
                           lambda done: course.course_check(exercises, args.language, settings,
-                                                           probe, args.jobs, done))
+                                                           probe, args.jobs, done),
+                          quiet=args.json)
+    bad = [r for r in rows if not r.ok]
+    partly = [r for r in rows if r.incomplete]
+    code = EXIT_OK if not bad and rows else EXIT_FAILED
+    if args.json:
+        print_json({
+            "examples": str(folder), "family": probe.family, "where": where,
+            "passed": len(rows) - len(bad), "incomplete": len(partly), "failed": len(bad),
+            "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
+                      "incomplete": r.incomplete, "solution": row_dict(r.solution),
+                      "start": row_dict(r.start)} for r in rows],
+        })
+        return code
     table = Table(title="course check")
     for col in ("exercise", "language", "solution", "start file", "solution s", "start s", "ok"):
         table.add_column(col)
@@ -65,27 +118,43 @@ def main(tokens: Sequence[str]) -> int:
         table.add_row(r.exercise, r.language, Text(sol), Text(start),
                       f"{r.solution.run_seconds:.2f}", f"{r.start.run_seconds:.2f}", ok)
     console.print(table)
-    bad = [r for r in rows if not r.ok]
-    partly = [r for r in rows if r.incomplete]
     console.print(f"{len(rows) - len(bad)} passed ({len(partly)} of them incomplete here: their "
                   f"solution has checks this machine cannot evaluate, e.g. GPU traces), "
                   f"{len(bad)} failed", markup=False)
-    return EXIT_OK if not bad and rows else 1
+    return code
 
 
 def _strip(paths: Sequence[Path], out: Path) -> int:
     notebooks: list[tuple[Path, Path]] = []
     for path in paths:
         if path.is_dir():
-            notebooks += [(nb, out / nb.relative_to(path)) for nb in sorted(path.rglob("*.ipynb"))
+            notebooks += [(nb, nb.relative_to(path)) for nb in sorted(path.rglob("*.ipynb"))
                           if ".ipynb_checkpoints" not in nb.parts]
         elif path.suffix == ".ipynb" and path.is_file():
-            notebooks.append((path, out / path.name))
+            notebooks.append((path, Path(path.name)))
         else:
             raise UsageError(f"{path}: not a notebook or a folder")
-    for nb, dest in notebooks:
-        removed = course.strip_solutions(nb, dest)
-        print(f"{dest}: {removed} solution cells removed")
+    for rel, removed in course.strip_tree(notebooks, out):
+        print(f"{out / rel}: {removed} solution cells removed", flush=True)
     return EXIT_OK
 
 
+def _init(dest: Path, students: bool, source: Path | None) -> int:
+    if source is None:
+        source = specs.course_root()
+        if source is None:
+            raise UsageError("idrrun carries no course here (neither installed nor in a checkout): "
+                             "give --from COURSE, a folder with examples/ and notebooks/")
+    done = course.init_course(source, dest, students)
+    kind = "students' copy" if students else "copy"
+    print(f"{dest}: a {kind} of the course in {source}: {done.notebooks} notebooks, examples/",
+          flush=True)
+    if students:
+        print(f"  {done.solution_cells_removed} solution cells removed, "
+              f"{len(done.solutions_left_out)} solution sources left out", flush=True)
+        if done.solutions_kept:
+            print(f"  kept, because the notebooks run them in cells of their own: "
+                  f"{', '.join(done.solutions_kept)}", flush=True)
+    print(f"  open {dest / 'notebooks'} in Jupyter; `%%idrrun --check NAME` finds {dest / 'examples'}",
+          flush=True)
+    return EXIT_OK

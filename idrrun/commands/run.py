@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import toolchains
 from ..cli import EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT
-from ..display import TextReporter, render_failure
+from ..display import TextReporter, color_allowed, render_failure
 from ..grading.checked import run_with_options
 from ..model import FailureKind, Outcome
 from ..request import config, options, source
@@ -48,7 +48,7 @@ def main(tokens: Sequence[str]) -> int:
     opts, files = parsed
     workdir = Path.cwd()
     settings = config.load(workdir)
-    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty(), sanitize=True)
+    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty() and color_allowed(), sanitize=True)
     probe = toolchains.probe(settings, opts.family)
     if probe.protections is not None:
         reporter.notes(probe.protections.notes)

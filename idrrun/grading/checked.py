@@ -38,6 +38,7 @@ from ..model import (
 from ..profile.model import ProfileReport
 from ..profile.summary import trace_values
 from ..request import resolve
+from ..request import unused as unused_flags
 from ..request import source as source_mod
 from ..request.options import Options
 from ..run import launch
@@ -69,6 +70,10 @@ _solution_locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
+# Why a check that compares with the solution is incomplete in a students' course.
+NO_SOLUTION = "no solution in the students' course"
+
+
 @dataclass(frozen=True)
 class SolutionRun:
     """The solution's output for some arguments, and the files its checks compare with."""
@@ -84,6 +89,8 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     own box when the request is sandboxed, then cached where no program can reach (the cache is
     hidden from every box), under a key that includes idrrun's version."""
     pair = exercise.sources[request.source.language]
+    if pair.solution is None:
+        return SolutionRun(None, None, NO_SOLUTION)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
     scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-", dir=launch.scratch_root(settings)))
     os.chmod(scratch, 0o711)  # the box's own uid passes through to its folder
@@ -169,6 +176,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     """The run and its verdict. hidden (grading): the program also runs with each of the
     exercise's hidden argument sets, its output checked again each time."""
     check_language(request.source, exercise)
+    if not hidden:
+        exercise = exercise.without_grading_only()
     copy_data_files(exercise, request.workdir)
     outcome = pipeline.execute(request, toolchain, probe, settings, reporter)
     built = outcome.build
@@ -206,6 +215,9 @@ def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Pa
     if exercise is not None:
         check_language(src, exercise)
     request, toolchain = resolve.resolve(opts, src, workdir, settings, probe, exercise)
+    unused = unused_flags.notes(opts, request, settings)
+    if unused:
+        toolchain = dataclasses.replace(toolchain, notes=toolchain.notes + unused)
     if exercise is None:
         return pipeline.execute(request, toolchain, probe, settings, reporter)
     return execute_checked(request, toolchain, exercise, probe, settings, reporter)

@@ -270,6 +270,8 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
     languages = sorted({s.source.language for s in subs if s.source is not None} & set(exercise.sources))
     for language in languages:
         pair = exercise.sources[language]
+        if pair.solution is None:
+            continue  # a students' course: the checks that need it say so
         try:
             src = source_mod.from_file(pair.solution, language, str(pair.solution))
             request, toolchain = resolve.resolve(Options(acc=exercise.model == "openacc",

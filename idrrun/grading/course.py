@@ -1,16 +1,24 @@
-"""The course's own check (every solution passes, every start file builds and fails) and the
-students' copies of the notebooks (without the cells tagged "solution")."""
+"""The course's own check (every solution passes, every start file builds and fails), the
+students' copies of the notebooks (without the cells tagged "solution"), and working copies of
+the whole course (`idrrun course init`, for teachers or for students)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from .. import build as build_mod
+import nbformat
+import tomlkit
+
+from ..checks import specs
 from ..checks.specs import Exercise
+from ..errors import UsageError
 from ..model import FailureKind, Probe, Settings
 from ..request import notebook
 from ..request import source as source_mod
@@ -18,6 +26,13 @@ from .classroom import GradeRow, Submission, grade_one
 
 _COMPILE_FAILURES = (FailureKind.COMPILE_ERROR, FailureKind.COMPILE_TIMEOUT)
 SANDBOX = "none (the course's own files)"
+SOLUTION_TAG = "solution"
+# What a copy of the course leaves out: a checkout's scratch files.
+_SCRATCH_DIRS = frozenset({".ipynb_checkpoints", "__pycache__", ".idrrun", "idrrun-profile"})
+_SCRATCH_SUFFIXES = frozenset({".o", ".gimple", ".original", ".pyc"})
+STUDENTS_NOTE = ("A students' copy of the course (idrrun course init --students): no solution "
+                 "sources but those its notebooks show, no grading-only data.")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,9 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
         for language, pair in ex.sources.items():
             if languages and language not in languages:
                 continue
+            if pair.solution is None:
+                raise UsageError(f"{ex.path}: a students' copy of the course has no solutions to "
+                                 "check: run `idrrun course check` on the teacher's course")
             for role, path in (("solution", pair.solution), ("start", pair.exercise)):
                 src = source_mod.from_file(path, language, path.name)  # type: ignore[arg-type]
                 subs.append((ex, language, role, Submission(f"{ex.name}/{language}/{role}", path, src)))
@@ -68,14 +86,160 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
     return rows
 
 
-def strip_solutions(path: Path, dest: Path) -> int:
-    """Copy a notebook without the cells tagged "solution"; returns how many were removed."""
-    data = notebook.read(path)
-    cells = data.get("cells", [])
-    kept = [c for c in cells if "solution" not in c.get("metadata", {}).get("tags", [])]
+# ---------------------------------------------------------------------------------------
+# Students' notebooks
+
+
+def strip_notebook(nb: nbformat.NotebookNode) -> int:
+    """Remove the cells tagged "solution" and every code cell's outputs, in place; returns how
+    many cells were removed."""
+    cells = nb.cells
+    kept = [c for c in cells if SOLUTION_TAG not in c.get("metadata", {}).get("tags", [])]
     for cell in kept:
-        if cell.get("cell_type") == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    data["cells"] = kept
-    build_mod.write_atomic(dest, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.cells = kept
     return len(cells) - len(kept)
+
+
+def _write_notebook(nb: nbformat.NotebookNode, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)  # type: ignore[no-untyped-call]
+
+
+def strip_solutions(path: Path, dest: Path) -> int:
+    """Write a copy of a notebook without its solution cells; returns how many were removed."""
+    nb = notebook.read(path)
+    removed = strip_notebook(nb)
+    _write_notebook(nb, dest)
+    return removed
+
+
+def new_folder(dest: Path, fill: Callable[[Path], T]) -> T:
+    """Make the folder dest with fill(folder), all or nothing: fill writes into a temporary
+    folder beside dest, renamed to dest when it is complete. An existing dest that is not empty
+    is refused (UsageError): nothing of it is overwritten."""
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UsageError(f"{dest}: exists and is not empty; give a new folder (nothing was written)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.tmp-"))
+    try:
+        result = fill(tmp)
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the copy from a class
+        if dest.exists():
+            dest.rmdir()  # empty, checked above
+        os.rename(tmp, dest)
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def strip_tree(notebooks: Sequence[tuple[Path, Path]], out: Path) -> list[tuple[Path, int]]:
+    """Students' copies of notebooks (source, path relative to out) in the new folder out, all
+    or nothing; returns (relative path, solution cells removed) per notebook."""
+    def fill(folder: Path) -> list[tuple[Path, int]]:
+        return [(rel, strip_solutions(src, folder / rel)) for src, rel in notebooks]
+
+    return new_folder(out, fill)
+
+
+# ---------------------------------------------------------------------------------------
+# Working copies of the course
+
+
+@dataclass(frozen=True)
+class CourseCopy:
+    """What `idrrun course init` wrote."""
+
+    dest: Path
+    students: bool
+    notebooks: int
+    solution_cells_removed: int = 0
+    solutions_left_out: tuple[str, ...] = ()  # relative to examples/
+    # Solution sources the students' notebooks run in cells of their own (a worked example):
+    # the notebooks show them anyway, so they stay, and the checks that need them still work.
+    solutions_kept: tuple[str, ...] = ()
+
+
+def _course_files(folder: Path) -> Iterator[Path]:
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not _SCRATCH_DIRS & set(rel.parts) and path.suffix not in _SCRATCH_SUFFIXES:
+            yield path
+
+
+def students_spec(text: str, solutions_kept: Collection[str]) -> str:
+    """A spec as the students' course carries it: the solutions it does not ship and every
+    grading-only part (hidden argument sets, checks marked grading_only) removed, marked
+    `students = true`; its comments and layout kept (tomlkit)."""
+    doc = tomlkit.parse(text)
+    for pair in doc.get("sources", {}).values():
+        if "solution" in pair and str(pair["solution"]) not in solutions_kept:
+            del pair["solution"]
+    args = doc.get("args")
+    if args is not None and "hidden" in args:
+        del args["hidden"]
+    checks = doc.get("check")
+    if checks is not None:
+        for i in reversed(range(len(checks))):
+            if checks[i].get("grading_only", False):
+                del checks[i]
+    doc.add(tomlkit.comment(STUDENTS_NOTE))
+    doc.add("students", True)
+    return tomlkit.dumps(doc)
+
+
+def init_course(source: Path, dest: Path, students: bool) -> CourseCopy:
+    """A working copy of the course in source (its examples/ and notebooks/) in the new folder
+    dest, all or nothing. students: the notebooks without their solution cells and outputs, the
+    examples without the solutions (but those the remaining cells run) and without grading-only
+    data."""
+    examples, notebooks = source / "examples", source / "notebooks"
+    for folder in (examples, notebooks):
+        if not folder.is_dir():
+            raise UsageError(f"{source}: not a course (no {folder.name}/ folder)")
+    exercises = specs.all_exercises(examples)
+
+    def fill(out: Path) -> CourseCopy:
+        removed = 0
+        shown: list[str] = []  # the code of every notebook cell the copy keeps
+        count = 0
+        for path in _course_files(notebooks):
+            target = out / "notebooks" / path.relative_to(notebooks)
+            if path.suffix != ".ipynb" or not students:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+            else:
+                nb = notebook.read(path)
+                removed += strip_notebook(nb)
+                shown += [c.source for c in nb.cells if c.cell_type == "code"]
+                _write_notebook(nb, target)
+            count += path.suffix == ".ipynb"
+        solutions = {pair.solution.relative_to(examples).as_posix(): ex
+                     for ex in exercises for pair in ex.sources.values() if pair.solution is not None}
+        kept = sorted(rel for rel in solutions if any(Path(rel).name in code for code in shown))
+        left_out = sorted(set(solutions) - set(kept)) if students else []
+        specs_paths = {ex.path for ex in exercises}
+        for path in _course_files(examples):
+            rel = path.relative_to(examples).as_posix()
+            target = out / "examples" / rel
+            if rel in left_out:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if students and path in specs_paths:
+                target.write_text(students_spec(path.read_text(encoding="utf-8"), kept),
+                                  encoding="utf-8")
+            else:
+                shutil.copy2(path, target)
+        # The copy must load as a course: a spec that points at a file left out fails here.
+        specs.all_exercises(out / "examples")
+        return CourseCopy(dest, students, count, removed, tuple(left_out),
+                          tuple(kept) if students else ())
+
+    return new_folder(dest, fill)

@@ -231,7 +231,12 @@ class Options:
                               help="standard input for the program (default: none, EOF at once)")
     memory: int | None = flag("--memory", parse=size, metavar="SIZE", to="limits.memory",
                               setting="limits.memory",
-                              help="memory limit, e.g. 4GiB ('none': no limit)")
+                              help="memory limit, e.g. 4GiB ('none': no limit; default: none, "
+                                   "idrrun grade: 3/4 of the machine's memory shared by its jobs)")
+    stack: int | None = flag("--stack", parse=size, metavar="SIZE", to="limits.stack",
+                             setting="limits.stack",
+                             help="stack size of the program, e.g. 4GiB ('unlimited': as `ulimit -s "
+                                  "unlimited`; default 1GiB)")
     tasks: int | None = flag("--tasks", parse=tasks, metavar="N", to="limits.tasks",
                              setting="limits.tasks",
                              help="most processes and threads at once (0: no limit)")

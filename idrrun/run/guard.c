@@ -2,7 +2,7 @@
  *
  * Outer mode (every run and compile, started by idrrun):
  *   idrrun-guard --status-fd=N --parent=PID --file-size=B --nproc=N --address-space=B
- *                --cgroups=F1:F2 --uid=U --gid=G --sweep=0|1 -- PROGRAM [ARGS...]
+ *                --cgroups=F1:F2 --uid=U --gid=G --sweep=0|1 --stack=B -- PROGRAM [ARGS...]
  * Inner mode (inside the sandbox, between bubblewrap and the program):
  *   idrrun-guard --inner-status-fd=N -- PROGRAM [ARGS...]
  * The options are those of the records GuardArgs and InnerGuardArgs in guard.py (a test checks
@@ -16,6 +16,8 @@
  *                  can give one, and then RLIMIT_NPROC counts that identity's processes alone
  *   sweep          1: after the program, kill what carries its IDRRUN_RUN marker (when there is
  *                  no cgroup to list the run's processes, and no PID namespace to end them)
+ *   stack          RLIMIT_STACK in bytes for the program (-1: unlimited, 0: as inherited), at
+ *                  most the hard limit: course programs keep big arrays on the stack
  *   inner-status-fd  the same protocol ("inner exit N" / "inner signal N") from inside the
  *                  sandbox, where the outer guard only sees bubblewrap's own status (128+N for
  *                  a signal, like `exit 128+N`); the inner guard makes itself undumpable so
@@ -160,11 +162,27 @@ static void set_limit(int resource, const char *value)
         fprintf(stderr, "idrrun-guard: cannot set limit %d: %s\n", resource, strerror(errno));
 }
 
+/* The soft stack limit, raised or lowered but never above the hard one: a user may not raise
+ * that, and asking for more than it allows must not cost the run (nor print on every run). */
+static void set_stack(const char *value)
+{
+    long long v = strtoll(value, NULL, 10);
+    struct rlimit rl;
+    if (v == 0 || getrlimit(RLIMIT_STACK, &rl) != 0)
+        return;
+    rlim_t want = v < 0 ? RLIM_INFINITY : (rlim_t)v;
+    if (rl.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > rl.rlim_max))
+        want = rl.rlim_max;
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_STACK, &rl) != 0)
+        fprintf(stderr, "idrrun-guard: cannot set the stack limit: %s\n", strerror(errno));
+}
+
 /* The options, in the order of GuardArgs' fields, then InnerGuardArgs' (guard.py). */
 static const char *const OPTIONS[] = {"status-fd", "parent", "file-size", "nproc", "address-space",
-                                      "cgroups", "uid", "gid", "sweep", NULL};
+                                      "cgroups", "uid", "gid", "sweep", "stack", NULL};
 enum { OPT_STATUS_FD, OPT_PARENT, OPT_FILE_SIZE, OPT_NPROC, OPT_ADDRESS_SPACE, OPT_CGROUPS,
-       OPT_UID, OPT_GID, OPT_SWEEP, OPT_COUNT };
+       OPT_UID, OPT_GID, OPT_SWEEP, OPT_STACK, OPT_COUNT };
 static const char *const INNER_OPTIONS[] = {"inner-status-fd", NULL};
 
 /* Reads --name=value options up to "--"; returns the index of the program, or -1. */
@@ -299,6 +317,7 @@ int main(int argc, char **argv)
     set_limit(RLIMIT_FSIZE, value[OPT_FILE_SIZE]);
     set_limit(RLIMIT_NPROC, value[OPT_NPROC]);
     set_limit(RLIMIT_AS, value[OPT_ADDRESS_SPACE]);
+    set_stack(value[OPT_STACK]);
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
     forward_signals();

@@ -28,6 +28,8 @@ class GuardArgs:
     uid: int = -1  # run the program as this user (root only; -1: as idrrun's own user)
     gid: int = -1
     sweep: int = 1  # 1: kill what carries the run's marker afterwards (no cgroup, no PID namespace)
+    # RLIMIT_STACK in bytes (-1: unlimited, 0: as inherited), never above the hard limit
+    stack: int = 0
 
     def argv(self, guard: Path) -> tuple[str, ...]:
         """The guard's command line, up to and including "--" (the program follows)."""

@@ -83,7 +83,8 @@ def open_jail(protections: Protections, limits: Limits, workdir: Path, gpu_run: 
             nproc = limits.tasks + _user_process_count()
         address = limits.memory if (limits.memory and not gpu_run and not has_memory) else 0
         args = GuardArgs(status_fd=-1, parent=os.getpid(), file_size=limits.file_size or 0,
-                         nproc=nproc, address_space=address or 0, cgroups=tuple(procs))
+                         nproc=nproc, address_space=address or 0, cgroups=tuple(procs),
+                         stack=-1 if limits.stack is None else limits.stack)
     return Jail(run_id=run_id, workdir=workdir, guard=protections.guard, guard_args=args,
                 cgroup_dirs=tuple(cg_dirs), cgroup_version=cg.version if cg else 0, limits=limits)
 

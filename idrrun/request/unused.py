@@ -1,0 +1,41 @@
+"""Flags typed on the line that can do nothing for this request: each gets a note (shown with the
+toolchain's), so that nobody waits for an effect that cannot come. The flags stay accepted: the
+IDRIS notebooks type them.
+
+Elsewhere already: -g/--gpus without a launcher (run/launch.py), --accopts without -a
+(toolchains), --profile where no GPU ran (profile/)."""
+
+from __future__ import annotations
+
+from ..model import RunRequest, Settings
+from ..run.launch import launcher_for
+from .options import Options
+
+# Compiler flags that turn OpenMP on by hand (--options), as -t does.
+_OPENMP_FLAGS = ("-fopenmp", "-mp", "-qopenmp", "-openmp")
+
+
+def _openmp_by_hand(flags: tuple[str, ...]) -> bool:
+    return any(f in _OPENMP_FLAGS or f.startswith(tuple(o + "=" for o in _OPENMP_FLAGS))
+               for f in flags)
+
+
+def notes(options: Options, request: RunRequest, settings: Settings) -> tuple[str, ...]:
+    if not request.execute or request.object_only:
+        why = "--object" if request.object_only else "-n/--noexec"
+        run_flags = (("--cliopts", options.program_args), ("--get", options.get_files),
+                     ("--timeout", options.timeout), ("--threads", options.threads),
+                     ("--profile", options.profile), ("--stdin", options.stdin),
+                     ("-g/--gpus", options.gpus), ("--memory", options.memory),
+                     ("--stack", options.stack), ("--tasks", options.tasks))
+        given = [name for name, value in run_flags if value is not None]
+        if given:
+            return (f"{', '.join(given)}: no effect with {why}, the program is not run",)
+        return ()
+    out: list[str] = []
+    launcher = launcher_for(request, settings)
+    if options.threads is not None and not request.openmp and \
+            not _openmp_by_hand(request.compiler_options) and not (launcher and launcher.threads):
+        out.append("--threads sets OMP_NUM_THREADS, which only an OpenMP build reads: without "
+                   "-t it has no effect")
+    return tuple(out)

@@ -1,0 +1,201 @@
+"""`idrrun course init DIR [--students]` and `course strip`: working copies of the course, all or
+nothing; the students' copy keeps working for `%%idrrun --check NAME` (a check that needs the
+solution says so, never passes falsely); grading-only checks stay with the teacher."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from conftest import ROOT, Kernel
+from idrrun.checks import specs
+from idrrun.errors import SpecError, UsageError
+from idrrun.grading import course
+from idrrun.grading.checked import NO_SOLUTION
+
+# Solution sources the notebooks run in untagged cells (a worked example, a picture to compare):
+# the students' copy keeps them.
+SHOWN = {"C/tiling_laplace_solution.c", "Fortran/tiling_laplace_solution.f90",
+         "C/blur_passes_solution.c", "Fortran/blur_passes_solution.f90"}
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "idrrun", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _tags(cell: nbformat.NotebookNode) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def students(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("copies") / "students"
+    r = cli("course", "init", str(dest), "--students", "--from", str(ROOT), cwd=dest.parent)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "solution cells removed" in r.stdout and "tiling_laplace_solution.c" in r.stdout
+    return dest
+
+
+def test_teacher_copy_is_the_course(tmp_path: Path) -> None:
+    r = cli("course", "init", str(tmp_path / "mine"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    tracked = subprocess.run(["git", "ls-files", "examples", "notebooks"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    if tracked:  # a checkout (an sdist has no git)
+        assert _files(tmp_path / "mine") == set(tracked)
+    assert (tmp_path / "mine" / "examples" / "intro_saxpy.toml").read_bytes() == \
+        (ROOT / "examples" / "intro_saxpy.toml").read_bytes()
+
+
+def test_students_copy_has_no_solutions(students: Path) -> None:
+    solutions = {p.relative_to(ROOT / "examples").as_posix()
+                 for p in (ROOT / "examples").rglob("*_solution.*")}
+    copied = _files(students / "examples")
+    assert solutions & copied == SHOWN
+    assert _files(ROOT / "examples") - solutions <= copied  # specs, start files, data
+    for path in (students / "notebooks").rglob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert not any("solution" in _tags(c) for c in nb.cells), path
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    exercises = specs.all_exercises(students / "examples")
+    assert len(exercises) == len(list((ROOT / "examples").glob("*.toml")))
+    for ex in exercises:
+        assert ex.students and not ex.hidden_args and not any(c.grading_only for c in ex.checks)
+    referenced = {pair.solution.relative_to(students / "examples").as_posix()
+                  for ex in exercises for pair in ex.sources.values() if pair.solution is not None}
+    assert referenced == SHOWN
+    # the teacher's comments stay in the students' specs
+    assert "# y = 1 + x with x spread evenly" in (students / "examples" / "intro_saxpy.toml").read_text()
+
+
+def test_students_spec_drops_grading_only_data(tmp_path: Path) -> None:
+    teacher = ('name = "demo"\n[sources.c]\nexercise = "ex.c"\nsolution = "sol.c"\n'
+               '[args]\nhost = ["10"]\nhidden = [["11"], ["12"]]  # other sizes, grading only\n'
+               '[[check]]\nkind = "exit_ok"\n'
+               '[[check]]  # would give the answer away\nkind = "line"\nexact = "42"\ngrading_only = true\n')
+    text = course.students_spec(teacher, solutions_kept=())
+    data = tomllib.loads(text)
+    assert data["students"] is True and "hidden" not in data["args"]
+    assert "solution" not in data["sources"]["c"] and data["check"] == [{"kind": "exit_ok"}]
+    (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "sol.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "demo.toml").write_text(teacher)
+    ex = specs.load(tmp_path / "demo.toml")
+    assert [c.grading_only for c in ex.checks] == [False, True] and len(ex.hidden_args) == 2
+    shown = ex.without_grading_only()
+    assert [c.kind for c in shown.checks] == ["exit_ok"] and shown.hidden_args == ()
+    (tmp_path / "demo.toml").write_text(text)
+    loaded = specs.load(tmp_path / "demo.toml")
+    assert loaded.students and loaded.sources["c"].solution is None
+    # only a students' spec may lack its solution
+    (tmp_path / "demo.toml").write_text(text.replace("students = true", ""))
+    with pytest.raises(SpecError, match="field 'sources.c.solution'"):
+        specs.load(tmp_path / "demo.toml")
+
+
+def test_init_is_all_or_nothing(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "mine.txt").write_text("my work")
+    r = cli("course", "init", str(tmp_path / "taken"), cwd=tmp_path)
+    assert r.returncode == 2 and "exists and is not empty" in r.stderr
+    assert _files(tmp_path / "taken") == {"mine.txt"}
+    # A course whose spec is broken: nothing is left behind, not even the temporary folder.
+    broken = tmp_path / "broken"
+    (broken / "examples").mkdir(parents=True)
+    (broken / "notebooks").mkdir()
+    (broken / "notebooks" / "a.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    (broken / "examples" / "bad.toml").write_text('name = "bad"\n')
+    with pytest.raises(SpecError):
+        course.init_course(broken, tmp_path / "out", students=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "taken"]
+    with pytest.raises(UsageError, match="not a course"):
+        course.init_course(tmp_path / "taken", tmp_path / "out2", students=False)
+
+
+def test_strip_writes_a_whole_folder_or_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "nbs"
+    src.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", metadata={"tags": ["solution"]}),
+                                         nbformat.v4.new_code_cell("2")])
+    nbformat.write(nb, src / "a.ipynb")
+    (src / "z.ipynb").write_text("{ not json")
+    r = cli("course", "strip", str(src), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2 and "z.ipynb: not a readable notebook" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nbs"]  # no partial copy, no temp
+    (src / "z.ipynb").unlink()
+    r = cli("course", "strip", str(src), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"{tmp_path / 'out' / 'a.ipynb'}: 1 solution cells removed\n"
+    assert [c.source for c in nbformat.read(tmp_path / "out" / "a.ipynb", as_version=4).cells] == ["2"]
+    r = cli("course", "strip", str(src), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2 and "exists and is not empty" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def students_kernel(students: Path) -> Iterator[Kernel]:
+    """A kernel in the students' notebooks/C folder, as a student opens it."""
+    cwd = students / "notebooks" / "C"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("IDRRUN_EXAMPLES", None)
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd), env=env, startup_timeout=60)
+    k = Kernel(km, kc, cwd)
+    assert k.run("%load_ext idrrun").status == "ok"
+    try:
+        yield k
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _cell(notebook: Path, tag: str, check: str) -> str:
+    nb = nbformat.read(notebook, as_version=4)
+    return next(c.source for c in nb.cells if tag in _tags(c) and f"--check {check}" in c.source)
+
+
+def test_students_copy_checks_in_a_kernel(students: Path, students_kernel: Kernel) -> None:
+    # The exercise cell as the student gets it: checked against the students' spec.
+    start = _cell(students / "notebooks" / "C" / "03_loops.ipynb", "exercise", "loops_matvec")
+    r = students_kernel.run(start)
+    verdict = "".join(d.get("text/plain", "") for d in r.displays)
+    assert "loops_matvec: not yet" in verdict, verdict + r.stdout + r.error_text
+    assert str(students / "examples") in students_kernel.run(
+        "from idrrun.checks import specs; from pathlib import Path; from idrrun.request import config;"
+        "print(specs.examples_dir(config.load(Path.cwd()), Path.cwd()))").stdout
+    # A right answer, once solved: the check that compares with the solution cannot be made
+    # without it: incomplete, with the reason; the others pass; never a PASS.
+    solved = _cell(ROOT / "notebooks" / "C" / "03_loops.ipynb", "solution", "loops_matvec")
+    r = students_kernel.run(solved)
+    assert r.status == "ok", r.error_text
+    verdict = "".join(d.get("text/plain", "") for d in r.displays)
+    assert "loops_matvec: INCOMPLETE" in verdict and NO_SOLUTION in verdict, verdict
+    assert ": PASS" not in verdict
+    # The worked example of 00_how_to_use runs the solution the copy kept: a full check.
+    nb = nbformat.read(students / "notebooks" / "C" / "00_how_to_use.ipynb", as_version=4)
+    example = next(c.source for c in nb.cells if c.source.startswith("%idrrunfile -a --check tiling_laplace"))
+    r = students_kernel.run(example)
+    verdict = "".join(d.get("text/plain", "") for d in r.displays)
+    assert r.status == "ok" and "tiling_laplace: PASS" in verdict, verdict + r.error_text
+
+
+def test_grading_refuses_a_students_course(students: Path, tmp_path: Path) -> None:
+    (tmp_path / "a.c").write_text("int main(void){return 0;}\n")
+    env_cwd = students / "notebooks" / "C"
+    r = cli("grade", "intro_saxpy", str(tmp_path / "a.c"), cwd=env_cwd)
+    assert r.returncode == 2 and "students' copy of the course" in r.stderr
+    r = cli("course", "check", "--exercise", "intro_saxpy", cwd=env_cwd)
+    assert r.returncode == 2 and "has no solutions to check" in r.stderr

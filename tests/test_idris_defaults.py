@@ -1,0 +1,187 @@
+"""The defaults that let the IDRIS notebooks' HPC programs run unchanged: no memory cap outside
+grading (grading keeps one), a generous stack (`--stack`, `[limits] stack`), IDRIS's object
+names that the next cell links, and a note for a typed flag that can have no effect."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import PYTHONPATH, Kernel
+
+from idrrun.commands.grade import grading_memory
+
+LIMITS_C = r"""#include <stdio.h>
+#include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
+
+/* What the program sees: its stack limit, a thread's default stack, its address-space limit,
+   and the memory limit of its cgroup (v1 or v2) with the cgroup's name. */
+static void print_limit(const char *name, rlim_t v) {
+    if (v == RLIM_INFINITY) printf("%s = unlimited\n", name);
+    else printf("%s = %llu\n", name, (unsigned long long)v);
+}
+
+int main(void) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_STACK, &rl); print_limit("stack", rl.rlim_cur);
+    getrlimit(RLIMIT_AS, &rl); print_limit("address_space", rl.rlim_cur);
+    pthread_attr_t attr; size_t size = 0;
+    pthread_attr_init(&attr); pthread_attr_getstacksize(&attr, &size);
+    printf("thread_stack = %zu\n", size);
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[512], path[700];
+    while (f && fgets(line, sizeof line, f)) {
+        char *p = strstr(line, ":memory:");
+        line[strcspn(line, "\n")] = 0;
+        if (p) snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", p + 8);
+        else if (strncmp(line, "0::", 3) == 0) snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", line + 3);
+        else continue;
+        printf("memory_cgroup = %s\n", p ? p + 8 : line + 3);
+        FILE *g = fopen(path, "r");
+        unsigned long long v;
+        if (g && fscanf(g, "%llu", &v) == 1) printf("cgroup_memory = %llu\n", v);
+        else printf("cgroup_memory = max\n");
+        break;
+    }
+    return 0;
+}
+"""
+
+
+def idrrun(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, PYTHONPATH=PYTHONPATH, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "idrrun", *args], cwd=cwd, env=full,
+                          capture_output=True, text=True, timeout=180)
+
+
+def values(output: str) -> dict[str, str]:
+    return dict(line.split(" = ", 1) for line in output.splitlines() if " = " in line)
+
+
+def test_run_has_a_1gib_stack_and_no_memory_cap(tmp_path: Path) -> None:
+    (tmp_path / "limits.c").write_text(LIMITS_C)
+    r = idrrun("run", "--options", "-pthread", "limits.c", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = values(r.stdout)
+    print(seen)
+    assert seen["stack"] == str(1 << 30)
+    assert seen["thread_stack"] == str(1 << 30)  # glibc's threads (OpenMP's too) follow it
+    assert seen["address_space"] == "unlimited"
+    # idrrun made no memory cgroup for the run (the one it is in is the machine's or idrrun's own)
+    assert "idrrun-" not in seen.get("memory_cgroup", "")
+
+
+def test_stack_from_the_line_and_from_the_config(tmp_path: Path) -> None:
+    (tmp_path / "limits.c").write_text(LIMITS_C)
+    r = idrrun("run", "--stack", "unlimited", "limits.c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert values(r.stdout)["stack"] == "unlimited"
+    r = idrrun("run", "--stack", "64MiB", "limits.c", cwd=tmp_path)
+    assert values(r.stdout)["stack"] == str(64 << 20)
+    (tmp_path / "idrrun.toml").write_text('[limits]\nstack = "256MiB"\n')
+    r = idrrun("run", "limits.c", cwd=tmp_path)
+    assert values(r.stdout)["stack"] == str(256 << 20)
+    (tmp_path / "idrrun.toml").write_text('[limits]\nstack = "lots"\n')
+    r = idrrun("run", "limits.c", cwd=tmp_path)
+    assert r.returncode == 2 and "field 'limits.stack'" in r.stderr
+
+
+def test_a_deep_recursion_runs_with_the_default_stack(tmp_path: Path) -> None:
+    # 200 MB of stack frames: past the usual 8 MiB, well within 1 GiB.
+    (tmp_path / "deep.c").write_text(
+        "#include <stdio.h>\n"
+        "static long depth(long n) { volatile char pad[1024]; pad[0] = (char)n;\n"
+        "  return n == 0 ? pad[0] : 1 + depth(n - 1) + pad[0] * 0; }\n"
+        "int main(void) { printf(\"depth = %ld\\n\", depth(200000)); return 0; }\n")
+    r = idrrun("run", "--options", "-O0", "deep.c", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "depth = 200000" in r.stdout
+    r = idrrun("run", "--options", "-O0", "--stack", "8MiB", "deep.c", cwd=tmp_path)
+    assert r.returncode == 3 and "killed by SIGSEGV" in r.stderr
+
+
+HUNGRY_C = r"""#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* 512 MiB, touched */
+int main(void) {
+    size_t n = (size_t)512 << 20;
+    char *p = malloc(n);
+    if (!p) { puts("malloc failed"); return 2; }
+    memset(p, 1, n);
+    printf("touched = %d\n", p[n - 1]);
+    return 0;
+}
+"""
+
+
+def test_grading_keeps_a_memory_cap(tmp_path: Path) -> None:
+    """A notebook or `idrrun run` gives a program the memory it asks for; `idrrun grade` caps each
+    program at 3/4 of the machine's memory shared by its jobs (at least 256 MiB): with many jobs
+    the cap is the 256 MiB floor, and a program touching 512 MiB hits it."""
+    jobs = 100_000
+    assert grading_memory(jobs) == 256 << 20
+    assert grading_memory(1) == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 3 // 4
+    (tmp_path / "hungry.c").write_text(HUNGRY_C)
+    r = idrrun("run", "hungry.c", cwd=tmp_path)
+    assert r.returncode == 0 and "touched = 1" in r.stdout, r.stdout + r.stderr
+    ex = tmp_path / "examples"
+    (ex / "C").mkdir(parents=True)
+    for role in ("exercise", "solution"):
+        (ex / "C" / f"hungry_{role}.c").write_text(HUNGRY_C)
+    (ex / "hungry.toml").write_text(
+        'name = "hungry"\n[sources.c]\nexercise = "C/hungry_exercise.c"\n'
+        'solution = "C/hungry_solution.c"\n[args]\nhost = []\n[[check]]\nkind = "exit_ok"\n')
+    r = idrrun("grade", "hungry", "hungry.c", "-j", str(jobs), "--json", "--unsafe", cwd=tmp_path,
+               env={"IDRRUN_EXAMPLES": str(ex)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    [row] = json.loads(r.stdout)["rows"]
+    assert row["verdict"] == "fail", row
+    # the cgroup's OOM kill, or (without a memory cgroup) RLIMIT_AS: malloc fails
+    assert row["failure"] == "limit" and "memory limit reached" in row["reasons"] or \
+        "exit code 2" in row["reasons"], row
+    # [limits] memory, when set, is the teacher's choice for grading too
+    (tmp_path / "idrrun.toml").write_text('[limits]\nmemory = "none"\n')
+    r = idrrun("grade", "hungry", "hungry.c", "-j", str(jobs), "--json", "--unsafe", cwd=tmp_path,
+               env={"IDRRUN_EXAMPLES": str(ex)})
+    [row] = json.loads(r.stdout)["rows"]
+    assert row["verdict"] == "pass", row
+
+
+def test_object_keeps_idris_names_and_the_next_cell_links_it(kernel: Kernel) -> None:
+    lib = "double scale(double x) { return 2 * x; }\n"
+    r = kernel.run("%%idrrun --object -l c -k scale.c\n" + lib)
+    assert r.status == "ok", r.error_text
+    obj = kernel.cwd / "scale.c.o"
+    assert obj.read_bytes()[:4] == b"\x7fELF" and not (kernel.cwd / "scale.o").exists()
+    assert f"object file: {obj}" in r.stdout
+    main = ('%%idrrun -l c --options "scale.c.o"\n#include <stdio.h>\ndouble scale(double);\n'
+            'int main(void) { printf("scaled = %g\\n", scale(21)); return 0; }\n')
+    r = kernel.run(main)
+    assert r.status == "ok", r.error_text + r.stdout
+    assert "scaled = 42" in r.stdout
+    # A rebuilt object is linked again, not the cached program of the old one.
+    assert kernel.run("%%idrrun --object -l c -k scale.c\n" + lib.replace("2 * x", "3 * x")).status == "ok"
+    r = kernel.run(main)
+    assert "scaled = 63" in r.stdout and "build cached" not in r.stdout
+
+
+def test_flags_without_effect_get_a_note(tmp_path: Path) -> None:
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void){ puts("ran"); return 0; }\n')
+    r = idrrun("run", "--threads", "4", "p.c", cwd=tmp_path)
+    assert r.returncode == 0 and "ran" in r.stdout
+    assert "note: --threads sets OMP_NUM_THREADS, which only an OpenMP build reads" in r.stdout
+    r = idrrun("run", "-t", "--threads", "4", "p.c", cwd=tmp_path)
+    assert "--threads sets" not in r.stdout
+    r = idrrun("run", "--options", "-fopenmp", "--threads", "4", "p.c", cwd=tmp_path)
+    assert "--threads sets" not in r.stdout
+    r = idrrun("run", "-n", "--cliopts", "1 2", "--timeout", "5", "p.c", cwd=tmp_path)
+    assert r.returncode == 0 and "ran" not in r.stdout
+    assert "note: --cliopts, --timeout: no effect with -n/--noexec, the program is not run" in r.stdout
+    r = idrrun("run", "-g", "1", "p.c", cwd=tmp_path)  # the launcher's own note, still there
+    assert "-g/--gpus only applies with a launcher (srun); ignored" in r.stdout

@@ -1,0 +1,138 @@
+"""What a notebook user sees, in a real kernel (and a real `ipython` terminal): `%%idrrun --help`
+alone in a cell, `%idrrun --help`, diagnostics named after the `In [N]` on screen, the doctor as
+text, a failed check without an empty `command:` line."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pexpect
+
+from conftest import ANSI, ROOT, Kernel
+
+START_C = (ROOT / "examples" / "C" / "intro_saxpy_exercise.c").read_text()
+
+
+def shown(r: Any) -> str:
+    """Everything a cell showed: streams, the text of its displays, its error."""
+    return r.stdout + r.stderr + "".join(d.get("text/plain", "") for d in r.displays) + r.error_text
+
+
+def test_help_alone_in_a_cell_and_as_a_line_magic(kernel: Kernel) -> None:
+    for code in ("%%idrrun --help", "%%idrrun --help\n", "%%idrrun -h\n\n  \n", "%idrrun --help"):
+        r = kernel.run(code)
+        assert r.status == "ok", (code, r.error_text, r.stderr)
+        assert "usage: %%idrrun" in r.stdout and "--check NAME" in r.stdout, code
+    r = kernel.run("%%idrrun -a")
+    assert r.status == "error" and "the cell has no code below the %%idrrun line" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = kernel.run("%idrrun -a")
+    assert r.status == "error" and "%idrrun runs no code" in r.stderr
+    r = kernel.run("%idrrun --bogus")
+    assert r.status == "error" and "unrecognized arguments: --bogus" in r.stderr
+
+
+def _execute(kernel: Kernel, code: str) -> tuple[int, str]:
+    """The In [N] the front end shows for the cell (execute_input), and the cell's stdout."""
+    kc = kernel.kc
+    msg_id = kc.execute(code)
+    number, out = -1, ""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        msg = kc.get_iopub_msg(timeout=120)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "execute_input":
+            number = msg["content"]["execution_count"]
+        elif msg["msg_type"] == "stream":
+            out += msg["content"]["text"]
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["content"]["execution_count"] == number
+    return number, ANSI.sub("", out)
+
+
+def test_diagnostics_name_the_cell_as_the_user_sees_it(kernel: Kernel) -> None:
+    kernel.run("x = 1")  # whatever came before
+    for _ in range(2):
+        number, out = _execute(kernel, "%%idrrun -l c\nint main(void) { return y; }\n")
+        assert re.search(rf"^cell\[{number}\]:2:\d+: error", out, re.MULTILINE), (number, out)
+
+
+def test_doctor_magic_is_readable_as_text(kernel: Kernel) -> None:
+    r = kernel.run("%idrrun_doctor")
+    assert r.status == "ok", r.error_text
+    [data] = [d for d in r.displays if "text/html" in d]
+    text = data["text/plain"]
+    assert "Report(" not in text and "DoctorLine(" not in text
+    assert re.search(r"^compiler gcc c\s+OK\s+/", text, re.MULTILINE), text
+    assert re.search(r"^exercises\s+OK\s+\d+ in ", text, re.MULTILINE), text
+
+
+def test_a_failed_check_has_no_empty_command_line(kernel: Kernel) -> None:
+    r = kernel.run("%%idrrun -a --check intro_saxpy\n" + START_C)
+    assert r.status == "error"
+    assert "check failed:" in r.error_text and "hint:" in r.error_text
+    assert not re.search(r"command:\s*$", r.error_text, re.MULTILINE), r.error_text
+    assert "command:" not in r.error_text
+    # a failure with a command still shows it
+    r = kernel.run("%%idrrun -l c\nint main(void) { return y; }\n")
+    assert re.search(r"command: gcc .*source\.c", r.error_text), r.error_text
+
+
+def test_ipython_terminal_help_alone_and_cell_numbers(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="dumb")
+    child = pexpect.spawn(sys.executable, ["-m", "IPython", "--simple-prompt", "--no-banner",
+                                          "--colors=NoColor", "--ext=idrrun",
+                                          "--HistoryManager.enabled=False"],
+                          cwd=str(tmp_path), env=env, encoding="utf-8", timeout=60)
+    try:
+        child.expect(r"In \[1\]: ")
+        # The simple prompt ends a cell magic's cell with two blank lines.
+        child.sendline("%%idrrun --help")
+        child.sendline("")
+        child.sendline("")
+        child.expect("usage: %%idrrun")
+        child.expect(r"In \[(\d+)\]: ")
+        number = int(child.match.group(1))
+        child.sendline("%%idrrun -l c")
+        child.expect_exact("...: ")
+        child.sendline("int main(void) { return z; }")
+        child.expect_exact("...: ")
+        child.sendline("")
+        child.sendline("")
+        child.expect(r"cell\[(\d+)\]:2:\d+: error")
+        assert int(child.match.group(1)) == number
+        child.expect(r"In \[\d+\]: ")
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+
+
+def test_no_color_in_the_ipython_terminal(tmp_path: Path) -> None:
+    """On a colour terminal the magic paints its own lines (dim header), unless NO_COLOR."""
+    for no_color, painted in (("", True), ("1", False)):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm", NO_COLOR=no_color)
+        child = pexpect.spawn(sys.executable, ["-m", "IPython", "--simple-prompt", "--no-banner",
+                                              "--colors=NoColor", "--ext=idrrun",
+                                              "--HistoryManager.enabled=False"],
+                              cwd=str(tmp_path), env=env, encoding="utf-8", timeout=60)
+        try:
+            child.expect(r"In \[1\]: ")
+            for line in ("%%idrrun -l c", 'int main(void) { return 0; }', "", ""):
+                child.sendline(line)
+            child.expect(r"In \[2\]: ")
+            seen = child.before
+            assert "exit 0" in seen
+            child.sendline("exit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        assert ("\x1b[2midrrun: " in seen) is painted, repr(seen[:400])

@@ -1,0 +1,221 @@
+"""What pip installs: `python -m build` makes an sdist and a wheel that `twine check` accepts; the
+wheel, installed into a fresh venv, runs the course from anywhere (course check, a `--check` cell
+in a kernel started from that venv, `course init --students`); the sdist runs its own tests.
+
+Building takes a minute or two (two isolated build environments, npm for the JupyterLab
+extension): the dists are kept in the system's temporary folder under a key made of every file
+git tracks (content included), so they are built once per change of the sources."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from idrrun.version import __version__
+
+pytestmark = pytest.mark.slow
+CACHE = Path(tempfile.gettempdir()) / "idrrun-test-dists"
+SOLUTION_C = (ROOT / "examples" / "C" / "intro_saxpy_solution.c").read_text()
+
+
+def _tracked() -> list[str]:
+    r = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("not a git checkout (an sdist): the packaging tests build from a checkout")
+    return sorted(f for f in r.stdout.splitlines() if (ROOT / f).is_file() or (ROOT / f).is_symlink())
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a user outside the checkout: no PYTHONPATH to the sources."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDRRUN_EXAMPLES",
+                                                             "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def dists() -> Path:
+    files = _tracked()
+    digest = hashlib.sha256()
+    for name in files:
+        path = ROOT / name
+        digest.update(name.encode() + b"\0")
+        digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+    folder = CACHE / digest.hexdigest()[:16]
+    if (folder / "done").is_file():
+        return folder
+    CACHE.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=CACHE, prefix=".build-"))
+    try:
+        src = work / "src"
+        for name in files:  # what git tracks, as a fresh clone has it
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name, follow_symlinks=False)
+        # The npm part, when the checkout has it built and up to date: hatch-jupyter-builder
+        # skips npm when labextension/dist is not older than labextension/src.
+        if (ROOT / "labextension" / "dist").is_dir():
+            shutil.copytree(ROOT / "labextension" / "dist", src / "labextension" / "dist")
+        r = subprocess.run([sys.executable, "-m", "build", "--outdir", str(work / "dist"), str(src)],
+                           capture_output=True, text=True, timeout=1200)
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+        (work / "dist" / "done").write_text(r.stdout[-2000:])
+        try:
+            os.rename(work / "dist", folder)
+        except OSError:
+            assert (folder / "done").is_file()  # another session built the same sources
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return folder
+
+
+def _wheel(dists: Path) -> Path:
+    [wheel] = dists.glob("idrrun-*.whl")
+    return wheel
+
+
+def _sdist(dists: Path) -> Path:
+    [sdist] = dists.glob("idrrun-*.tar.gz")
+    return sdist
+
+
+def test_twine_accepts_both(dists: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(_wheel(dists)),
+                        str(_sdist(dists))], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("PASSED") == 2
+
+
+def test_wheel_metadata_and_course(dists: Path) -> None:
+    wheel = _wheel(dists)
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        meta = Parser().parsestr(zf.read(f"idrrun-{__version__}.dist-info/METADATA").decode())
+    assert wheel.name == f"idrrun-{__version__}-py3-none-any.whl"  # version.py is the source
+    assert meta["Version"] == __version__ and meta["License-Expression"] == "MIT"
+    classifiers = meta.get_all("Classifier")
+    for wanted in ("Framework :: Jupyter", "Intended Audience :: Education",
+                   "Operating System :: POSIX :: Linux", "Programming Language :: C",
+                   "Programming Language :: Fortran"):
+        assert wanted in classifiers
+    requires = [r.split(";")[0].replace(" ", "") for r in meta.get_all("Requires-Dist")
+                if "extra ==" not in r]
+    assert not any(r.startswith("jupyter") for r in requires), requires  # unused at run time
+    assert any(r.startswith("nbformat") for r in requires)
+    assert f"idrrun-{__version__}.dist-info/licenses/LICENSE" in names
+    assert "idrrun/py.typed" in names and "idrrun/run/guard.c" in names
+    assert any(n.endswith("labextensions/idrrun-highlight/static/style.js") for n in names)
+    course = sorted(n.removeprefix("idrrun/course/") for n in names if n.startswith("idrrun/course/"))
+    tracked = [f for f in _tracked() if f.startswith(("examples/", "notebooks/"))]
+    assert course == sorted(tracked)
+
+
+def test_sdist_runs_its_own_tests(dists: Path, tmp_path: Path) -> None:
+    with tarfile.open(_sdist(dists)) as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path, filter="tar")
+    top = tmp_path / f"idrrun-{__version__}"
+    for wanted in ("LICENSE", "tests/conftest.py", "tests/data/integrity/secret_sum.toml",
+                   "tests/fakes/nvc", "tests/plugins/toy_family.py", "labextension/dist/package.json",
+                   "examples/intro_saxpy.toml", "notebooks/C/01_intro.ipynb"):
+        assert f"idrrun-{__version__}/{wanted}" in names, wanted
+    assert os.access(top / "tests" / "fakes" / "record_argv", os.X_OK)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "tests/test_specs.py", "tests/test_options.py", "tests/test_cli.py",
+                        "-k", "not profile"],
+                       cwd=top, env=_clean_env(PYTHONPATH=str(top)), capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and "failed" not in r.stdout
+
+
+KERNEL_SCRIPT = r"""
+import json, sys
+from jupyter_client.manager import start_new_kernel
+km, kc = start_new_kernel(kernel_name="python3", startup_timeout=120)
+shown = []
+try:
+    for code in ("%load_ext idrrun", "import idrrun, sys; print(idrrun.__file__, sys.executable)",
+                 sys.stdin.read()):
+        msg_id = kc.execute(code)
+        texts = []
+        while True:
+            msg = kc.get_iopub_msg(timeout=300)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            content = msg["content"]
+            if msg["msg_type"] == "stream":
+                texts.append(content["text"])
+            elif msg["msg_type"] in ("display_data", "execute_result"):
+                texts.append(content["data"].get("text/plain", ""))
+            elif msg["msg_type"] == "error":
+                texts.append("ERROR " + content["evalue"])
+            elif msg["msg_type"] == "status" and content["execution_state"] == "idle":
+                break
+        shown.append("".join(texts))
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+print(json.dumps(shown))
+"""
+
+
+def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python, idrrun = venv / "bin" / "python", venv / "bin" / "idrrun"
+    r = subprocess.run([str(python), "-m", "pip", "install", "-q", str(_wheel(dists))],
+                       capture_output=True, text=True, timeout=900, env=_clean_env())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = _clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(idrrun), *args], cwd=elsewhere, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    assert run("--version").stdout.strip() == f"idrrun {__version__}"
+    installed = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
+        "site-packages" / "idrrun" / "course"
+    r = run("doctor", "--json")
+    lines = {line["topic"]: line for line in json.loads(r.stdout)["lines"]}
+    count = len([f for f in _tracked() if f.startswith("examples/") and f.count("/") == 1
+                 and f.endswith(".toml")])
+    assert lines["exercises"]["detail"] == \
+        f"{count} in {installed / 'examples'} (the course installed with idrrun)"
+    r = run("course", "check", "--exercise", "intro_saxpy", "--json")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    checked = json.loads(r.stdout)
+    assert checked["examples"] == str(installed / "examples")
+    assert {(row["exercise"], row["language"], row["ok"]) for row in checked["rows"]} == \
+        {("intro_saxpy", "c", True), ("intro_saxpy", "fortran", True)}
+    # A --check cell in a kernel of that venv, from a folder outside any course.
+    r = subprocess.run([str(python), "-c", KERNEL_SCRIPT], cwd=elsewhere, env=env,
+                       input="%%idrrun -a --check intro_saxpy\n" + SOLUTION_C,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    load, where, cell = json.loads(r.stdout.strip().splitlines()[-1])
+    assert str(venv) in where and str(ROOT) not in where
+    assert "intro_saxpy: PASS" in cell, cell
+    # The students' copy, from the installed course.
+    r = run("course", "init", "students", "--students")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"of the course in {installed}" in r.stdout
+    students = elsewhere / "students"
+    assert (students / "examples" / "C" / "intro_saxpy_exercise.c").is_file()
+    assert not (students / "examples" / "C" / "intro_saxpy_solution.c").exists()
+    nb = json.loads((students / "notebooks" / "C" / "01_intro.ipynb").read_text())
+    assert not any("solution" in c.get("metadata", {}).get("tags", []) for c in nb["cells"])
