@@ -27,7 +27,7 @@ EXERCISE_NAMES = {p.stem for p in (ROOT / "examples").glob("*.toml")}
 # Where the HTML exports of executed notebooks are kept for CI: $IDRRUN_TEST_ARTIFACTS, else
 # build/ (ignored), as tests/test_labextension.py keeps its screenshots.
 ARTIFACTS = Path(os.environ.get("IDRRUN_TEST_ARTIFACTS") or ROOT / "build" / "test-artifacts")
-# A cell that shows pictures with idrrun.images (the mini-apps): show(...), compare_images(...).
+# A Python cell that shows pictures with idrrun.images (the mini-apps): show(...), compare_images(...).
 IMAGE_CELL = re.compile(r"^\s*(show|compare_images)\(", re.M)
 PNG_IN_HTML = re.compile(r"""<img[^>]*\ssrc=["']data:image/png;base64,([A-Za-z0-9+/=\s]+)["']""")
 SOLUTION_FILE = re.compile(r"\b\w+_solution\.(c|cpp|cu|f90|F90)\b")
@@ -119,7 +119,8 @@ def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path, capsys: pytest.
         elif "exercise" in _tags(cell):
             assert "not yet" in out, f"exercise cell did not give 'not yet':\n{out[-2000:]}"
             assert "compile failed" not in out
-    image_cells = [c for c in nb.cells if c.cell_type == "code" and IMAGE_CELL.search(c.source)]
+    image_cells = [c for c in nb.cells if c.cell_type == "code" and not c.source.startswith("%")
+                   and IMAGE_CELL.search(c.source)]
     pictures = [_pngs(c) for c in image_cells]
     for cell, pngs in zip(image_cells, pictures):
         assert pngs, f"no PNG picture in the output of {cell.source!r}: {cell.outputs}"
