@@ -39,7 +39,7 @@ PY
 
 note "== idrrun run vs bare on the GPU, Jacobi 4096 x 1000 (issue 13.5), 3 interleaved rounds"
 w=$(mktemp -d /tmp/idrrun-bare-XXXXXX)
-for r in 1 2 3; do
+for _ in 1 2 3; do
   s=$(date +%s.%N); gcc -O2 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm" -o "$w/p" examples/C/data_laplace_solution.c -lm 2>/dev/null; "$w/p" 4096 1000 > /dev/null; e=$(date +%s.%N)
   echo "bare compile+run $(python3 -c "print(round($e-$s,3))")"
   s=$(date +%s.%N); idrrun run -a --force --cliopts "4096 1000" examples/C/data_laplace_solution.c > /dev/null 2>&1; e=$(date +%s.%N)

@@ -24,7 +24,7 @@ w=$(mktemp -d /tmp/idrrun-bare-XXXXXX)
 gcc -O2 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm" -o "$w/p" examples/C/data_laplace_solution.c -lm 2>/dev/null
 idrrun run -a --cliopts "4096 10" examples/C/data_laplace_solution.c > /dev/null 2>&1  # warm the caches
 t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(round($e-$s,3))"; }
-for r in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
   echo "bare_run $(t "$w/p" 4096 1000)"
   echo "idrrun_cached_run $(t python3 -m idrrun run -a --cliopts '4096 1000' examples/C/data_laplace_solution.c)"
   echo "idrrun_cached_profile $(t python3 -m idrrun run -a --profile --cliopts '4096 1000' examples/C/data_laplace_solution.c)"
@@ -115,5 +115,5 @@ for d in /usr/local/cuda /usr/local/cuda-*; do [ -d "$d" ] && hide+=(--tmpfs "$d
 bwrap --dev-bind / / "${hide[@]}" --setenv PYTHONPATH "$site:$PYTHONPATH" --setenv XDG_CACHE_HOME /tmp/idrrun-hidden-cache \
   -- bash -c 'ls /usr/local/cuda 2>&1 | head -1; which nvcc ptxas || echo "no nvcc, no ptxas"; python3 -m idrrun doctor | grep -E "CUPTI|offloading"; python3 -m idrrun run -a --profile --accopts cc80 --cliopts 2000 examples/C/async_matmul_solution.c' > "$out/hidden_toolkit.txt" 2>&1
 head -40 "$out/hidden_toolkit.txt" | tee -a "$summary"
-tar -C "$out" -czf "$out/pictures.tgz" $(cd "$out" && ls jacobi/*.txt 2>/dev/null) 2>/dev/null
+(cd "$out" && tar -czf pictures.tgz jacobi/*.txt) 2>/dev/null
 rm -rf "$out/jacobi"

@@ -1,4 +1,6 @@
-"""Benchmark: grading 30 submissions with -j1 and -j2, against the bare compile-and-run.
+"""Benchmark: grading 30 submissions with -j1 and -j2, against the bare compile-and-run (the
+same compile, then the program with each argument set a grading runs: the host's and the hidden
+ones).
 
     python benchmarks/grade_bench.py [--exercise NAME] [--count 30]
 
@@ -23,9 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Wall time of a grading; a grading that did not grade every row stops the benchmark (its
+    time would measure a failure)."""
     start = time.monotonic()
-    subprocess.run(argv, env=env, cwd=cwd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.monotonic() - start
+    r = subprocess.run(argv, env=env, cwd=cwd, check=False, capture_output=True, text=True)
+    elapsed = time.monotonic() - start
+    if r.returncode != 0 or " 0 errors" not in r.stdout:
+        sys.exit(f"grade_bench: the grading failed (exit {r.returncode}):\n"
+                 + "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:]))
+    return elapsed
 
 
 def main() -> int:
@@ -48,9 +56,12 @@ def main() -> int:
     files = sorted(str(p) for p in subs.iterdir())
     # The bare equivalent: the same compiler flags idrrun uses on this machine, then the program.
     flags = "-O2 -fopenacc -foffload=disable -fopt-info-optimized-omp"
-    prog_args = " ".join(shlex.quote(a) for a in ex.host_args)
+    # Every argument set a grading runs: the host's, then the hidden ones (the solution's runs,
+    # once per set for the whole class, are left to idrrun's side: they are its cost).
+    runs = " && ".join("./prog " + " ".join(shlex.quote(a) for a in args) + " >/dev/null"
+                       for args in (ex.host_args, *ex.hidden_args))
     script = (f'd=$(mktemp -d) && cd "$d" && cp "$0" s.c && gcc {flags} -o prog s.c -lm 2>/dev/null '
-              f'&& ./prog {prog_args} >/dev/null; cd / && rm -rf "$d"')
+              f'&& {runs}; cd / && rm -rf "$d"')
     rounds: dict[str, list[float]] = {"idrrun -j1": [], "idrrun -j2": [], "bare xargs -P2": []}
     for r in range(args.repeat):  # interleaved, so machine noise hits all three alike
         for jobs in (1, 2):

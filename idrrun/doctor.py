@@ -119,6 +119,25 @@ def _exercises(settings: Settings, workdir: Path) -> DoctorLine:
                       "" if exercises else "no *.toml spec there: is it the right folder?")
 
 
+def _sandbox() -> DoctorLine:
+    """The sandbox `idrrun grade` puts each submission in (run/sandbox.py), and how to get the
+    full one where it is missing."""
+    support = isolation.sandbox_support()
+    detail = support.describe().removeprefix("sandbox: ")
+    if support.level == "namespaces":
+        return DoctorLine("grading sandbox", OK, detail)
+    if support.bwrap is None and not shutil.which("bwrap"):
+        fix = "apt-get install bubblewrap (dnf install bubblewrap)"
+    else:
+        fix = ("allow user namespaces (sysctl kernel.unprivileged_userns_clone=1 / "
+               "user.max_user_namespaces > 0); in a container, run it with --security-opt "
+               "seccomp=unconfined --security-opt apparmor=unconfined (docker/README.md)")
+    if support.level == "uid":
+        return DoctorLine("grading sandbox", WARN, detail, fix)
+    return DoctorLine("grading sandbox", MISSING, detail + "; idrrun grade refuses without --unsafe",
+                      fix + "; or grade as root (a fresh uid per submission)")
+
+
 def diagnose(settings: Settings, workdir: Path | None = None) -> Report:
     lines: list[DoctorLine] = []
     active, source = select_family(settings, None)
@@ -134,6 +153,7 @@ def diagnose(settings: Settings, workdir: Path | None = None) -> Report:
     protections = isolation.probe(settings.cache_dir)
     lines.append(DoctorLine("protections", OK if not protections.notes else WARN, protections.describe(),
                       "; ".join(protections.notes)))
+    lines.append(_sandbox())
     files = ", ".join(settings.files) or "none (built-in defaults)"
     lines.append(DoctorLine("config files", INFO, files))
     lines.append(_exercises(settings, workdir or Path.cwd()))

@@ -139,7 +139,10 @@ def test_plan_auto_without_nsys_uses_the_builtin_tracer(tmp_path: Path, tracer_l
     assert any("built-in" in n for n in p.notes)
 
 
-def test_plan_without_cupti_gives_none_with_what_to_install(tmp_path: Path) -> None:
+def test_plan_without_cupti_gives_none_with_what_to_install(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from idrrun.profile import tracer
+    monkeypatch.setattr(tracer, "_from_wheels", lambda paths: None)  # idrrun[gpu] not installed
     empty = tmp_path / "empty-cuda"
     empty.mkdir()
     env = {"CUDA_HOME": str(empty), "PATH": _path_without("nvcc", "nsys")}

@@ -67,7 +67,8 @@ def eventually(check: Callable[[], bool], timeout: float = 10) -> bool:
 def programs(cluster: slurmcluster.Cluster) -> list[str]:
     """The programs running as tasks (a build's compiler is a task too; a graded program runs
     as its box's copy, .idrrun-prog, behind bubblewrap and the guard, which are tasks too)."""
-    return [t for t in cluster.live_tasks() if t.split()[1].endswith(("/prog", "/.idrrun-prog"))]
+    return [t for t in cluster.live_tasks()
+            if len(t.split()) > 1 and t.split()[1].endswith(("/prog", "/.idrrun-prog"))]
 
 
 def sleeping(cluster: slurmcluster.Cluster, count: int) -> Callable[[], bool]:

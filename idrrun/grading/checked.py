@@ -36,6 +36,7 @@ from ..model import (
     Verdict,
 )
 from ..profile.model import ProfileReport
+from ..profile.model import NO_GPU_ACTIVITY
 from ..profile.summary import trace_values
 from ..request import resolve
 from ..request import unused as unused_flags
@@ -152,8 +153,12 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
               solution: SolutionRun | None) -> kinds.Evidence:
     built = outcome.build
     trace = None
-    if outcome.profile is not None and outcome.profile.trace is not None and toolchain.target == "gpu":
-        trace = trace_values(outcome.profile.trace)
+    profiled = outcome.profile
+    # A profiled GPU build that left no trace never initialised CUDA (the tracer is loaded by
+    # the driver when a program first uses the GPU): the GPU did nothing, which checks can judge.
+    if profiled is not None and toolchain.target == "gpu" and \
+            (profiled.trace is not None or profiled.message == NO_GPU_ACTIVITY):
+        trace = trace_values(profiled.trace)
     compiled = None
     if built is not None and built.ok and built.build_dir is not None:
         pre = built.build_dir / build_mod.PREPROCESSED

@@ -127,11 +127,12 @@ def find_cupti(environ: Mapping[str, str] | None = None) -> Cupti | str:
         lib = next((root / d for d in _LIB_DIRS if (root / d / "libcupti.so").exists()), None)
         if include is not None and lib is not None:
             return Cupti(root=root, include=include, lib=lib)
-    if not any(env.get(var) for var in ("CUDA_HOME", "CUDA_PATH")):
-        wheels = _from_wheels(sys.path)
-        if wheels is not None:
-            return wheels
-        roots.append(Path("site-packages/nvidia (pip install 'idrrun[gpu]')"))
+    # Then NVIDIA's wheels, also when CUDA_HOME names a toolkit without CUPTI (a runtime-only
+    # CUDA, a container's): what pip installed beside idrrun is the user's choice too.
+    wheels = _from_wheels(sys.path)
+    if wheels is not None:
+        return wheels
+    roots.append(Path("site-packages/nvidia (pip install 'idrrun[gpu]')"))
     looked = ", ".join(str(r) for r in roots[:7]) or "nowhere"
     return f"no CUPTI found (looked in {looked}): {INSTALL_HINT}"
 
