@@ -36,10 +36,13 @@ static void apply_laplacian(int n, const double *restrict p, double *restrict q)
         }
 }
 
+/* The reductions name their launch geometry: GCC 12 combines the gangs' partial sums one gang
+ * at a time, and with the thousands of gangs it launches by default a dot product of 1.05 M
+ * values took 12.9 ms on an H100, against 0.5 ms with 1024 gangs (benchmarks/reduction). */
 static double dot(long m, const double *restrict a, const double *restrict b)
 {
     double sum = 0.0;
-    #pragma acc parallel loop reduction(+:sum) present(a[0:m], b[0:m])
+    #pragma acc parallel loop num_gangs(1024) vector_length(128) reduction(+:sum) present(a[0:m], b[0:m])
     for (long k = 0; k < m; k++)
         sum += a[k] * b[k];
     return sum;
@@ -50,7 +53,8 @@ static double update_solution(long m, double alpha, const double *restrict p,
                               const double *restrict q, double *restrict x, double *restrict r)
 {
     double rr = 0.0;
-    #pragma acc parallel loop reduction(+:rr) present(p[0:m], q[0:m], x[0:m], r[0:m])
+    #pragma acc parallel loop num_gangs(1024) vector_length(128) reduction(+:rr) \
+        present(p[0:m], q[0:m], x[0:m], r[0:m])
     for (long k = 0; k < m; k++) {
         x[k] += alpha * p[k];
         r[k] -= alpha * q[k];

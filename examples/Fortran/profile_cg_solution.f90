@@ -94,13 +94,16 @@ contains
     end do
   end subroutine apply_laplacian
 
+  ! The reductions name their launch geometry: GCC 12 combines the gangs' partial sums one gang
+  ! at a time, and with the thousands of gangs it launches by default a dot product of 1.05 M
+  ! values took 12.9 ms on an H100, against 0.5 ms with 1024 gangs (benchmarks/reduction).
   function dot(n, a, b) result(total)
     integer, intent(in) :: n
     real(dp), intent(in) :: a(0:n+1, 0:n+1), b(0:n+1, 0:n+1)
     real(dp) :: total
     integer :: i, j
     total = 0.0_dp
-    !$acc parallel loop collapse(2) reduction(+:total) present(a, b)
+    !$acc parallel loop collapse(2) num_gangs(1024) vector_length(128) reduction(+:total) present(a, b)
     do j = 0, n + 1
       do i = 0, n + 1
         total = total + a(i, j) * b(i, j)
@@ -118,7 +121,8 @@ contains
     real(dp) :: total
     integer :: i, j
     total = 0.0_dp
-    !$acc parallel loop collapse(2) reduction(+:total) present(p, q, x, r)
+    !$acc parallel loop collapse(2) num_gangs(1024) vector_length(128) reduction(+:total) &
+    !$acc   present(p, q, x, r)
     do j = 0, n + 1
       do i = 0, n + 1
         x(i, j) = x(i, j) + alpha * p(i, j)
