@@ -52,7 +52,8 @@ def main() -> int:
     subs.mkdir()
     for i in range(args.count):
         (subs / f"student{i:02d}.c").write_text(f"/* submission {i} */\n" + solution)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), IDRRUN_EXAMPLES=str(ROOT / "examples"))
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, IDRRUN_EXAMPLES=str(ROOT / "examples"))
     files = sorted(str(p) for p in subs.iterdir())
     # The bare equivalent: the same compiler flags idrrun uses on this machine, then the program.
     flags = "-O2 -fopenacc -foffload=disable -fopt-info-optimized-omp"

@@ -29,11 +29,14 @@ say() { echo "nsys_check_gpu: $*"; }
 die() { echo "nsys_check_gpu: $*" >&2; exit 1; }
 
 # GCC with nvptx offloading: activate.sh's, or what it unpacked in an earlier call
-if [[ -x /opt/gcc-offload/usr/bin/gcc-12 ]] && ! gcc -v 2>&1 | grep -q nvptx-none; then
+# (gcc -v says nvptx-none even where the offload compiler is not installed, as Ubuntu's gcc 13
+# does: what counts is mkoffload, hence /opt's gcc first whenever it is there.)
+offload() { [[ -x $(gcc -print-prog-name=accel/nvptx-none/mkoffload 2>/dev/null) ]]; }
+if [[ -x /opt/gcc-offload/usr/bin/gcc-12 ]]; then
   export PATH=/opt/gcc-offload/usr/bin:$PATH
   export LD_LIBRARY_PATH=/opt/gcc-offload/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
-if [[ $dry != 1 ]] && ! gcc -v 2>&1 | grep -q nvptx-none; then
+if [[ $dry != 1 ]] && ! offload; then
   die "no gcc with nvptx offloading: carry .gpu and start with 'source .gpu/activate.sh' (see above)"
 fi
 if [[ ${1:-} == --toolchain-only ]]; then
@@ -49,6 +52,8 @@ if [[ ! -x $nsys_dir/nsys ]]; then
 fi
 say "$("$nsys_dir/nsys" --version)"
 
+# the wheels activate.sh unpacked in an earlier call (re2, pillow, ...), when there
+[[ -d /tmp/gpu-site ]] && export PYTHONPATH=/tmp/gpu-site${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/idrrun-gpu-cache}
 stage=$(mktemp -d /tmp/nsys-check-XXXXXX)

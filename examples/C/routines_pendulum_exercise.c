@@ -64,7 +64,7 @@ static double period_numeric(double theta0, int k, double dt)
         const double k4t = omega + dt * k3w, k4w = acceleration(theta + dt * k3t, k);
         const double next = theta + dt / 6.0 * (k1t + 2.0 * k2t + 2.0 * k3t + k4t);
         omega += dt / 6.0 * (k1w + 2.0 * k2w + 2.0 * k3w + k4w);
-        if (next <= 0.0)
+        if (!(next > 0.0)) /* a NaN too: never loop for ever on bad input */
             return 4.0 * (t + dt * theta / (theta - next));
         theta = next;
         t += dt;

@@ -7,8 +7,8 @@
  * The loop over the pendulums runs on the accelerator. Everything it calls
  * has a device version (acc routine seq: each thread runs the call alone),
  * and the table of lengths, read inside the routines, lives on the device
- * too: declare create(length) gives it a device copy for the whole run,
- * update device fills that copy once main has filled the table. */
+ * too: declare create(length) gives it a device copy for the whole run, and
+ * a compute region fills that copy. */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
 #include <stdio.h>
@@ -70,7 +70,7 @@ static double period_numeric(double theta0, int k, double dt)
         const double k4t = omega + dt * k3w, k4w = acceleration(theta + dt * k3t, k);
         const double next = theta + dt / 6.0 * (k1t + 2.0 * k2t + 2.0 * k3t + k4t);
         omega += dt / 6.0 * (k1w + 2.0 * k2w + 2.0 * k3w + k4w);
-        if (next <= 0.0)
+        if (!(next > 0.0)) /* a NaN too: never loop for ever on bad input */
             return 4.0 * (t + dt * theta / (theta - next));
         theta = next;
         t += dt;
@@ -91,9 +91,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "out of memory\n");
         return 1;
     }
+    /* The table is filled where the routines read it: its device copy. (OpenACC also lets
+     * the host fill it, then "update device(length)" send it; GCC 12's nvptx offloading
+     * does not carry that update to a table read in routines: on an H100 they read zeros,
+     * benchmarks/reduction/declare_probe.c.) On the host, the same loop fills the table. */
+    #pragma acc parallel loop present(length)
     for (int k = 0; k < NLEN; k++)
         length[k] = 0.25 * (k + 1);
-    #pragma acc update device(length)
 
     const double t0 = wall_time();
     /* amplitudes from 0.1 to 3 rad, the 8 lengths in turn */

@@ -72,7 +72,7 @@ contains
       k4w = acceleration(theta + dt * k3t, k)
       next = theta + dt / 6.0_dp * (k1t + 2.0_dp * k2t + 2.0_dp * k3t + k4t)
       omega = omega + dt / 6.0_dp * (k1w + 2.0_dp * k2w + 2.0_dp * k3w + k4w)
-      if (next <= 0.0_dp) then
+      if (.not. (next > 0.0_dp)) then  ! a NaN too: never loop for ever on bad input
         period = 4.0_dp * (t + dt * theta / (theta - next))
         return
       end if

@@ -169,7 +169,11 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
             f"{isa // 10}.{isa % 10} or newer" + (f" ({gpu.name} here: yes)" if gpu else ""))
     if not probe.gpus:
         notes.append("no GPU found: built for a GPU as asked; here the program falls back to the host")
-    flags += ("-foffload=nvptx-none", f"-foffload-options=nvptx-none=-misa=sm_{isa} -lm", LINK_QUIET)
+    # -latomic (nvptx's, GCC 12 and later): two reductions of one construct (+ and max on
+    # doubles) become one 16-byte compare-and-swap, which nvptx's libatomic provides.
+    device_libs = "-lm -latomic" if major >= 12 else "-lm"
+    flags += ("-foffload=nvptx-none", f"-foffload-options=nvptx-none=-misa=sm_{isa} {device_libs}",
+              LINK_QUIET)
     return AccDecision(flags, "gpu" if probe.gpus else "host", tuple(notes))
 
 
