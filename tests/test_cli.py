@@ -85,6 +85,18 @@ def test_fortran_nvhpc_command_line_with_fake_nvfortran(tmp_path: Path) -> None:
     assert Path(build[-1][0]).name == "nvfortran" and "-acc" in build[-1] and "-Minfo=accel" in build[-1]
 
 
+def _without(folder: Path, name: str, shadow: Path) -> str:
+    """`folder` for PATH, or where it holds `name` a copy of it in links that lacks `name`
+    (Debian puts nsys in /usr/bin, beside gcc: leaving /usr/bin out would lose the compiler)."""
+    if not (folder / name).exists():
+        return str(folder)
+    shadow.mkdir()
+    for entry in folder.iterdir():
+        if entry.name != name:
+            (shadow / entry.name).symlink_to(entry)
+    return str(shadow)
+
+
 def test_profile_goes_through_the_configured_profiler_fake(tmp_path: Path) -> None:
     """nsys cannot be installed here: a fake profiler records its argv and runs the program."""
     log = tmp_path / "prof.jsonl"
@@ -100,8 +112,8 @@ def test_profile_goes_through_the_configured_profiler_fake(tmp_path: Path) -> No
     assert len(log.read_text().splitlines()) == 1  # without --profile, no profiler
     (tmp_path / "idrrun.toml").unlink()
     # without nsys (CI installs one: docker/install.sh nsys), --profile takes the built-in tracer
-    no_nsys = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
-                              if d and not (Path(d) / "nsys").exists())
+    no_nsys = os.pathsep.join(_without(Path(d), "nsys", tmp_path / f"path{i}")
+                              for i, d in enumerate(os.environ["PATH"].split(os.pathsep)) if d)
     r = idrrun("run", "--profile", "--cliopts", "z", "p.c", cwd=tmp_path, env={"PATH": no_nsys})
     assert r.returncode == 0 and "using the built-in CUPTI tracer" in r.stdout
     assert "no GPU activity: the OpenACC regions ran on the host" in r.stdout

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings
+from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Toolchain
 from idrrun.request.source import from_cell
 from idrrun.errors import UsageError
 from idrrun.toolchains import gcc, resolve
@@ -39,17 +39,31 @@ def test_pgi_accopts_become_ta_tesla() -> None:
     assert "-ta=tesla:cc70,pinned" in tc.flags and "-acc" in tc.flags
 
 
+def device_options(tc: Toolchain) -> str:
+    """What gcc passes to the nvptx compiler (-foffload-options=nvptx-none=...)."""
+    prefix = "-foffload-options=nvptx-none="
+    return next(f[len(prefix):] for f in tc.flags if f.startswith(prefix))
+
+
+def test_gcc_links_nvptx_libatomic_from_gcc_12_on() -> None:
+    # openmp_heat's two reductions of one construct need a 16-byte compare-and-swap (libatomic)
+    assert device_options(resolve(request(), probe("gcc", (H100,)), Settings())).endswith("-lm -latomic")
+    gcc11 = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0")
+    old = Probe(family="gcc", family_source="flag", compilers=(gcc11,), gpus=(H100,), offload=True)
+    assert device_options(resolve(request(), old, Settings())).endswith(" -lm")
+
+
 def test_gcc_on_a_gpu_offloads_with_misa_capped_at_sm80() -> None:
     tc = resolve(request(), probe("gcc", (H100,)), Settings())
     assert "-foffload=nvptx-none" in tc.flags
-    assert "-foffload-options=nvptx-none=-misa=sm_80 -lm" in tc.flags
+    assert device_options(tc) == "-misa=sm_80 -lm -latomic"
     assert tc.target == "gpu"
     assert any("sm_90 asked, GCC 12 can build for sm_80 at best" in n for n in tc.notes)
 
 
 def test_gcc_ccxy_picks_misa_and_ignores_pinned_once() -> None:
     tc = resolve(request(("cc70", "pinned", "managed")), probe("gcc", (V100,)), Settings())
-    assert "-foffload-options=nvptx-none=-misa=sm_70 -lm" in tc.flags
+    assert device_options(tc) == "-misa=sm_70 -lm -latomic"
     ignored = [n for n in tc.notes if "ignores these accopts" in n]
     assert ignored == ["gcc ignores these accopts (nvhpc options without a gcc equivalent): pinned, managed"]
     assert not any("pinned" in f for f in tc.flags)
@@ -76,7 +90,7 @@ def test_gcc_without_offload_compiler_says_how_to_install() -> None:
 @pytest.mark.parametrize("cc, isa", [("cc35", 35), ("cc60", 53), ("cc75", 75), ("cc90", 80), ("sm_86", 80)])
 def test_gcc12_isa_table(cc: str, isa: int) -> None:
     tc = resolve(request((cc,)), probe("gcc", (H100,)), Settings())
-    assert f"-foffload-options=nvptx-none=-misa=sm_{isa} -lm" in tc.flags
+    assert device_options(tc).startswith(f"-misa=sm_{isa} ")
 
 
 def test_accopts_without_acc_are_reported() -> None:
@@ -94,7 +108,7 @@ def probe_targets(gpus: tuple[GpuInfo, ...], targets: tuple[int, ...]) -> Probe:
 
 def test_cc70_on_a_toolkit_without_sm70_builds_for_sm75_and_says_so() -> None:
     tc = resolve(request(("cc70", "pinned")), probe_targets((H100,), (75, 80)), Settings())
-    assert "-foffload-options=nvptx-none=-misa=sm_75 -lm" in tc.flags and tc.target == "gpu"
+    assert device_options(tc).startswith("-misa=sm_75 ") and tc.target == "gpu"
     note = next(n for n in tc.notes if "sm_70 asked" in n)
     assert "no longer accepts it (it takes sm_75, sm_80)" in note and "9.0" not in note
     assert "NVIDIA H100 80GB HBM3 here: yes" in note

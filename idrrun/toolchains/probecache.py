@@ -31,7 +31,9 @@ def _identity(path: str | None) -> str:
         return "-"
     try:
         st = os.stat(path)
-        return f"{os.path.realpath(path)}:{st.st_size}:{int(st.st_mtime)}"
+        # nanoseconds and ctime: a tool rewritten within the same second, at the same size
+        # (an upgrade from 12.2.0 to 13.1.0), is still a changed tool
+        return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
     except OSError:
         return f"{path}:gone"
 
