@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from idrrun.model import Limits
+from idrrun.model import Cgroups, Limits
 from idrrun.run import isolation, jail
 
 CACHE = Path("/tmp/idrrun-test-isolation-cache")
@@ -41,6 +42,26 @@ def test_gpu_runs_get_no_address_space_limit(tmp_path: Path) -> None:
     j = jail.open_jail(protections, Limits(memory=256 << 20), tmp_path, gpu_run=True)
     assert j.guard_args is not None and j.guard_args.address_space == 0
     jail.close_jail(j, 0)
+
+
+def test_a_user_without_memory_cap_gets_no_cgroup_but_rlimit_nproc(tmp_path: Path) -> None:
+    # Joining a cgroup costs an RCU grace period (~11 ms on the 2-core machine): a user's run
+    # without memory cap takes RLIMIT_NPROC; root (which RLIMIT_NPROC does not hold) and a
+    # memory cap keep the cgroups. (A folder stands for the cgroup parent: nothing is joined.)
+    real = isolation.probe(CACHE)
+    parent = tmp_path / "pids"
+    parent.mkdir()
+    cg = Cgroups(version=2, memory_parent=None, pids_parent=parent)
+    user = replace(real, cgroups=cg, root=False)
+    j = jail.open_jail(user, Limits(memory=None, tasks=32), tmp_path, gpu_run=False)
+    assert j.cgroup_dirs == () and j.guard_args is not None and j.guard_args.nproc > 32
+    j2 = jail.open_jail(replace(user, root=True), Limits(memory=None, tasks=32), tmp_path, False)
+    assert [d.parent for d in j2.cgroup_dirs] == [parent] and j2.guard_args is not None
+    assert j2.guard_args.nproc == 0 and j2.guard_args.cgroups == (j2.cgroup_dirs[0] / "cgroup.procs",)
+    j3 = jail.open_jail(user, Limits(memory=1 << 30, tasks=32), tmp_path, gpu_run=False)
+    assert [d.parent for d in j3.cgroup_dirs] == [parent]
+    for d in (*j2.cgroup_dirs, *j3.cgroup_dirs):
+        d.rmdir()
 
 
 def test_sweep_kills_what_carries_the_marker() -> None:
