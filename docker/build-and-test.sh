@@ -44,7 +44,8 @@ bash docker/install.sh podman
 
 # --- what this machine needs ---------------------------------------------------------------
 # Each quirk is looked for, not assumed; what is found goes into $WORK (containers.conf and, for
-# pip in the build, a CA bundle and a pip.conf), never into the machine's own configuration.
+# pip and npm in the build, a CA bundle, a pip.conf and an npmrc), never into the machine's own
+# configuration.
 
 CONF_CONTAINERS=() CONF_ENGINE=() BUILD_MOUNTS=()
 
@@ -110,9 +111,13 @@ EOF
 )
 if [[ $intercepted == yes ]]; then
   bundle=$(readlink -f "$(python3 -c 'import ssl; print(ssl.get_default_verify_paths().openssl_cafile)')")
-  say "quirk: HTTPS to pypi.org is intercepted (only this machine's CA bundle verifies it): the build's pip gets $bundle"
+  say "quirk: HTTPS to pypi.org is intercepted (only this machine's CA bundle verifies it): the build's pip and npm get $bundle"
   printf '[global]\ncert = /etc/ssl/idrrun-build-ca.crt\n' >"$WORK/pip.conf"
-  BUILD_MOUNTS+=(--volume "$bundle:/etc/ssl/idrrun-build-ca.crt:ro" --volume "$WORK/pip.conf:/etc/pip.conf:ro")
+  # npm (the wheel stage builds the JupyterLab extension) reads its global npmrc from /etc
+  # (Debian's npm) or /usr/etc (npm's own default for prefix /usr)
+  printf 'cafile=/etc/ssl/idrrun-build-ca.crt\n' >"$WORK/npmrc"
+  BUILD_MOUNTS+=(--volume "$bundle:/etc/ssl/idrrun-build-ca.crt:ro" --volume "$WORK/pip.conf:/etc/pip.conf:ro"
+                 --volume "$WORK/npmrc:/etc/npmrc:ro" --volume "$WORK/npmrc:/usr/etc/npmrc:ro")
 fi
 
 # --- the base image --------------------------------------------------------------------------
@@ -191,9 +196,13 @@ step "as the user: idrrun grade intro_saxpy ~/submissions/* (a folder of this ma
 mkdir -p "$WORK/submissions/alice" "$WORK/submissions/bob" "$WORK/grades"
 cp examples/C/intro_saxpy_solution.c "$WORK/submissions/alice/saxpy.c"
 cp examples/Fortran/intro_saxpy_solution.f90 "$WORK/submissions/bob/saxpy.f90"
-# :U gives the mounted folders to the image's user, as `chown` would on the host
-in_image -v "$WORK/submissions:/home/student/submissions:U" -v "$WORK/grades:/home/student/grades:U" \
-  "$IMAGE" bash -c 'idrrun grade intro_saxpy ~/submissions/* --report ~/grades/intro_saxpy.csv --feedback ~/grades/intro_saxpy'
+# :U gives the mounted folders to the image's user, as `chown` would on the host.
+# systempaths=unconfined: bubblewrap mounts a /proc for each box's PID namespace, which the
+# kernel refuses while podman masks parts of the container's own /proc (docker/README.md).
+in_image --security-opt systempaths=unconfined \
+  -v "$WORK/submissions:/home/student/submissions:U" -v "$WORK/grades:/home/student/grades:U" \
+  "$IMAGE" bash -c 'idrrun doctor | grep "grading sandbox" &&
+    idrrun grade intro_saxpy ~/submissions/* --report ~/grades/intro_saxpy.csv --feedback ~/grades/intro_saxpy'
 cat "$WORK/grades/intro_saxpy.csv"
 python3 - "$WORK/grades/intro_saxpy.csv" <<'EOF'
 import csv, sys
@@ -202,6 +211,8 @@ students = sorted(r["student"] for r in rows)
 assert students == ["alice", "bob"], f"students graded: {students}"
 verdicts = {r["student"]: (r["verdict"], r["reasons"]) for r in rows}
 assert all(v == "pass" for v, _ in verdicts.values()), f"the two solutions must pass: {verdicts}"
+boxes = {r["student"]: r["sandbox"] for r in rows}
+assert set(boxes.values()) == {"namespaces"}, f"graded in bubblewrap's namespaces: {boxes}"
 EOF
 ls "$WORK/grades/intro_saxpy"
 

@@ -9,14 +9,19 @@ usage() {
 usage: install.sh PART [ARGUMENT]
 
   system          compilers (gcc, g++, gfortran, and GCC's nvptx offloading where the
-                  distribution has it for its gcc), Open MPI, Python >= 3.11 with venv, tini
+                  distribution has it for its gcc), Open MPI, Python >= 3.11 with venv, tini,
+                  bubblewrap (the grading sandbox)
   dev             what the tests need besides: shellcheck, slurm-wlm, munge
   nsys            optional, Debian only: Nsight Systems from Debian's contrib and non-free
                   components (nsight-systems, which pulls libcuda1), for --profile nsys; not
                   for the images, nor for a machine whose NVIDIA driver is not Debian's
   podman          podman, runc and mmdebstrap: docker/build-and-test.sh builds and tries the
                   course image with them, with no Docker engine and no registry
-  python PREFIX   a virtual environment at PREFIX with idrrun from this source tree and JupyterLab
+  wheel DEST      idrrun's wheel built from this source tree into DEST, with its JupyterLab
+                  extension (built with npm: Debian's nodejs and npm when npm is missing)
+  python PREFIX [WHEELS]
+                  a virtual environment at PREFIX with idrrun and JupyterLab: idrrun from the
+                  wheel in the folder WHEELS (made by the wheel part), else from this source tree
   course DEST     the course: notebooks/ and examples/ copied into DEST (files of the same name
                   are replaced, other files are left alone)
   config COURSE   for the current user: every IPython kernel loads idrrun, and idrrun finds the
@@ -88,8 +93,10 @@ find_python() {
 }
 
 part_system() {
-  # tini is PID 1 in the images: it reaps what students' programs leave behind.
-  ensure gcc g++ gfortran make openmpi-bin libopenmpi-dev python3 python3-venv python3-pip tini
+  # tini is PID 1 in the images: it reaps what students' programs leave behind. bubblewrap is
+  # the sandbox of every graded compile and run (idrrun/run/sandbox.py).
+  ensure gcc g++ gfortran make openmpi-bin libopenmpi-dev python3 python3-venv python3-pip tini \
+    bubblewrap
   # GCC's OpenACC offloading to NVIDIA GPUs, for the distribution's gcc. Optional: without it
   # idrrun builds for the host and says so.
   local major
@@ -210,16 +217,39 @@ part_podman() {
 
 # --- the course ---------------------------------------------------------------------------
 
+part_wheel() {
+  local dest=$1 python venv
+  # A bare image (the images' first stage) has no Python yet: only what building needs.
+  find_python >/dev/null || ensure python3 python3-venv
+  python=$(find_python) || die "no Python >= 3.11 (set PYTHON)"
+  # The JupyterLab extension inside the wheel is built with npm (hatch-jupyter-builder), unless
+  # labextension/dist is already newer than its sources.
+  command -v npm >/dev/null || ensure nodejs npm ca-certificates
+  venv=$(mktemp -d /tmp/idrrun-wheel-XXXXXX)
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q build
+  mkdir -p "$dest"
+  "$venv/bin/python" -m build --wheel --outdir "$dest" "$SRC" >"$venv/log" 2>&1 \
+    || { tail -n 40 "$venv/log" >&2; rm -rf "$venv"; die "python -m build --wheel failed (its last lines above)"; }
+  rm -rf "$venv"
+  say "$(cd "$dest" && ls idrrun-*.whl) in $dest"
+}
+
 part_python() {
-  local prefix=$1 python
+  local prefix=$1 wheels=${2:-} python what=$SRC wheel
   python=$(find_python) || die "no Python >= 3.11 (run 'install.sh system' first, or set PYTHON)"
+  if [[ -n $wheels ]]; then
+    wheel=$(compgen -G "$wheels/idrrun-*.whl" | sort -V | tail -n 1) \
+      || die "no idrrun-*.whl in $wheels (install.sh wheel $wheels makes one)"
+    what=$wheel
+  fi
   if [[ ! -x $prefix/bin/python ]]; then
     say "creating a virtual environment in $prefix with $python"
     "$python" -m venv "$prefix"
   fi
   "$prefix/bin/python" -m pip install -q --upgrade pip
   # Not editable: the environment must not depend on the source tree staying where it is.
-  "$prefix/bin/python" -m pip install -q "${SRC}[lab]"
+  "$prefix/bin/python" -m pip install -q "${what}[lab]"
   say "$("$prefix/bin/idrrun" --version) and JupyterLab $("$prefix/bin/jupyter-lab" --version) in $prefix"
 }
 
@@ -284,9 +314,14 @@ case $PART in
   dev) no_argument "$@"; part_dev ;;
   nsys) no_argument "$@"; part_nsys ;;
   podman) no_argument "$@"; part_podman ;;
-  python) one_argument PREFIX "$@"; part_python "$2" ;;
+  wheel) one_argument DEST "$@"; part_wheel "$2" ;;
+  python)
+    if (( $# < 2 || $# > 3 )) || [[ -z $2 ]] || [[ $# == 3 && -z $3 ]]; then
+      usage_error "'python' takes PREFIX and, optionally, WHEELS: install.sh python PREFIX [WHEELS]"
+    fi
+    part_python "$2" "${3:-}" ;;
   course) one_argument DEST "$@"; part_course "$2" ;;
   config) one_argument COURSE "$@"; part_config "$2" ;;
-  "") usage_error "no part given: expected system, dev, nsys, podman, python, course or config" ;;
-  *) usage_error "unknown part '$PART': expected system, dev, nsys, podman, python, course or config" ;;
+  "") usage_error "no part given: expected system, dev, nsys, podman, wheel, python, course or config" ;;
+  *) usage_error "unknown part '$PART': expected system, dev, nsys, podman, wheel, python, course or config" ;;
 esac

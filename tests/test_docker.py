@@ -26,7 +26,7 @@ from idrrun.request import config
 DOCKER = ROOT / "docker"
 INSTALL = DOCKER / "install.sh"
 DOCKERFILES = [DOCKER / "Dockerfile", DOCKER / "Dockerfile.nvhpc"]
-PARTS = ("system", "dev", "nsys", "podman", "python", "course", "config")
+PARTS = ("system", "dev", "nsys", "podman", "wheel", "python", "course", "config")
 # The parts .ci/run runs, itself or through scripts/setup.sh.
 CI_SCRIPTS = (ROOT / ".ci" / "run", ROOT / "scripts" / "setup.sh")
 
@@ -78,17 +78,20 @@ def test_hadolint_does_lint(tmp_path: Path) -> None:
 
 
 def test_both_images_have_the_same_steps() -> None:
-    def steps(dockerfile: Path) -> str:
-        return dockerfile.read_text().split("\nFROM ", 1)[1].split("\n", 1)[1]
+    # The same wheel stage, then the same steps on their own base images.
+    def stages(dockerfile: Path) -> tuple[str, str]:
+        text = dockerfile.read_text()
+        first, final = text.split("\nFROM ")[1:]
+        return first, final.split("\n", 1)[1]
 
-    assert steps(DOCKERFILES[1]) == steps(DOCKERFILES[0])
+    assert stages(DOCKERFILES[1]) == stages(DOCKERFILES[0])
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
 def test_dockerfile_steps_are_what_ci_runs(dockerfile: Path) -> None:
     text = dockerfile.read_text()
     assert re.search(r"^FROM \S+:\S+$", text, re.MULTILINE), "the base image is pinned by its tag"
-    for source in re.findall(r"^COPY (.+) /\S+$", text, re.MULTILINE):
+    for source in re.findall(r"^COPY (?!--from=)(.+) /\S+$", text, re.MULTILINE):
         for path in source.split():
             assert (ROOT / path).exists(), f"COPY {path}: not in the repository"
     used = set().union(*(_parts_called(run) for run in _run_lines(dockerfile)))
@@ -103,9 +106,11 @@ def test_dockerfile_steps_are_what_ci_runs(dockerfile: Path) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    ((), "no part given: expected system, dev, nsys, podman, python, course or config"),
-    (("frobnicate",), "unknown part 'frobnicate': expected system, dev, nsys, podman, python, course or config"),
-    (("python",), "'python' takes one argument: install.sh python PREFIX"),
+    ((), "no part given: expected system, dev, nsys, podman, wheel, python, course or config"),
+    (("frobnicate",), "unknown part 'frobnicate': expected system, dev, nsys, podman, wheel, python, course or config"),
+    (("python",), "'python' takes PREFIX and, optionally, WHEELS: install.sh python PREFIX [WHEELS]"),
+    (("python", "a", "b", "c"), "'python' takes PREFIX and, optionally, WHEELS: install.sh python PREFIX [WHEELS]"),
+    (("wheel",), "'wheel' takes one argument: install.sh wheel DEST"),
     (("course", ""), "'course' takes one argument: install.sh course DEST"),
     (("course", "a", "b"), "'course' takes one argument: install.sh course DEST"),
     (("system", "extra"), "'system' takes no argument"),
