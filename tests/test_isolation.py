@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from idrrun.model import Cgroups, Limits
 from idrrun.run import isolation, jail
@@ -71,3 +74,24 @@ def test_sweep_kills_what_carries_the_marker() -> None:
     assert jail.sweep("sweep-test-marker") >= 1
     assert child.wait(timeout=5) == -9
     assert jail.sweep("sweep-test-marker") == 0
+
+
+def test_fake_bwrap_that_cannot_mount_proc_names_the_container_flag(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fake bwrap (a script) fails as bubblewrap fails in a podman or docker container whose
+    # /proc is partly masked: the reason names the flag that lifts it.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: Can'\"'\"'t mount proc on /newroot/proc: "
+                    "Operation not permitted' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    real_which = shutil.which
+    monkeypatch.setattr(isolation.shutil, "which",
+                        lambda name, *a, **k: str(fake) if name == "bwrap" else
+                        None if name == "setpriv" else real_which(name, *a, **k))
+    isolation.sandbox_support.cache_clear()
+    try:
+        support = isolation.sandbox_support()
+    finally:
+        isolation.sandbox_support.cache_clear()
+    assert support.level in ("uid", "none")
+    assert "Can't mount proc" in support.why and "--security-opt systempaths=unconfined" in support.why

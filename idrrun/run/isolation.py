@@ -148,8 +148,12 @@ def sandbox_support() -> SandboxSupport:
         result = proc.run(argv, what="probe", timeout=10)
         if result.ok:
             return SandboxSupport("namespaces", bwrap, root)
-        why = ("bubblewrap cannot create namespaces here "
-               f"({result.output.strip().splitlines()[-1] if result.output.strip() else result.describe()})")
+        said = result.output.strip().splitlines()[-1] if result.output.strip() else result.describe()
+        why = f"bubblewrap cannot create namespaces here ({said})"
+        if "mount proc" in said:
+            # A container whose /proc is partly masked (podman's and docker's default)
+            why += ("; in a container, run it with --security-opt systempaths=unconfined "
+                    "(docker/README.md)")
     if root:
         return SandboxSupport("uid", None, root, why)
     return SandboxSupport("none", None, root, why + "; and not root, so no separate uid either")
