@@ -11,7 +11,8 @@ usage: install.sh PART [ARGUMENT]
   system          compilers (gcc, g++, gfortran, and GCC's nvptx offloading where the
                   distribution has it for its gcc), Open MPI, Python >= 3.11 with venv, tini,
                   bubblewrap (the grading sandbox)
-  dev             what the tests need besides: shellcheck, slurm-wlm, munge
+  dev             what the tests need besides: shellcheck, slurm-wlm, munge, and Node.js with
+                  npm (the JupyterLab extension's build) when npm is missing
   nsys            optional, Debian only: Nsight Systems from Debian's contrib and non-free
                   components (nsight-systems, which pulls libcuda1), for --profile nsys; not
                   for the images, nor for a machine whose NVIDIA driver is not Debian's
@@ -118,6 +119,9 @@ part_dev() {
   # the clients and the PMIx plugin for MPI across nodes), munge, and unshare (util-linux) for
   # each node's own /tmp.
   ensure shellcheck slurm-wlm munge util-linux
+  # `pip install -e .` builds the JupyterLab extension with npm (hatch-jupyter-builder). A
+  # Node.js of other origin (NodeSource's bundles its npm) is left as it is.
+  command -v npm >/dev/null || ensure nodejs npm
 }
 
 # --- Nsight Systems -----------------------------------------------------------------------

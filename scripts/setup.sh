@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up idrrun on a fresh Debian/Ubuntu machine: compilers (gcc, g++, gfortran, GCC's nvptx
-# offloading where the distribution has it), Open MPI, shellcheck, and a virtual environment
-# .venv with idrrun and its test tools. Safe to run again.
+# offloading where the distribution has it), Open MPI, bubblewrap, the test tools (shellcheck,
+# SLURM, munge; Node.js and npm when npm is missing, for the JupyterLab extension's build), and a
+# virtual environment .venv with idrrun and its test tools. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
