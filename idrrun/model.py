@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal as _signal
 import enum
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,13 @@ class LauncherConfig:
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "idrrun"
+
+
+def temp_beside(target: Path) -> Path:
+    """A name beside `target` for a file written whole, then renamed onto it: its own for each
+    process and each thread. (The threads of one grading or course check build the same tool at
+    once; with the process id alone, one's rename could take another's half-written file.)"""
+    return target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
 
 
 @dataclass(frozen=True)

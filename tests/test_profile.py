@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from idrrun.profile.session import collect, plan
 from idrrun.profile.summary import summarize, trace_values, where
 from idrrun.profile.tracefile import read_trace
 from idrrun.profile.tracer import find_cupti
+from idrrun.model import temp_beside
 from idrrun.run import proc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,6 +122,35 @@ def test_tracer_is_built_once_per_source_and_cupti(tmp_path: Path) -> None:
     cupti = find_cupti()
     assert not isinstance(cupti, str)
     assert first.name == f"idrrun-tracer-{tracer.tracer_key(cupti)}.so"
+
+
+def test_files_written_then_renamed_have_a_name_per_thread(tmp_path: Path) -> None:
+    # The threads of one course check built the tracer at once under one temporary name: one
+    # thread's rename could take the file another was still writing (a GPU row came out
+    # "incomplete" under course check -j 4, its tracer unloadable).
+    target = tmp_path / "tool.so"
+    together = threading.Barrier(4)  # four threads at once, as a course check's workers
+
+    def name(_: int) -> Path:
+        together.wait(timeout=10)
+        return temp_beside(target)
+
+    with ThreadPoolExecutor(4) as pool:
+        names = set(pool.map(name, range(4)))
+    assert len(names) == 4 and all(n.parent == tmp_path and n.name.startswith(".tool.so.") for n in names)
+
+
+@needs_cupti
+def test_tracer_built_by_four_threads_at_once_is_whole(tmp_path: Path) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        built = list(pool.map(lambda _: tracer.build_tracer(tmp_path), range(4)))
+    paths = {lib for lib, _ in built}
+    assert len(paths) == 1 and None not in paths, built
+    lib = paths.pop()
+    assert lib is not None
+    symbols = proc.capture(["nm", "-D", "--defined-only", str(lib)], what="nm")
+    assert symbols.ok and "InitializeInjection" in symbols.output
+    assert not [p for p in lib.parent.iterdir() if p.name.startswith(".")]  # no leftovers
 
 
 @needs_cupti

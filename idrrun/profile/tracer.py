@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model import temp_beside
 from ..run import proc
 
 TRACER_SOURCE = Path(__file__).with_name("tracer.c")
@@ -216,7 +217,7 @@ def build_tracer(cache_dir: Path, cc: str | None = None,
     if compiler is None:
         return None, "no C compiler (cc or gcc) to build the GPU tracer: install gcc"
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    tmp = temp_beside(target)
     result = proc.run(build_command(compiler, found, tmp), what="build GPU tracer",
                       timeout=timeout)
     if not result.ok or not tmp.is_file():

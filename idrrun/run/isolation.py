@@ -19,7 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..model import Cgroups, Protections, SandboxSupport
+from ..model import Cgroups, Protections, SandboxSupport, temp_beside
 from . import proc, sandbox
 from .guard import SOURCE as GUARD_SOURCE
 from .jail import try_write
@@ -104,7 +104,7 @@ def build_guard(cache_dir: Path, cc: str | None) -> tuple[Path | None, str]:
     if compiler is None:
         return None, "no C compiler to build the run guard"
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    tmp = temp_beside(target)
     result = proc.run([compiler, "-O2", "-o", str(tmp), str(GUARD_SOURCE)], what="build guard",
                       timeout=60)
     if not result.ok or not tmp.is_file():

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..model import CompilerInfo, GpuInfo, Settings
+from ..model import CompilerInfo, GpuInfo, Settings, temp_beside
 
 MAX_AGE = 24 * 3600.0
 _DRIVER = ("/proc/driver/nvidia/version", "/sys/module/nvidia/version")
@@ -70,7 +70,7 @@ def save(cache_dir: Path, digest: str, data: dict[str, Any]) -> None:
     path = cache_dir / "probe" / f"{digest}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp = temp_beside(path)
         tmp.write_text(json.dumps(data))
         os.replace(tmp, path)
     except OSError:
