@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .model import BuildResult, Protections, RunRequest, Source, Toolchain
+from .model import BuildResult, Protections, RunRequest, Source, Toolchain, temp_beside
 from .run import isolation, proc, sandbox
 from .run.sandbox import Box
 
@@ -250,7 +250,7 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
 
 
 def _replace_dir(new: Path, old: Path) -> None:
-    trash = old.with_name(f".{old.name}.old-{os.getpid()}")
+    trash = temp_beside(old)  # two threads may replace the same build
     try:
         os.rename(old, trash)
     except OSError:

@@ -29,7 +29,7 @@ from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
 from ..checks.specs import COURSE_DIRS
 from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequest, Settings,
-                     Source)
+                     Source, temp_beside)
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
@@ -469,7 +469,7 @@ def grading_key(settings: Settings) -> bytes:
             return key
     except OSError:
         pass
-    tmp = path.with_name(f".grading.key.{os.getpid()}")
+    tmp = temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(secrets.token_bytes(32))

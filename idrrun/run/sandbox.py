@@ -25,12 +25,11 @@ import os
 import secrets
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import SandboxSupport
+from ..model import SandboxSupport, temp_beside
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 # Variables a program keeps from the environment it was started from: language, terminal, and
@@ -108,7 +107,7 @@ def shared_copy(path: Path) -> Path:
     target = share / f"{digest}-{path.name}"
     if not target.is_file():
         # Graded submissions run in threads: the temporary name must be this thread's own.
-        tmp = share / f".{target.name}.{os.getpid()}.{threading.get_ident()}"
+        tmp = temp_beside(target)
         shutil.copyfile(path, tmp)
         os.chmod(tmp, 0o755)
         os.replace(tmp, target)
