@@ -4,8 +4,12 @@ be forged by the program it supervises."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from idrrun.model import Limits
 from idrrun.run import guard, isolation, proc
@@ -60,3 +64,54 @@ def test_unknown_guard_option_is_refused(tmp_path: Path) -> None:
     assert protections.guard is not None
     r = proc.run([str(protections.guard), "--bogus=1", "--", "true"], what="probe", timeout=10)
     assert r.returncode == 125 and "unknown option --bogus=1" in r.output
+
+
+def _writable_cgroup_parents() -> list[tuple[str, Path]]:
+    """(hierarchy as /proc/PID/cgroup names it, a folder where a child cgroup can be made)."""
+    found: list[tuple[str, Path]] = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        _, point, kind, options, *_ = line.split()
+        if kind == "cgroup2":
+            found.append(("0:", Path(point)))
+        elif kind == "cgroup" and "pids" in options.split(","):
+            found.append(("pids", Path(point)))
+    usable = []
+    for key, parent in found:
+        probe = parent / f"idrrun-test-probe-{os.getpid()}"
+        try:
+            probe.mkdir()
+            probe.rmdir()
+            usable.append((key, parent))
+        except OSError:
+            continue
+    return usable
+
+
+def test_the_program_is_born_in_its_cgroup(tmp_path: Path) -> None:
+    # The guard joins a v1 cgroup by moving its own thread ("0" to tasks) and forks a v2
+    # program straight into its cgroup (clone3): both skip the RCU grace period that a write
+    # to cgroup.procs costs (~12 ms here). Whatever the way, the program must be inside.
+    parents = _writable_cgroup_parents()
+    if not parents:
+        pytest.skip("no cgroup hierarchy where this user can make a cgroup")
+    protections = isolation.probe(PROTECTIONS_CACHE)
+    assert protections.guard is not None
+    for key, parent in parents:
+        cg = parent / f"idrrun-test-{os.getpid()}"
+        cg.mkdir()
+        try:
+            read, write = os.pipe()
+            args = guard.GuardArgs(status_fd=write, parent=os.getpid(), file_size=0, nproc=0,
+                                   address_space=0, cgroups=(cg / "cgroup.procs",), sweep=0)
+            done = subprocess.run([*args.argv(protections.guard), "cat", "/proc/self/cgroup"],
+                                  pass_fds=(write,), capture_output=True, text=True, timeout=10)
+            os.close(write)
+            with os.fdopen(read) as status:
+                said = guard.read_status(status.read())
+            assert said.returncode == 0 and done.returncode == 0, done.stderr
+            assert "cannot join" not in done.stderr, done.stderr
+            line = next(x for x in done.stdout.splitlines()
+                        if x.startswith(key) or f":{key}:" in x or f",{key}:" in x)
+            assert line.endswith(f"/{cg.name}"), (key, done.stdout)
+        finally:
+            cg.rmdir()

@@ -90,13 +90,13 @@ def open_jail(protections: Protections, limits: Limits, workdir: Path, gpu_run: 
 
 
 def _cgroups_pay(protections: Protections, limits: Limits) -> bool:
-    """Whether this run's limits need cgroups. Joining one costs the run an RCU grace period
-    (the kernel's cgroup_threadgroup_rwsem is taken for writing): 5-30 ms, 11 ms median on the
-    2-core machine when the last join is more than a few ms old, as it is after each compile
-    (benchmarks/RESULTS.md), half the overhead of a notebook cell. A user's task cap is
-    RLIMIT_NPROC's job just as well, and the guard, a child subreaper, reaps what the run
-    leaves without a cgroup's list: cgroups for a memory cap, and for root (RLIMIT_NPROC
-    does not hold uid 0)."""
+    """Whether this run's limits need cgroups: for a memory cap, and for root (RLIMIT_NPROC
+    does not hold uid 0). A user's task cap is RLIMIT_NPROC's job just as well, and the guard,
+    a child subreaper, reaps what the run leaves without a cgroup's list, for less than a
+    cgroup's mkdir, limits, join and rmdir (~1 ms). The join itself is cheap since the guard
+    moves only its own thread (v1) or forks the program into the cgroup (v2): written the
+    usual way, to cgroup.procs, it waited for an RCU grace period, 11 ms median after a
+    compile on the 2-core machine (guard.c, benchmarks/RESULTS.md)."""
     return protections.root or bool(limits.memory)
 
 
