@@ -14,6 +14,11 @@ import nbformat
 import pytest
 
 from conftest import Kernel, PYTHONPATH, ROOT, has_gpu
+from idrrun import build as build_mod
+from idrrun import cli
+from idrrun.grading import checked, classroom
+from idrrun.request import config
+from idrrun.run import isolation
 
 EXAMPLES = ROOT / "examples"
 SOLUTION_C = (EXAMPLES / "C" / "async_matmul_solution.c").read_text()
@@ -128,7 +133,6 @@ def test_check_in_a_kernel_shows_the_table_and_fails_on_wrong_value(kernel: Kern
 
 
 def test_rows_keep_their_nodes_across_a_resume_and_unsigned_states_are_graded_again(tmp_path: Path) -> None:
-    from idrrun.grading import classroom
 
     report = tmp_path / "r.csv"
     key = b"k" * 32
@@ -145,3 +149,39 @@ def test_rows_keep_their_nodes_across_a_resume_and_unsigned_states_are_graded_ag
         del record["mac"]
     state.write_text(json.dumps(records))
     assert classroom.load_report(report, "answer", key) == {}
+
+def test_a_sandboxed_solution_is_built_once_for_all_its_argument_sets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # data_laplace has public and hidden arguments: the solution's output is needed for each,
+    # from one build (it was compiled again per argument set, in a folder of its own).
+    if isolation.sandbox_support().level == "none":
+        pytest.skip("no sandbox on this machine: the solution is built in the shared cache")
+    builds: list[str] = []
+    real = build_mod.build
+
+    def counting(request, *args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(request, *args, **kwargs)
+        if not result.cached:
+            builds.append(request.source.origin_dir.name)
+        return result
+
+    monkeypatch.setattr(build_mod, "build", counting)
+    monkeypatch.setenv("IDRRUN_OFFLOAD", "host")
+    monkeypatch.setenv("IDRRUN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("IDRRUN_EXAMPLES", str(ROOT / "examples"))
+    monkeypatch.chdir(tmp_path)
+    student = tmp_path / "ann.c"
+    student.write_text((ROOT / "examples" / "C" / "data_laplace_solution.c").read_text())
+    try:
+        cli.main(["grade", "data_laplace", str(student), "-j", "1", "--report", str(tmp_path / "r.csv")])
+    except SystemExit:
+        pass
+    row = next(csv.DictReader((tmp_path / "r.csv").open()))
+    assert "error" not in row["verdict"] and "matches" not in row["reasons"], row
+    assert builds.count(".solution") == 1 and builds.count("work") == 1, builds
+    # Its folder is gone with the grading; one that a killed grader left goes at the next one.
+    checked.remove_solution_folders()
+    assert not list(Path("/tmp").glob(f"{checked.SOLUTION_FOLDER_PREFIX}{os.getpid()}-*"))
+    left = Path("/tmp") / f"{checked.SOLUTION_FOLDER_PREFIX}999999999-x"
+    left.mkdir()
+    assert str(left) in classroom.remove_orphans(config.load()) and not left.exists()

@@ -14,9 +14,10 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "idrrun"
 # Imported where used on purpose: IPython only inside IPython (not for `idrrun --version`),
-# Pillow only when a picture is drawn or compared (the timeline, the image check kind).
+# Pillow only when a picture is drawn or compared (the timeline, the image check kind), nbformat
+# only to convert a notebook older than format 4 (its import costs seconds: request/notebook.py).
 ALLOWED_LATE_IMPORTS = {("idrrun/__init__.py", "magic"), ("idrrun/profile/timeline.py", "PIL"),
-                        ("idrrun/checks/kinds.py", "images")}
+                        ("idrrun/checks/kinds.py", "images"), ("idrrun/request/notebook.py", "nbformat")}
 
 
 def test_no_import_cycle_and_imports_at_the_top() -> None:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import hashlib
 import os
@@ -110,7 +111,7 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                 return SolutionRun(cached.read_text(), files if files.is_dir() else None)
             copy_data_files(exercise, scratch)
             if sol_request.sandbox:
-                sol_request = _beside_its_copy(sol_request, pair.solution, scratch / ".solution")
+                sol_request = _beside_its_copy(sol_request, _solution_folder(pair.solution, settings))
             outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter())
             if outcome.failure is not None:
                 said = " | ".join(outcome.failure.output.strip().splitlines()[-3:])
@@ -128,18 +129,47 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _beside_its_copy(request: RunRequest, solution: Path, folder: Path) -> RunRequest:
-    """The request compiling a copy of the solution's folder (its files, not its subfolders):
-    a box's own uid may not reach the course where it is installed (under /root), nor a node
-    the login node's /tmp. Its cached output stays keyed by the course's own file; its build
-    is thrown away with the scratch folder."""
-    folder.mkdir(mode=0o755)
-    for entry in solution.parent.iterdir():
-        if entry.is_file() and not entry.is_symlink():
-            shutil.copyfile(entry, folder / entry.name)
-    source = dataclasses.replace(request.source, origin_dir=folder)
-    # Its build goes with the scratch folder: the output is what is kept.
-    return dataclasses.replace(request, source=source, build_cache=folder.parent / "builds")
+# A sandboxed solution's folder: a copy of its sources and its builds, made once per process
+# and solution, so that its build serves every argument set of a grading (the hidden ones too);
+# removed at exit, or, after a killed grader, by the next grading (classroom.remove_orphans).
+SOLUTION_FOLDER_PREFIX = "idrrun-solution-"
+_solution_folders: dict[tuple[str, str], Path] = {}
+
+
+def _solution_folder(solution: Path, settings: Settings) -> Path:
+    root = launch.scratch_root(settings)
+    with _locks_guard:
+        key = (str(solution), str(root))
+        folder = _solution_folders.get(key)
+        if folder is not None and folder.is_dir():
+            return folder
+        if not _solution_folders:
+            atexit.register(remove_solution_folders)
+        folder = Path(tempfile.mkdtemp(prefix=f"{SOLUTION_FOLDER_PREFIX}{os.getpid()}-", dir=root))
+        os.chmod(folder, 0o711)  # the box's own uid passes through to its folder
+        copy = folder / ".solution"
+        copy.mkdir(mode=0o755)
+        # Its files, not its subfolders: a box's own uid may not reach the course where it is
+        # installed (under /root), nor a node the login node's /tmp.
+        for entry in solution.parent.iterdir():
+            if entry.is_file() and not entry.is_symlink():
+                shutil.copyfile(entry, copy / entry.name)
+        _solution_folders[key] = folder
+        return folder
+
+
+def remove_solution_folders() -> None:
+    with _locks_guard:
+        for folder in _solution_folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+        _solution_folders.clear()
+
+
+def _beside_its_copy(request: RunRequest, folder: Path) -> RunRequest:
+    """The request compiling the copy of the solution's folder made by _solution_folder, its
+    build kept beside it. Its cached output stays keyed by the course's own file."""
+    source = dataclasses.replace(request.source, origin_dir=folder / ".solution")
+    return dataclasses.replace(request, source=source, build_cache=folder / "builds")
 
 
 def copy_data_files(exercise: Exercise, workdir: Path) -> None:

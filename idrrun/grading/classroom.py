@@ -34,7 +34,8 @@ from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
 from ..run import jail, launch, sandbox
-from .checked import NullReporter, check_language, execute_checked, solution_output
+from .checked import (SOLUTION_FOLDER_PREFIX, NullReporter, check_language, execute_checked,
+                      solution_output)
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
 # What a graded notebook's magic line may set; the grader decides the rest (arguments, limits,
@@ -205,8 +206,21 @@ def remove_orphans(settings: Settings) -> list[str]:
         if entry.name.isdigit() and not Path(f"/proc/{entry.name}").exists():
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(str(entry))
+    for root in (Path(tempfile.gettempdir()), launch.scratch_root(settings)):
+        for entry in (root.glob(f"{SOLUTION_FOLDER_PREFIX}*-*") if root is not None else []):
+            pid = entry.name[len(SOLUTION_FOLDER_PREFIX):].split("-")[0]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and _mine(entry):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(str(entry))
     removed += jail.remove_orphan_cgroups()
     return removed
+
+
+def _mine(path: Path) -> bool:
+    try:
+        return path.lstat().st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def outside_includes(text: str) -> list[str]:

@@ -4,6 +4,7 @@ the whole course (`idrrun course init`, for teachers or for students)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -11,9 +12,8 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-import nbformat
 import tomlkit
 
 from ..checks import specs
@@ -90,21 +90,29 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
 # Students' notebooks
 
 
-def strip_notebook(nb: nbformat.NotebookNode) -> int:
+def strip_notebook(nb: dict[str, Any]) -> int:
     """Remove the cells tagged "solution" and every code cell's outputs, in place; returns how
     many cells were removed."""
-    cells = nb.cells
-    kept = [c for c in cells if SOLUTION_TAG not in c.get("metadata", {}).get("tags", [])]
+    cells = [c for c in nb.get("cells", []) if isinstance(c, dict)]
+    kept = [c for c in cells if SOLUTION_TAG not in _tags(c)]
     for cell in kept:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    nb.cells = kept
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    nb["cells"] = kept
     return len(cells) - len(kept)
 
 
-def _write_notebook(nb: nbformat.NotebookNode, dest: Path) -> None:
+def _tags(cell: dict[str, Any]) -> list[Any]:
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return tags if isinstance(tags, list) else []
+
+
+def _write_notebook(nb: dict[str, Any], dest: Path) -> None:
+    """As nbformat writes one (one-space indent, sorted keys, UTF-8), without its import."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, dest)  # type: ignore[no-untyped-call]
+    dest.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
 
 
 def strip_solutions(path: Path, dest: Path) -> int:
@@ -218,7 +226,7 @@ def init_course(source: Path, dest: Path, students: bool) -> CourseCopy:
             else:
                 nb = notebook.read(path)
                 removed += strip_notebook(nb)
-                shown += [c.source for c in nb.cells if c.cell_type == "code"]
+                shown += [notebook.cell_source(c) for c in nb["cells"] if c.get("cell_type") == "code"]
                 _write_notebook(nb, target)
             count += path.suffix == ".ipynb"
         solutions = {pair.solution.relative_to(examples).as_posix(): ex
