@@ -280,7 +280,8 @@ def graded(request: RunRequest, exercise: Exercise, scratch: Path, sandbox: str)
 
 def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Settings,
                   probe: Probe, timeout: float | None, sandbox: str) -> None:
-    """Run the solution once for each language the submissions use (filling the cache)."""
+    """Run the solution once for each language the submissions use and each argument set
+    (filling the cache)."""
     languages = sorted({s.source.language for s in subs if s.source is not None} & set(exercise.sources))
     for language in languages:
         pair = exercise.sources[language]
@@ -292,7 +293,10 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
                                                          timeout=timeout), src,
                                                  pair.solution.parent, settings, probe, exercise)
             request = graded(request, exercise, pair.solution.parent, sandbox)
-            solution_output(request, toolchain, exercise, probe, settings)
+            # Every argument set a row runs: the public one, then the hidden ones (one build).
+            for args in (request.program_args, *exercise.hidden_args):
+                solution_output(dataclasses.replace(request, program_args=tuple(args)), toolchain,
+                                exercise, probe, settings)
         except IdrrunError:
             pass  # each row reports it
 
