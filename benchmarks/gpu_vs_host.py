@@ -43,12 +43,22 @@ def main() -> int:
 
     jobs = [(ex, lang, pair.solution) for ex in specs.all_exercises(ROOT / "examples")
             for lang, pair in ex.sources.items()]
-    gpu = [run(path, ex.gpu_args, False, a.timeout) for ex, _, path in jobs]
+    # Each figure is printed as soon as it is known, so that a run cut short keeps what it had.
+    gpu = []
+    for ex, lang, path in jobs:
+        gpu.append(run(path, ex.gpu_args, False, a.timeout))
+        print(f"GPU  {ex.name} {lang}: {gpu[-1]}", flush=True)
+
+    def host_run(job: tuple[specs.Exercise, str, Path]) -> str:
+        result = run(job[2], job[0].gpu_args, True, a.timeout)
+        print(f"host {job[0].name} {job[1]}: {result}", flush=True)
+        return result
+
     with ThreadPoolExecutor(a.host_jobs) as pool:
-        host = list(pool.map(lambda j: run(j[2], j[0].gpu_args, True, a.timeout), jobs))
-    print(f"{'exercise':18s} {'language':9s} {'args':14s} {'GPU s':>10s} {'host s':>12s}")
+        host = list(pool.map(host_run, jobs))
+    print(f"{'exercise':18s} {'language':9s} {'args':22s} {'GPU s':>10s} {'host s':>12s}")
     for (ex, lang, _), g, h in zip(jobs, gpu, host):
-        print(f"{ex.name:18s} {lang:9s} {' '.join(ex.gpu_args):14s} {g:>10s} {h:>12s}")
+        print(f"{ex.name:18s} {lang:9s} {' '.join(ex.gpu_args):22s} {g:>10s} {h:>12s}")
     return 0
 
 

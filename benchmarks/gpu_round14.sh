@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Session of 2026-11-22 (evening), two device calls:
+#   part course: the whole course with its GPU arguments, `course check -j 4` (issue 14's table;
+#                confirms that no row comes out incomplete under -j 4 since the per-thread
+#                temporary names), one row per line as it ends, then the table with times
+#   part costs:  each solution on the GPU and on the host (gpu_vs_host.py), then the runner's cost
+#                on 2 cores since the guard's fast cgroup join: per cell in a real kernel, and
+#                `idrrun run` of the Jacobi solution against the bare run (issue 13)
+#   carry .gpu:  source .gpu/activate.sh && bash benchmarks/gpu_round14.sh course|costs
+set -uo pipefail
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+unset PYTHONDONTWRITEBYTECODE  # as pip installs it: bytecode compiled
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} IDRRUN_EXAMPLES=$PWD/examples COLUMNS=220
+export XDG_CACHE_HOME=/tmp/idrrun-gpu-cache
+python3 -m compileall -q idrrun /tmp/gpu-site > /dev/null 2>&1
+{ date; nvidia-smi -L; echo "cores $(nproc), uid $(id -u)"; grep cgroup /proc/mounts; uname -r; } > "$out/machine.txt" 2>&1
+
+if [ "${1:-}" = course ]; then
+  s=$SECONDS
+  timeout "${COURSE_TIMEOUT:-500}" python3 -m idrrun course check -j 4 > "$out/course_gpu.txt" 2>&1
+  echo "course check -j 4: exit $?, $((SECONDS - s)) s" >> "$out/course_gpu.txt"
+  exit 0
+fi
+
+s=$SECONDS
+timeout 330 python3 benchmarks/gpu_vs_host.py --host-jobs 14 --timeout 150 > "$out/gpu_vs_host.txt" 2>&1
+echo "gpu_vs_host: exit $?, $((SECONDS - s)) s" >> "$out/gpu_vs_host.txt"
+
+timeout 100 taskset -c 0,1 python3 benchmarks/cell_overhead.py --rounds 20 > "$out/cell_overhead.txt" 2>/dev/null
+
+src=examples/C/data_laplace_solution.c
+w=$(mktemp -d)
+gcc -O2 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm" -o "$w/p" $src -lm 2>/dev/null
+python3 -m idrrun run -a --cliopts "4096 10" $src > /dev/null 2>&1
+t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(round($e-$s,3))"; }
+for _ in 1 2 3 4 5; do
+  echo "bare_run $(t taskset -c 0,1 "$w/p" 4096 1000)"
+  echo "idrrun_run $(t taskset -c 0,1 python3 -m idrrun run -a --cliopts '4096 1000' $src)"
+  echo "idrrun_profile $(t taskset -c 0,1 python3 -m idrrun run -a --profile --cliopts '4096 1000' $src)"
+done > "$out/overhead14.txt"
+python3 - "$out/overhead14.txt" <<'PY' >> "$out/overhead14.txt"
+import collections, statistics, sys
+times = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, t = line.split()
+    times[name].append(float(t))
+med = {k: statistics.median(v) for k, v in times.items()}
+for name, ts in times.items():
+    print(f"{name:14s} median {med[name]:.3f} s  {ts}")
+b = med["bare_run"]
+for name in ("idrrun_run", "idrrun_profile"):
+    print(f"{name} over bare: +{med[name] - b:.3f} s (+{100 * (med[name] - b) / b:.1f}%)")
+PY
