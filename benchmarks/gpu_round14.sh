@@ -39,7 +39,7 @@ for _ in 1 2 3 4 5; do
   echo "idrrun_run $(t taskset -c 0,1 python3 -m idrrun run -a --cliopts '4096 1000' $src)"
   echo "idrrun_profile $(t taskset -c 0,1 python3 -m idrrun run -a --profile --cliopts '4096 1000' $src)"
 done > "$out/overhead14.txt"
-python3 - "$out/overhead14.txt" <<'PY' >> "$out/overhead14.txt"
+python3 - "$out/overhead14.txt" <<'PY' > "$out/overhead14_summary.txt"
 import collections, statistics, sys
 times = collections.defaultdict(list)
 for line in open(sys.argv[1]):
