@@ -6,7 +6,9 @@
 #   part costs:  each solution on the GPU and on the host (gpu_vs_host.py), then the runner's cost
 #                on 2 cores since the guard's fast cgroup join: per cell in a real kernel, and
 #                `idrrun run` of the Jacobi solution against the bare run (issue 13)
-#   carry .gpu:  source .gpu/activate.sh && bash benchmarks/gpu_round14.sh course|costs
+#   part table:  openmp_heat's rows with the mgomp multilib that pack.sh leaves out (as
+#                gpu_round12.sh), then gpu_vs_host.py alone
+#   carry .gpu .gpu2:  source .gpu/activate.sh && bash benchmarks/gpu_round14.sh course|costs|table
 set -uo pipefail
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
@@ -20,6 +22,16 @@ if [ "${1:-}" = course ]; then
   s=$SECONDS
   timeout "${COURSE_TIMEOUT:-500}" python3 -m idrrun course check -j 4 > "$out/course_gpu.txt" 2>&1
   echo "course check -j 4: exit $?, $((SECONDS - s)) s" >> "$out/course_gpu.txt"
+  exit 0
+fi
+
+if [ "${1:-}" = table ]; then
+  tar -C /opt/gcc-offload/usr/lib/gcc/x86_64-linux-gnu/12/accel/nvptx-none -xJf .gpu2/mgomp.tar.xz
+  timeout 200 python3 -m idrrun course check -j 2 --exercise openmp_heat > "$out/course_openmp.txt" 2>&1
+  echo "course check openmp_heat: exit $?" >> "$out/course_openmp.txt"
+  s=$SECONDS
+  timeout 360 python3 benchmarks/gpu_vs_host.py --host-jobs 14 --timeout 150 > "$out/gpu_vs_host.txt" 2>&1
+  echo "gpu_vs_host: exit $?, $((SECONDS - s)) s" >> "$out/gpu_vs_host.txt"
   exit 0
 fi
 

@@ -21,7 +21,8 @@ _DONE = re.compile(r"^(exit 0|exit code \d+|killed by \S+|timed out) · ([\d.]+)
 
 
 def run(path: Path, args: tuple[str, ...], host: bool, timeout: float) -> str:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # Ahead of what is there (the GPU machine's wheels are on PYTHONPATH too).
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     if host:
         env["IDRRUN_OFFLOAD"] = "host"
     cmd = [sys.executable, "-m", "idrrun.cli", "run", "-a", "--timeout", str(timeout),
@@ -29,6 +30,8 @@ def run(path: Path, args: tuple[str, ...], host: bool, timeout: float) -> str:
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     m = _DONE.search(r.stdout)
     if not m:
+        print(f"{path.name}: no exit line (rc {r.returncode}): {(r.stdout + r.stderr).strip()[-300:]}",
+              file=sys.stderr, flush=True)
         return "build failed" if r.returncode == 1 else f"rc {r.returncode}"
     return f"{float(m.group(2)):.2f}" if m.group(1) == "exit 0" else m.group(1)
 
