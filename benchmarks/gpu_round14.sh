@@ -8,6 +8,8 @@
 #                `idrrun run` of the Jacobi solution against the bare run (issue 13)
 #   part table:  openmp_heat's rows with the mgomp multilib that pack.sh leaves out (as
 #                gpu_round12.sh), then gpu_vs_host.py alone
+#   part rest:   what the table's call left: blur_passes on the GPU (its photo beside it), and on
+#                the host, in parallel, the solutions cut off by its time limit
 #   carry .gpu .gpu2:  source .gpu/activate.sh && bash benchmarks/gpu_round14.sh course|costs|table
 set -uo pipefail
 out=${OUT:-$PWD/gpu-out}
@@ -34,6 +36,31 @@ if [ "${1:-}" = table ]; then
   echo "gpu_vs_host: exit $?, $((SECONDS - s)) s" >> "$out/gpu_vs_host.txt"
   exit 0
 fi
+
+if [ "${1:-}" = rest ]; then
+  root=$PWD
+  cd examples/data || exit 1  # camera.pgm, blur_passes' argument
+  one() {  # where exercise language file args...
+    local where=$1 name=$2 lang=$3 file=$4; shift 4
+    local env=(); [ "$where" = host ] && env=(IDRRUN_OFFLOAD=host)
+    local line
+    line=$(env "${env[@]}" timeout 250 python3 -m idrrun run -a --timeout 240 --cliopts "$*" "$root/examples/$file" 2>&1 \
+           | grep -E '^(exit 0|exit code [0-9]+|killed by|timed out) ·' | tail -1)
+    echo "$where $name $lang: ${line:-no exit line}"
+  }
+  one GPU blur_passes c C/blur_passes_solution.c camera.pgm 100
+  one GPU blur_passes fortran Fortran/blur_passes_solution.f90 camera.pgm 100
+  one host blur_passes c C/blur_passes_solution.c camera.pgm 100 &
+  one host blur_passes fortran Fortran/blur_passes_solution.f90 camera.pgm 100 &
+  one host data_laplace c C/data_laplace_solution.c 4096 1000 &
+  one host data_laplace fortran Fortran/data_laplace_solution.f90 4096 1000 &
+  one host deepcopy_csr c C/deepcopy_csr_solution.c 10000000 1000 &
+  one host deepcopy_csr fortran Fortran/deepcopy_csr_solution.f90 10000000 1000 &
+  one host tiling_laplace c C/tiling_laplace_solution.c 2050 2050 1000 &
+  one host tiling_laplace fortran Fortran/tiling_laplace_solution.f90 2050 2050 1000 &
+  wait
+  exit 0
+fi > "$out/rest.txt" 2>&1
 
 s=$SECONDS
 timeout 330 python3 benchmarks/gpu_vs_host.py --host-jobs 14 --timeout 150 > "$out/gpu_vs_host.txt" 2>&1
