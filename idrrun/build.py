@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .model import BuildResult, Protections, RunRequest, Source, Toolchain, temp_beside
+from .model import BuildResult, Preprocessing, Protections, RunRequest, Source, Toolchain, temp_beside
 from .run import isolation, proc, sandbox
 from .run.sandbox import Box
 
@@ -163,14 +163,40 @@ def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir
                uid=uid, gid=uid, support=support)
 
 
+# A compiler's dump files (gcc: prog-source.c.005t.original): the feedback reads them.
+_DUMP = re.compile(r"\.\d{3}[a-z]\.[\w-]+$")
+# A line marker of the preprocessor's output: `# 12 "source.c" 2`.
+_LINE_MARKER = re.compile(r'^# \d+ "[^\n]*$', re.MULTILINE)
+
+
+def keep_preprocessed(work: Path, before: set[str], product: str, source_file: str) -> bool:
+    """After a compile with Preprocessing.compile_flags: its preprocessor output, without line
+    markers, as PREPROCESSED; the other temporary files it kept (assembly, objects, the offload
+    compiler's) removed. The .i is named as gcc names what -save-temps=obj keeps: after the
+    output, PRODUCT-SOURCESTEM.i when linking, PRODUCTSTEM.i for an object. False: none."""
+    stem = Path(product).stem
+    saved = work / (f"{stem}.i" if product.endswith(".o") else f"{product}-{Path(source_file).stem}.i")
+    try:
+        text = saved.read_text(errors="replace")
+    except OSError:
+        return False
+    write_atomic(work / PREPROCESSED, _LINE_MARKER.sub("", text))
+    for name in set(os.listdir(work)) - before - {product, PREPROCESSED}:
+        path = work / name
+        if not _DUMP.search(name) and path.is_file() and not path.is_symlink():
+            path.unlink()
+    return True
+
+
 def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
-          protections: Protections | None = None, preprocess: tuple[str, ...] = (),
+          protections: Protections | None = None, preprocess: Preprocessing = Preprocessing(),
           uid: int = -1, launcher: tuple[str, ...] = (),
           env: Mapping[str, str] | None = None) -> BuildResult:
     """Compile (or take from the cache) the request's source.
 
-    preprocess: a command, run after a successful compile in the same place, that writes
-    PREPROCESSED (the source as the compiler read it: comments and disabled blocks gone).
+    preprocess: how the build also leaves PREPROCESSED (the source as the compiler read it:
+    comments and disabled blocks gone): flags that make the compile keep it, or a command run
+    after a successful compile in the same place.
     uid: the sandbox's user for this request (-1: idrrun's own).
     launcher, env: run the compiler behind this prefix (a job step: launch.compile_launch),
     with this environment; the command shown and the build's key stay the compiler's own."""
@@ -180,7 +206,7 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     final = builds / key
     product = OBJECT if request.object_only else EXECUTABLE
     if not request.force and (final / _MARKER).is_file() and (final / product).is_file() and \
-            (not preprocess or (final / PREPROCESSED).is_file()):
+            (not preprocess.wanted or (final / PREPROCESSED).is_file()):
         try:
             recorded = json.loads((final / _MARKER).read_text())
             return BuildResult(
@@ -207,15 +233,21 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
         # Through the guard and its limits: a kernel killed mid-build takes the compiler along,
         # and a source that makes the compiler eat memory or write a huge file is stopped.
+        before = set(os.listdir(work))
         result = proc.run(
-            argv, what="compile", timeout=request.compile_timeout, cwd=work, env=env,
+            (argv[0], *preprocess.compile_flags, *argv[1:]), what="compile",
+            timeout=request.compile_timeout, cwd=work, env=env,
             max_output=request.max_output, protections=protections,
             limits=request.compile_limits, box=box, cgroups=False, outer=launcher,
         )
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / product).is_file()
-        if ok and preprocess:
-            pre = proc.run(preprocess, what="compile", timeout=request.compile_timeout, cwd=work,
+        if ok and preprocess.compile_flags:
+            ok = keep_preprocessed(work, before, product, source_file_name(request.source))
+            if not ok:
+                output += "idrrun: the compiler left no preprocessed source (.i) for the checks\n"
+        elif ok and preprocess.command:
+            pre = proc.run(preprocess.command, what="compile", timeout=request.compile_timeout, cwd=work,
                            max_output=64 * 1024, protections=protections,
                            limits=request.compile_limits, box=box, cgroups=False)
             ok = pre.ok and (work / PREPROCESSED).is_file()

@@ -289,6 +289,22 @@ class Toolchain:
 
 
 @dataclass(frozen=True)
+class Preprocessing:
+    """How a build leaves the source as its compiler read it (comments and disabled #if blocks
+    gone: build.PREPROCESSED), for the source checks. Either flags that make the compile itself
+    keep the preprocessor's output as a `.i` file beside its product (one preprocessor pass,
+    no second process nor sandbox), or a command run after the compile that writes it; neither:
+    the family has none (the checks then strip comments themselves)."""
+
+    compile_flags: tuple[str, ...] = ()  # added to the compile (not to the command shown)
+    command: tuple[str, ...] = ()  # or: run after the compile, in its folder
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.compile_flags or self.command)
+
+
+@dataclass(frozen=True)
 class ProcResult:
     """A finished child process, whatever the way it ended."""
 

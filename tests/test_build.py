@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from idrrun import build
 from idrrun.model import CompilerInfo, RunRequest, Toolchain
 from idrrun.request.source import from_cell
+from idrrun.toolchains.gcc import GCC
 from idrrun.toolchains.machine import probe_compiler
 
 GOOD = "#include <stdio.h>\nint main(void){ puts(\"hi\"); return 0; }\n"
@@ -61,3 +63,32 @@ def test_object_name() -> None:
     src = from_cell(GOOD, "cell[2]", "c", None, Path("/w"))
     assert build.object_name(RunRequest(source=src, workdir=Path("/w"))) == "cell.o"
     assert build.object_name(RunRequest(source=src, workdir=Path("/w"), keep="lib.c")) == "lib.c.o"
+
+
+def test_a_checked_gcc_build_keeps_what_its_compiler_read_and_no_other_temporary(tmp_path: Path) -> None:
+    # gcc keeps its own preprocessor output (-save-temps=obj) instead of a second `gcc -E -P`:
+    # the source checks get the code without comments, disabled blocks and line markers, the
+    # build folder neither the assembly nor the objects that -save-temps also keeps.
+    text = ("#include <stdio.h>\n/* #pragma acc data copy(a) */\n#if 0\nint hidden_block;\n#endif\n"
+            "int main(void) {\n  int a[4] = {0};\n  #pragma acc parallel loop\n"
+            "  for (int i = 0; i < 4; i++) a[i] = i; // acc kernels\n  printf(\"%d\\n\", a[3]);\n}\n")
+    for object_only in (False, True):
+        request, toolchain = setup(tmp_path / str(object_only), text)
+        request = dataclasses.replace(request, object_only=object_only)
+        toolchain = dataclasses.replace(toolchain, flags=("-O2", "-fopenacc", "-foffload=disable",
+                                                          "-fdump-tree-original"))
+        preprocess = GCC.preprocess(toolchain, build.source_file_name(request.source), build.PREPROCESSED)
+        result = build.build(request, toolchain, tmp_path / "cache", preprocess=preprocess)
+        assert result.ok and result.build_dir is not None, result.output
+        assert "-save-temps" not in " ".join(result.command)  # not in what the student is shown
+        seen = (result.build_dir / build.PREPROCESSED).read_text()
+        assert "#pragma acc parallel loop" in seen and "printf" in seen
+        assert "copy(a)" not in seen and "hidden_block" not in seen and "acc kernels" not in seen
+        assert not re.search(r'^# \d+ "', seen, re.MULTILINE)
+        left = {p.name for p in result.build_dir.iterdir()}
+        product = build.OBJECT if object_only else build.EXECUTABLE
+        assert {product, build.PREPROCESSED} <= left
+        assert not [n for n in left if n.endswith((".i", ".s")) or (n.endswith(".o") and n != product)], left
+        assert any(n.endswith(".original") for n in left), left  # the feedback's dumps stay
+        again = build.build(request, toolchain, tmp_path / "cache", preprocess=preprocess)
+        assert again.cached

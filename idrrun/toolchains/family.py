@@ -19,6 +19,7 @@ from ..model import (
     CompilerInfo,
     DoctorLine,
     Language,
+    Preprocessing,
     Probe,
     RunRequest,
     Settings,
@@ -113,10 +114,10 @@ class Family(Protocol):
         """Environment the program needs to run as built (e.g. host-only builds)."""
         ...
 
-    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> tuple[str, ...]:
-        """A command writing `output`: the source as the compiler reads it (comments and
-        disabled #if blocks gone), for the source checks; () when the family has none (the
-        checks then strip comments themselves)."""
+    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> Preprocessing:
+        """How the build leaves `output`, the source as the compiler reads it (comments and
+        disabled #if blocks gone), for the source checks; Preprocessing() when the family has
+        none (the checks then strip comments themselves)."""
         ...
 
     def gpu_context(self, toolchain: Toolchain) -> bool:
@@ -161,8 +162,8 @@ class CommandFamily:
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         return {}
 
-    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> tuple[str, ...]:
-        return ()
+    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> Preprocessing:
+        return Preprocessing()
 
     def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:
         """A doctor line per language (C and Fortran): found, or how to install it. Only the
