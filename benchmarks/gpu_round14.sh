@@ -10,6 +10,9 @@
 #                gpu_round12.sh), then gpu_vs_host.py alone
 #   part rest:   what the table's call left: blur_passes on the GPU (its photo beside it), and on
 #                the host, in parallel, the solutions cut off by its time limit
+#   part verify: after checked gcc builds keep their own preprocessor output (-save-temps=obj):
+#                the GPU tests, a class of 4 async_matmul submissions graded in the sandbox
+#                (ran_on_gpu and queues evaluated: issue 11), a part of the course under -j 4
 #   carry .gpu .gpu2:  source .gpu/activate.sh && bash benchmarks/gpu_round14.sh course|costs|table
 set -uo pipefail
 out=${OUT:-$PWD/gpu-out}
@@ -34,6 +37,27 @@ if [ "${1:-}" = table ]; then
   s=$SECONDS
   timeout 360 python3 benchmarks/gpu_vs_host.py --host-jobs 14 --timeout 150 > "$out/gpu_vs_host.txt" 2>&1
   echo "gpu_vs_host: exit $?, $((SECONDS - s)) s" >> "$out/gpu_vs_host.txt"
+  exit 0
+fi
+
+if [ "${1:-}" = verify ]; then
+  tar -C /opt/gcc-offload/usr/lib/gcc/x86_64-linux-gnu/12/accel/nvptx-none -xJf .gpu2/mgomp.tar.xz
+  timeout 150 python3 -m pytest -p no:cacheprovider -q -m gpu tests/test_hostile.py tests/test_kernel.py \
+    > "$out/pytest_gpu.txt" 2>&1
+  echo "pytest -m gpu: exit $?" >> "$out/pytest_gpu.txt"
+  k=$(mktemp -d)
+  cp examples/C/async_matmul_solution.c "$k/ann.c"
+  cp examples/Fortran/async_matmul_solution.f90 "$k/bob.f90"
+  cp examples/C/async_matmul_exercise.c "$k/carl.c"
+  sed -E 's/async\([0-9]+\)/async(1)/g; s/wait\([0-9]+\)/wait(1)/g' examples/C/async_matmul_solution.c > "$k/dana.c"
+  s=$SECONDS
+  timeout 170 python3 -m idrrun grade async_matmul "$k/ann.c" "$k/bob.f90" "$k/carl.c" "$k/dana.c" -j 2 \
+    --report "$out/async_class.json" > "$out/async_class.txt" 2>&1
+  echo "grade: exit $?, $((SECONDS - s)) s" >> "$out/async_class.txt"
+  s=$SECONDS
+  timeout 220 python3 -m idrrun course check -j 4 -l c --exercise async_matmul --exercise variables_median \
+    --exercise loops_matvec --exercise profile_cg --exercise openmp_heat > "$out/course_verify.txt" 2>&1
+  echo "course check: exit $?, $((SECONDS - s)) s" >> "$out/course_verify.txt"
   exit 0
 fi
 
