@@ -13,6 +13,7 @@
 #   part verify: after checked gcc builds keep their own preprocessor output (-save-temps=obj):
 #                the GPU tests, a class of 4 async_matmul submissions graded in the sandbox
 #                (ran_on_gpu and queues evaluated: issue 11), a part of the course under -j 4
+#   part grading: grade_bench.py with 30 submissions on 2 of its cores (host builds, issue 11)
 #   carry .gpu .gpu2:  source .gpu/activate.sh && bash benchmarks/gpu_round14.sh course|costs|table
 set -uo pipefail
 out=${OUT:-$PWD/gpu-out}
@@ -37,6 +38,13 @@ if [ "${1:-}" = table ]; then
   s=$SECONDS
   timeout 360 python3 benchmarks/gpu_vs_host.py --host-jobs 14 --timeout 150 > "$out/gpu_vs_host.txt" 2>&1
   echo "gpu_vs_host: exit $?, $((SECONDS - s)) s" >> "$out/gpu_vs_host.txt"
+  exit 0
+fi
+
+if [ "${1:-}" = grading ]; then
+  IDRRUN_OFFLOAD=host timeout 400 taskset -c 0,1 python3 benchmarks/grade_bench.py --count 30 --repeat 3 \
+    > "$out/grade_bench.txt" 2>&1
+  echo "grade_bench: exit $?" >> "$out/grade_bench.txt"
   exit 0
 fi
 
