@@ -172,13 +172,17 @@ _LINE_MARKER = re.compile(r'^# \d+ "[^\n]*$', re.MULTILINE)
 def keep_preprocessed(work: Path, before: set[str], product: str, source_file: str) -> bool:
     """After a compile with Preprocessing.compile_flags: its preprocessor output, without line
     markers, as PREPROCESSED; the other temporary files it kept (assembly, objects, the offload
-    compiler's) removed. The .i is named as gcc names what -save-temps=obj keeps: after the
-    output, PRODUCT-SOURCESTEM.i when linking, PRODUCTSTEM.i for an object. False: none."""
-    stem = Path(product).stem
-    saved = work / (f"{stem}.i" if product.endswith(".o") else f"{product}-{Path(source_file).stem}.i")
-    try:
-        text = saved.read_text(errors="replace")
-    except OSError:
+    compiler's) removed. The file is named as gcc names what -save-temps=obj keeps: after the
+    output, PRODUCT-SOURCESTEM.i when linking, PRODUCTSTEM.i for an object (.ii for C++).
+    False: none."""
+    base = Path(product).stem if product.endswith(".o") else f"{product}-{Path(source_file).stem}"
+    for suffix in (".i", ".ii"):
+        try:
+            text = (work / (base + suffix)).read_text(errors="replace")
+            break
+        except OSError:
+            continue
+    else:
         return False
     write_atomic(work / PREPROCESSED, _LINE_MARKER.sub("", text))
     for name in set(os.listdir(work)) - before - {product, PREPROCESSED}:

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from idrrun import build
-from idrrun.model import CompilerInfo, RunRequest, Toolchain
+from idrrun.model import CompilerInfo, Language, RunRequest, Toolchain
 from idrrun.request.source import from_cell
 from idrrun.toolchains.gcc import GCC
 from idrrun.toolchains.machine import probe_compiler
@@ -15,11 +15,12 @@ from idrrun.toolchains.machine import probe_compiler
 GOOD = "#include <stdio.h>\nint main(void){ puts(\"hi\"); return 0; }\n"
 
 
-def setup(tmp_path: Path, text: str = GOOD, name: str = "cell[4]") -> tuple[RunRequest, Toolchain]:
-    src = from_cell(text, name, "c", None, tmp_path)
-    gcc = probe_compiler("gcc")
+def setup(tmp_path: Path, text: str = GOOD, name: str = "cell[4]",
+          language: Language = "c") -> tuple[RunRequest, Toolchain]:
+    src = from_cell(text, name, language, None, tmp_path)
+    gcc = probe_compiler("g++" if language == "c++" else "gcc")
     assert gcc.path is not None
-    toolchain = Toolchain(family="gcc", language="c", compiler=gcc, flags=("-O2",),
+    toolchain = Toolchain(family="gcc", language=language, compiler=gcc, flags=("-O2",),
                           link_flags=("-lm",), target="none")
     return RunRequest(source=src, workdir=tmp_path), toolchain
 
@@ -72,8 +73,10 @@ def test_a_checked_gcc_build_keeps_what_its_compiler_read_and_no_other_temporary
     text = ("#include <stdio.h>\n/* #pragma acc data copy(a) */\n#if 0\nint hidden_block;\n#endif\n"
             "int main(void) {\n  int a[4] = {0};\n  #pragma acc parallel loop\n"
             "  for (int i = 0; i < 4; i++) a[i] = i; // acc kernels\n  printf(\"%d\\n\", a[3]);\n}\n")
-    for object_only in (False, True):
-        request, toolchain = setup(tmp_path / str(object_only), text)
+    cases = [(object_only, "c") for object_only in (False, True)] + [(False, "c++")]
+    for object_only, language in cases:
+        folder = tmp_path / f"{object_only}-{language}"
+        request, toolchain = setup(folder, text, language=language)
         request = dataclasses.replace(request, object_only=object_only)
         toolchain = dataclasses.replace(toolchain, flags=("-O2", "-fopenacc", "-foffload=disable",
                                                           "-fdump-tree-original"))
@@ -88,7 +91,7 @@ def test_a_checked_gcc_build_keeps_what_its_compiler_read_and_no_other_temporary
         left = {p.name for p in result.build_dir.iterdir()}
         product = build.OBJECT if object_only else build.EXECUTABLE
         assert {product, build.PREPROCESSED} <= left
-        assert not [n for n in left if n.endswith((".i", ".s")) or (n.endswith(".o") and n != product)], left
+        assert not [n for n in left if n.endswith((".i", ".ii", ".s")) or (n.endswith(".o") and n != product)], left
         assert any(n.endswith(".original") for n in left), left  # the feedback's dumps stay
         again = build.build(request, toolchain, tmp_path / "cache", preprocess=preprocess)
         assert again.cached
