@@ -170,13 +170,19 @@ static void join_by_procs(const char *file)
         close(fd);
 }
 
-/* Joins the v1 cgroups among FILES (':'-separated cgroup.procs paths) now; returns an open
- * descriptor of the v2 cgroup to fork the program into (fork_into), or -1 for none. */
-static int join_cgroups(const char *files)
+#if defined(CLONE_INTO_CGROUP) && defined(SYS_clone3)
+#define HAVE_CLONE_INTO_CGROUP 1
+#endif
+
+/* The v2 cgroup the program is to be forked into (fork_into): its cgroup.procs file, and a
+ * descriptor of its folder (-1: none). */
+static char v2_procs[4096];
+static int v2_fd = -1;
+
+/* Joins the cgroups of FILES (':'-separated cgroup.procs paths): v1 ones now, by "0" to their
+ * tasks file; the first v2 one is kept for fork_into when clone3 can be had. */
+static void join_cgroups(const char *files)
 {
-    int v2_fd = -1;
-    if (!files[0])
-        return -1;
     char *list = strdup(files);
     for (char *file = strtok(list, ":"); file; file = strtok(NULL, ":")) {
         char dir[4096];
@@ -194,52 +200,36 @@ static int join_cgroups(const char *files)
                 join_by_procs(file);
             continue;
         }
-#ifdef CLONE_INTO_CGROUP
-        if (v2_fd < 0) {
-            v2_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (v2_fd >= 0)
-                continue;
+#ifdef HAVE_CLONE_INTO_CGROUP
+        if (v2_fd < 0 && (v2_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+            snprintf(v2_procs, sizeof v2_procs, "%s", file);
+            continue;
         }
 #endif
         join_by_procs(file);
     }
     free(list);
-    return v2_fd;
 }
 
-/* fork(), the child born in the v2 cgroup CGROUP_FD when there is one. */
-static pid_t fork_into(int cgroup_fd, const char *files)
+/* fork(), the child born in the v2 cgroup kept by join_cgroups when there is one. */
+static pid_t fork_into(void)
 {
-#if defined(CLONE_INTO_CGROUP) && defined(SYS_clone3)
-    if (cgroup_fd >= 0) {
+#ifdef HAVE_CLONE_INTO_CGROUP
+    if (v2_fd >= 0) {
         struct clone_args args;
         memset(&args, 0, sizeof args);
         args.flags = CLONE_INTO_CGROUP;
         args.exit_signal = SIGCHLD;
-        args.cgroup = (__u64)cgroup_fd;
+        args.cgroup = (__u64)v2_fd;
         long pid = syscall(SYS_clone3, &args, sizeof args);
-        if (pid >= 0) {
-            if (pid > 0)
-                close(cgroup_fd);
+        if (pid == 0)
+            return 0; /* the child: v2_fd closes at exec */
+        close(v2_fd);
+        v2_fd = -1;
+        if (pid > 0)
             return (pid_t)pid;
-        }
-        /* No clone3 here, or not into this cgroup: join it the usual way. */
-        close(cgroup_fd);
-        char *list = strdup(files);
-        for (char *file = strtok(list, ":"); file; file = strtok(NULL, ":")) {
-            char tasks[4200];
-            snprintf(tasks, sizeof tasks, "%.4000s", file);
-            char *slash = strrchr(tasks, '/');
-            if (slash)
-                snprintf(slash, sizeof tasks - (size_t)(slash - tasks), "/tasks");
-            if (access(tasks, F_OK) != 0)
-                join_by_procs(file);
-        }
-        free(list);
+        join_by_procs(v2_procs); /* no clone3 here, or not into this cgroup: the usual way */
     }
-#else
-    (void)cgroup_fd;
-    (void)files;
 #endif
     return fork();
 }
@@ -399,7 +389,7 @@ int main(int argc, char **argv)
     if (run_id)
         snprintf(marker, sizeof marker, "IDRRUN_RUN=%s", run_id);
 
-    int cgroup_fd = join_cgroups(value[OPT_CGROUPS]);
+    join_cgroups(value[OPT_CGROUPS]);
     set_limit(RLIMIT_FSIZE, value[OPT_FILE_SIZE]);
     set_limit(RLIMIT_NPROC, value[OPT_NPROC]);
     set_limit(RLIMIT_AS, value[OPT_ADDRESS_SPACE]);
@@ -408,7 +398,7 @@ int main(int argc, char **argv)
     setrlimit(RLIMIT_CORE, &no_core);
     forward_signals();
 
-    pid_t pid = fork_into(cgroup_fd, value[OPT_CGROUPS]);
+    pid_t pid = fork_into();
     if (pid < 0) {
         fprintf(stderr, "idrrun-guard: fork: %s\n", strerror(errno));
         return 125;
