@@ -98,6 +98,11 @@ def compile_argv(request: RunRequest, toolchain: Toolchain) -> tuple[str, ...]:
     )
 
 
+def product_name(request: RunRequest) -> str:
+    """What the compile writes in its folder: the object file or the executable."""
+    return OBJECT if request.object_only else EXECUTABLE
+
+
 def object_name(request: RunRequest) -> str:
     """Where --object puts the object file, in the working directory. After --keep NAME it is
     NAME.o, NAME whole (`--keep saxpy.cu` gives saxpy.cu.o), as IDRIS's magic names it and its
@@ -169,20 +174,13 @@ _DUMP = re.compile(r"\.\d{3}[a-z]\.[\w-]+$")
 _LINE_MARKER = re.compile(r'^# \d+ "[^\n]*$', re.MULTILINE)
 
 
-def keep_preprocessed(work: Path, before: set[str], product: str, source_file: str) -> bool:
-    """After a compile with Preprocessing.compile_flags: its preprocessor output, without line
-    markers, as PREPROCESSED; the other temporary files it kept (assembly, objects, the offload
-    compiler's) removed. The file is named as gcc names what -save-temps=obj keeps: after the
-    output, PRODUCT-SOURCESTEM.i when linking, PRODUCTSTEM.i for an object (.ii for C++).
-    False: none."""
-    base = Path(product).stem if product.endswith(".o") else f"{product}-{Path(source_file).stem}"
-    for suffix in (".i", ".ii"):
-        try:
-            text = (work / (base + suffix)).read_text(errors="replace")
-            break
-        except OSError:
-            continue
-    else:
+def keep_preprocessed(work: Path, before: set[str], product: str, saved: str) -> bool:
+    """After a compile with Preprocessing.compile_flags: the preprocessor output it saved, without
+    line markers, as PREPROCESSED; the other temporary files it kept (assembly, objects, the
+    offload compiler's) removed, its dumps kept. False: it saved none."""
+    try:
+        text = (work / saved).read_text(errors="replace")
+    except OSError:
         return False
     write_atomic(work / PREPROCESSED, _LINE_MARKER.sub("", text))
     for name in set(os.listdir(work)) - before - {product, PREPROCESSED}:
@@ -199,8 +197,7 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     """Compile (or take from the cache) the request's source.
 
     preprocess: how the build also leaves PREPROCESSED (the source as the compiler read it:
-    comments and disabled blocks gone): flags that make the compile keep it, or a command run
-    after a successful compile in the same place.
+    comments and disabled blocks gone): flags that make the compile keep it.
     uid: the sandbox's user for this request (-1: idrrun's own).
     launcher, env: run the compiler behind this prefix (a job step: launch.compile_launch),
     with this environment; the command shown and the build's key stay the compiler's own."""
@@ -208,9 +205,9 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     key = build_key(request, toolchain)
     builds = request.build_cache or cache_dir / "builds"
     final = builds / key
-    product = OBJECT if request.object_only else EXECUTABLE
+    product = product_name(request)
     if not request.force and (final / _MARKER).is_file() and (final / product).is_file() and \
-            (not preprocess.wanted or (final / PREPROCESSED).is_file()):
+            (not preprocess.saved or (final / PREPROCESSED).is_file()):
         try:
             recorded = json.loads((final / _MARKER).read_text())
             return BuildResult(
@@ -246,18 +243,11 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
         )
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / product).is_file()
-        if ok and preprocess.compile_flags:
-            ok = keep_preprocessed(work, before, product, source_file_name(request.source))
+        if ok and preprocess.saved:
+            ok = keep_preprocessed(work, before, product, preprocess.saved)
             if not ok:
-                output += "idrrun: the compiler left no preprocessed source (.i) for the checks\n"
-        elif ok and preprocess.command:
-            pre = proc.run(preprocess.command, what="compile", timeout=request.compile_timeout, cwd=work,
-                           max_output=64 * 1024, protections=protections,
-                           limits=request.compile_limits, box=box, cgroups=False)
-            ok = pre.ok and (work / PREPROCESSED).is_file()
-            if not ok:
-                output += rename_paths(pre.output, request.source)
-                result = pre
+                output += (f"idrrun: the compiler left no {preprocess.saved} (its preprocessed "
+                           "source, for the source checks)\n")
         if box is not None:
             sandbox.take_back(box, [work])
         if not ok:

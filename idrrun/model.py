@@ -290,18 +290,14 @@ class Toolchain:
 
 @dataclass(frozen=True)
 class Preprocessing:
-    """How a build leaves the source as its compiler read it (comments and disabled #if blocks
-    gone: build.PREPROCESSED), for the source checks. Either flags that make the compile itself
-    keep the preprocessor's output as a `.i` file beside its product (one preprocessor pass,
-    no second process nor sandbox), or a command run after the compile that writes it; neither:
-    the family has none (the checks then strip comments themselves)."""
+    """How a build also leaves the source as its compiler read it (comments and disabled #if
+    blocks gone: build.PREPROCESSED), for the source checks: flags that make the compile keep
+    its preprocessor's output, and the file it then leaves beside its product. One
+    preprocessor pass, no second process nor sandbox. Empty: the family has none (the checks
+    then strip comments themselves)."""
 
     compile_flags: tuple[str, ...] = ()  # added to the compile (not to the command shown)
-    command: tuple[str, ...] = ()  # or: run after the compile, in its folder
-
-    @property
-    def wanted(self) -> bool:
-        return bool(self.compile_flags or self.command)
+    saved: str = ""  # what the compile leaves in its folder (line markers included)
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,7 @@ def execute(
     if uid >= 0:
         sandbox.give(Box(workdir=request.workdir, writable=(request.workdir,), uid=uid, gid=uid))
     preprocess = family.preprocess(toolchain, build_mod.source_file_name(request.source),
-                                   build_mod.PREPROCESSED) if request.check is not None else Preprocessing()
+                                   build_mod.product_name(request)) if request.check is not None else Preprocessing()
     via = launch.compile_launch(request, settings, environ)
     built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections, preprocess, uid,
                             launcher=via.launcher if via is not None else (),

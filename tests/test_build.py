@@ -80,7 +80,7 @@ def test_a_checked_gcc_build_keeps_what_its_compiler_read_and_no_other_temporary
         request = dataclasses.replace(request, object_only=object_only)
         toolchain = dataclasses.replace(toolchain, flags=("-O2", "-fopenacc", "-foffload=disable",
                                                           "-fdump-tree-original"))
-        preprocess = GCC.preprocess(toolchain, build.source_file_name(request.source), build.PREPROCESSED)
+        preprocess = GCC.preprocess(toolchain, build.source_file_name(request.source), build.product_name(request))
         result = build.build(request, toolchain, tmp_path / "cache", preprocess=preprocess)
         assert result.ok and result.build_dir is not None, result.output
         assert "-save-temps" not in " ".join(result.command)  # not in what the student is shown

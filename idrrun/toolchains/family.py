@@ -114,10 +114,10 @@ class Family(Protocol):
         """Environment the program needs to run as built (e.g. host-only builds)."""
         ...
 
-    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> Preprocessing:
-        """How the build leaves `output`, the source as the compiler reads it (comments and
-        disabled #if blocks gone), for the source checks; Preprocessing() when the family has
-        none (the checks then strip comments themselves)."""
+    def preprocess(self, toolchain: Toolchain, source_file: str, product: str) -> Preprocessing:
+        """How the compile of `source_file` into `product` also leaves the source as the
+        compiler reads it (comments and disabled #if blocks gone), for the source checks;
+        Preprocessing() when the family has none (the checks then strip comments themselves)."""
         ...
 
     def gpu_context(self, toolchain: Toolchain) -> bool:
@@ -162,7 +162,7 @@ class CommandFamily:
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         return {}
 
-    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> Preprocessing:
+    def preprocess(self, toolchain: Toolchain, source_file: str, product: str) -> Preprocessing:
         return Preprocessing()
 
     def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:

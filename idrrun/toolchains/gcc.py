@@ -230,13 +230,16 @@ class GccFamily(CommandFamily):
     def gpu_context(self, toolchain: Toolchain) -> bool:
         return toolchain.target == "gpu"
 
-    def preprocess(self, toolchain: Toolchain, source_file: str, output: str) -> Preprocessing:
+    def preprocess(self, toolchain: Toolchain, source_file: str, product: str) -> Preprocessing:
         if toolchain.language not in ("c", "c++") or toolchain.compiler.path is None:
             return Preprocessing()
-        # The compile keeps its own preprocessor output (NAME-source.i) instead of a second
-        # `gcc -E -P` in a sandbox of its own after it: ~30 ms less per graded row, 10 % of
-        # its CPU time (benchmarks/RESULTS.md). build.py turns the .i into `output`.
-        return Preprocessing(compile_flags=("-save-temps=obj",))
+        # The compile keeps its own preprocessor output instead of a second `gcc -E -P` in a
+        # sandbox of its own after it: one box and one compiler start less per graded row
+        # (benchmarks/RESULTS.md). -save-temps=obj names it after the output: PRODUCT-STEM.i
+        # when linking, PRODUCTSTEM.i for an object; .ii for C++.
+        base = Path(product).stem if product.endswith(".o") else f"{product}-{Path(source_file).stem}"
+        suffix = ".ii" if toolchain.language == "c++" else ".i"
+        return Preprocessing(compile_flags=("-save-temps=obj",), saved=base + suffix)
 
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
         lines = self.compiler_lines(settings, active)
