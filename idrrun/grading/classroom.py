@@ -202,18 +202,23 @@ def remove_orphans(settings: Settings) -> list[str]:
     run cgroups. Called when a grading starts."""
     removed = []
     base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
-    for entry in (base.iterdir() if base.is_dir() else []):
-        if entry.name.isdigit() and not Path(f"/proc/{entry.name}").exists():
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(str(entry))
+    # Scratch folders are named after their grader's pid; sandboxed solutions' folders
+    # (checked.py) start with it.
+    left = [e for e in (base.iterdir() if base.is_dir() else []) if _gone(e.name)]
     for root in (Path(tempfile.gettempdir()), launch.scratch_root(settings)):
-        for entry in (root.glob(f"{SOLUTION_FOLDER_PREFIX}*-*") if root is not None else []):
-            pid = entry.name[len(SOLUTION_FOLDER_PREFIX):].split("-")[0]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and _mine(entry):
-                shutil.rmtree(entry, ignore_errors=True)
-                removed.append(str(entry))
+        if root is not None:
+            left += [e for e in root.glob(f"{SOLUTION_FOLDER_PREFIX}*-*") if _mine(e) and
+                     _gone(e.name[len(SOLUTION_FOLDER_PREFIX):].split("-")[0])]
+    for entry in left:
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(str(entry))
     removed += jail.remove_orphan_cgroups()
     return removed
+
+
+def _gone(pid: str) -> bool:
+    """Whether `pid` names a process that no longer runs."""
+    return pid.isdigit() and not Path(f"/proc/{pid}").exists()
 
 
 def _mine(path: Path) -> bool:
