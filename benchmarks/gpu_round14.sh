@@ -100,26 +100,4 @@ echo "gpu_vs_host: exit $?, $((SECONDS - s)) s" >> "$out/gpu_vs_host.txt"
 
 timeout 100 taskset -c 0,1 python3 benchmarks/cell_overhead.py --rounds 20 > "$out/cell_overhead.txt" 2>/dev/null
 
-src=examples/C/data_laplace_solution.c
-w=$(mktemp -d)
-gcc -O2 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm" -o "$w/p" $src -lm 2>/dev/null
-python3 -m idrrun run -a --cliopts "4096 10" $src > /dev/null 2>&1
-t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(round($e-$s,3))"; }
-for _ in 1 2 3 4 5; do
-  echo "bare_run $(t taskset -c 0,1 "$w/p" 4096 1000)"
-  echo "idrrun_run $(t taskset -c 0,1 python3 -m idrrun run -a --cliopts '4096 1000' $src)"
-  echo "idrrun_profile $(t taskset -c 0,1 python3 -m idrrun run -a --profile --cliopts '4096 1000' $src)"
-done > "$out/overhead14.txt"
-python3 - "$out/overhead14.txt" <<'PY' > "$out/overhead14_summary.txt"
-import collections, statistics, sys
-times = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    name, t = line.split()
-    times[name].append(float(t))
-med = {k: statistics.median(v) for k, v in times.items()}
-for name, ts in times.items():
-    print(f"{name:14s} median {med[name]:.3f} s  {ts}")
-b = med["bare_run"]
-for name in ("idrrun_run", "idrrun_profile"):
-    print(f"{name} over bare: +{med[name] - b:.3f} s (+{100 * (med[name] - b) / b:.1f}%)")
-PY
+bash benchmarks/jacobi_overhead.sh --rounds 5 --profile > "$out/overhead14.txt"
