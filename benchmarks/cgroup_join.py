@@ -7,8 +7,10 @@ migration is then long past), then times:
 - procs: a forked child writing its pid to a fresh cgroup's cgroup.procs (the usual way, which
   takes the kernel's cgroup_threadgroup_rwsem for writing: an RCU grace period)
 - tasks "0": the child moving its own thread through v1's tasks file (the guard's v1 way)
+- clone3: on a v2 hierarchy, a child born in the cgroup (clone3 CLONE_INTO_CGROUP: the guard's
+  v2 way), against the same child writing cgroup.procs, both timed from C (cgroup_clone3.c)
 - guard: a hello program run through idrrun's guard and its pids cgroup (proc.run), against the
-  same without a cgroup and bare (the v2 way, clone3 CLONE_INTO_CGROUP, lives in guard.c)
+  same without a cgroup and bare
 Prints medians and maxima in ms.
 """
 
@@ -91,6 +93,23 @@ def main() -> int:
                     times.setdefault(name, []).append(child_join(cgroup, way))
                 finally:
                     cgroup.rmdir()
+    helper = work / "cgroup_clone3"
+    subprocess.run(["gcc", "-O2", "-o", str(helper), str(ROOT / "benchmarks" / "cgroup_clone3.c")],
+                   check=True)
+    for label, parent in hierarchies():
+        if label != "v2":
+            continue
+        for way in ("procs", "clone3"):
+            for _ in range(rounds):
+                subprocess.run(compile_cmd, check=True)
+                cgroup = parent / f"idrrun-bench-{uuid.uuid4().hex}"
+                cgroup.mkdir()
+                try:
+                    out = subprocess.run([str(helper), str(cgroup), way], capture_output=True,
+                                         text=True, check=True).stdout
+                finally:
+                    cgroup.rmdir()
+                times.setdefault(f"v2: child by {way} (from C)", []).append(float(out) / 1e3)
     protections = isolation.probe(work / "cache")
     hello = [str(work / "hello")]
     for _ in range(rounds):
