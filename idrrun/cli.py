@@ -18,14 +18,18 @@ Exit codes:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
 from importlib import import_module
 
 from .errors import IdrrunError, UsageError
 from .version import __version__
+
+# argparse and collections cost 20 ms: `idrrun run` hands its argv to the resident server first
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
 
 EXIT_OK, EXIT_BUILD, EXIT_USAGE, EXIT_RUN, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 124, 130
 EXIT_FAILED = 1  # grade, course check, doctor: see the module's docstring
@@ -46,6 +50,8 @@ def command(name: str) -> Callable[[Sequence[str]], int]:
 
 
 def parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="idrrun", description="Compile, run and check OpenACC course code.",
         epilog="Commands: " + "; ".join(f"{name}: {what}" for name, (_, what) in COMMANDS.items())
@@ -61,6 +67,18 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:
+        # `idrrun run` by the resident server when there is one (run/resident.py): no imports
+        from .run import resident
+
+        code = resident.call(argv)
+        if code is not None:
+            return code
+    return run_in_process(argv)
+
+
+def run_in_process(argv: list[str]) -> int:
+    """The command, in this process."""
     try:
         if not argv or argv[0] in ("-h", "--help", "--version"):
             p = parser()

@@ -176,3 +176,8 @@ class IdrrunMagics(Magics):
 
 IdrrunMagics.idrrun.__doc__ = options.help_text("%%idrrun", with_file=False)
 IdrrunMagics.idrrunfile.__doc__ = options.help_text("%idrrunfile", with_file=True)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext idrrun` registers %%idrrun, %idrrunfile and %idrrun_doctor."""
+    ipython.register_magics(IdrrunMagics)

@@ -1,0 +1,231 @@
+"""A resident `idrrun run`: the caller's side. The server (run/server.py) has imported idrrun
+once and forks a worker per call.
+
+Why: a Python start-up with idrrun's imports costs 0.2-0.4 s, two to four times a small
+program's own compile and run (benchmarks/vv_bench.py). As Gradle's and Bazel's servers do, the
+first `idrrun run` starts one in the background (and runs in-process itself); the next calls
+hand it their argv, working folder, environment, umask and standard streams (file descriptors
+over a Unix socket, SCM_RIGHTS), and a forked worker runs `idrrun run` with them: it writes
+straight to the caller's terminal or pipes, and the caller exits with its exit code. The caller
+forwards its signals (Ctrl-C) to the worker; a caller killed outright interrupts it.
+
+What a worker cannot take from its caller (cgroup, namespaces, resource limits, groups,
+niceness, CPU set, the interpreter and its flags, sys.path and the packages there, idrrun's
+own files) makes the server's key: a caller that differs in any of them gets another server.
+A server leaves after IDLE_SECONDS without a call, or when idrrun's files change. Its socket is
+in a folder only its user can enter (`$XDG_RUNTIME_DIR/idrrun`, else `$TMPDIR/idrrun-UID`, as
+tmux does), and it serves callers of its own uid only (SO_PEERCRED). IDRRUN_RESIDENT=0: every
+call in-process.
+
+This module starts a process outside run/proc.py on purpose: the caller's side must stay
+cheaper than a millisecond or two (stdlib already loaded and C modules only, no idrrun import).
+"""
+
+from __future__ import annotations
+
+# Only modules Python has loaded at start, or C modules: `socket`, `signal`, `json`, `hashlib`
+# and `collections` would cost ~20 ms, more than the 16 ms a call may add to a small program's
+# compile and run (issue 13); hence _socket, _signal, _struct, marshal and zlib.
+import _signal
+import _socket
+import _struct
+import marshal
+import os
+import resource
+import stat
+import sys
+import zlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+ENV_SWITCH = "IDRRUN_RESIDENT"  # "0", "off", "no", "false": every call in-process
+ENV_IDLE = "IDRRUN_RESIDENT_IDLE"  # seconds a server waits for a call before it leaves
+IDLE_SECONDS = 900.0
+HEADER = "!I"  # the request's length, then the request (marshal)
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def socket_folder() -> str | None:
+    """The user's private folder for the servers' sockets, made if needed; None when it is not
+    private (another owner, a symbolic link, open to others): then no server is used."""
+    uid = os.getuid()
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime):
+        folder = os.path.join(runtime, "idrrun")
+    else:
+        folder = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"idrrun-{uid}")
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
+        return None
+    return folder
+
+
+def files_state(package: str = PACKAGE) -> list[tuple[str, int, int]]:
+    """idrrun's own files (name, size, mtime): an edit or an upgrade means another server."""
+    state = []
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", "course")]
+        for name in files:
+            if name.endswith((".py", ".c", ".h")):
+                info = os.stat(os.path.join(folder, name))
+                state.append((os.path.relpath(os.path.join(folder, name), package),
+                              info.st_size, info.st_mtime_ns))
+    return sorted(state)
+
+
+def key(package: str = PACKAGE) -> str:
+    """What a forked worker inherits from its server rather than from its caller, as 16 hex
+    digits (two CRC-32s: a server is found by its key, not protected by it)."""
+    # sys.path without its first entry: the script's folder or, with -m, the working folder
+    # (the server's own is "/"), which would give every folder its own server
+    path = sys.path[1:]
+    parts: list[object] = [os.getuid(), os.getgid(), sorted(os.getgroups()), sys.executable,
+                           sys.version, repr(sys.flags), path, files_state(package)]
+    for entry in path:  # a package installed or removed there (a compiler family plug-in)
+        try:
+            parts.append(os.stat(entry).st_mtime_ns)
+        except OSError:
+            parts.append(None)
+    for name in ("cgroup", "mnt", "pid", "net", "user", "ipc", "uts"):
+        try:
+            parts.append(os.readlink(f"/proc/self/ns/{name}"))
+        except OSError:
+            parts.append(None)
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            parts.append(f.read())
+    except OSError:
+        parts.append(None)
+    limits = sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))
+    parts.append([(n, resource.getrlimit(getattr(resource, n))) for n in limits])
+    parts.append(os.getpriority(os.PRIO_PROCESS, 0))
+    parts.append(sorted(os.sched_getaffinity(0)))
+    data = marshal.dumps(repr(parts))
+    return f"{zlib.crc32(data):08x}{zlib.crc32(data[::-1]):08x}"
+
+
+def _stream(s: object) -> tuple[str, str, bool, bool]:
+    """How Python set up a standard stream: the worker rebuilds it the same way."""
+    return (getattr(s, "encoding", None) or "utf-8", getattr(s, "errors", None) or "strict",
+            bool(getattr(s, "line_buffering", False)), bool(getattr(s, "write_through", False)))
+
+
+def call(argv: Sequence[str]) -> int | None:
+    """`idrrun ARGV` by this user's server: its exit code; None when there is none to ask
+    (then one is started for the next calls, and this call runs in-process)."""
+    if not enabled():
+        return None
+    folder = socket_folder()
+    if folder is None:
+        return None
+    try:
+        k = key()
+        cwd = os.getcwd()
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return None  # a deleted working folder, a closed standard stream: in-process
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.connect(os.path.join(folder, k + ".sock"))
+    except OSError:
+        conn.close()
+        _start_server(folder, k)
+        return None
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        request = marshal.dumps({
+            "argv": list(argv), "cwd": cwd, "env": dict(os.environ), "umask": mask,
+            "streams": [_stream(sys.stdin), _stream(sys.stdout), _stream(sys.stderr)],
+        })
+        try:
+            conn.sendmsg([_struct.pack(HEADER, len(request)), request],
+                         [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _struct.pack("3i", 0, 1, 2))])
+        except OSError:
+            return None  # the server left as we called: nothing ran yet
+        return _wait(conn)
+    finally:
+        conn.close()
+
+
+_FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT)
+_worker: list[int] = []  # its pid, once it said it
+_received: list[int] = []  # the signals we got, forwarded to the worker
+
+
+def _forward(signum: int, _frame: object) -> None:
+    _received.append(signum)
+    for pid in _worker:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+
+def _wait(conn: _socket.socket) -> int:
+    """Forward our signals to the worker until it says its exit code. A worker that died of a
+    signal without saying one: we die of the same, as the in-process run would have."""
+    for signum in _FORWARDED:
+        _signal.signal(signum, _forward)
+    data = b""
+    while not data.endswith(b"\n") or b"X" not in data:
+        chunk = conn.recv(256)  # retried after our handler (PEP 475)
+        if not chunk:
+            break
+        data += chunk
+        if not _worker and data.startswith(b"P") and b"\n" in data:
+            _worker.append(int(data[1:data.index(b"\n")]))
+            for signum in _received:  # those that came before the pid
+                os.kill(_worker[0], signum)
+    for line in data.split(b"\n"):
+        if line.startswith(b"X"):
+            return int(line[1:])
+    for signum in _FORWARDED:
+        _signal.signal(signum, _signal.SIG_DFL if signum != _signal.SIGINT
+                       else _signal.default_int_handler)
+    if not _worker:
+        print("idrrun: the resident server did not start a worker: run again, or with "
+              f"{ENV_SWITCH}=0", file=sys.stderr)
+        return 130 if _received else 2
+    if not _received:
+        print(f"idrrun: the resident server's worker (pid {_worker[0]}) ended without an exit "
+              "status (killed by another process?)", file=sys.stderr)
+        return 1
+    signum = _received[-1]
+    if signum == _signal.SIGINT:
+        return 130  # as idrrun's own Ctrl-C
+    _signal.signal(signum, _signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum
+
+
+def _start_server(folder: str, k: str) -> None:
+    """The server, detached (its own session, no terminal), for the next calls; a second one
+    started at the same time finds the first's lock and leaves."""
+    import subprocess  # here only: the usual call does not need it
+
+    try:
+        with open(os.path.join(folder, k + ".log"), "ab") as log:
+            # the caller's interpreter flags (-B, -X ...), as multiprocessing starts its own
+            flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+            subprocess.Popen([sys.executable, *flags, "-m", "idrrun.run.server", folder, k],
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
+                             start_new_session=True, close_fds=True)
+    except OSError:
+        pass

@@ -1,0 +1,230 @@
+"""The resident `idrrun run` (run/resident.py, run/server.py): a real server process, real calls
+from real `python -m idrrun` processes; each test has its own socket folder (TMPDIR)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from conftest import PYTHONPATH
+
+from idrrun.run import resident
+
+PROGRAM = r"""#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+int main(int argc, char **argv) {
+    FILE *data = fopen("data.txt", "r");
+    char word[64] = "";
+    if (data) { fscanf(data, "%63s", word); fclose(data); }
+    mode_t mask = umask(0); umask(mask);
+    printf("greeting=%s data=%s umask=%03o\n", getenv("GREETING"), word, mask);
+    fprintf(stderr, "to stderr\n");
+    return argc > 1 ? atoi(argv[1]) : 0;
+}
+"""
+
+
+def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", resident.ENV_SWITCH)}
+    (tmp_path / "sockets").mkdir(exist_ok=True)
+    env.update(PYTHONPATH=PYTHONPATH, TMPDIR=str(tmp_path / "sockets"),
+               XDG_CACHE_HOME=str(tmp_path / "cache"), IDRRUN_RESIDENT_IDLE="60")
+    env.update(extra)
+    return env
+
+
+def idrrun(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+           umask: int | None = None) -> subprocess.CompletedProcess[str]:
+    def set_umask() -> None:
+        if umask is not None:
+            os.umask(umask)
+    return subprocess.run([sys.executable, "-m", "idrrun", "run", *args], cwd=tmp_path / "work",
+                          env=env or env_for(tmp_path), capture_output=True,
+                          text=True, timeout=120, preexec_fn=set_umask)
+
+
+def folder(tmp_path: Path) -> Path:
+    return tmp_path / "sockets" / f"idrrun-{os.getuid()}"
+
+
+def logs(tmp_path: Path) -> str:
+    return "".join(p.read_text() for p in sorted(folder(tmp_path).glob("*.log")))
+
+
+def wait_for_server(tmp_path: Path, count: int = 1) -> None:
+    deadline = time.monotonic() + 60
+    while len(list(folder(tmp_path).glob("*.sock"))) < count:
+        assert time.monotonic() < deadline, f"no server came up; its log: {logs(tmp_path)}"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def warm(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A work folder with the program, and a server started by a first (in-process) call;
+    every server left is stopped at the end."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "p.c").write_text(PROGRAM)
+    (work / "data.txt").write_text("from-the-folder\n")
+    first = idrrun(tmp_path, "--notime", "p.c")
+    assert first.returncode == 0, first.stderr
+    wait_for_server(tmp_path)
+    yield tmp_path
+    for line in logs(tmp_path).splitlines():
+        m = re.search(r"serving .* \(pid (\d+)", line)
+        if m:
+            try:
+                os.kill(int(m.group(1)), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_served_call_sees_the_callers_streams_folder_environment_and_umask(warm: Path) -> None:
+    env = env_for(warm, GREETING="bonjour")
+    served = idrrun(warm, "--notime", "p.c", env=env, umask=0o027)
+    local = idrrun(warm, "--notime", "p.c", umask=0o027, env={**env, resident.ENV_SWITCH: "0"})
+    assert served.returncode == local.returncode == 0
+    assert "greeting=bonjour data=from-the-folder umask=027\nto stderr\n" in served.stdout
+    assert served.stdout == local.stdout
+    # idrrun's own messages on the caller's stderr: a file given as --stdin that is not there
+    served = idrrun(warm, "--stdin", "nothere.txt", "p.c", env=env)
+    local = idrrun(warm, "--stdin", "nothere.txt", "p.c", env={**env, resident.ENV_SWITCH: "0"})
+    assert served.returncode == local.returncode != 0
+    assert served.stderr == local.stderr and "nothere.txt" in served.stderr
+    assert logs(warm).count("worker ") == 2  # the served calls, not the local ones
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--cliopts", "5", "p.c"], 3, "run failed: exit code 5"),
+    (["broken.c"], 1, "compile failed: exit code 1"),
+    (["--frobnicate", "p.c"], 2, "unrecognized arguments: --frobnicate"),
+    (["missing.c"], 2, "no such file: missing.c"),
+])
+def test_exit_codes_and_messages_are_those_of_an_in_process_call(
+        warm: Path, args: list[str], code: int, message: str) -> None:
+    (warm / "work" / "broken.c").write_text("int main(void) { return 0 }\n")
+    served = idrrun(warm, *args)
+    local = idrrun(warm, *args, env=env_for(warm, **{resident.ENV_SWITCH: "0"}))
+    assert served.returncode == local.returncode == code
+    assert message in served.stderr and "Traceback" not in served.stderr
+    assert served.stdout.replace("build cached, not recompiled (--force rebuilds)\n", "") \
+        .split("exit")[0] == local.stdout.replace(
+            "build cached, not recompiled (--force rebuilds)\n", "").split("exit")[0]
+    assert logs(warm).count("worker ") == 1
+
+
+SLEEPER = r"""#include <stdio.h>
+#include <unistd.h>
+int main(void) { printf("pid %d\n", (int)getpid()); fflush(stdout); sleep(60); return 0; }
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_ctrl_c_in_a_terminal_interrupts_the_served_run(warm: Path) -> None:
+    (warm / "work" / "sleep.c").write_text(SLEEPER)
+    child = pexpect.spawn(sys.executable, ["-m", "idrrun", "run", "sleep.c"], cwd=str(warm / "work"),
+                          env=env_for(warm), encoding="utf-8", timeout=60)
+    child.expect(r"pid (\d+)")
+    program = int(child.match.group(1))
+    assert alive(program)
+    child.sendintr()
+    child.expect("interrupted")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert not alive(program)
+    assert "worker " in logs(warm)
+
+
+def test_a_caller_killed_outright_takes_its_program_with_it(warm: Path) -> None:
+    (warm / "work" / "sleep.c").write_text(SLEEPER)
+    caller = subprocess.Popen([sys.executable, "-m", "idrrun", "run", "sleep.c"],
+                              cwd=warm / "work", env=env_for(warm), stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    assert caller.stdout is not None
+    program = None
+    for line in caller.stdout:
+        m = re.match(r"pid (\d+)", line)
+        if m:
+            program = int(m.group(1))
+            break
+    assert program is not None and alive(program)
+    caller.kill()
+    caller.wait()
+    deadline = time.monotonic() + 20
+    while alive(program):
+        assert time.monotonic() < deadline, "the program outlived its killed caller"
+        time.sleep(0.1)
+
+
+def test_a_caller_with_other_limits_gets_its_own_server(warm: Path) -> None:
+    """RLIMIT_NOFILE cannot be handed over with the call: another key, another server."""
+    def lower() -> None:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512), hard))
+    cmd = [sys.executable, "-m", "idrrun", "run", "--notime", "p.c"]
+    for _ in range(2):
+        r = subprocess.run(cmd, cwd=warm / "work", env=env_for(warm), preexec_fn=lower,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        wait_for_server(warm, count=2)
+    assert logs(warm).count("serving ") == 2
+    assert logs(warm).count("worker ") == 1
+
+
+def test_no_server_without_a_private_folder_or_when_switched_off(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "p.c").write_text(PROGRAM)
+    folder(tmp_path).mkdir(parents=True)
+    folder(tmp_path).chmod(0o777)  # others could put their own socket there
+    for _ in range(2):
+        r = idrrun(tmp_path, "p.c")
+        assert r.returncode == 0, r.stderr
+    r = idrrun(tmp_path, "p.c", env=env_for(tmp_path, TMPDIR=str(tmp_path / "off"),
+                                            **{resident.ENV_SWITCH: "0"}))
+    assert r.returncode == 0
+    time.sleep(1)
+    assert not list(folder(tmp_path).iterdir())
+    assert not (tmp_path / "off").exists()
+
+
+def test_an_idle_server_leaves_and_takes_its_socket(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "p.c").write_text(PROGRAM)
+    env = env_for(tmp_path, **{resident.ENV_IDLE: "1"})
+    assert idrrun(tmp_path, "p.c", env=env).returncode == 0
+    wait_for_server(tmp_path)
+    deadline = time.monotonic() + 60
+    while list(folder(tmp_path).glob("*.sock")):
+        assert time.monotonic() < deadline, logs(tmp_path)
+        time.sleep(0.2)
+    assert "no call for 1 s: leaving" in logs(tmp_path)
+
+
+def test_the_key_follows_idrrun_s_own_files(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("x = 1\n")
+    before = resident.key(str(package))
+    assert resident.key(str(package)) == before
+    (package / "a.py").write_text("x = 22\n")
+    assert resident.key(str(package)) != before
