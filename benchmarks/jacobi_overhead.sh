@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Jacobi solution (data_laplace, 4096 x 1000, build cached) on 2 cores of a GPU machine:
-# the bare program against `idrrun run` and, with --profile, `idrrun run --profile`; with
-# --version also `idrrun --version` (the interpreter and its imports alone). Interleaved rounds,
+# the bare program against `idrrun run` (by its resident server: README, "In a terminal"), the same
+# in-process (IDRRUN_RESIDENT=0) and, with --profile, `idrrun run --profile`; with --version also
+# `idrrun --version` (the interpreter and its imports alone). Interleaved rounds,
 # one "NAME SECONDS" line each, then the medians and idrrun's cost over the bare run.
 #   bash benchmarks/jacobi_overhead.sh [--rounds N] [--profile] [--version]
 # Called by gpu_round13.sh and gpu_round14.sh after .gpu/activate.sh.
@@ -19,11 +20,14 @@ done
 src=examples/C/data_laplace_solution.c
 w=$(mktemp -d)
 gcc -O2 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm" -o "$w/p" $src -lm 2>/dev/null
-python3 -m idrrun run -a --cliopts "4096 10" $src > /dev/null 2>&1  # fills the build cache
+# fills the build cache and starts the resident server (its key has the CPU set: taskset too)
+taskset -c 0,1 python3 -m idrrun run -a --cliopts "4096 10" $src > /dev/null 2>&1
+sleep 3
 t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(round($e-$s,3))"; }
 for _ in $(seq "$rounds"); do
   echo "bare_run $(t taskset -c 0,1 "$w/p" 4096 1000)"
   echo "idrrun_run $(t taskset -c 0,1 python3 -m idrrun run -a --cliopts '4096 1000' $src)"
+  echo "in_process $(t taskset -c 0,1 env IDRRUN_RESIDENT=0 python3 -m idrrun run -a --cliopts '4096 1000' $src)"
   [ "$profile" = 1 ] && echo "idrrun_profile $(t taskset -c 0,1 python3 -m idrrun run -a --profile --cliopts '4096 1000' $src)"
   [ "$version" = 1 ] && echo "version $(t taskset -c 0,1 python3 -m idrrun --version)"
 done > "$w/times.txt"
@@ -38,7 +42,7 @@ med = {k: statistics.median(v) for k, v in times.items()}
 for name, ts in times.items():
     print(f"{name:14s} median {med[name]:.3f} s  {ts}")
 b = med["bare_run"]
-for name in ("idrrun_run", "idrrun_profile"):
+for name in ("idrrun_run", "in_process", "idrrun_profile"):
     if name in med:
         print(f"{name} over bare: +{med[name] - b:.3f} s (+{100 * (med[name] - b) / b:.1f}%)")
 PY

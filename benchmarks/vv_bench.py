@@ -8,7 +8,8 @@ regions, update, atomics, async queues), each exits 0 when its own result is rig
 interleaved; each round times, over the whole suite:
 - bare:         gcc/gfortran with the flags idrrun uses, then the program, one after the other
 - idrrun batch: `idrrun run -a FILE...` once for the suite (one start-up)
-- idrrun each:  `idrrun run -a FILE` per program
+- idrrun each:  `idrrun run -a FILE` per program (by the resident server the warm-up started)
+- in-process:   the same with IDRRUN_RESIDENT=0 (with --in-process)
 with an empty build cache each time (idrrun compiles everything). Prints medians and ratios.
 """
 
@@ -183,9 +184,11 @@ def bare(files: list[Path], work: Path) -> float:
     return time.perf_counter() - start
 
 
-def idrrun(files: list[Path], work: Path, batch: bool) -> float:
+def idrrun(files: list[Path], work: Path, batch: bool, resident: bool = True) -> float:
     env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache"),
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if not resident:
+        env["IDRRUN_RESIDENT"] = "0"
     shutil.rmtree(work / "cache" / "idrrun" / "builds", ignore_errors=True)
     cmd = [sys.executable, "-m", "idrrun", "run", "-a", "--notime"]
     start = time.perf_counter()
@@ -203,17 +206,24 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--programs", type=int, default=240)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--in-process", action="store_true", help="also one call per file, in-process")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-vv-"))
     (work / "suite").mkdir()
     files = generate(work / "suite", args.programs)
-    # Warm: the guard and the probe are built and remembered once, as on a course machine.
+    # Warm: the guard and the probe are built and remembered once, as on a course machine, and
+    # the resident server started.
     idrrun(files[:2], work, batch=True)
+    time.sleep(3)
     times: dict[str, list[float]] = {"bare": [], "idrrun batch": [], "idrrun each": []}
+    if args.in_process:
+        times["in-process"] = []
     for _ in range(args.rounds):
         times["bare"].append(bare(files, work))
         times["idrrun batch"].append(idrrun(files, work, batch=True))
         times["idrrun each"].append(idrrun(files, work, batch=False))
+        if args.in_process:
+            times["in-process"].append(idrrun(files, work, batch=False, resident=False))
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"{len(files)} programs ({sum(f.suffix == '.c' for f in files)} C, "
           f"{sum(f.suffix == '.f90' for f in files)} Fortran), {args.rounds} rounds, medians; "

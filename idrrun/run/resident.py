@@ -96,6 +96,8 @@ def key(package: str = PACKAGE) -> str:
     path = sys.path[1:]
     parts: list[object] = [os.getuid(), os.getgid(), sorted(os.getgroups()), sys.executable,
                            sys.version, repr(sys.flags), path, files_state(package)]
+    # what Python reads from the environment once, at its start
+    parts += [os.environ.get(v) for v in ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONUTF8", "TZ")]
     for entry in path:  # a package installed or removed there (a compiler family plug-in)
         try:
             parts.append(os.stat(entry).st_mtime_ns)

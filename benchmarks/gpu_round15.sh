@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Session of 2026-11-23, one device call (carry .gpu): the resident `idrrun run` on the GPU
+# machine (cgroup v2, root): its tests and the CLI's there; the Jacobi solution's `idrrun run`
+# against the bare run, resident, in-process and --profile (jacobi_overhead.sh, 2 cores); the
+# many-small-programs suite on 2 cores (vv_bench.py, host builds).
+#   source .gpu/activate.sh && bash benchmarks/gpu_round15.sh
+set -uo pipefail
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+unset PYTHONDONTWRITEBYTECODE  # as pip installs it: bytecode compiled
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} IDRRUN_EXAMPLES=$PWD/examples COLUMNS=220
+export XDG_CACHE_HOME=/tmp/idrrun-gpu-cache
+python3 -m compileall -q idrrun /tmp/gpu-site > /dev/null 2>&1
+{ date; nvidia-smi -L; echo "cores $(nproc), uid $(id -u)"; grep cgroup /proc/mounts; uname -r; } > "$out/machine.txt" 2>&1
+timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_resident.py tests/test_cli.py \
+  > "$out/tests.txt" 2>&1
+echo "pytest: exit $?" >> "$out/tests.txt"
+timeout 200 bash benchmarks/jacobi_overhead.sh --rounds 5 --profile > "$out/jacobi.txt" 2>&1
+echo "jacobi_overhead: exit $?" >> "$out/jacobi.txt"
+cat "/tmp/idrrun-$(id -u)"/*.log > "$out/server_logs.txt" 2>&1
+IDRRUN_OFFLOAD=host timeout 240 taskset -c 0,1 python3 benchmarks/vv_bench.py --programs 200 --rounds 1 \
+  > "$out/vv.txt" 2>&1
+echo "vv_bench: exit $?" >> "$out/vv.txt"
