@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import atexit
 import fcntl
+import gc
 import io
 import marshal
 import os
@@ -227,6 +228,9 @@ def main(args: list[str]) -> int:
     # key), the option parser and the regular expressions argparse compiles.
     registry.names()
     options.parse_files(["warm-up.c"], prog="idrrun run")
+    # Every object so far is left to the workers as is: a collection in a worker would write to
+    # all of them and copy the server's pages one by one (the gc docs' advice for pre-fork servers).
+    gc.freeze()
     return serve(folder, key, run_in_process)
 
 
