@@ -2,8 +2,9 @@
 # Session of 2026-11-23, one device call (carry .gpu): the resident `idrrun run` on the GPU
 # machine (cgroup v2, root): its tests and the CLI's there; the Jacobi solution's `idrrun run`
 # against the bare run, resident, in-process and --profile (jacobi_overhead.sh, 2 cores); the
-# many-small-programs suite on 2 cores (vv_bench.py, host builds).
-#   source .gpu/activate.sh && bash benchmarks/gpu_round15.sh
+# many-small-programs suite on 2 cores (vv_bench.py, host builds). A second call, part grading:
+# grade_bench.py on 2 cores with the guard and the probe made before the rounds (issue 11).
+#   source .gpu/activate.sh && bash benchmarks/gpu_round15.sh [grading]
 set -uo pipefail
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
@@ -12,6 +13,12 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} IDRRUN_EXAMPLES=$PWD/examples 
 export XDG_CACHE_HOME=/tmp/idrrun-gpu-cache
 python3 -m compileall -q idrrun /tmp/gpu-site > /dev/null 2>&1
 { date; nvidia-smi -L; echo "cores $(nproc), uid $(id -u)"; grep cgroup /proc/mounts; uname -r; } > "$out/machine.txt" 2>&1
+if [ "${1:-}" = grading ]; then
+  IDRRUN_OFFLOAD=host timeout 500 taskset -c 0,1 python3 benchmarks/grade_bench.py --count 30 --repeat 3 \
+    > "$out/grade_bench.txt" 2>&1
+  echo "grade_bench: exit $?" >> "$out/grade_bench.txt"
+  exit 0
+fi
 timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_resident.py tests/test_cli.py \
   > "$out/tests.txt" 2>&1
 echo "pytest: exit $?" >> "$out/tests.txt"
