@@ -12,7 +12,7 @@ from .checks import specs
 from .errors import SpecError
 from .model import DoctorLine, Settings
 from .profile.tracer import find_cupti
-from .run import isolation, proc
+from .run import isolation, proc, resident
 from .toolchains import registry, select_family
 from .toolchains.family import INFO, MISSING, OK, WARN
 from .toolchains.machine import probe_gpus
@@ -138,6 +138,26 @@ def _sandbox() -> DoctorLine:
                       fix + "; or grade as root (a fresh uid per submission)")
 
 
+def _resident() -> DoctorLine:
+    """The resident `idrrun run` (run/resident.py): on, off, or impossible here."""
+    topic = "resident run"
+    if not resident.enabled():
+        return DoctorLine(topic, INFO, f"off ({resident.ENV_SWITCH}=0): every `idrrun run` starts "
+                                       "Python and imports idrrun (0.2-0.4 s)")
+    folder = resident.socket_folder()
+    if folder is None:
+        path = resident.folder_path()
+        return DoctorLine(topic, WARN, f"{path} is not a folder only you can enter: every `idrrun "
+                                       "run` starts Python and imports idrrun (0.2-0.4 s)",
+                          f"remove {path} if it is yours (idrrun makes it again, private), or "
+                          "set XDG_RUNTIME_DIR to a folder of your own")
+    running = Path(folder, resident.key() + ".sock").exists()
+    state = ("a server for this environment is running" if running
+             else "the next `idrrun run` starts a server for the calls after it")
+    return DoctorLine(topic, OK, f"on: {state} (sockets and logs in {folder}; "
+                                 f"{resident.ENV_SWITCH}=0 turns it off)")
+
+
 def diagnose(settings: Settings, workdir: Path | None = None) -> Report:
     lines: list[DoctorLine] = []
     active, source = select_family(settings, None)
@@ -154,6 +174,7 @@ def diagnose(settings: Settings, workdir: Path | None = None) -> Report:
     lines.append(DoctorLine("protections", OK if not protections.notes else WARN, protections.describe(),
                       "; ".join(protections.notes)))
     lines.append(_sandbox())
+    lines.append(_resident())
     files = ", ".join(settings.files) or "none (built-in defaults)"
     lines.append(DoctorLine("config files", INFO, files))
     lines.append(_exercises(settings, workdir or Path.cwd()))

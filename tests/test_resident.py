@@ -3,6 +3,7 @@ from real `python -m idrrun` processes; each test has its own socket folder (TMP
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -228,3 +229,24 @@ def test_the_key_follows_idrrun_s_own_files(tmp_path: Path) -> None:
     assert resident.key(str(package)) == before
     (package / "a.py").write_text("x = 22\n")
     assert resident.key(str(package)) != before
+
+
+def doctor_line(tmp_path: Path, **extra: str) -> dict[str, str]:
+    r = subprocess.run([sys.executable, "-m", "idrrun", "doctor", "--json"], cwd=tmp_path,
+                       env=env_for(tmp_path, **extra), capture_output=True, text=True, timeout=120)
+    lines = [line for line in json.loads(r.stdout)["lines"] if line["topic"] == "resident run"]
+    assert len(lines) == 1, r.stdout
+    return lines[0]
+
+
+def test_doctor_says_whether_runs_are_resident(warm: Path) -> None:
+    line = doctor_line(warm)
+    assert line["status"] == "OK" and "a server for this environment is running" in line["detail"]
+    line = doctor_line(warm, **{resident.ENV_SWITCH: "0"})
+    assert line["status"] == "info" and line["detail"].startswith("off")
+    open_folder = warm / "open"
+    (open_folder / f"idrrun-{os.getuid()}").mkdir(parents=True, mode=0o777)
+    (open_folder / f"idrrun-{os.getuid()}").chmod(0o777)
+    line = doctor_line(warm, TMPDIR=str(open_folder))
+    assert line["status"] == "warning" and "not a folder only you can enter" in line["detail"]
+    assert "XDG_RUNTIME_DIR" in line["fix"]

@@ -51,15 +51,20 @@ def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "no", "false")
 
 
-def socket_folder() -> str | None:
-    """The user's private folder for the servers' sockets, made if needed; None when it is not
-    private (another owner, a symbolic link, open to others): then no server is used."""
-    uid = os.getuid()
+def folder_path() -> str:
+    """Where the servers' sockets and logs are: `$XDG_RUNTIME_DIR/idrrun`, else
+    `$TMPDIR/idrrun-UID` (`/tmp` without TMPDIR)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime and os.path.isabs(runtime):
-        folder = os.path.join(runtime, "idrrun")
-    else:
-        folder = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"idrrun-{uid}")
+        return os.path.join(runtime, "idrrun")
+    return os.path.join(os.environ.get("TMPDIR") or "/tmp", f"idrrun-{os.getuid()}")
+
+
+def socket_folder() -> str | None:
+    """folder_path(), made if needed; None when it is not private (another owner, a symbolic
+    link, open to others): then no server is used."""
+    uid = os.getuid()
+    folder = folder_path()
     try:
         os.mkdir(folder, 0o700)
     except FileExistsError:
