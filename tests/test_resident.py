@@ -250,3 +250,23 @@ def test_doctor_says_whether_runs_are_resident(warm: Path) -> None:
     line = doctor_line(warm, TMPDIR=str(open_folder))
     assert line["status"] == "warning" and "not a folder only you can enter" in line["detail"]
     assert "XDG_RUNTIME_DIR" in line["fix"]
+
+
+def test_files_written_in_a_folder_on_sys_path_do_not_change_the_key(tmp_path: Path) -> None:
+    """A checkout on PYTHONPATH (written to by every run there) keeps its server; a package
+    installed into site-packages does not."""
+    site = tmp_path / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    code = ("import sys; sys.path[1:1] = [sys.argv[1], sys.argv[2]]; "
+            "from idrrun.run import resident; print(resident.key())")
+
+    def key() -> str:
+        return subprocess.run([sys.executable, "-c", code, str(tmp_path), str(site)],
+                              env=env_for(tmp_path), capture_output=True, text=True,
+                              check=True).stdout.strip()
+    before = key()
+    (tmp_path / "timeline.png").write_bytes(b"x")
+    assert key() == before
+    time.sleep(0.01)
+    (site / "plugin-1.0.dist-info").mkdir()
+    assert key() != before

@@ -103,11 +103,15 @@ def key(package: str = PACKAGE) -> str:
                            sys.version, repr(sys.flags), path, files_state(package)]
     # what Python reads from the environment once, at its start
     parts += [os.environ.get(v) for v in ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONUTF8", "TZ")]
-    for entry in path:  # a package installed or removed there (a compiler family plug-in)
-        try:
-            parts.append(os.stat(entry).st_mtime_ns)
-        except OSError:
-            parts.append(None)
+    # A package installed or removed (a compiler family plug-in, an upgrade) changes its
+    # site-packages folder; other entries (a checkout on PYTHONPATH) change with every file
+    # written there, and their modules are in idrrun's files or read at import only.
+    for entry in path:
+        if os.path.basename(entry) in ("site-packages", "dist-packages"):
+            try:
+                parts.append(os.stat(entry).st_mtime_ns)
+            except OSError:
+                parts.append(None)
     for name in ("cgroup", "mnt", "pid", "net", "user", "ipc", "uts"):
         try:
             parts.append(os.readlink(f"/proc/self/ns/{name}"))
