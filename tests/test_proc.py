@@ -84,3 +84,17 @@ def test_nothing_left_after_a_timeout() -> None:
         except OSError:
             continue
     assert left == []
+
+
+def test_output_is_read_to_its_end_not_to_a_quiet_moment() -> None:
+    """A writer that outlives the main child (in a session of its own, so the group kill does
+    not reach it) and writes after a pause longer than any scheduling delay: its line is read,
+    because the output is read until its end (EOF/EIO), not until 20 ms pass without data, as
+    before. The same wait covers a pty that hands over the program's last lines late, under load."""
+    for terminal in (True, False):
+        start = time.monotonic()
+        # (the main child waits until the writer has had time to leave its group)
+        r = proc.run(["sh", "-c", "setsid sh -c 'sleep 0.5; echo late' & sleep 0.2; echo early"],
+                     what="run", timeout=10, terminal=terminal)
+        assert r.ok and "early" in r.output and "late" in r.output, (terminal, r.output)
+        assert time.monotonic() - start < 5

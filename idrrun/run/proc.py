@@ -49,9 +49,10 @@ _TIMEOUT_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
     (signal.SIGTERM, 0.3),
     (signal.SIGKILL, 1.0),
 )
-# Data still readable once the main child has exited is drained for at most this long: a
-# background grandchild that keeps the terminal open must not hold the cell forever.
-_DRAIN_SECONDS = 0.2
+# Once the main child has exited and its group is killed, output is read until its end for at
+# most this long: a grandchild in a session of its own that keeps the terminal open must not
+# hold the cell forever.
+_DRAIN_SECONDS = 1.0
 # How often a sandboxed run's folders are measured against their disk caps.
 _DISK_CHECK_SECONDS = 0.5
 
@@ -320,12 +321,14 @@ def finish(running: Running, ending: Ending) -> ProcResult:
     of its group outlives it, and say how it ended."""
     popen = running.popen
     try:
-        drain_until = time.monotonic() + _DRAIN_SECONDS
-        while not running.eof and time.monotonic() < drain_until:
-            if not running.selector.select(0.02):
-                break
-            _poll(running, 0)
+        # What is left of the group first: then the output ends (EOF, EIO on a pty) as soon as
+        # the last writer is gone. Waiting for that end, not for a quiet moment: under load, a
+        # pty hands over what the program wrote last through a kernel worker, later than 20 ms
+        # (CI lost the last lines of a solution's output so, and failed its check).
         _signal_group(popen.pid, signal.SIGKILL)
+        drain_until = time.monotonic() + _DRAIN_SECONDS
+        while not running.eof and (left := drain_until - time.monotonic()) > 0:
+            _poll(running, left)
         returncode = _reap(popen)
         # The guard has exited: its pipe holds everything it said.
         if running.status_fd >= 0:
