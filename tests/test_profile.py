@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from idrrun.profile import nsys as nsys_mod
-from idrrun.profile import timeline, tracer
+from idrrun.profile import timeline, tracefile, tracer
 from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan
 from idrrun.profile.render import ProfileView
 from idrrun.profile.session import collect, plan
@@ -599,3 +599,14 @@ def test_tracer_builds_against_cupti_from_nvidia_wheels(tmp_path: Path,
     assert "InitializeInjection" in symbols.stdout
     linked = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
     assert str(site / "nvidia" / "cuda_cupti" / "lib" / "libcupti.so.12") in linked
+
+
+def test_a_line_holding_two_records_is_one_bad_line(tmp_path: Path) -> None:
+    """The file is decoded as one JSON array first (speed); a line that would add values to that
+    array (two records, "1,2") is still one unreadable line, as when lines are read one by one."""
+    lines = SYNTHETIC.read_text().splitlines(keepends=True)
+    kernel = next(line for line in lines if '"type":"kernel"' in line).strip()
+    bad = lines[:1] + [f"{kernel},{kernel}\n", "3,4\n"] + lines[1:]
+    trace = tracefile.parse_lines(bad)[0]
+    good = tracefile.parse_lines(lines)[0]
+    assert trace.skipped == 2 and len(trace.kernels) == len(good.kernels)

@@ -22,7 +22,9 @@ VERSION = 2
 
 def _int(record: Mapping[str, Any], key: str, default: int = 0) -> int:
     value = record.get(key, default)
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+    if type(value) is int:  # the usual case first: a trace has 300 000 of these (bool is not int)
+        return value
+    return int(value) if isinstance(value, float) else default
 
 
 def _dim3(record: Mapping[str, Any], key: str) -> tuple[int, int, int]:
@@ -38,6 +40,26 @@ def trace_files(path: Path) -> list[Path]:
     return ([path] if path.is_file() else []) + others
 
 
+def _records(lines: Iterable[str]) -> list[object]:
+    """The lines' JSON values, None for a line that is not JSON. The whole file is decoded as
+    one array first (one call instead of one per line: a third of the reading time of a long
+    trace); only when that fails, line by line."""
+    kept = [line for line in lines if line.strip()]
+    try:
+        values: list[object] = json.loads("[" + ",".join(kept) + "]")
+        if len(values) == len(kept):  # a line holding "1,2" would make two
+            return values
+    except ValueError:
+        pass
+    out: list[object] = []
+    for line in kept:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append(None)
+    return out
+
+
 def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
     """One file's lines -> (its trace, its pid from the header)."""
     kernels: list[Kernel] = []
@@ -49,12 +71,8 @@ def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
     errors: list[str] = []
     skipped = dropped = 0
     ended = False
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
+    for record in _records(lines):
+        if record is None:
             skipped += 1
             continue
         if not isinstance(record, dict):

@@ -1,0 +1,92 @@
+"""Where `--profile` (the built-in CUPTI tracer) spends its time, on a GPU machine (issue 13).
+
+    python benchmarks/profile_cost.py [--source examples/C/data_laplace_solution.c]
+                                      [--args "4096 1000"] [--rounds 5]
+
+Builds the program once (gcc, nvptx offloading), then, interleaved rounds, medians:
+- bare:        the program alone
+- traced:      the program with the tracer injected (CUDA_INJECTION64_PATH, as idrrun sets it):
+               CUPTI's cost inside the program, and the trace file written
+and, on the last trace, each step idrrun takes after the run: read (parse the JSON lines),
+summary, rates and hints, the timeline PNG, the Perfetto JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from idrrun.profile import perfetto, session  # noqa: E402
+from idrrun.profile.hints import find_hints  # noqa: E402
+from idrrun.profile.rates import achieved_rates  # noqa: E402
+from idrrun.profile.summary import summarize  # noqa: E402
+from idrrun.profile.timeline import draw  # noqa: E402
+from idrrun.profile.tracefile import read_trace  # noqa: E402
+
+
+def timed(fn, rounds: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    times, result = [], None
+    for _ in range(rounds):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", default=str(ROOT / "examples" / "C" / "data_laplace_solution.c"))
+    ap.add_argument("--args", default="4096 1000")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="idrrun-profile-cost-"))
+    exe = work / "prog"
+    subprocess.run(["gcc", "-O2", "-fopenacc", "-foffload=nvptx-none",
+                    "-foffload-options=nvptx-none=-misa=sm_80 -lm", "-o", str(exe), args.source,
+                    "-lm"], check=True)
+    plan = session.plan("builtin", work / "profile", work / "cache")
+    if plan.kind != "builtin":
+        sys.exit(f"profile_cost: no built-in tracer here: {plan.notes}")
+    argv = [str(exe), *shlex.split(args.args)]
+    env = {**os.environ, **plan.env}
+    bare: list[float] = []
+    traced: list[float] = []
+    for _ in range(args.rounds):
+        for target, environment in ((bare, os.environ), (traced, env)):
+            start = time.perf_counter()
+            subprocess.run(argv, env=environment, check=True, stdout=subprocess.DEVNULL)
+            target.append(time.perf_counter() - start)
+    assert plan.output is not None
+    lines = sum(1 for _ in open(plan.output, encoding="utf-8"))
+    t_read, trace = timed(lambda: read_trace(plan.output), args.rounds)
+    assert trace is not None
+    t_sum, summary = timed(lambda: summarize(trace), args.rounds)
+    t_hints, _ = timed(lambda: find_hints(trace, summary, achieved_rates(trace, summary)),
+                       args.rounds)
+    t_png, _ = timed(lambda: draw(trace, work / "t.png", title="t"), args.rounds)
+    t_json, _ = timed(lambda: perfetto.write(trace, work / "t.json"), args.rounds)
+    b, t = statistics.median(bare), statistics.median(traced)
+    after = t_read + t_sum + t_hints + t_png + t_json
+    print(f"{Path(args.source).name} {args.args}: {args.rounds} rounds, medians; trace "
+          f"{lines} lines, {len(trace.kernels)} kernels, {len(trace.copies)} copies")
+    print(f"  bare program        {b:7.3f} s")
+    print(f"  traced program      {t:7.3f} s   (+{t - b:.3f} s, +{100 * (t - b) / b:.1f} %)")
+    for name, value in (("read trace", t_read), ("summary", t_sum), ("rates + hints", t_hints),
+                        ("timeline PNG", t_png), ("Perfetto JSON", t_json)):
+        print(f"  {name:18s}  {value:7.3f} s")
+    print(f"  after the run, all  {after:7.3f} s   (+{100 * after / b:.1f} % of the bare run)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
