@@ -61,12 +61,16 @@ def main() -> int:
     env = {**os.environ, **plan.env}
     bare: list[float] = []
     traced: list[float] = []
+    assert plan.output is not None
     for _ in range(args.rounds):
         for target, environment in ((bare, os.environ), (traced, env)):
+            # one run's trace: a trace.jsonl left there makes the next run write trace.jsonl.PID
+            # beside it (another process of the same run), and read_trace merges them all
+            for old in plan.output.parent.glob(plan.output.name + "*"):
+                old.unlink()
             start = time.perf_counter()
             subprocess.run(argv, env=environment, check=True, stdout=subprocess.DEVNULL)
             target.append(time.perf_counter() - start)
-    assert plan.output is not None
     lines = sum(1 for _ in open(plan.output, encoding="utf-8"))
     t_read, trace = timed(lambda: read_trace(plan.output), args.rounds)
     assert trace is not None
