@@ -22,7 +22,7 @@ import pytest
 
 from idrrun.profile import perfetto, timeline
 from idrrun.profile.hints import find_hints
-from idrrun.profile.model import Copy, Kernel, ProfilePlan, Sync, Trace
+from idrrun.profile.model import Copy, Kernel, Memset, ProfilePlan, Sync, Trace
 from idrrun.profile.rates import achieved_rates
 from idrrun.profile.render import ProfileView
 from idrrun.profile.session import collect
@@ -394,6 +394,24 @@ def test_perfetto_export_is_valid_and_sums_to_the_trace(tmp_path: Path) -> None:
     product = next(e for e in spans if e["name"] == "main$_omp_fn$0")
     assert threads[product["tid"]] == "synchronous (stream 7)"
     assert product["dur"] == pytest.approx(11_301.551)  # µs
+
+
+def test_perfetto_text_is_the_event_document_encoded() -> None:
+    """write() formats the JSON itself (speed): byte for byte what json.dumps makes of
+    events(), on a recorded trace and on one with odd names, a memset, a zero-length copy and two
+    processes."""
+    odd = Trace(
+        kernels=(Kernel(name='k"quote\\é\u2028', start=10, end=2_500, stream=3, grid=(1, 2, 3),
+                        block=(32, 1, 1), correlation=7, process=1),
+                 Kernel(name="plain", start=11, end=11, stream=4, process=2)),
+        copies=(Copy(direction=HTOD, bytes=1 << 20, start=5, end=5, stream=3, src="pinned",
+                     dst="device", asynchronous=True, process=1),
+                Copy(direction=DTOH, bytes=3, start=20, end=1_021, stream=4, src="device",
+                     dst="pageable", process=2)),
+        memsets=(Memset(bytes=64, start=30, end=33, stream=3, process=1),),
+        syncs=(Sync(kind="stream", start=40, end=99, stream=3, process=1),))
+    for trace in (real_v2(), odd):
+        assert perfetto.text(trace) == json.dumps(perfetto.events(trace), separators=(",", ":"))
 
 
 def test_collect_writes_trace_json_beside_the_png(tmp_path: Path) -> None:
