@@ -23,6 +23,9 @@ stretch is a small part of the run.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import math
 import statistics
 from collections import deque
@@ -140,9 +143,10 @@ def rows(trace: Trace) -> tuple[Row, ...]:
     for key, ops in spans.items():
         name, small = names[key]
         present = {kind for _, _, kind in ops}
+        ops.sort()  # by start: a panel finds its window's operations by bisection (_within)
         out.append(Row(name, small, tuple(ops), tuple(k for k, _, _ in KINDS if k in present)))
     if trace.syncs:
-        out.append(Row("host waits", "", tuple((s.start, s.end, "sync") for s in trace.syncs),
+        out.append(Row("host waits", "", tuple(sorted((s.start, s.end, "sync") for s in trace.syncs)),
                        ("sync",)))
     return tuple(out)
 
@@ -156,18 +160,36 @@ def row_labels(trace: Trace) -> Sequence[str]:
 # Time per pixel column
 
 
+def _within(ops: Sequence[Span], start: int, end: int) -> Sequence[Span]:
+    """The operations that may touch [start, end], when ops are sorted by start (rows() sorts
+    them): those starting before `end`, from the first whose end, or an earlier one's, reaches
+    `start`. A zoom on a few iterations then looks at those only, not at the whole run."""
+    if not isinstance(ops, (list, tuple)) or not ops:
+        return list(ops)
+    hi = bisect.bisect_right([s for s, _, _ in ops], end)
+    reach = list(itertools.accumulate((e for _, e, _ in ops[:hi]), max))
+    lo = bisect.bisect_left(reach, start)
+    return ops[lo:hi]
+
+
 def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[float]]:
     """Per kind, the share (0..1) of each column's time that its operations cover; columns split
     [start, end) evenly. Overlapping operations of one kind count once per operation (a stream
     runs one at a time; the host's waits may overlap, and are capped at 1 by shares())."""
     col = (end - start) / width
+    last = width - 1
     partial: dict[str, list[float]] = {}
     runs: dict[str, list[int]] = {}  # difference array of fully covered columns
-    for s, e, kind in ops:
+    for s, e, kind in _within(ops if isinstance(ops, (list, tuple)) else list(ops), start, end):
         if e <= start or s >= end or e <= s:
             continue
-        a_ns, b_ns = max(s, start) - start, min(e, end) - start
-        a, b = min(int(a_ns / col), width - 1), min(int(b_ns / col), width - 1)
+        # (conditional expressions, not min/max: this loop runs once per operation and panel)
+        a_ns = (s if s > start else start) - start
+        b_ns = (e if e < end else end) - start
+        a = int(a_ns / col)
+        b = int(b_ns / col)
+        a = a if a < last else last
+        b = b if b < last else last
         part = partial.setdefault(kind, [0.0] * width)
         if a == b:
             part[a] += b_ns - a_ns
@@ -194,12 +216,15 @@ def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> di
 def presence(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[bool]]:
     """Per kind, the columns where at least one of its operations runs, however short."""
     col = (end - start) / width
+    last = width - 1
     runs: dict[str, list[int]] = {}
-    for s, e, kind in ops:
+    for s, e, kind in _within(ops if isinstance(ops, (list, tuple)) else list(ops), start, end):
         if e < start or s >= end or (e == start and s < e):
             continue
-        a = min(int((max(s, start) - start) / col), width - 1)
-        b = min(int((min(e, end) - start) / col), width - 1)
+        a = int(((s if s > start else start) - start) / col)
+        b = int(((e if e < end else end) - start) / col)
+        a = a if a < last else last
+        b = b if b < last else last
         run = runs.setdefault(kind, [0] * (width + 1))
         run[a] += 1
         run[b + 1] -= 1
@@ -381,6 +406,13 @@ def _time_label(ns: float, step: float) -> str:
     return f"{ns:.0f} ns"
 
 
+@functools.cache
+def fonts() -> tuple[Any, Any]:
+    """The two fonts, made once per process (the resident server makes them before its first
+    call)."""
+    return _fonts()
+
+
 def _fonts() -> tuple[Any, Any]:
     from PIL import ImageFont
 
@@ -455,7 +487,7 @@ def draw(trace: Trace, path: Path, title: str = "GPU timeline") -> Path | str:
         return "no timeline picture: no GPU activity"
     image = Image.new("RGB", lay.size, BACKGROUND)
     pen = ImageDraw.Draw(image)
-    font, small = _fonts()
+    font, small = fonts()
     pen.text((8, 8), title, fill=INK, font=font)
     origin = lay.panels[0].start
     for panel in range(len(lay.panels)):

@@ -225,9 +225,15 @@ def main(args: list[str]) -> int:
     from ..toolchains import registry
 
     # Work every call would repeat: the plug-ins' entry points (sys.path's packages are in the
-    # key), the option parser and the regular expressions argparse compiles.
+    # key), the option parser and the regular expressions argparse compiles, ...
     registry.names()
     options.parse_files(["warm-up.c"], prog="idrrun run")
+    # and what a --profile run loads on first use: Pillow and the timeline's fonts
+    from PIL import Image, ImageDraw  # noqa: F401
+
+    from ..profile import timeline
+
+    timeline.fonts()
     # Every object so far is left to the workers as is: a collection in a worker would write to
     # all of them and copy the server's pages one by one (the gc docs' advice for pre-fork servers).
     gc.freeze()
