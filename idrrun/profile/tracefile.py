@@ -29,8 +29,10 @@ def _int(record: Mapping[str, Any], key: str, default: int = 0) -> int:
 
 def _dim3(record: Mapping[str, Any], key: str) -> tuple[int, int, int]:
     value = record.get(key)
-    if isinstance(value, list) and len(value) == 3 and all(isinstance(v, int) for v in value):
-        return (value[0], value[1], value[2])
+    if isinstance(value, list) and len(value) == 3:
+        a, b, c = value  # (no generator: two of these per kernel record)
+        if isinstance(a, int) and isinstance(b, int) and isinstance(c, int):
+            return (a, b, c)
     return (0, 0, 0)
 
 
