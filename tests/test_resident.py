@@ -27,6 +27,8 @@ int main(int argc, char **argv) {
     char word[64] = "";
     if (data) { fscanf(data, "%63s", word); fclose(data); }
     mode_t mask = umask(0); umask(mask);
+    FILE *runs = fopen("runs.log", "a");  /* how many times it ran */
+    if (runs) { fputs("ran\n", runs); fclose(runs); }
     printf("greeting=%s data=%s umask=%03o\n", getenv("GREETING"), word, mask);
     fprintf(stderr, "to stderr\n");
     return argc > 1 ? atoi(argv[1]) : 0;
@@ -270,3 +272,33 @@ def test_files_written_in_a_folder_on_sys_path_do_not_change_the_key(tmp_path: P
     time.sleep(0.01)
     (site / "plugin-1.0.dist-info").mkdir()
     assert key() != before
+
+
+def server_pids(tmp_path: Path) -> list[int]:
+    return [int(m.group(1)) for m in re.finditer(r"serving .* \(pid (\d+)", logs(tmp_path))]
+
+
+def test_a_server_that_does_not_answer_leaves_the_call_to_run_in_process(warm: Path) -> None:
+    """A stopped (or frozen) server: the caller waits START_SECONDS for its worker, then runs
+    the call itself, once: the request the server finds later starts no second run."""
+    (pid,) = server_pids(warm)
+    runs = warm / "work" / "runs.log"
+    runs.unlink()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        r = idrrun(warm, "--notime", "p.c", env=env_for(warm, GREETING="late"))
+        waited = time.monotonic() - start
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert r.returncode == 0, r.stderr
+    assert "did not answer in 15 s: running in-process" in r.stderr
+    assert r.stdout.count("greeting=late") == 1
+    assert resident.START_SECONDS <= waited < resident.START_SECONDS + 30
+    # The server, going on, finds the request and forks a worker, which finds its caller gone.
+    deadline = time.monotonic() + 20
+    while "BrokenPipeError" not in logs(warm):
+        assert time.monotonic() < deadline, logs(warm)
+        time.sleep(0.2)
+    time.sleep(1)
+    assert runs.read_text() == "ran\n"  # once: in-process

@@ -7,7 +7,9 @@ first `idrrun run` starts one in the background (and runs in-process itself); th
 hand it their argv, working folder, environment, umask and standard streams (file descriptors
 over a Unix socket, SCM_RIGHTS), and a forked worker runs `idrrun run` with them: it writes
 straight to the caller's terminal or pipes, and the caller exits with its exit code. The caller
-forwards its signals (Ctrl-C) to the worker; a caller killed outright interrupts it.
+forwards its signals (Ctrl-C) to the worker; a caller killed outright interrupts it. The streams
+are sent once the worker has said its pid; a server that does not answer within START_SECONDS
+gets none, and the call runs in-process.
 
 What a worker cannot take from its caller (cgroup, namespaces, resource limits, groups,
 niceness, CPU set, the interpreter and its flags, sys.path and the packages there, idrrun's
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 ENV_SWITCH = "IDRRUN_RESIDENT"  # "0", "off", "no", "false": every call in-process
 ENV_IDLE = "IDRRUN_RESIDENT_IDLE"  # seconds a server waits for a call before it leaves
 IDLE_SECONDS = 900.0
+START_SECONDS = 15.0  # for a worker to say it started, after which the caller runs in-process
 HEADER = "!I"  # the request's length, then the request (marshal)
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -166,8 +169,7 @@ def call(argv: Sequence[str]) -> int | None:
             "streams": [_stream(sys.stdin), _stream(sys.stdout), _stream(sys.stderr)],
         })
         try:
-            conn.sendmsg([_struct.pack(HEADER, len(request)), request],
-                         [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _struct.pack("3i", 0, 1, 2))])
+            conn.sendall(_struct.pack(HEADER, len(request)) + request)
         except OSError:
             return None  # the server left as we called: nothing ran yet
         return _wait(conn)
@@ -189,27 +191,50 @@ def _forward(signum: int, _frame: object) -> None:
             pass
 
 
-def _wait(conn: _socket.socket) -> int:
+def _restore_signals() -> None:
+    for signum in _FORWARDED:
+        _signal.signal(signum, _signal.SIG_DFL if signum != _signal.SIGINT
+                       else _signal.default_int_handler)
+
+
+def _wait(conn: _socket.socket) -> int | None:
     """Forward our signals to the worker until it says its exit code. A worker that died of a
-    signal without saying one: we die of the same, as the in-process run would have."""
+    signal without saying one: we die of the same, as the in-process run would have. None: no
+    worker started within START_SECONDS (a stopped or frozen server), so nothing ran."""
     for signum in _FORWARDED:
         _signal.signal(signum, _forward)
     data = b""
+    # The worker says its pid first thing; the server gives up a request after 10 s itself.
+    conn.settimeout(START_SECONDS)
     while not data.endswith(b"\n") or b"X" not in data:
-        chunk = conn.recv(256)  # retried after our handler (PEP 475)
+        try:
+            chunk = conn.recv(256)  # retried after our handler (PEP 475)
+        except TimeoutError:
+            _restore_signals()
+            if _received:
+                return 130
+            print(f"idrrun: the resident server did not answer in {START_SECONDS:g} s: running "
+                  f"in-process ({ENV_SWITCH}=0 turns the server off)", file=sys.stderr)
+            return None
         if not chunk:
             break
         data += chunk
         if not _worker and data.startswith(b"P") and b"\n" in data:
             _worker.append(int(data[1:data.index(b"\n")]))
+            conn.settimeout(None)  # the run's own deadlines bound the rest
+            # Our streams go to the worker only now: had the server not answered, it would
+            # hold our pipes open (a `| tee` waiting for their end) while we ran in-process.
+            try:
+                conn.sendmsg([b"F"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                       _struct.pack("3i", 0, 1, 2))])
+            except OSError:
+                break  # the worker is gone: said below
             for signum in _received:  # those that came before the pid
                 os.kill(_worker[0], signum)
     for line in data.split(b"\n"):
         if line.startswith(b"X"):
             return int(line[1:])
-    for signum in _FORWARDED:
-        _signal.signal(signum, _signal.SIG_DFL if signum != _signal.SIGINT
-                       else _signal.default_int_handler)
+    _restore_signals()
     if not _worker:
         print("idrrun: the resident server did not start a worker: run again, or with "
               f"{ENV_SWITCH}=0", file=sys.stderr)

@@ -108,59 +108,56 @@ def _serve_one(conn: socket.socket, listener: socket.socket,
         log(f"refused a call from uid {uid}")
         return
     conn.settimeout(10)
-    fds: list[int] = []
     try:
-        header, fds = _receive(conn, struct.calcsize(resident.HEADER))
-        (size,) = struct.unpack(resident.HEADER, header)
-        if size > MAX_REQUEST or len(fds) != 3:
-            raise ValueError(f"a request of {size} bytes with {len(fds)} descriptors")
-        body = bytearray()
-        while len(body) < size:
-            chunk = conn.recv(size - len(body))
-            if not chunk:
-                raise ValueError("the caller left mid-request")
-            body += chunk
-        request = marshal.loads(bytes(body))
+        (size,) = struct.unpack(resident.HEADER, _exactly(conn, struct.calcsize(resident.HEADER)))
+        if size > MAX_REQUEST:
+            raise ValueError(f"a request of {size} bytes")
+        request = marshal.loads(_exactly(conn, size))
         pid = os.fork()
         if pid == 0:
             listener.close()
             for fd in _held:
                 os.close(fd)
-            _worker(conn, fds, request, run)  # never returns
+            _worker(conn, request, run)  # never returns
         log(f"worker {pid}: idrrun {' '.join(map(str, request['argv']))}")
     except (OSError, ValueError, EOFError, KeyError, TypeError) as exc:
         log(f"a bad call: {exc!r}")
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
-def _receive(conn: socket.socket, size: int) -> tuple[bytes, list[int]]:
+def _exactly(conn: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ValueError("the caller left mid-request")
+        data += chunk
+    return bytes(data)
+
+
+def _streams(conn: socket.socket) -> list[int]:
+    """The caller's stdin, stdout and stderr, which it sends once this worker said its pid (so
+    that a server that never answers holds none of them: a pipe would stay open for nobody)."""
     fds = array.array("i")
-    data, ancillary, _flags, _addr = conn.recvmsg(size, socket.CMSG_LEN(3 * fds.itemsize))
+    _data, ancillary, _flags, _addr = conn.recvmsg(1, socket.CMSG_LEN(3 * fds.itemsize))
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-    while len(data) < size:  # a header split across reads
-        more = conn.recv(size - len(data))
-        if not more:
-            break
-        data += more
-    if len(data) < size:
+    if len(fds) != 3:
         for fd in fds:
             os.close(fd)
-        raise ValueError("a short header")
-    return data, list(fds)
+        raise ValueError(f"{len(fds)} standard streams instead of 3")
+    return list(fds)
 
 
-def _worker(conn: socket.socket, fds: list[int], request: dict[str, object],
+def _worker(conn: socket.socket, request: dict[str, object],
             run: Callable[[list[str]], int]) -> None:
     """The caller's `idrrun run`, in a fork of the server, with the caller's streams, folder,
     environment and umask; its exit code sent back. Never returns."""
     code = 1
     try:
-        conn.settimeout(None)
         conn.sendall(f"P{os.getpid()}\n".encode())
+        fds = _streams(conn)  # within the 10 s the request had
+        conn.settimeout(None)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
