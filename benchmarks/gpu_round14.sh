@@ -16,13 +16,8 @@
 #   part grading: grade_bench.py with 30 submissions on 2 of its cores (host builds, issue 11)
 #   carry .gpu .gpu2:  source .gpu/activate.sh && bash benchmarks/gpu_round14.sh course|costs|table
 set -uo pipefail
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
-unset PYTHONDONTWRITEBYTECODE  # as pip installs it: bytecode compiled
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} IDRRUN_EXAMPLES=$PWD/examples COLUMNS=220
-export XDG_CACHE_HOME=/tmp/idrrun-gpu-cache
-python3 -m compileall -q idrrun /tmp/gpu-site > /dev/null 2>&1
-{ date; nvidia-smi -L; echo "cores $(nproc), uid $(id -u)"; grep cgroup /proc/mounts; uname -r; } > "$out/machine.txt" 2>&1
+# shellcheck source=SCRIPTDIR/gpu_env.sh
+source "$(dirname "$0")/gpu_env.sh"  # $out, the environment, machine.txt
 
 if [ "${1:-}" = course ]; then
   s=$SECONDS

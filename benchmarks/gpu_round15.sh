@@ -9,13 +9,8 @@
 # GPU tests with proc's drain to the output's end.
 #   source .gpu/activate.sh && bash benchmarks/gpu_round15.sh [grading|profile]
 set -uo pipefail
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
-unset PYTHONDONTWRITEBYTECODE  # as pip installs it: bytecode compiled
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} IDRRUN_EXAMPLES=$PWD/examples COLUMNS=220
-export XDG_CACHE_HOME=/tmp/idrrun-gpu-cache
-python3 -m compileall -q idrrun /tmp/gpu-site > /dev/null 2>&1
-{ date; nvidia-smi -L; echo "cores $(nproc), uid $(id -u)"; grep cgroup /proc/mounts; uname -r; } > "$out/machine.txt" 2>&1
+# shellcheck source=SCRIPTDIR/gpu_env.sh
+source "$(dirname "$0")/gpu_env.sh"  # $out, the environment, machine.txt
 if [ "${1:-}" = grading ]; then
   IDRRUN_OFFLOAD=host timeout 500 taskset -c 0,1 python3 benchmarks/grade_bench.py --count 30 --repeat 3 \
     > "$out/grade_bench.txt" 2>&1
