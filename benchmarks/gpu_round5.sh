@@ -13,7 +13,6 @@ export XDG_CACHE_HOME=/tmp/idrrun-gpu-cache
 summary=$out/summary5.txt
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
-on2() { taskset -c 0,1 "$@"; }
 note "== $(nvidia-smi --query-gpu=name --format=csv,noheader) | $(nproc) cores, figures on 2 (taskset -c 0,1) | $(date)"
 
 note "== per-cell overhead in a real kernel (cell_overhead.py --rounds 10)"
@@ -27,32 +26,9 @@ IDRRUN_OFFLOAD=host timeout 170 taskset -c 0,1 python3 benchmarks/grade_bench.py
 
 note "== cached GPU Jacobi (data_laplace 4096 x 1000): bare, idrrun run, idrrun run --profile"
 w=$(mktemp -d /tmp/idrrun-bare-XXXXXX)
-gcc -O2 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm" -o "$w/p" \
-    examples/C/data_laplace_solution.c -lm 2>/dev/null
-python3 -m idrrun run -a --cliopts "4096 10" examples/C/data_laplace_solution.c > /dev/null 2>&1
-python3 -m idrrun run -a --profile --cliopts "4096 10" examples/C/data_laplace_solution.c > /dev/null 2>&1
-t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(round($e-$s,3))"; }
-for _ in 1 2 3 4 5; do
-  echo "bare_run $(t on2 "$w/p" 4096 1000)"
-  echo "idrrun_run $(t on2 python3 -m idrrun run -a --cliopts '4096 1000' examples/C/data_laplace_solution.c)"
-  echo "idrrun_profile $(t on2 python3 -m idrrun run -a --profile --cliopts '4096 1000' examples/C/data_laplace_solution.c)"
-  echo "version $(t on2 python3 -m idrrun --version)"
-done > "$out/overhead5.txt"
-python3 - "$out/overhead5.txt" <<'PY' | tee -a "$summary"
-import collections, statistics, sys
-times = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    name, t = line.split()
-    times[name].append(float(t))
-med = {k: statistics.median(v) for k, v in times.items()}
-for name, ts in times.items():
-    print(f"{name:16s} median {med[name]:.3f} s  {ts}")
-if "bare_run" in med:
-    b = med["bare_run"]
-    print(f"idrrun run over bare: +{100 * (med['idrrun_run'] - b) / b:.1f}% ({med['idrrun_run'] - b:.3f} s); "
-          f"with the tracer: +{100 * (med['idrrun_profile'] - b) / b:.1f}%; "
-          f"tracer over idrrun run: +{100 * (med['idrrun_profile'] - med['idrrun_run']) / med['idrrun_run']:.1f}%")
-PY
+# the same timings as later rounds take them (bare, idrrun run, --profile, --version)
+bash benchmarks/jacobi_overhead.sh --rounds 5 --profile --version > "$out/overhead5.txt" 2>&1
+tail -n 5 "$out/overhead5.txt" | tee -a "$summary"
 
 note "== sandbox cost per run (proc.run of 'true', 30 each, ms median, 2 cores)"
 taskset -c 0,1 python3 - <<'PY' | tee -a "$summary"
