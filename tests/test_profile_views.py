@@ -644,3 +644,21 @@ def test_tracer_links_the_queue_and_device_lookups(tmp_path: Path) -> None:
     needed = {line.split()[-1].split("@")[0] for line in symbols.output.splitlines() if line.strip()}
     assert {"cuptiGetStreamIdEx", "cuptiGetDeviceId", "cuptiEnableCallback", "dlsym",
             "dladdr"} <= needed
+
+
+def test_a_window_s_columns_do_not_depend_on_the_order_of_the_operations() -> None:
+    """coverage() and presence() look only at the operations that can reach their window (found
+    by bisection over the operations sorted by start): the same columns, in any order, as a
+    count over every operation gives; a long operation that began before the window counts."""
+    ops = [(0, 10_000, "kernel")] + [(s, s + 300, "h2d") for s in range(100, 10_000, 1_000)]
+    window = (4_000, 6_000)
+    for order in (ops, ops[::-1], ops[3:] + ops[:3]):
+        cover = timeline.coverage(order, *window, width=20)
+        assert cover["kernel"] == [1.0] * 20  # the long kernel, started before the window
+        # columns of 100 ns: the copies at 4100-4400 and 5100-5400
+        assert [round(x, 6) for x in cover["h2d"]] == [
+            0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        # presence also marks the column where an operation ends
+        assert [c for c, on in enumerate(timeline.presence(order, *window, width=20)["h2d"])
+                if on] == [1, 2, 3, 4, 11, 12, 13, 14]

@@ -160,16 +160,14 @@ def row_labels(trace: Trace) -> Sequence[str]:
 # Time per pixel column
 
 
-def _within(ops: Sequence[Span], start: int, end: int) -> Sequence[Span]:
-    """The operations that may touch [start, end], when ops are sorted by start (rows() sorts
-    them): those starting before `end`, from the first whose end, or an earlier one's, reaches
-    `start`. A zoom on a few iterations then looks at those only, not at the whole run."""
-    if not isinstance(ops, (list, tuple)) or not ops:
-        return list(ops)
-    hi = bisect.bisect_right([s for s, _, _ in ops], end)
-    reach = list(itertools.accumulate((e for _, e, _ in ops[:hi]), max))
-    lo = bisect.bisect_left(reach, start)
-    return ops[lo:hi]
+def _within(ops: Iterable[Span], start: int, end: int) -> Sequence[Span]:
+    """The operations that may touch [start, end]: sorted by start (linear for rows(), which
+    sorts them already), those starting before `end`, from the first whose end, or an earlier
+    one's, reaches `start`. A zoom on a few iterations then looks at those only."""
+    ordered = sorted(ops)
+    hi = bisect.bisect_right([s for s, _, _ in ordered], end)
+    reach = list(itertools.accumulate((e for _, e, _ in ordered[:hi]), max))
+    return ordered[bisect.bisect_left(reach, start):hi]
 
 
 def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[float]]:
@@ -180,7 +178,7 @@ def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> di
     last = width - 1
     partial: dict[str, list[float]] = {}
     runs: dict[str, list[int]] = {}  # difference array of fully covered columns
-    for s, e, kind in _within(ops if isinstance(ops, (list, tuple)) else list(ops), start, end):
+    for s, e, kind in _within(ops, start, end):
         if e <= start or s >= end or e <= s:
             continue
         # (conditional expressions, not min/max: this loop runs once per operation and panel)
@@ -218,7 +216,7 @@ def presence(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> di
     col = (end - start) / width
     last = width - 1
     runs: dict[str, list[int]] = {}
-    for s, e, kind in _within(ops if isinstance(ops, (list, tuple)) else list(ops), start, end):
+    for s, e, kind in _within(ops, start, end):
         if e < start or s >= end or (e == start and s < e):
             continue
         a = int(((s if s > start else start) - start) / col)
