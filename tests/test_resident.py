@@ -302,3 +302,19 @@ def test_a_server_that_does_not_answer_leaves_the_call_to_run_in_process(warm: P
         time.sleep(0.2)
     time.sleep(1)
     assert runs.read_text() == "ran\n"  # once: in-process
+
+
+def test_a_server_log_past_1_mib_starts_again(warm: Path) -> None:
+    (log,) = folder(warm).glob("*.log")
+    (pid,) = server_pids(warm)
+    with log.open("a") as f:
+        f.write("old line\n" * 120_000)  # ~1.1 MB
+    os.kill(pid, signal.SIGKILL)
+    while alive(pid):
+        time.sleep(0.05)
+    assert idrrun(warm, "--notime", "p.c").returncode == 0  # in-process, starts a new server
+    deadline = time.monotonic() + 60
+    while "serving" not in log.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert log.stat().st_size < 10_000 and "old line" not in log.read_text()

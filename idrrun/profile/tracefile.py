@@ -45,7 +45,9 @@ def trace_files(path: Path) -> list[Path]:
 def _records(lines: Iterable[str]) -> list[object]:
     """The lines' JSON values, None for a line that is not JSON. The whole file is decoded as
     one array first (one call instead of one per line: a third of the reading time of a long
-    trace); only when that fails, line by line."""
+    trace); when that fails or gives another count of values, line by line. (Lines crafted to
+    split and join values could still be read differently than one by one; the file is the
+    traced program's own, so that gives it nothing it could not write plainly.)"""
     kept = [line for line in lines if line.strip()]
     try:
         values: list[object] = json.loads("[" + ",".join(kept) + "]")

@@ -256,8 +256,11 @@ def _start_server(folder: str, k: str) -> None:
     started at the same time finds the first's lock and leaves."""
     import subprocess  # here only: the usual call does not need it
 
+    path = os.path.join(folder, k + ".log")
     try:
-        with open(os.path.join(folder, k + ".log"), "ab") as log:
+        # one line per call: a log past 1 MiB starts again rather than grow for good
+        mode = "wb" if os.path.exists(path) and os.path.getsize(path) > 1 << 20 else "ab"
+        with open(path, mode) as log:
             # the caller's interpreter flags (-B, -X ...), as multiprocessing starts its own
             flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
             subprocess.Popen([sys.executable, *flags, "-m", "idrrun.run.server", folder, k],
