@@ -19,6 +19,8 @@ from ..grading.checked import run_with_options
 from ..model import FailureKind, Outcome
 from ..request import config, options, source
 
+PROG = "idrrun run"  # the option parser's name (the resident server builds it beforehand)
+
 EXIT_CODES: dict[FailureKind, int] = {
     FailureKind.COMPILE_ERROR: EXIT_BUILD,
     FailureKind.COMPILE_TIMEOUT: EXIT_BUILD,
@@ -42,7 +44,7 @@ def exit_code(outcome: Outcome) -> int:
 def main(tokens: Sequence[str]) -> int:
     """Each file in turn, with the same flags; the exit code is the first failure's (0 when
     all passed)."""
-    parsed = options.parse_files(list(tokens), prog="idrrun run")
+    parsed = options.parse_files(list(tokens), prog=PROG)
     if parsed is None:
         return EXIT_OK
     opts, files = parsed

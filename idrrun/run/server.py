@@ -217,14 +217,14 @@ def _watch_caller(conn: socket.socket) -> None:
 def main(args: list[str]) -> int:
     folder, key = args
     from ..cli import run_in_process
-    from ..commands import run as _run  # noqa: F401 - what a run imports, once for all workers
+    from ..commands import run as run_command  # what a run imports, once for all workers
     from ..request import options
     from ..toolchains import registry
 
     # Work every call would repeat: the plug-ins' entry points (sys.path's packages are in the
     # key), the option parser and the regular expressions argparse compiles, ...
     registry.names()
-    options.parse_files(["warm-up.c"], prog="idrrun run")
+    options.parse_files(["warm-up.c"], prog=run_command.PROG)
     # and what a --profile run loads on first use: Pillow and the timeline's fonts
     from PIL import Image, ImageDraw  # noqa: F401
 
