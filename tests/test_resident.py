@@ -318,3 +318,27 @@ def test_a_server_log_past_1_mib_starts_again(warm: Path) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.1)
     assert log.stat().st_size < 10_000 and "old line" not in log.read_text()
+
+
+def test_calls_from_one_python_process_each_get_their_own_worker_or_run_in_process(warm: Path) -> None:
+    """cli.main called again in one process (a script, a benchmark): the second call must not
+    take the first one's worker for its own (it waited 10 s and failed), and a caller whose
+    sys.stdout is not its fd 1 (contextlib.redirect_stdout) runs in-process, its output where
+    it redirected it."""
+    script = (
+        "import contextlib, io, signal, sys\n"
+        "from idrrun import cli\n"
+        "codes = [cli.main(['run', '--notime', 'p.c']) for _ in range(3)]\n"
+        "buffer = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buffer):\n"
+        "    codes.append(cli.main(['run', '--notime', 'p.c']))\n"
+        "print('codes', codes, 'captured', 'greeting=' in buffer.getvalue(),\n"
+        "      'sigint', signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n")
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], cwd=warm / "work", env=env_for(warm),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "codes [0, 0, 0, 0] captured True sigint True" in done.stdout, done.stdout + done.stderr
+    assert time.monotonic() - start < 8, "a call waited for a worker that was not its own"
+    assert logs(warm).count("worker ") == 3  # the redirected call ran in-process
+    assert (warm / "work" / "runs.log").read_text().count("ran") == 5  # the fixture's one + 4

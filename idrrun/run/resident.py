@@ -150,10 +150,14 @@ def call(argv: Sequence[str]) -> int | None:
     try:
         k = key()
         cwd = os.getcwd()
-        for fd in (0, 1, 2):
+        for fd, stream in enumerate((sys.stdin, sys.stdout, sys.stderr)):
             os.fstat(fd)
-    except OSError:
-        return None  # a deleted working folder, a closed standard stream: in-process
+            if stream is None or stream.fileno() != fd:
+                return None  # a caller that swapped sys.stdout (contextlib.redirect_stdout)
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is both
+        # a deleted working folder, a closed standard stream, one without a file (a test's
+        # capture): in-process, where the output goes where the caller expects it
+        return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.connect(os.path.join(folder, k + ".sock"))
@@ -201,8 +205,16 @@ def _wait(conn: _socket.socket) -> int | None:
     """Forward our signals to the worker until it says its exit code. A worker that died of a
     signal without saying one: we die of the same, as the in-process run would have. None: no
     worker started within START_SECONDS (a stopped or frozen server), so nothing ran."""
+    del _worker[:], _received[:]  # a second call in this process (a test, a benchmark)
     for signum in _FORWARDED:
         _signal.signal(signum, _forward)
+    try:
+        return _exchange(conn)
+    finally:
+        _restore_signals()
+
+
+def _exchange(conn: _socket.socket) -> int | None:
     data = b""
     # The worker says its pid first thing; the server gives up a request after 10 s itself.
     conn.settimeout(START_SECONDS)
@@ -210,7 +222,6 @@ def _wait(conn: _socket.socket) -> int | None:
         try:
             chunk = conn.recv(256)  # retried after our handler (PEP 475)
         except TimeoutError:
-            _restore_signals()
             if _received:
                 return 130
             print(f"idrrun: the resident server did not answer in {START_SECONDS:g} s: running "
@@ -234,7 +245,6 @@ def _wait(conn: _socket.socket) -> int | None:
     for line in data.split(b"\n"):
         if line.startswith(b"X"):
             return int(line[1:])
-    _restore_signals()
     if not _worker:
         print("idrrun: the resident server did not start a worker: run again, or with "
               f"{ENV_SWITCH}=0", file=sys.stderr)
@@ -246,6 +256,7 @@ def _wait(conn: _socket.socket) -> int | None:
     signum = _received[-1]
     if signum == _signal.SIGINT:
         return 130  # as idrrun's own Ctrl-C
+    _restore_signals()
     _signal.signal(signum, _signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     return 128 + signum
