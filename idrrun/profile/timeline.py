@@ -125,8 +125,11 @@ class Layout:
         return x0, y, x1, y + LANE - 1
 
 
+_COPY_KINDS = {HTOD: "h2d", DTOH: "d2h", DTOD: "d2d"}
+
+
 def _copy_kind(direction: str) -> str:
-    return {HTOD: "h2d", DTOH: "d2h", DTOD: "d2d"}.get(direction, "d2d")
+    return _COPY_KINDS.get(direction, "d2d")
 
 
 def rows(trace: Trace) -> tuple[Row, ...]:
@@ -174,12 +177,24 @@ def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> di
     """Per kind, the share (0..1) of each column's time that its operations cover; columns split
     [start, end) evenly. Overlapping operations of one kind count once per operation (a stream
     runs one at a time; the host's waits may overlap, and are capped at 1 by shares())."""
+    return columns(ops, start, end, width)[0]
+
+
+def presence(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[bool]]:
+    """Per kind, the columns where at least one of its operations runs, however short."""
+    return columns(ops, start, end, width)[1]
+
+
+def columns(ops: Iterable[Span], start: int, end: int,
+            width: int = PLOT) -> tuple[dict[str, list[float]], dict[str, list[bool]]]:
+    """coverage() and presence() in one pass over the operations (a panel's row needs both)."""
     col = (end - start) / width
     last = width - 1
     partial: dict[str, list[float]] = {}
     runs: dict[str, list[int]] = {}  # difference array of fully covered columns
+    marks: dict[str, list[int]] = {}  # difference array of the columns an operation touches
     for s, e, kind in _within(ops, start, end):
-        if e <= start or s >= end or e <= s:
+        if e < start or s >= end or (e == start and s < e):
             continue
         # (conditional expressions, not min/max: this loop runs once per operation and panel)
         a_ns = (s if s > start else start) - start
@@ -188,53 +203,49 @@ def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> di
         b = int(b_ns / col)
         a = a if a < last else last
         b = b if b < last else last
-        part = partial.setdefault(kind, [0.0] * width)
+        mark = marks.get(kind)
+        if mark is None:
+            mark = marks[kind] = [0] * (width + 1)
+        mark[a] += 1
+        mark[b + 1] -= 1
+        if e <= start or e <= s:
+            continue  # present (an instant, or ending where the window starts) but no time
+        part = partial.get(kind)
+        if part is None:
+            part = partial[kind] = [0.0] * width
         if a == b:
             part[a] += b_ns - a_ns
             continue
         part[a] += (a + 1) * col - a_ns
         part[b] += b_ns - b * col
         if b > a + 1:
-            run = runs.setdefault(kind, [0] * (width + 1))
+            run = runs.get(kind)
+            if run is None:
+                run = runs[kind] = [0] * (width + 1)
             run[a + 1] += 1
             run[b] -= 1
-    out: dict[str, list[float]] = {}
+    shares: dict[str, list[float]] = {}
     for kind, part in partial.items():
         full = runs.get(kind)
-        level = 0
-        shares = []
-        for c in range(width):
-            if full is not None:
-                level += full[c]
-            shares.append(min(1.0, (part[c] + level * col) / col))
-        out[kind] = shares
-    return out
-
-
-def presence(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[bool]]:
-    """Per kind, the columns where at least one of its operations runs, however short."""
-    col = (end - start) / width
-    last = width - 1
-    runs: dict[str, list[int]] = {}
-    for s, e, kind in _within(ops, start, end):
-        if e < start or s >= end or (e == start and s < e):
+        if full is None:
+            shares[kind] = [p / col if p < col else 1.0 for p in part]
             continue
-        a = int(((s if s > start else start) - start) / col)
-        b = int(((e if e < end else end) - start) / col)
-        a = a if a < last else last
-        b = b if b < last else last
-        run = runs.setdefault(kind, [0] * (width + 1))
-        run[a] += 1
-        run[b + 1] -= 1
-    out: dict[str, list[bool]] = {}
-    for kind, run in runs.items():
+        level = 0
+        out = []
+        for c in range(width):
+            level += full[c]
+            share = (part[c] + level * col) / col
+            out.append(share if share < 1.0 else 1.0)
+        shares[kind] = out
+    where: dict[str, list[bool]] = {}
+    for kind, mark in marks.items():
         level = 0
         flags = []
         for c in range(width):
-            level += run[c]
+            level += mark[c]
             flags.append(level > 0)
-        out[kind] = flags
-    return out
+        where[kind] = flags
+    return shares, where
 
 
 def heights(shares: dict[str, list[float]], bar: int = BAR) -> dict[str, list[int]]:
@@ -246,12 +257,12 @@ def heights(shares: dict[str, list[float]], bar: int = BAR) -> dict[str, list[in
     width = len(next(iter(shares.values()))) if shares else 0
     out = {k: [0] * width for k in kinds}
     carry = dict.fromkeys(kinds, 0.0)
-    for c in range(width):
-        total_share = sum(shares[k][c] for k in kinds)
+    for c, values in enumerate(zip(*(shares[k] for k in kinds))):
+        total_share = sum(values)
         scale = 1.0 / total_share if total_share > 1.0 else 1.0
         column: dict[str, int] = {}
-        for k in kinds:
-            share = shares[k][c] * scale
+        for k, value in zip(kinds, values):
+            share = value * scale
             if share <= 0.0:
                 carry[k] = 0.0
                 continue
@@ -421,7 +432,28 @@ def _fonts() -> tuple[Any, Any]:
         return font, font
 
 
-def _draw_panel(pen: Any, lay: Layout, panel: int, origin: int, font: Any, small: Any) -> None:
+def _bar(tall: dict[str, list[int]], width: int = PLOT, bar: int = BAR) -> Any:
+    """A row's stacked bar: in each column, from the bottom, each kind's height in KINDS order,
+    idle above. Made as bytes, one column after another, then turned on its side: one line
+    drawn per column and kind took a third of the picture's time."""
+    from PIL import Image
+
+    kinds = [(k, bytes(COLOURS[k])) for k, _, _ in reversed(KINDS) if k in tall]
+    idle = bytes(IDLE)
+    made: dict[tuple[int, ...], bytes] = {}
+    out = []
+    for c in range(width):
+        key = tuple(tall[k][c] for k, _ in kinds)
+        column = made.get(key)
+        if column is None:
+            column = made[key] = idle * (bar - sum(key)) + b"".join(
+                colour * h for (_, colour), h in zip(kinds, key))
+        out.append(column)
+    return Image.frombytes("RGB", (bar, width), b"".join(out)).transpose(Image.Transpose.TRANSPOSE)
+
+
+def _draw_panel(image: Any, pen: Any, lay: Layout, panel: int, origin: int, font: Any,
+                small: Any) -> None:
     window = lay.panels[panel]
     top = lay.panel_tops[panel]
     caption = window.caption + (" -- the dark mark on the axis above" if panel else "")
@@ -444,16 +476,8 @@ def _draw_panel(pen: Any, lay: Layout, panel: int, origin: int, font: Any, small
         pen.text((8, y0 + 1), row.name, fill=INK, font=font)
         if row.small:
             pen.text((8, y0 + 15), row.small, fill=FAINT, font=small)
-        pen.rectangle([x0, y0, x1, y1], fill=IDLE)
-        tall = heights(coverage(row.ops, window.start, window.end))
-        for c in range(PLOT):
-            bottom = y1
-            for kind, _, _ in KINDS:
-                h = tall.get(kind, [])[c] if kind in tall else 0
-                if h:
-                    pen.line([(x0 + c, bottom - h + 1), (x0 + c, bottom)], fill=COLOURS[kind])
-                    bottom -= h
-        where = presence(row.ops, window.start, window.end)
+        shares, where = columns(row.ops, window.start, window.end)
+        image.paste(_bar(heights(shares)), (x0, y0))
         for kind in row.kinds:
             lx0, ly0, _, ly1 = lay.lane_box(panel, i, kind)
             flags = where.get(kind, [])
@@ -489,7 +513,7 @@ def draw(trace: Trace, path: Path, title: str = "GPU timeline") -> Path | str:
     pen.text((8, 8), title, fill=INK, font=font)
     origin = lay.panels[0].start
     for panel in range(len(lay.panels)):
-        _draw_panel(pen, lay, panel, origin, font, small)
+        _draw_panel(image, pen, lay, panel, origin, font, small)
 
     x = 8
     legend_y = lay.size[1] - LEGEND - BOTTOM + 6
