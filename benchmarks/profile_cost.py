@@ -6,14 +6,17 @@
 Builds the program once (gcc, nvptx offloading), then, interleaved rounds, medians:
 - bare:        the program alone
 - traced:      the program with the tracer injected (CUDA_INJECTION64_PATH, as idrrun sets it):
-               CUPTI's cost inside the program, and the trace file written
-and, on the last trace, each step idrrun takes after the run: read (parse the JSON lines),
-summary, rates and hints, the timeline PNG, the Perfetto JSON.
+               CUPTI's cost inside the program, and the trace file written, read during the
+               run by a tracefile.Follower as idrrun does
+and each step idrrun takes after the run: reading the rest of the trace (and, for comparison,
+the whole trace), then on the last trace summary, rates and hints, the timeline PNG, the
+Perfetto JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import statistics
@@ -31,7 +34,7 @@ from idrrun.profile.hints import find_hints  # noqa: E402
 from idrrun.profile.rates import achieved_rates  # noqa: E402
 from idrrun.profile.summary import summarize  # noqa: E402
 from idrrun.profile.timeline import draw  # noqa: E402
-from idrrun.profile.tracefile import read_trace  # noqa: E402
+from idrrun.profile.tracefile import Follower, read_trace  # noqa: E402
 
 
 def timed(fn, rounds: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
@@ -61,6 +64,7 @@ def main() -> int:
     env = {**os.environ, **plan.env}
     bare: list[float] = []
     traced: list[float] = []
+    left: list[float] = []  # reading what the follower had not read when the program ended
     assert plan.output is not None
     for _ in range(args.rounds):
         for target, environment in ((bare, os.environ), (traced, env)):
@@ -68,11 +72,18 @@ def main() -> int:
             # beside it (another process of the same run), and read_trace merges them all
             for old in plan.output.parent.glob(plan.output.name + "*"):
                 old.unlink()
+            follower = Follower(plan.output) if target is traced else None
             start = time.perf_counter()
-            subprocess.run(argv, env=environment, check=True, stdout=subprocess.DEVNULL)
+            with follower or contextlib.nullcontext():  # as idrrun reads it during the run
+                subprocess.run(argv, env=environment, check=True, stdout=subprocess.DEVNULL)
             target.append(time.perf_counter() - start)
+            if follower is not None:
+                start = time.perf_counter()
+                read_trace(plan.output, follower)
+                left.append(time.perf_counter() - start)
     lines = sum(1 for _ in open(plan.output, encoding="utf-8"))
-    t_read, trace = timed(lambda: read_trace(plan.output), args.rounds)
+    t_whole, trace = timed(lambda: read_trace(plan.output), args.rounds)
+    t_read = statistics.median(left)
     assert trace is not None
     t_sum, summary = timed(lambda: summarize(trace), args.rounds)
     t_hints, _ = timed(lambda: find_hints(trace, summary, achieved_rates(trace, summary)),
@@ -85,7 +96,8 @@ def main() -> int:
           f"{lines} lines, {len(trace.kernels)} kernels, {len(trace.copies)} copies")
     print(f"  bare program        {b:7.3f} s")
     print(f"  traced program      {t:7.3f} s   (+{t - b:.3f} s, +{100 * (t - b) / b:.1f} %)")
-    for name, value in (("read trace", t_read), ("summary", t_sum), ("rates + hints", t_hints),
+    print(f"  read trace, whole   {t_whole:7.3f} s   (had it not been read during the run)")
+    for name, value in (("read trace, rest", t_read), ("summary", t_sum), ("rates + hints", t_hints),
                         ("timeline PNG", t_png), ("Perfetto JSON", t_json)):
         print(f"  {name:18s}  {value:7.3f} s")
     print(f"  after the run, all  {after:7.3f} s   (+{100 * after / b:.1f} % of the bare run)")

@@ -9,6 +9,7 @@ FailureKind; only misconfiguration raises (errors.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -219,12 +220,14 @@ def execute(
                   gpu=family.gpu_context(toolchain), uid=uid, gid=uid, support=support,
                   disk_caps=request.own_uid)
     shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
-    p = proc.run(how.program if box is not None else how.argv, what="run",
-                 timeout=request.timeout + extra, cwd=request.workdir, env=how.env,
-                 on_output=shown, terminal=True, max_output=request.max_output,
-                 protections=probe.protections, limits=request.limits,
-                 gpu_run=family.gpu_context(toolchain), box=box,
-                 outer=how.launcher if box is not None else ())
+    followed = profile.follower(pplan)  # the built-in tracer's file, read as it is written
+    with followed or contextlib.nullcontext():
+        p = proc.run(how.program if box is not None else how.argv, what="run",
+                     timeout=request.timeout + extra, cwd=request.workdir, env=how.env,
+                     on_output=shown, terminal=True, max_output=request.max_output,
+                     protections=probe.protections, limits=request.limits,
+                     gpu_run=family.gpu_context(toolchain), box=box,
+                     outer=how.launcher if box is not None else ())
     shown.finish()
     if p.notes:
         reporter.notes(p.notes)
@@ -240,7 +243,7 @@ def execute(
     report = None
     if pplan is not None and pplan.kind != "none":
         report = profile.collect(pplan, timeout=120, source_name=request.source.name,
-                                 gpu=probe.gpus[0].name if probe.gpus else "")
+                                 gpu=probe.gpus[0].name if probe.gpus else "", followed=followed)
         reporter.profile(report)
     return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes),
                    profile=report)

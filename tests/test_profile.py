@@ -4,6 +4,7 @@ host OpenACC run under the tracer (no GPU here: it must say so, not crash)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import os
@@ -610,3 +611,80 @@ def test_a_line_holding_two_records_is_one_bad_line(tmp_path: Path) -> None:
     trace = tracefile.parse_lines(bad)[0]
     good = tracefile.parse_lines(lines)[0]
     assert trace.skipped == 2 and len(trace.kernels) == len(good.kernels)
+
+
+def _awkward_trace() -> bytes:
+    """The recorded H200 trace with what a reader must take as text mode does: a \\r\\n line
+    end, a blank line, bytes that are not UTF-8 in a kernel's name, a line that is not JSON,
+    and a last line without its end (a program killed while the tracer wrote)."""
+    lines = (DATA / "async_trace_h200.jsonl").read_bytes().splitlines(keepends=True)
+    kernel = next(i for i, line in enumerate(lines) if b'"type":"kernel"' in line)
+    lines[kernel] = lines[kernel].replace(b'"name":"', b'"name":"\xff\xfe')
+    lines[2] = lines[2].rstrip(b"\n") + b"\r\n"
+    lines.insert(3, b"\n")
+    lines.insert(5, b"not json\n")
+    return b"".join(lines) + b'{"type":"kernel","start":1'
+
+
+def test_the_follower_reads_the_trace_as_it_grows_and_gives_what_a_reread_gives(tmp_path: Path) -> None:
+    data = _awkward_trace()
+    path = tmp_path / "trace.jsonl"
+    follower = tracefile.Follower(path)
+    follower.poll()  # no file yet: nothing, no error
+    assert follower.read_bytes == 0
+    cuts = [0, 1, 150, 151, 700, 1601, 2500, 3333, len(data)]  # mid-line, mid-character
+    with open(path, "wb") as out:
+        for a, b in zip(cuts, cuts[1:]):
+            out.write(data[a:b])
+            out.flush()
+            follower.poll()
+            assert follower.read_bytes == b  # all there is, every time
+    followed = read_trace(path, follower)
+    again = read_trace(path)
+    assert followed == again and again is not None
+    recorded = read_trace(DATA / "async_trace_h200.jsonl")
+    assert recorded is not None and len(again.kernels) == len(recorded.kernels) == 4
+    assert again.skipped == 2  # "not json" and the unfinished line
+    assert any("\ufffd" in k.name for k in again.kernels)
+
+
+def test_the_follower_thread_reads_during_the_run(tmp_path: Path) -> None:
+    lines = (DATA / "async_trace_h200.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "trace.jsonl"
+    half = b"".join(lines[: len(lines) // 2])
+    with tracefile.Follower(path) as follower:
+        with open(path, "wb") as out:
+            out.write(half)
+            out.flush()
+            deadline = 50
+            while follower.read_bytes < len(half) and deadline:
+                threading.Event().wait(0.05)
+                deadline -= 1
+            assert follower.read_bytes == len(half), "the thread did not read during the run"
+            out.write(b"".join(lines[len(lines) // 2:]))
+    assert read_trace(path, follower) == read_trace(path)
+
+
+@pytest.mark.parametrize("change", ["replaced", "truncated"])
+def test_a_trace_file_changed_behind_the_follower_is_read_again(tmp_path: Path, change: str) -> None:
+    lines = (DATA / "async_trace_h200.jsonl").read_bytes().splitlines(keepends=True)
+    synthetic = SYNTHETIC.read_bytes()
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(b"".join(lines))
+    follower = tracefile.Follower(path)
+    follower.poll()
+    assert follower.read_bytes == path.stat().st_size
+    if change == "replaced":
+        other = tmp_path / "other.jsonl"
+        other.write_bytes(synthetic)
+        os.replace(other, path)
+    else:
+        with open(path, "r+b") as out:
+            out.truncate(0)
+        follower.poll()
+        with open(path, "ab") as out:
+            out.write(synthetic)
+    followed = read_trace(path, follower)
+    alone = read_trace(SYNTHETIC)
+    assert alone is not None
+    assert followed == read_trace(path) == dataclasses.replace(alone, files=(path,))

@@ -76,11 +76,14 @@ from .model import (
 from .rates import achieved_rates
 from .summary import summarize, trace_values, where
 from .timeline import draw as draw_timeline
-from .tracefile import read_trace
+from .tracefile import Follower, read_trace
 from .tracer import build_tracer, find_cupti
 
 
 TRACE_FILE = "trace.jsonl"
+# How often the tracer hands CUPTI's finished records over (its default 500): the follower
+# reads them during the run, so a shorter period leaves less to read after it.
+FLUSH_MS = 100
 TIMELINE_FILE = "timeline.png"
 TRACE_JSON_FILE = "trace.json"
 NSYS_HINT = ("install Nsight Systems (it comes with the CUDA toolkit and the NVIDIA HPC SDK) or "
@@ -157,7 +160,8 @@ def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str
     trace = run_dir / TRACE_FILE
     notes = ("nsys is not on PATH: using the built-in CUPTI tracer",) if choice == "auto" else ()
     return ProfilePlan(kind="builtin", argv_prefix=(),
-                       env={"CUDA_INJECTION64_PATH": str(library), "IDRRUN_TRACE_FILE": str(trace)},
+                       env={"CUDA_INJECTION64_PATH": str(library), "IDRRUN_TRACE_FILE": str(trace),
+                            "IDRRUN_TRACE_FLUSH_MS": str(FLUSH_MS)},
                        run_dir=run_dir, notes=notes, output=trace)
 
 
@@ -217,9 +221,17 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
                          trace_json=trace_json)
 
 
+def follower(plan: ProfilePlan | None) -> Follower | None:
+    """For the built-in tracer: a reader of its file while the program runs (`with` it around
+    the run, then give it to collect()), so that little is left to read after the run."""
+    if plan is None or plan.kind != "builtin" or plan.output is None:
+        return None
+    return Follower(plan.output)
+
+
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
-            iterations: int | None = None,
-            bytes_per_iteration: float | None = None) -> ProfileReport:
+            iterations: int | None = None, bytes_per_iteration: float | None = None,
+            followed: Follower | None = None) -> ProfileReport:
     """After the run: read what the profiler left in plan.run_dir, sum it up, draw it, export
     it, and say what could be better.
 
@@ -227,7 +239,7 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
     name when the caller knows it (else the trace's, when the tracer recorded it), for the
     peaks the rates are compared with. iterations and bytes_per_iteration (the bytes the
     exercise's kernels must move in device memory per iteration) give the kernels' achieved
-    memory bandwidth.
+    memory bandwidth. followed: follower(plan), stopped, that read the trace during the run.
     """
     work = Work(gpu=gpu, iterations=iterations, bytes_per_iteration=bytes_per_iteration,
                 source_name=source_name)
@@ -240,7 +252,7 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
                              message=f"ran under {' '.join(plan.argv_prefix)}; see its output above")
     if plan.kind == "builtin":
         assert plan.output is not None
-        trace = read_trace(plan.output)
+        trace = read_trace(plan.output, followed)
         summary = summarize(trace, source_name=source_name) if trace is not None else None
         report_file = trace.files[0] if trace is not None and trace.files else None
         return _finish(plan, trace, summary, (), report_file, notes, work)

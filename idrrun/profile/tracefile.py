@@ -10,9 +10,11 @@ Trace.skipped and otherwise ignored. A file without its "end" record makes Trace
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .model import Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
 
@@ -64,79 +66,103 @@ def _records(lines: Iterable[str]) -> list[object]:
     return out
 
 
+class _Parser:
+    """One file's records, fed in order (all at once, or chunk by chunk while the program
+    writes them: Follower) -> its trace; the same result either way."""
+
+    def __init__(self, process: int) -> None:
+        self.process = process  # the index of the file until its header gives the pid
+        self.kernels: list[Kernel] = []
+        self.copies: list[Copy] = []
+        self.memsets: list[Memset] = []
+        self.syncs: list[Sync] = []
+        self.queue_records: list[dict[str, Any]] = []
+        self.devices: list[Device] = []
+        self.errors: list[str] = []
+        self.skipped = self.dropped = 0
+        self.ended = False
+
+    def feed(self, records: Iterable[object]) -> None:
+        kernels, copies, memsets, syncs = self.kernels, self.copies, self.memsets, self.syncs
+        process = self.process
+        for record in records:
+            if record is None:
+                self.skipped += 1
+                continue
+            if not isinstance(record, dict):
+                self.skipped += 1
+                continue
+            kind = record.get("type")
+            if kind == "header":
+                process = self.process = _int(record, "pid", process)
+                continue
+            if kind == "end":
+                self.ended = True
+                continue
+            if kind == "dropped":
+                self.dropped += _int(record, "count")
+                continue
+            if kind == "error":
+                self.errors.append(f"{record.get('call', '?')}: {record.get('message', '?')}")
+                continue
+            if kind == "queue":
+                self.queue_records.append(record)
+                continue
+            if kind == "device":
+                self.devices.append(_device(record, process))
+                continue
+            start, end = _int(record, "start"), _int(record, "end")
+            if kind in ("kernel", "memcpy", "memset", "sync") and (start <= 0 or end < start):
+                self.skipped += 1  # CUPTI gives 0 when it could not time an operation
+                continue
+            stream = _int(record, "stream", -1)
+            if kind == "kernel":
+                kernels.append(Kernel(name=str(record.get("name", "?")), stream=stream,
+                                      device=_int(record, "device"),
+                                      context=_int(record, "context"),
+                                      correlation=_int(record, "correlation"),
+                                      grid=_dim3(record, "grid"), block=_dim3(record, "block"),
+                                      start=start, end=end, process=process))
+            elif kind == "memcpy":
+                copies.append(Copy(direction=str(record.get("copy", "unknown")),
+                                   bytes=_int(record, "bytes"), stream=stream,
+                                   device=_int(record, "device"),
+                                   context=_int(record, "context"),
+                                   correlation=_int(record, "correlation"),
+                                   src=str(record.get("src", "")), dst=str(record.get("dst", "")),
+                                   asynchronous=bool(record.get("async", False)), start=start,
+                                   end=end, process=process))
+            elif kind == "memset":
+                memsets.append(Memset(bytes=_int(record, "bytes"), stream=stream,
+                                      device=_int(record, "device"),
+                                      context=_int(record, "context"),
+                                      correlation=_int(record, "correlation"), start=start,
+                                      end=end, process=process))
+            elif kind == "sync":
+                syncs.append(Sync(kind=str(record.get("sync", "unknown")), stream=stream,
+                                  context=_int(record, "context", -1), start=start, end=end,
+                                  process=process))
+
+    def trace(self) -> tuple[Trace, int]:
+        kernels, copies, memsets = self.kernels, self.copies, self.memsets
+        by_correlation: dict[int, int] = {}
+        ops: list[Kernel | Copy | Memset] = [*kernels, *copies, *memsets]
+        for op in ops:
+            if op.correlation:
+                by_correlation[op.correlation] = op.stream
+        named = _stream_queues(self.queue_records, by_correlation, self.process)
+        trace = Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
+                      syncs=tuple(self.syncs), stream_queues=named, devices=tuple(self.devices),
+                      complete=self.ended, dropped=self.dropped, errors=tuple(self.errors),
+                      skipped=self.skipped)
+        return trace, self.process
+
+
 def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
     """One file's lines -> (its trace, its pid from the header)."""
-    kernels: list[Kernel] = []
-    copies: list[Copy] = []
-    memsets: list[Memset] = []
-    syncs: list[Sync] = []
-    queue_records: list[dict[str, Any]] = []
-    devices: list[Device] = []
-    errors: list[str] = []
-    skipped = dropped = 0
-    ended = False
-    for record in _records(lines):
-        if record is None:
-            skipped += 1
-            continue
-        if not isinstance(record, dict):
-            skipped += 1
-            continue
-        kind = record.get("type")
-        if kind == "header":
-            process = _int(record, "pid", process)
-            continue
-        if kind == "end":
-            ended = True
-            continue
-        if kind == "dropped":
-            dropped += _int(record, "count")
-            continue
-        if kind == "error":
-            errors.append(f"{record.get('call', '?')}: {record.get('message', '?')}")
-            continue
-        if kind == "queue":
-            queue_records.append(record)
-            continue
-        if kind == "device":
-            devices.append(_device(record, process))
-            continue
-        start, end = _int(record, "start"), _int(record, "end")
-        if kind in ("kernel", "memcpy", "memset", "sync") and (start <= 0 or end < start):
-            skipped += 1  # CUPTI gives 0 when it could not time an operation
-            continue
-        stream = _int(record, "stream", -1)
-        if kind == "kernel":
-            kernels.append(Kernel(name=str(record.get("name", "?")), stream=stream,
-                                  device=_int(record, "device"), context=_int(record, "context"),
-                                  correlation=_int(record, "correlation"),
-                                  grid=_dim3(record, "grid"), block=_dim3(record, "block"),
-                                  start=start, end=end, process=process))
-        elif kind == "memcpy":
-            copies.append(Copy(direction=str(record.get("copy", "unknown")),
-                               bytes=_int(record, "bytes"), stream=stream,
-                               device=_int(record, "device"), context=_int(record, "context"),
-                               correlation=_int(record, "correlation"),
-                               src=str(record.get("src", "")), dst=str(record.get("dst", "")),
-                               asynchronous=bool(record.get("async", False)), start=start, end=end, process=process))
-        elif kind == "memset":
-            memsets.append(Memset(bytes=_int(record, "bytes"), stream=stream,
-                                  device=_int(record, "device"), context=_int(record, "context"),
-                                  correlation=_int(record, "correlation"), start=start, end=end, process=process))
-        elif kind == "sync":
-            syncs.append(Sync(kind=str(record.get("sync", "unknown")), stream=stream,
-                              context=_int(record, "context", -1), start=start, end=end, process=process))
-    by_correlation: dict[int, int] = {}
-    ops: list[Kernel | Copy | Memset] = [*kernels, *copies, *memsets]
-    for op in ops:
-        if op.correlation:
-            by_correlation[op.correlation] = op.stream
-    named = _stream_queues(queue_records, by_correlation, process)
-    trace = Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
-                  syncs=tuple(syncs), stream_queues=named,
-                  devices=tuple(devices),
-                  complete=ended, dropped=dropped, errors=tuple(errors), skipped=skipped)
-    return trace, process
+    parser = _Parser(process)
+    parser.feed(_records(lines))
+    return parser.trace()
 
 
 def _device(record: Mapping[str, Any], process: int) -> Device:
@@ -188,15 +214,120 @@ def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
     )
 
 
-def read_trace(path: Path) -> Trace | None:
+def read_trace(path: Path, follower: Follower | None = None) -> Trace | None:
     """The trace of a run (all its processes), or None when no process wrote one -- the
-    program never initialised CUDA, so the driver never loaded the tracer."""
+    program never initialised CUDA, so the driver never loaded the tracer. A follower of
+    `path` that read it while the program ran gives what it read (and the rest): the same
+    trace, without reading the file again."""
     files = trace_files(path)
     if not files:
         return None
     parts = []
     for index, file in enumerate(files):
+        followed = follower.finish() if follower is not None and index == 0 and file == path else None
+        if followed is not None:
+            parts.append(followed)
+            continue
         with open(file, encoding="utf-8", errors="replace") as fh:
             trace, _ = parse_lines(fh, process=index)
         parts.append(trace)
     return merge(parts, tuple(files))
+
+
+class Follower:
+    """Reads the trace file while the traced program writes it (the tracer hands CUPTI's
+    records over every IDRRUN_TRACE_FLUSH_MS), on a thread of its own: after the run only the
+    last records are left to read. Reading a 9000-line trace took a third of `--profile`'s
+    time after the run (benchmarks/profile_cost.py).
+
+        with Follower(path):   # the thread, until the run ends
+            ... run the program ...
+        read_trace(path, follower)
+
+    A class, not a stage: it is the state of a file being read. Whatever makes what it read
+    doubtful (the file replaced, truncated, unreadable) makes finish() give None, and the
+    file is read again as a whole."""
+
+    POLL_SECONDS = 0.1
+    CHUNK_LINES = 2000  # one JSON decode holds the GIL: the run's output must not wait long
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: BinaryIO | None = None
+        self._read = 0  # bytes consumed
+        self._rest = b""  # an unfinished last line
+        self._parser = _Parser(0)
+        self._broken = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="idrrun trace follower",
+                                        daemon=True)
+
+    @property
+    def read_bytes(self) -> int:
+        """How much of the file was read so far."""
+        return self._read
+
+    def __enter__(self) -> Follower:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _follow(self) -> None:
+        while not self._stop.is_set():
+            self.poll()
+            self._stop.wait(self.POLL_SECONDS)
+
+    def poll(self) -> None:
+        """Read and parse the whole lines written since the last call."""
+        if self._broken:
+            return
+        try:
+            if self._file is None:
+                try:
+                    self._file = open(self.path, "rb")  # noqa: SIM115 - kept open while it grows
+                except FileNotFoundError:
+                    return  # not yet: the program has not initialised CUDA
+            if os.fstat(self._file.fileno()).st_size < self._read:
+                self._broken = True  # truncated: read again at the end
+                return
+            data = self._file.read()
+        except OSError:
+            self._broken = True
+            return
+        self._read += len(data)
+        data = self._rest + data
+        cut = data.rfind(b"\n") + 1
+        self._rest = data[cut:]
+        if cut:
+            self._feed(data[:cut])
+
+    def _feed(self, data: bytes) -> None:
+        # as text mode reads a file: undecodable bytes replaced, \r\n and \r are line ends
+        text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        for at in range(0, len(lines), self.CHUNK_LINES):
+            self._parser.feed(_records(lines[at:at + self.CHUNK_LINES]))
+
+    def finish(self) -> Trace | None:
+        """After the run (the thread stopped): the rest of the file, and the trace; None when
+        what was read may not be the file as it is now."""
+        self.poll()
+        file = self._file
+        if file is None or self._broken:
+            return None
+        try:
+            now, ours = os.stat(self.path), os.fstat(file.fileno())
+        except OSError:
+            return None
+        finally:
+            file.close()
+            self._file = None
+            self._broken = True  # once
+        if (now.st_dev, now.st_ino) != (ours.st_dev, ours.st_ino) or now.st_size != self._read:
+            return None
+        if self._rest:
+            self._feed(self._rest)  # a last line without its end (a killed program)
+        return self._parser.trace()[0]
