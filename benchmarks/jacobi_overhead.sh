@@ -25,7 +25,7 @@ gcc -O2 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80
 # fills the build cache and starts the resident server (its key has the CPU set: taskset too)
 taskset -c 0,1 python3 -m idrrun run -a --cliopts "4096 10" $src > /dev/null 2>&1
 if [ -n "$against" ]; then  # its own server (another key: other files)
-  PYTHONPATH=$against taskset -c 0,1 python3 -m idrrun run -a --cliopts "4096 10" $src > /dev/null 2>&1
+  PYTHONPATH=$against${PYTHONPATH#"$PWD"} taskset -c 0,1 python3 -m idrrun run -a --cliopts "4096 10" $src > /dev/null 2>&1
 fi
 sleep 3
 t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(round($e-$s,3))"; }
@@ -34,7 +34,7 @@ for _ in $(seq "$rounds"); do
   echo "idrrun_run $(t taskset -c 0,1 python3 -m idrrun run -a --cliopts '4096 1000' $src)"
   echo "in_process $(t taskset -c 0,1 env IDRRUN_RESIDENT=0 python3 -m idrrun run -a --cliopts '4096 1000' $src)"
   [ "$profile" = 1 ] && echo "idrrun_profile $(t taskset -c 0,1 python3 -m idrrun run -a --profile --cliopts '4096 1000' $src)"
-  [ -n "$against" ] && echo "profile_before $(PYTHONPATH=$against t taskset -c 0,1 python3 -m idrrun run -a --profile --cliopts '4096 1000' $src)"
+  [ -n "$against" ] && echo "profile_before $(PYTHONPATH=$against${PYTHONPATH#"$PWD"} t taskset -c 0,1 python3 -m idrrun run -a --profile --cliopts '4096 1000' $src)"
   [ "$version" = 1 ] && echo "version $(t taskset -c 0,1 python3 -m idrrun --version)"
 done > "$w/times.txt"
 cat "$w/times.txt"

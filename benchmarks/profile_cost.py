@@ -6,8 +6,9 @@
 Builds the program once (gcc, nvptx offloading), then, interleaved rounds, medians:
 - bare:        the program alone
 - traced:      the program with the tracer injected (CUDA_INJECTION64_PATH, as idrrun sets it):
-               CUPTI's cost inside the program, and the trace file written, read during the
-               run by a tracefile.Follower as idrrun does
+               CUPTI's cost inside the program, and the trace file written; once as before
+               (flushed every 500 ms, nothing read during the run), once as idrrun does now
+               (every 100 ms, read during the run by a tracefile.Follower)
 and each step idrrun takes after the run: reading the rest of the trace (and, for comparison,
 the whole trace), then on the last trace summary, rates and hints, the timeline PNG, the
 Perfetto JSON.
@@ -62,12 +63,14 @@ def main() -> int:
         sys.exit(f"profile_cost: no built-in tracer here: {plan.notes}")
     argv = [str(exe), *shlex.split(args.args)]
     env = {**os.environ, **plan.env}
+    unfollowed = {**env, "IDRRUN_TRACE_FLUSH_MS": "500"}  # as before the follower
     bare: list[float] = []
+    alone: list[float] = []
     traced: list[float] = []
     left: list[float] = []  # reading what the follower had not read when the program ended
     assert plan.output is not None
     for _ in range(args.rounds):
-        for target, environment in ((bare, os.environ), (traced, env)):
+        for target, environment in ((bare, os.environ), (alone, unfollowed), (traced, env)):
             # one run's trace: a trace.jsonl left there makes the next run write trace.jsonl.PID
             # beside it (another process of the same run), and read_trace merges them all
             for old in plan.output.parent.glob(plan.output.name + "*"):
@@ -95,7 +98,11 @@ def main() -> int:
     print(f"{Path(args.source).name} {args.args}: {args.rounds} rounds, medians; trace "
           f"{lines} lines, {len(trace.kernels)} kernels, {len(trace.copies)} copies")
     print(f"  bare program        {b:7.3f} s")
-    print(f"  traced program      {t:7.3f} s   (+{t - b:.3f} s, +{100 * (t - b) / b:.1f} %)")
+    a = statistics.median(alone)
+    print(f"  traced, not read    {a:7.3f} s   (+{a - b:.3f} s, +{100 * (a - b) / b:.1f} %: "
+          "flushed every 500 ms, read after the run)")
+    print(f"  traced, followed    {t:7.3f} s   (+{t - b:.3f} s, +{100 * (t - b) / b:.1f} %: "
+          "flushed every 100 ms, read meanwhile)")
     print(f"  read trace, whole   {t_whole:7.3f} s   (had it not been read during the run)")
     for name, value in (("read trace, rest", t_read), ("summary", t_sum), ("rates + hints", t_hints),
                         ("timeline PNG", t_png), ("Perfetto JSON", t_json)):

@@ -86,6 +86,11 @@ def tracer_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return lib
 
 
+# The host program has no offloaded code: on a machine with a GPU, libgomp would pick the GPU
+# for its regions ("target function wasn't mapped") unless told to stay on the host.
+ON_THE_HOST = {"ACC_DEVICE_TYPE": "host"}
+
+
 @pytest.fixture(scope="module")
 def host_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _gcc(HOST_PROGRAM, tmp_path_factory.mktemp("host") / "host_acc",
@@ -239,7 +244,7 @@ def test_host_openacc_run_under_the_tracer_says_no_gpu_activity(
         tmp_path: Path, tracer_lib: Path, host_program: Path) -> None:
     p = plan("builtin", tmp_path / "run", tracer_lib.parent.parent)
     result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=60,
-                      cwd=tmp_path, env={**os.environ, **p.env})
+                      cwd=tmp_path, env={**os.environ, **p.env, **ON_THE_HOST})
     assert result.ok and "sum = 499500" in result.output, result.output
     report = collect(p, source_name="cell[1]")
     assert report.message == NO_GPU_ACTIVITY
@@ -370,7 +375,7 @@ def fake_nsys_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run_under(p: ProfilePlan, program: Path) -> None:
     result = proc.run([*p.argv_prefix, str(program)], what="run", timeout=60,
-                      cwd=p.run_dir.parent, env={**os.environ, **p.env})
+                      cwd=p.run_dir.parent, env={**os.environ, **p.env, **ON_THE_HOST})
     assert result.ok and "sum = 499500" in result.output, result.output
 
 
