@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from idrrun.profile import nsys as nsys_mod
-from idrrun.profile import timeline, tracefile, tracer
+from idrrun.profile import perfetto, timeline, tracefile, tracer
 from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan
 from idrrun.profile.render import ProfileView
 from idrrun.profile.session import collect, plan
@@ -634,7 +634,7 @@ def _awkward_trace() -> bytes:
 def test_the_follower_reads_the_trace_as_it_grows_and_gives_what_a_reread_gives(tmp_path: Path) -> None:
     data = _awkward_trace()
     path = tmp_path / "trace.jsonl"
-    follower = tracefile.Follower(path)
+    follower = tracefile.Follower(path, perfetto.Prepared())
     follower.poll()  # no file yet: nothing, no error
     assert follower.read_bytes == 0
     cuts = [0, 1, 150, 151, 700, 1601, 2500, 3333, len(data)]  # mid-line, mid-character
@@ -651,6 +651,39 @@ def test_the_follower_reads_the_trace_as_it_grows_and_gives_what_a_reread_gives(
     assert recorded is not None and len(again.kernels) == len(recorded.kernels) == 4
     assert again.skipped == 2  # "not json" and the unfinished line
     assert any("\ufffd" in k.name for k in again.kernels)
+    # the Perfetto events it formatted as it read: the same document as formatted at the end
+    assert follower.used and follower.prepared is not None
+    assert len(follower.prepared.kernels) == len(again.kernels)
+    assert perfetto.text(again, follower.prepared) == perfetto.text(again) == json.dumps(
+        perfetto.events(again), separators=(",", ":"))
+    follower.prepared.kernels[0] = '{"ph":"X","name":"formatted during the run"}'
+    assert "formatted during the run" in perfetto.text(again, follower.prepared)  # it is used
+
+
+def test_events_formatted_during_the_run_are_used_only_for_their_own_trace(tmp_path: Path) -> None:
+    """Prepared events of one trace given with another (another start, a process whose tracer
+    started earlier): ignored, the document is formatted whole; a part of the trace prepared:
+    the rest is formatted."""
+    lines = (DATA / "async_trace_h200.jsonl").read_text().splitlines(keepends=True)
+    path = tmp_path / "trace.jsonl"
+    path.write_text("".join(lines[:12]))
+    follower = tracefile.Follower(path, perfetto.Prepared())
+    follower.poll()
+    prepared = follower.prepared
+    assert prepared is not None and 0 < len(prepared.copies)
+    with open(path, "a") as out:
+        out.write("".join(lines[12:]))
+    whole = read_trace(path)
+    assert whole is not None
+    assert perfetto.text(whole, prepared) == perfetto.text(whole)  # 12 lines done, the rest not
+    header = json.loads(lines[0])
+    earlier = tmp_path / "trace.jsonl.4242"  # another process of the run, started earlier
+    earlier.write_text(json.dumps({**header, "pid": 4242, "start": header["start"] - 1000}) + "\n"
+                       + "".join(lines[1:]))
+    merged = read_trace(path)
+    assert merged is not None and merged.started == header["start"] - 1000
+    assert perfetto.text(merged, prepared) == perfetto.text(merged) == json.dumps(
+        perfetto.events(merged), separators=(",", ":"))
 
 
 def test_the_follower_thread_reads_during_the_run(tmp_path: Path) -> None:

@@ -180,6 +180,7 @@ class Trace:
     errors: tuple[str, ...] = ()  # what the tracer could not do ("cuptiSubscribe: CUPTI_ERROR_...")
     skipped: int = 0  # lines or rows that could not be read (a cut last line, ...)
     files: tuple[Path, ...] = ()
+    started: int = 0  # when the built-in tracer started (its header's clock), 0: not known
 
     @property
     def empty(self) -> bool:

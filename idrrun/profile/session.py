@@ -178,7 +178,8 @@ class Work:
 
 def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             tables: tuple[Table, ...], report_file: Path | None, notes: list[str],
-            work: Work, message: str = "") -> ProfileReport:
+            work: Work, message: str = "",
+            prepared: perfetto.Prepared | None = None) -> ProfileReport:
     png: Path | None = None
     trace_json: Path | None = None
     found_rates: Rates | None = None
@@ -196,7 +197,7 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             png = drawn
         else:
             notes.append(drawn)
-        written = perfetto.write(trace, plan.run_dir / TRACE_JSON_FILE)
+        written = perfetto.write(trace, plan.run_dir / TRACE_JSON_FILE, prepared)
         if isinstance(written, Path):
             trace_json = written
         else:
@@ -226,7 +227,7 @@ def follower(plan: ProfilePlan | None) -> Follower | None:
     the run, then give it to collect()), so that little is left to read after the run."""
     if plan is None or plan.kind != "builtin" or plan.output is None:
         return None
-    return Follower(plan.output)
+    return Follower(plan.output, perfetto.Prepared())
 
 
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
@@ -255,7 +256,9 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
         trace = read_trace(plan.output, followed)
         summary = summarize(trace, source_name=source_name) if trace is not None else None
         report_file = trace.files[0] if trace is not None and trace.files else None
-        return _finish(plan, trace, summary, (), report_file, notes, work)
+        # the events formatted during the run belong to this trace only if it was the follower's
+        prepared = followed.prepared if followed is not None and followed.used else None
+        return _finish(plan, trace, summary, (), report_file, notes, work, prepared=prepared)
     return _collect_nsys(plan, timeout, source_name, notes, work)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .model import Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
+from .perfetto import Prepared
 
 FORMAT = "idrrun-trace"
 VERSION = 2
@@ -81,6 +82,7 @@ class _Parser:
         self.errors: list[str] = []
         self.skipped = self.dropped = 0
         self.ended = False
+        self.started = 0
 
     def feed(self, records: Iterable[object]) -> None:
         kernels, copies, memsets, syncs = self.kernels, self.copies, self.memsets, self.syncs
@@ -95,6 +97,7 @@ class _Parser:
             kind = record.get("type")
             if kind == "header":
                 process = self.process = _int(record, "pid", process)
+                self.started = self.started or _int(record, "start")
                 continue
             if kind == "end":
                 self.ended = True
@@ -154,7 +157,7 @@ class _Parser:
         trace = Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
                       syncs=tuple(self.syncs), stream_queues=named, devices=tuple(self.devices),
                       complete=self.ended, dropped=self.dropped, errors=tuple(self.errors),
-                      skipped=self.skipped)
+                      skipped=self.skipped, started=self.started)
         return trace, self.process
 
 
@@ -211,6 +214,7 @@ def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
         errors=tuple(dict.fromkeys(e for t in parts for e in t.errors)),
         skipped=sum(t.skipped for t in parts),
         files=files,
+        started=min((t.started for t in parts if t.started), default=0),
     )
 
 
@@ -244,6 +248,7 @@ class Follower:
             ... run the program ...
         read_trace(path, follower)
 
+    Given a perfetto.Prepared, it formats the Perfetto events of what it read as it goes.
     A class, not a stage: it is the state of a file being read. Whatever makes what it read
     doubtful (the file replaced, truncated, unreadable) makes finish() give None, and the
     file is read again as a whole."""
@@ -251,8 +256,10 @@ class Follower:
     POLL_SECONDS = 0.1
     CHUNK_LINES = 2000  # one JSON decode holds the GIL: the run's output must not wait long
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, prepared: Prepared | None = None) -> None:
         self.path = path
+        self.prepared = prepared  # the Perfetto events, formatted as the operations come
+        self.used = False  # finish() gave its trace
         self._file: BinaryIO | None = None
         self._read = 0  # bytes consumed
         self._rest = b""  # an unfinished last line
@@ -308,8 +315,12 @@ class Follower:
         # as text mode reads a file: undecodable bytes replaced, \r\n and \r are line ends
         text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
         lines = text.split("\n")
+        parser = self._parser
         for at in range(0, len(lines), self.CHUNK_LINES):
-            self._parser.feed(_records(lines[at:at + self.CHUNK_LINES]))
+            parser.feed(_records(lines[at:at + self.CHUNK_LINES]))
+            if self.prepared is not None:
+                self.prepared.add(parser.started, parser.kernels, parser.copies, parser.memsets,
+                                  parser.syncs)
 
     def finish(self) -> Trace | None:
         """After the run (the thread stopped): the rest of the file, and the trace; None when
@@ -330,4 +341,5 @@ class Follower:
             return None
         if self._rest:
             self._feed(self._rest)  # a last line without its end (a killed program)
+        self.used = True
         return self._parser.trace()[0]
