@@ -662,3 +662,22 @@ def test_a_window_s_columns_do_not_depend_on_the_order_of_the_operations() -> No
         # presence also marks the column where an operation ends
         assert [c for c, on in enumerate(timeline.presence(order, *window, width=20)["h2d"])
                 if on] == [1, 2, 3, 4, 11, 12, 13, 14]
+
+
+def test_busy_intervals_is_the_union_of_the_intervals() -> None:
+    """Against a brute-force union over every nanosecond of random intervals (overlapping,
+    nested, touching, empty, out of order)."""
+    import random
+
+    from idrrun.profile.summary import busy_intervals
+
+    rng = random.Random(13)
+    assert busy_intervals([]) == []
+    for _ in range(200):
+        spans = [(a, a + rng.choice([0, 1, 2, 5, 9])) for a in
+                 (rng.randrange(60) for _ in range(rng.randrange(1, 12)))]
+        merged = busy_intervals(spans)
+        covered = {t for a, b in spans for t in range(a, b)}
+        assert {t for a, b in merged for t in range(a, b)} == covered
+        assert all(b1 < a2 for (_, b1), (a2, _) in zip(merged, merged[1:]))  # disjoint, apart
+        assert merged == sorted(merged)

@@ -81,12 +81,19 @@ def stream_names(trace: Trace) -> dict[tuple[int, int], tuple[str, str]]:
 def busy_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """The union of intervals, as sorted disjoint intervals."""
     merged: list[tuple[int, int]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
+    ordered = iter(sorted(intervals))
+    first = next(ordered, None)
+    if first is None:
+        return merged
+    low, high = first  # the interval being grown (locals: once per GPU operation)
+    for start, end in ordered:
+        if start <= high:
+            if end > high:
+                high = end
         else:
-            merged.append((start, end))
+            merged.append((low, high))
+            low, high = start, end
+    merged.append((low, high))
     return merged
 
 
