@@ -9,9 +9,10 @@ Builds the program once (gcc, nvptx offloading), then, interleaved rounds, media
                CUPTI's cost inside the program, and the trace file written; once as before
                (flushed every 500 ms, nothing read during the run), once as idrrun does now
                (every 100 ms, read during the run by a tracefile.Follower)
-and each step idrrun takes after the run: reading the rest of the trace (and, for comparison,
-the whole trace), then on the last trace summary, rates and hints, the timeline PNG, the
-Perfetto JSON.
+and, after each followed run, what idrrun does after the run (session.collect with the
+follower: the rest of the trace, summary, rates and hints, timeline PNG, Perfetto JSON with the
+events formatted during the run); on the last trace, each step on the whole trace, as it was
+before the follower.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from idrrun.profile import perfetto, session  # noqa: E402
+from idrrun.profile.model import Trace  # noqa: E402
 from idrrun.profile.hints import find_hints  # noqa: E402
 from idrrun.profile.rates import achieved_rates  # noqa: E402
 from idrrun.profile.summary import summarize  # noqa: E402
@@ -67,7 +69,8 @@ def main() -> int:
     bare: list[float] = []
     alone: list[float] = []
     traced: list[float] = []
-    left: list[float] = []  # reading what the follower had not read when the program ended
+    collected: list[float] = []  # session.collect() after a followed run
+    last: tuple[object, object] = (None, None)
     assert plan.output is not None
     for _ in range(args.rounds):
         for target, environment in ((bare, os.environ), (alone, unfollowed), (traced, env)):
@@ -75,19 +78,23 @@ def main() -> int:
             # beside it (another process of the same run), and read_trace merges them all
             for old in plan.output.parent.glob(plan.output.name + "*"):
                 old.unlink()
-            follower = Follower(plan.output) if target is traced else None
+            follower = session.follower(plan) if target is traced else None
             start = time.perf_counter()
             with follower or contextlib.nullcontext():  # as idrrun reads it during the run
                 subprocess.run(argv, env=environment, check=True, stdout=subprocess.DEVNULL)
             target.append(time.perf_counter() - start)
-            if follower is not None:
+            if follower is not None:  # what idrrun does after the run, all of it
                 start = time.perf_counter()
-                read_trace(plan.output, follower)
-                left.append(time.perf_counter() - start)
+                report = session.collect(plan, followed=follower)
+                collected.append(time.perf_counter() - start)
+                last = (report.trace, follower)
     lines = sum(1 for _ in open(plan.output, encoding="utf-8"))
-    t_whole, trace = timed(lambda: read_trace(plan.output), args.rounds)
-    t_read = statistics.median(left)
+    t_read, trace = timed(lambda: read_trace(plan.output), args.rounds)
     assert trace is not None
+    followed, follower = last
+    assert isinstance(followed, Trace) and isinstance(follower, Follower) and follower.used
+    t_prepared, _ = timed(lambda: perfetto.write(followed, work / "p.json", follower.prepared),
+                          args.rounds)
     t_sum, summary = timed(lambda: summarize(trace), args.rounds)
     t_hints, _ = timed(lambda: find_hints(trace, summary, achieved_rates(trace, summary)),
                        args.rounds)
@@ -95,6 +102,7 @@ def main() -> int:
     t_json, _ = timed(lambda: perfetto.write(trace, work / "t.json"), args.rounds)
     b, t = statistics.median(bare), statistics.median(traced)
     after = t_read + t_sum + t_hints + t_png + t_json
+    idrrun_after = statistics.median(collected)
     print(f"{Path(args.source).name} {args.args}: {args.rounds} rounds, medians; trace "
           f"{lines} lines, {len(trace.kernels)} kernels, {len(trace.copies)} copies")
     print(f"  bare program        {b:7.3f} s")
@@ -103,11 +111,17 @@ def main() -> int:
           "flushed every 500 ms, read after the run)")
     print(f"  traced, followed    {t:7.3f} s   (+{t - b:.3f} s, +{100 * (t - b) / b:.1f} %: "
           "flushed every 100 ms, read meanwhile)")
-    print(f"  read trace, whole   {t_whole:7.3f} s   (had it not been read during the run)")
-    for name, value in (("read trace, rest", t_read), ("summary", t_sum), ("rates + hints", t_hints),
+    print("  each step on the whole trace, as if nothing had been done during the run:")
+    for name, value in (("read trace", t_read), ("summary", t_sum), ("rates + hints", t_hints),
                         ("timeline PNG", t_png), ("Perfetto JSON", t_json)):
         print(f"  {name:18s}  {value:7.3f} s")
-    print(f"  after the run, all  {after:7.3f} s   (+{100 * after / b:.1f} % of the bare run)")
+    print(f"  all                 {after:7.3f} s   (+{100 * after / b:.1f} % of the bare run)")
+    print("  what the follower leaves after the run:")
+    print(f"  Perfetto, prepared  {t_prepared:7.3f} s   (events formatted during the run)")
+    print(f"  idrrun after run    {idrrun_after:7.3f} s   (+{100 * idrrun_after / b:.1f} % of the "
+          "bare run: session.collect with the follower, read, summary, hints, PNG, Perfetto)")
+    print(f"  traced+after        {t + idrrun_after:7.3f} s   (+{100 * (t + idrrun_after - b) / b:.1f} "
+          "% over the bare run)")
     return 0
 
 

@@ -669,7 +669,7 @@ def test_busy_intervals_is_the_union_of_the_intervals() -> None:
     nested, touching, empty, out of order)."""
     import random
 
-    from idrrun.profile.summary import busy_intervals
+    from idrrun.profile.model import busy_intervals
 
     rng = random.Random(13)
     assert busy_intervals([]) == []

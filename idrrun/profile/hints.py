@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .model import DTOH, HTOD, Copy, Hint, Rates, Summary, Trace
 from .render import fmt_bytes, fmt_ns
-from .summary import busy_intervals, queues, stream_names
+from .summary import queues, stream_names
 
 # -- thresholds ------------------------------------------------------------------------------
 
@@ -82,7 +82,7 @@ class Facts:
 
     def gaps(self) -> list[int]:
         """Idle intervals of the GPU between its first and last operation, in ns."""
-        merged = busy_intervals((e.start, e.end) for e in self.trace.operations)
+        merged = self.trace.busy
         return [b[0] - a[1] for a, b in zip(merged, merged[1:]) if b[0] > a[1]]
 
     @property

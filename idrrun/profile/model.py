@@ -8,7 +8,8 @@ between them mean anything. Bytes are integers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -169,6 +170,25 @@ class Device:
         return 2.0 * self.memory_clock_khz * 1e3 * self.memory_bus_bits / 8
 
 
+def busy_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of intervals, as sorted disjoint intervals."""
+    merged: list[tuple[int, int]] = []
+    ordered = iter(sorted(intervals))
+    first = next(ordered, None)
+    if first is None:
+        return merged
+    low, high = first  # the interval being grown (locals: once per GPU operation)
+    for start, end in ordered:
+        if start <= high:
+            if end > high:
+                high = end
+        else:
+            merged.append((low, high))
+            low, high = start, end
+    merged.append((low, high))
+    return merged
+
+
 @dataclass(frozen=True)
 class Trace:
     """Every GPU operation of a run, in no particular order."""
@@ -191,10 +211,28 @@ class Trace:
         """No work on the GPU (waits alone do not count)."""
         return not (self.kernels or self.copies or self.memsets)
 
-    @property
+    # Cached (the instance's __dict__, not a field: equality and replace() ignore them): the
+    # summary, the hints, the timeline and the export each asked for these again.
+    @functools.cached_property
     def operations(self) -> tuple[Kernel | Copy | Memset, ...]:
         """The GPU's work: kernels, copies, memsets."""
         return (*self.kernels, *self.copies, *self.memsets)
+
+    @functools.cached_property
+    def busy(self) -> tuple[tuple[int, int], ...]:
+        """When the GPU had work: the union of its operations, as sorted disjoint intervals."""
+        return tuple(busy_intervals((e.start, e.end) for e in self.operations))
+
+    @functools.cached_property
+    def streams(self) -> tuple[tuple[int, int], ...]:
+        """(process, stream) of every stream that had work, in order of its first operation."""
+        first: dict[tuple[int, int], int] = {}
+        for e in self.operations:
+            key = (e.process, e.stream)
+            known = first.get(key)
+            if known is None or e.start < known:
+                first[key] = e.start
+        return tuple(sorted(first, key=lambda k: (first[k], k)))
 
     @property
     def origin(self) -> int:

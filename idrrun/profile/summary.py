@@ -52,12 +52,7 @@ def _transfer(label: str, copies: list[Copy]) -> TransferStat:
 
 def queues(trace: Trace) -> list[tuple[int, int]]:
     """(process, stream) of every stream that had work, in order of its first operation."""
-    first: dict[tuple[int, int], int] = {}
-    for e in trace.operations:
-        key = (e.process, e.stream)
-        if key not in first or e.start < first[key]:
-            first[key] = e.start
-    return sorted(first, key=lambda k: (first[k], k))
+    return list(trace.streams)
 
 
 def stream_names(trace: Trace) -> dict[tuple[int, int], tuple[str, str]]:
@@ -78,25 +73,6 @@ def stream_names(trace: Trace) -> dict[tuple[int, int], tuple[str, str]]:
     return names
 
 
-def busy_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The union of intervals, as sorted disjoint intervals."""
-    merged: list[tuple[int, int]] = []
-    ordered = iter(sorted(intervals))
-    first = next(ordered, None)
-    if first is None:
-        return merged
-    low, high = first  # the interval being grown (locals: once per GPU operation)
-    for start, end in ordered:
-        if start <= high:
-            if end > high:
-                high = end
-        else:
-            merged.append((low, high))
-            low, high = start, end
-    merged.append((low, high))
-    return merged
-
-
 def summarize(trace: Trace, top: int = 10, source_name: str = "") -> Summary:
     per_kernel: dict[str, list[int]] = defaultdict(list)
     for k in trace.kernels:
@@ -108,10 +84,9 @@ def summarize(trace: Trace, top: int = 10, source_name: str = "") -> Summary:
                    total_ns=sum(times), max_ns=max(times),
                    share=sum(times) / kernel_ns if kernel_ns else 0.0)
         for name, times in ranked[:top])
-    ops = [(e.start, e.end) for e in trace.operations]
     return Summary(
-        span_ns=trace.finish - trace.origin if ops else 0,
-        busy_ns=sum(end - start for start, end in busy_intervals(ops)),
+        span_ns=trace.finish - trace.origin if trace.operations else 0,
+        busy_ns=sum(end - start for start, end in trace.busy),
         kernel_ns=kernel_ns,
         kernel_count=len(trace.kernels),
         h2d=_transfer("host → device", [c for c in trace.copies if c.direction == HTOD]),
@@ -139,7 +114,7 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
     t = trace if trace is not None else Trace()
     h2d = sum(c.bytes for c in t.copies if c.direction == HTOD)
     d2h = sum(c.bytes for c in t.copies if c.direction == DTOH)
-    busy = busy_intervals((e.start, e.end) for e in t.operations)
+    busy = t.busy
     span = t.finish - t.origin if busy else 0
     values = {
         "ran_on_gpu": 1.0 if t.kernels else 0.0,
