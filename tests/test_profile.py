@@ -16,7 +16,7 @@ import pytest
 
 from idrrun.profile import nsys as nsys_mod
 from idrrun.profile import perfetto, timeline, tracefile, tracer
-from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan
+from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan, Trace
 from idrrun.profile.render import ProfileView
 from idrrun.profile.session import collect, plan
 from idrrun.profile.summary import summarize, trace_values, where
@@ -726,3 +726,29 @@ def test_a_trace_file_changed_behind_the_follower_is_read_again(tmp_path: Path, 
     alone = read_trace(SYNTHETIC)
     assert alone is not None
     assert followed == read_trace(path) == dataclasses.replace(alone, files=(path,))
+
+
+def test_a_fifo_or_a_link_in_place_of_a_trace_file_is_left_out_without_blocking(tmp_path: Path) -> None:
+    """The run's folder is the traced program's to write: a FIFO as the trace file (or as another
+    process's) would block its reader for good, a link could lead anywhere; both are left out,
+    what the tracer wrote is read."""
+    path = tmp_path / "trace.jsonl"
+    os.mkfifo(path)
+    os.mkfifo(tmp_path / "trace.jsonl.77")
+    (tmp_path / "trace.jsonl.78").symlink_to("/etc/passwd")
+    (tmp_path / "trace.jsonl.79").write_text(SYNTHETIC.read_text())
+    found: list[object] = []
+
+    def read() -> None:
+        with tracefile.Follower(path, perfetto.Prepared()) as follower:
+            threading.Event().wait(0.3)  # a few polls
+        found.append(read_trace(path, follower))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert not reader.is_alive(), "reading the trace blocked on a FIFO"
+    trace = found[0]
+    assert isinstance(trace, Trace) and trace.files == (tmp_path / "trace.jsonl.79",)
+    alone = read_trace(SYNTHETIC)
+    assert alone is not None and trace.kernels == alone.kernels

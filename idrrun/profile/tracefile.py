@@ -9,8 +9,10 @@ Trace.skipped and otherwise ignored. A file without its "end" record makes Trace
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -43,6 +45,24 @@ def trace_files(path: Path) -> list[Path]:
     """The trace file and those of other processes of the run (FILE.<pid>), in that order."""
     others = sorted(p for p in path.parent.glob(path.name + ".*") if p.suffix[1:].isdigit())
     return ([path] if path.is_file() else []) + others
+
+
+def open_trace(path: Path) -> BinaryIO | None:
+    """A trace file, for reading: a regular file reached without a symbolic link, else None.
+    The run's folder is the traced program's to write: a FIFO put there would block its reader
+    for good, a link could lead anywhere."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
 
 
 def _records(lines: Iterable[str]) -> list[object]:
@@ -226,16 +246,24 @@ def read_trace(path: Path, follower: Follower | None = None) -> Trace | None:
     files = trace_files(path)
     if not files:
         return None
-    parts = []
+    parts, read = [], []
     for index, file in enumerate(files):
         followed = follower.finish() if follower is not None and index == 0 and file == path else None
         if followed is not None:
             parts.append(followed)
+            read.append(file)
             continue
-        with open(file, encoding="utf-8", errors="replace") as fh:
+        binary = open_trace(file)
+        if binary is None:
+            continue  # not a regular file of its own (a link, a FIFO): not the tracer's
+        # as text mode reads: undecodable bytes replaced, universal newlines
+        with io.TextIOWrapper(binary, encoding="utf-8", errors="replace") as fh:
             trace, _ = parse_lines(fh, process=index)
         parts.append(trace)
-    return merge(parts, tuple(files))
+        read.append(file)
+    if not parts:
+        return None
+    return merge(parts, tuple(read))
 
 
 class Follower:
@@ -293,10 +321,11 @@ class Follower:
             return
         try:
             if self._file is None:
-                try:
-                    self._file = open(self.path, "rb")  # noqa: SIM115 - kept open while it grows
-                except FileNotFoundError:
-                    return  # not yet: the program has not initialised CUDA
+                # None: not there yet (the program has not initialised CUDA), or not a regular
+                # file (read_trace leaves it out)
+                self._file = open_trace(self.path)
+                if self._file is None:
+                    return
             if os.fstat(self._file.fileno()).st_size < self._read:
                 self._broken = True  # truncated: read again at the end
                 return
