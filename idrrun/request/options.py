@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -259,6 +260,7 @@ class Options:
                 if getattr(self, f.name) is not None}
 
 
+@functools.cache  # the fields of a class: read four times per cell
 def specs() -> tuple[tuple[str, FlagSpec], ...]:
     """(Options field, its FlagSpec) of every flag, in declaration order."""
     return tuple((f.name, f.metadata["flag"]) for f in dataclasses.fields(Options)
