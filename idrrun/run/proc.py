@@ -179,7 +179,8 @@ def spawn(
     elif outer:
         argv = (*outer, *argv)
     stdin_file = limits.stdin if limits is not None else None
-    log.info("%s: %s", what, subprocess.list2cmdline(argv))
+    if log.isEnabledFor(logging.INFO):  # quoting the argv is work wasted when nobody logs
+        log.info("%s: %s", what, subprocess.list2cmdline(argv))
     master = slave = -1
     if terminal:
         master, slave = pty.openpty()
