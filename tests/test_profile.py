@@ -8,6 +8,8 @@ import dataclasses
 import json
 import subprocess
 import os
+import re
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -752,3 +754,58 @@ def test_a_fifo_or_a_link_in_place_of_a_trace_file_is_left_out_without_blocking(
     assert isinstance(trace, Trace) and trace.files == (tmp_path / "trace.jsonl.79",)
     alone = read_trace(SYNTHETIC)
     assert alone is not None and trace.kernels == alone.kernels
+
+
+WRITES_ITS_OWN_TRACE = r"""
+/* Stands in for a GPU program under the built-in tracer (no GPU here): writes a recorded trace
+   to IDRRUN_TRACE_FILE in pieces, cut mid-line, as the tracer's flushes do during a run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    const char *path = getenv("IDRRUN_TRACE_FILE");
+    FILE *in = fopen(argv[1], "rb");
+    if (path == NULL || in == NULL) return 2;
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text, in);
+    FILE *out = fopen(path, "wb");
+    for (size_t at = 0; at < n; at += 700) {
+        fwrite(text + at, 1, n - at < 700 ? n - at : 700, out);
+        fflush(out);
+        usleep(150000);
+    }
+    fclose(out);
+    puts("done");
+    return 0;
+}
+"""
+
+
+@needs_cupti
+def test_idrrun_run_profile_reads_a_trace_written_during_the_run_by_a_program_that_writes_its_own_trace(
+        tmp_path: Path) -> None:
+    """`idrrun run --profiler builtin` end to end (the pipeline runs the program inside the
+    follower): the report and trace.json are those of the trace the program wrote."""
+    from conftest import PYTHONPATH
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "writer.c").write_text(WRITES_ITS_OWN_TRACE)
+    recorded = DATA / "async_trace_h200.jsonl"
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "IDRRUN_RESIDENT": "0", "IDRRUN_OFFLOAD": "host", "COLUMNS": "200"}
+    done = subprocess.run([sys.executable, "-m", "idrrun", "run", "--profiler", "builtin",
+                           "--cliopts", str(recorded), "writer.c"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "done" in done.stdout
+    expected = read_trace(recorded)
+    assert expected is not None
+    assert "GPU profile (built-in CUPTI tracer): 4 queues" in done.stdout, done.stdout
+    assert re.search(rf"kernels +[\d.]+ ms +[\d.]+% +{len(expected.kernels)}\n", done.stdout)
+    [exported] = list((work / "idrrun-profile").glob("*/trace.json"))
+    [trace_file] = list((work / "idrrun-profile").glob("*/trace.jsonl"))
+    written = read_trace(trace_file)
+    assert written is not None and written.kernels == expected.kernels
+    assert exported.read_text() == perfetto.text(written)
