@@ -9,12 +9,12 @@ out=${OUT:-/tmp}/jacobi
 mkdir -p "$out"
 peak=${PEAK_GBS:-4300}
 flags=(-O3 -fopenacc -foffload=nvptx-none "-foffload-options=nvptx-none=-misa=sm_80 -lm")
-for v in 1 2 3 4 5; do
+for v in 1 2 3 4 5 6; do
   gcc "${flags[@]}" -DVARIANT=$v -o "$out/jacobi$v" "$here/jacobi_variants.c" -lm 2>"$out/build$v.log" || {
     echo "variant $v: build failed"; tail -3 "$out/build$v.log"; continue; }
 done
 printf '%-8s %-16s %12s %10s\n' variant GOMP_OPENACC_DIM ms/iter "% floor"
-for v in 1 2 3 4 5; do
+for v in 1 2 3 4 5 6; do
   [ -x "$out/jacobi$v" ] || continue
   for dim in "" "528::128" "1056::128" "264::256" "132:4:32"; do
     line=$(GOMP_OPENACC_DIM=$dim timeout 120 "$out/jacobi$v" "${N:-4096}" "${ITERS:-1000}" 2>&1 | tail -1)
