@@ -809,3 +809,52 @@ def test_idrrun_run_profile_reads_a_trace_written_during_the_run_by_a_program_th
     written = read_trace(trace_file)
     assert written is not None and written.kernels == expected.kernels
     assert exported.read_text() == perfetto.text(written)
+
+
+def test_a_trace_longer_than_the_limit_is_cut_and_says_so(tmp_path: Path) -> None:
+    """The files are the program's to write: at most tracefile.MAX_TRACE_BYTES of them are read
+    (here a smaller limit), whole lines only, and the report says the trace was cut. The
+    follower stops at the same place and gives the same trace."""
+    lines = (DATA / "async_trace_h200.jsonl").read_text().splitlines(keepends=True)
+    path = tmp_path / "trace.jsonl"
+    path.write_text("".join(lines))
+    limit = len("".join(lines[:10])) + 30  # ten lines and a piece of the eleventh
+    cut = read_trace(path, limit=limit)
+    first_ten, _ = tracefile.parse_lines(lines[:10])
+    assert cut is not None and cut.truncated and not first_ten.truncated
+    assert cut.kernels == first_ten.kernels and cut.copies == first_ten.copies
+    assert cut.skipped == 0  # the piece of a line is not a bad line of the program's
+    follower = tracefile.Follower(path, perfetto.Prepared(), limit=limit)
+    follower.poll()
+    follower.poll()
+    assert follower.read_bytes == limit
+    assert read_trace(path, follower, limit=limit) == cut
+    whole = read_trace(path)
+    assert whole is not None and not whole.truncated and len(whole.kernels) > len(cut.kernels)
+    # the budget is for all the files of a run: another process's file gets what is left
+    (tmp_path / "trace.jsonl.99").write_text("".join(lines))
+    both = read_trace(path, limit=len("".join(lines)) + limit)
+    assert both is not None and both.truncated
+    assert len(both.kernels) == len(whole.kernels) + len(first_ten.kernels)
+    report = collect(ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=tmp_path,
+                                 output=path))
+    assert not any("longer than" in n for n in report.notes)
+
+
+def test_collect_says_when_the_trace_was_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from idrrun.profile import session as session_mod
+
+    monkeypatch.setattr(tracefile, "MAX_TRACE_BYTES", 2000)
+    monkeypatch.setattr(session_mod, "MAX_TRACE_BYTES", 2000)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trace.jsonl").write_text((DATA / "async_trace_h200.jsonl").read_text())
+    plan_ = ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=run,
+                        output=run / "trace.jsonl")
+    followed = tracefile.Follower(plan_.output, perfetto.Prepared(), limit=2000)
+    with followed:
+        pass
+    report = collect(plan_, followed=followed)
+    assert report.trace is not None and report.trace.truncated
+    assert report.notes == ("the trace is longer than the 2.0 kB idrrun reads: what is shown is "
+                            "its beginning",)  # (and not that the program stopped early)

@@ -205,6 +205,7 @@ class Trace:
     skipped: int = 0  # lines or rows that could not be read (a cut last line, ...)
     files: tuple[Path, ...] = ()
     started: int = 0  # when the built-in tracer started (its header's clock), 0: not known
+    truncated: bool = False  # longer than idrrun reads (tracefile.MAX_TRACE_BYTES): cut there
 
     @property
     def empty(self) -> bool:

@@ -76,7 +76,8 @@ from .model import (
 from .rates import achieved_rates
 from .summary import summarize, trace_values, where
 from .timeline import draw as draw_timeline
-from .tracefile import Follower, read_trace
+from .render import fmt_bytes
+from .tracefile import MAX_TRACE_BYTES, Follower, read_trace
 from .tracer import build_tracer, find_cupti
 
 
@@ -209,9 +210,12 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
                                          iterations=work.iterations)
             found_hints = find_hints(trace, summary, found_rates)
     if trace is not None:
-        if not trace.complete and plan.kind == "builtin" and trace.files:
+        if not trace.complete and plan.kind == "builtin" and trace.files and not trace.truncated:
             notes.append("the trace stops early: the program did not reach its normal end "
                          "(killed or timed out); what was recorded before is shown")
+        if trace.truncated:
+            notes.append(f"the trace is longer than the {fmt_bytes(MAX_TRACE_BYTES)} idrrun reads: "
+                         "what is shown is its beginning")
         if trace.dropped:
             notes.append(f"{trace.dropped} GPU records were lost (the tracer's buffers were full)")
         if trace.skipped:

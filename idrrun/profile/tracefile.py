@@ -23,6 +23,10 @@ from .perfetto import Prepared
 
 FORMAT = "idrrun-trace"
 VERSION = 2
+# What is read of a run's trace files, all together. The files are the traced program's to
+# write: one that writes a gigabyte of records would otherwise make the grader hold ten. A
+# Jacobi run of 100 000 iterations writes about 200 MB.
+MAX_TRACE_BYTES = 256 << 20
 
 
 def _int(record: Mapping[str, Any], key: str, default: int = 0) -> int:
@@ -65,6 +69,13 @@ def open_trace(path: Path) -> BinaryIO | None:
     return os.fdopen(fd, "rb")
 
 
+def _text_lines(data: bytes) -> list[str]:
+    """Bytes of whole lines as text mode reads them: undecodable bytes replaced, \r\n and \r
+    are line ends too."""
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
 def _records(lines: Iterable[str]) -> list[object]:
     """The lines' JSON values, None for a line that is not JSON. The whole file is decoded as
     one array first (one call instead of one per line: a third of the reading time of a long
@@ -103,6 +114,7 @@ class _Parser:
         self.skipped = self.dropped = 0
         self.ended = False
         self.started = 0
+        self.truncated = False  # the file was longer than what could be read of it
 
     def feed(self, records: Iterable[object]) -> None:
         kernels, copies, memsets, syncs = self.kernels, self.copies, self.memsets, self.syncs
@@ -177,7 +189,7 @@ class _Parser:
         trace = Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
                       syncs=tuple(self.syncs), stream_queues=named, devices=tuple(self.devices),
                       complete=self.ended, dropped=self.dropped, errors=tuple(self.errors),
-                      skipped=self.skipped, started=self.started)
+                      skipped=self.skipped, started=self.started, truncated=self.truncated)
         return trace, self.process
 
 
@@ -235,31 +247,43 @@ def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
         skipped=sum(t.skipped for t in parts),
         files=files,
         started=min((t.started for t in parts if t.started), default=0),
+        truncated=any(t.truncated for t in parts),
     )
 
 
-def read_trace(path: Path, follower: Follower | None = None) -> Trace | None:
+def read_trace(path: Path, follower: Follower | None = None,
+               limit: int = MAX_TRACE_BYTES) -> Trace | None:
     """The trace of a run (all its processes), or None when no process wrote one -- the
     program never initialised CUDA, so the driver never loaded the tracer. A follower of
     `path` that read it while the program ran gives what it read (and the rest): the same
-    trace, without reading the file again."""
+    trace, without reading the file again. At most `limit` bytes are read of all the files
+    together; a trace cut there says so (Trace.truncated)."""
     files = trace_files(path)
     if not files:
         return None
     parts, read = [], []
+    left = limit
     for index, file in enumerate(files):
         followed = follower.finish() if follower is not None and index == 0 and file == path else None
         if followed is not None:
             parts.append(followed)
             read.append(file)
+            left -= follower.read_bytes if follower is not None else 0
             continue
         binary = open_trace(file)
         if binary is None:
             continue  # not a regular file of its own (a link, a FIFO): not the tracer's
-        # as text mode reads: undecodable bytes replaced, universal newlines
-        with io.TextIOWrapper(binary, encoding="utf-8", errors="replace") as fh:
-            trace, _ = parse_lines(fh, process=index)
-        parts.append(trace)
+        with binary:
+            data = binary.read(max(0, left))
+            cut = bool(binary.read(1))
+        left -= len(data)
+        lines = _text_lines(data)
+        if cut:
+            lines.pop()  # a line cut by the limit, not by the program
+        parser = _Parser(index)
+        parser.feed(_records(lines))
+        parser.truncated = cut
+        parts.append(parser.trace()[0])
         read.append(file)
     if not parts:
         return None
@@ -284,8 +308,10 @@ class Follower:
     POLL_SECONDS = 0.1
     CHUNK_LINES = 2000  # one JSON decode holds the GIL: the run's output must not wait long
 
-    def __init__(self, path: Path, prepared: Prepared | None = None) -> None:
+    def __init__(self, path: Path, prepared: Prepared | None = None,
+                 limit: int = MAX_TRACE_BYTES) -> None:
         self.path = path
+        self.limit = limit  # bytes read at most (read_trace's limit)
         self.prepared = prepared  # the Perfetto events, formatted as the operations come
         self.used = False  # finish() gave its trace
         self._file: BinaryIO | None = None
@@ -329,7 +355,9 @@ class Follower:
             if os.fstat(self._file.fileno()).st_size < self._read:
                 self._broken = True  # truncated: read again at the end
                 return
-            data = self._file.read()
+            if self._read >= self.limit:
+                return  # as much as will be read: finish() says the trace is cut
+            data = self._file.read(self.limit - self._read)
         except OSError:
             self._broken = True
             return
@@ -341,9 +369,7 @@ class Follower:
             self._feed(data[:cut])
 
     def _feed(self, data: bytes) -> None:
-        # as text mode reads a file: undecodable bytes replaced, \r\n and \r are line ends
-        text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
+        lines = _text_lines(data)
         parser = self._parser
         for at in range(0, len(lines), self.CHUNK_LINES):
             parser.feed(_records(lines[at:at + self.CHUNK_LINES]))
@@ -366,9 +392,12 @@ class Follower:
             file.close()
             self._file = None
             self._broken = True  # once
-        if (now.st_dev, now.st_ino) != (ours.st_dev, ours.st_ino) or now.st_size != self._read:
+        cut = now.st_size > self._read and self._read >= self.limit
+        if (now.st_dev, now.st_ino) != (ours.st_dev, ours.st_ino) or \
+                (now.st_size != self._read and not cut):
             return None
-        if self._rest:
+        if self._rest and not cut:
             self._feed(self._rest)  # a last line without its end (a killed program)
+        self._parser.truncated = cut
         self.used = True
         return self._parser.trace()[0]
