@@ -153,7 +153,7 @@ def _resident() -> DoctorLine:
                           "set XDG_RUNTIME_DIR to a folder of your own")
     running = Path(folder, resident.key() + ".sock").exists()
     state = ("a server for this environment is running" if running
-             else "the next `idrrun run` starts a server for the calls after it")
+             else "two `idrrun run` within two minutes start a server for the calls after them")
     return DoctorLine(topic, OK, f"on: {state} (sockets and logs in {folder}; "
                                  f"{resident.ENV_SWITCH}=0 turns it off)")
 

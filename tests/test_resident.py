@@ -78,8 +78,9 @@ def warm(tmp_path: Path):  # type: ignore[no-untyped-def]
     work.mkdir()
     (work / "p.c").write_text(PROGRAM)
     (work / "data.txt").write_text("from-the-folder\n")
-    first = idrrun(tmp_path, "--notime", "p.c")
-    assert first.returncode == 0, first.stderr
+    for _ in range(2):  # the second call within BURST_SECONDS starts the server
+        first = idrrun(tmp_path, "--notime", "p.c")
+        assert first.returncode == 0, first.stderr
     wait_for_server(tmp_path)
     yield tmp_path
     for line in logs(tmp_path).splitlines():
@@ -183,11 +184,12 @@ def test_a_caller_with_other_limits_gets_its_own_server(warm: Path) -> None:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512), hard))
     cmd = [sys.executable, "-m", "idrrun", "run", "--notime", "p.c"]
-    for _ in range(2):
+    for call in range(3):
         r = subprocess.run(cmd, cwd=warm / "work", env=env_for(warm), preexec_fn=lower,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
-        wait_for_server(warm, count=2)
+        if call == 1:
+            wait_for_server(warm, count=2)
     assert logs(warm).count("serving ") == 2
     assert logs(warm).count("worker ") == 1
 
@@ -214,7 +216,8 @@ def test_an_idle_server_leaves_and_takes_its_socket(tmp_path: Path) -> None:
     work.mkdir()
     (work / "p.c").write_text(PROGRAM)
     env = env_for(tmp_path, **{resident.ENV_IDLE: "1"})
-    assert idrrun(tmp_path, "p.c", env=env).returncode == 0
+    for _ in range(2):
+        assert idrrun(tmp_path, "p.c", env=env).returncode == 0
     wait_for_server(tmp_path)
     deadline = time.monotonic() + 60
     while list(folder(tmp_path).glob("*.sock")):
@@ -244,6 +247,9 @@ def doctor_line(tmp_path: Path, **extra: str) -> dict[str, str]:
 def test_doctor_says_whether_runs_are_resident(warm: Path) -> None:
     line = doctor_line(warm)
     assert line["status"] == "OK" and "a server for this environment is running" in line["detail"]
+    (warm / "other").mkdir()
+    line = doctor_line(warm, TMPDIR=str(warm / "other"))
+    assert line["status"] == "OK" and "two `idrrun run` within two minutes start a server" in line["detail"]
     line = doctor_line(warm, **{resident.ENV_SWITCH: "0"})
     assert line["status"] == "info" and line["detail"].startswith("off")
     open_folder = warm / "open"
@@ -341,4 +347,27 @@ def test_calls_from_one_python_process_each_get_their_own_worker_or_run_in_proce
     assert "codes [0, 0, 0, 0] captured True sigint True" in done.stdout, done.stdout + done.stderr
     assert time.monotonic() - start < 8, "a call waited for a worker that was not its own"
     assert logs(warm).count("worker ") == 3  # the redirected call ran in-process
-    assert (warm / "work" / "runs.log").read_text().count("ran") == 5  # the fixture's one + 4
+    assert (warm / "work" / "runs.log").read_text().count("ran") == 6  # the fixture's two + 4
+
+
+def test_a_lone_call_leaves_no_server_and_a_second_one_starts_it(tmp_path: Path) -> None:
+    """A server is started by the second call within BURST_SECONDS: a test in a folder of its
+    own, or a command typed once, leaves no process behind for 15 minutes."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "p.c").write_text(PROGRAM)
+    assert idrrun(tmp_path, "p.c").returncode == 0
+    time.sleep(2)
+    assert not list(folder(tmp_path).glob("*.sock")) and not logs(tmp_path)
+    (mark,) = folder(tmp_path).glob("*.last")
+    old = time.time() - resident.BURST_SECONDS - 5
+    os.utime(mark, (old, old))  # the first call long ago: still no server
+    assert idrrun(tmp_path, "p.c").returncode == 0
+    time.sleep(2)
+    assert not list(folder(tmp_path).glob("*.sock"))
+    assert idrrun(tmp_path, "p.c").returncode == 0  # within the burst
+    wait_for_server(tmp_path)
+    served = idrrun(tmp_path, "p.c")
+    assert served.returncode == 0 and logs(tmp_path).count("worker ") == 1
+    for pid in server_pids(tmp_path):
+        os.kill(pid, signal.SIGTERM)

@@ -2,8 +2,9 @@
 once and forks a worker per call.
 
 Why: a Python start-up with idrrun's imports costs 0.2-0.4 s, two to four times a small
-program's own compile and run (benchmarks/vv_bench.py). As Gradle's and Bazel's servers do, the
-first `idrrun run` starts one in the background (and runs in-process itself); the next calls
+program's own compile and run (benchmarks/vv_bench.py). As Gradle's and Bazel's servers do, a
+second `idrrun run` within BURST_SECONDS starts one in the background (and runs in-process
+itself, as the first did: a lone call leaves nothing running); the next calls
 hand it their argv, working folder, environment, umask and standard streams (file descriptors
 over a Unix socket, SCM_RIGHTS), and a forked worker runs `idrrun run` with them: it writes
 straight to the caller's terminal or pipes, and the caller exits with its exit code. The caller
@@ -31,6 +32,7 @@ from __future__ import annotations
 import _signal
 import _socket
 import _struct
+import time as _time
 import marshal
 import os
 import resource
@@ -46,6 +48,9 @@ ENV_SWITCH = "IDRRUN_RESIDENT"  # "0", "off", "no", "false": every call in-proce
 ENV_IDLE = "IDRRUN_RESIDENT_IDLE"  # seconds a server waits for a call before it leaves
 IDLE_SECONDS = 900.0
 START_SECONDS = 15.0  # for a worker to say it started, after which the caller runs in-process
+# A server is started by the second call within this many seconds (the same key): a lone call
+# (a test in a folder of its own, a command typed once) leaves no process behind for IDLE_SECONDS.
+BURST_SECONDS = 120.0
 HEADER = "!I"  # the request's length, then the request (marshal)
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -163,7 +168,8 @@ def call(argv: Sequence[str]) -> int | None:
         conn.connect(os.path.join(folder, k + ".sock"))
     except OSError:
         conn.close()
-        _start_server(folder, k)
+        if _called_recently(folder, k):
+            _start_server(folder, k)
         return None
     try:
         mask = os.umask(0o022)
@@ -260,6 +266,22 @@ def _exchange(conn: _socket.socket) -> int | None:
     _signal.signal(signum, _signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     return 128 + signum
+
+
+def _called_recently(folder: str, k: str) -> bool:
+    """Whether a call with this key found no server less than BURST_SECONDS ago; says this one
+    did (the mtime of FOLDER/KEY.last)."""
+    mark = os.path.join(folder, k + ".last")
+    try:
+        recent = _time.time() - os.stat(mark).st_mtime < BURST_SECONDS
+    except OSError:
+        recent = False
+    try:
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        os.utime(mark)
+    except OSError:
+        pass
+    return recent
 
 
 def _start_server(folder: str, k: str) -> None:
