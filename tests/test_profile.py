@@ -858,3 +858,23 @@ def test_collect_says_when_the_trace_was_cut(tmp_path: Path, monkeypatch: pytest
     assert report.trace is not None and report.trace.truncated
     assert report.notes == ("the trace is longer than the 2.0 kB idrrun reads: what is shown is "
                             "its beginning",)  # (and not that the program stopped early)
+
+
+def test_reading_a_small_trace_takes_memory_in_proportion_to_it(tmp_path: Path) -> None:
+    """read(n) makes a buffer of n bytes before it reads: asking for the whole limit (256 MiB)
+    for a trace of a few kilobytes made every read, and every poll of the follower, take that
+    much (tracemalloc: 268 MB for a 1.5 MB trace)."""
+    import tracemalloc
+
+    path = tmp_path / "trace.jsonl"
+    path.write_text((DATA / "async_trace_h200.jsonl").read_text() * 40)
+    size = path.stat().st_size
+    for read in (lambda: read_trace(path),
+                 lambda: read_trace(path, tracefile.Follower(path, perfetto.Prepared()))):
+        tracemalloc.start()
+        try:
+            assert read() is not None
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 100 * size, (peak, size)
