@@ -139,7 +139,7 @@ def _q(strings: dict[str, str], value: str) -> str:
 def _kernel(k: Kernel, zero: int, q: dict[str, str]) -> str:
     g, b = k.grid, k.block
     return (f'{{"ph":"X","name":{_q(q, k.name)},"cat":"kernel","pid":{k.process},'
-            f'"tid":{k.stream + 1},"ts":{(k.start - zero) / 1000.0!r},'
+            f'"tid":{_tid(k.stream)},"ts":{(k.start - zero) / 1000.0!r},'
             f'"dur":{k.ns / 1000.0!r},"args":{{"stream":{k.stream},"grid":[{g[0]},{g[1]},{g[2]}],'
             f'"block":[{b[0]},{b[1]},{b[2]}],"correlation":{k.correlation}}}}}')
 
@@ -147,7 +147,7 @@ def _kernel(k: Kernel, zero: int, q: dict[str, str]) -> str:
 def _copy(c: Copy, zero: int, q: dict[str, str]) -> str:
     rate = f',"GB/s":{round(c.bytes / c.ns, 3)!r}' if c.ns else ""
     return (f'{{"ph":"X","name":{_q(q, "copy " + c.direction)},"cat":"copy","pid":{c.process},'
-            f'"tid":{c.stream + 1},"ts":{(c.start - zero) / 1000.0!r},'
+            f'"tid":{_tid(c.stream)},"ts":{(c.start - zero) / 1000.0!r},'
             f'"dur":{c.ns / 1000.0!r},"args":{{"bytes":{c.bytes},"stream":{c.stream},'
             f'"src":{_q(q, c.src)},"dst":{_q(q, c.dst)},'
             f'"async":{"true" if c.asynchronous else "false"},'
@@ -156,7 +156,7 @@ def _copy(c: Copy, zero: int, q: dict[str, str]) -> str:
 
 def _memset(m: Memset, zero: int) -> str:
     return (f'{{"ph":"X","name":"memset","cat":"memset","pid":{m.process},'
-            f'"tid":{m.stream + 1},"ts":{(m.start - zero) / 1000.0!r},'
+            f'"tid":{_tid(m.stream)},"ts":{(m.start - zero) / 1000.0!r},'
             f'"dur":{m.ns / 1000.0!r},"args":{{"bytes":{m.bytes},"stream":{m.stream}}}}}')
 
 

@@ -419,10 +419,6 @@ def _time_label(ns: float, step: float) -> str:
 def fonts() -> tuple[Any, Any]:
     """The two fonts, made once per process (the resident server makes them before its first
     call)."""
-    return _fonts()
-
-
-def _fonts() -> tuple[Any, Any]:
     from PIL import ImageFont
 
     try:

@@ -9,7 +9,7 @@ Trace.skipped and otherwise ignored. A file without its "end" record makes Trace
 
 from __future__ import annotations
 
-import io
+import dataclasses
 import json
 import os
 import stat
@@ -265,12 +265,13 @@ def read_trace(path: Path, follower: Follower | None = None,
     parts, read = [], []
     left = limit
     for index, file in enumerate(files):
-        followed = follower.finish() if follower is not None and index == 0 and file == path else None
-        if followed is not None:
-            parts.append(followed)
-            read.append(file)
-            left -= follower.read_bytes if follower is not None else 0
-            continue
+        if follower is not None and index == 0 and file == path:
+            followed = follower.finish()
+            if followed is not None:
+                parts.append(followed)
+                read.append(file)
+                left -= follower.read_bytes
+                continue
         binary = open_trace(file)
         if binary is None:
             continue  # not a regular file of its own (a link, a FIFO): not the tracer's
@@ -283,10 +284,8 @@ def read_trace(path: Path, follower: Follower | None = None,
         lines = _text_lines(data)
         if cut:
             lines.pop()  # a line cut by the limit, not by the program
-        parser = _Parser(index)
-        parser.feed(_records(lines))
-        parser.truncated = cut
-        parts.append(parser.trace()[0])
+        trace, _ = parse_lines(lines, process=index)
+        parts.append(dataclasses.replace(trace, truncated=True) if cut else trace)
         read.append(file)
     if not parts:
         return None
