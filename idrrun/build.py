@@ -231,10 +231,7 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     box = compile_box(request, toolchain, work, cache_dir, uid) if request.sandbox else None
     start = time.monotonic()
     try:
-        # a folder of our own, fresh, published whole by a rename below: no need to write
-        # through a temporary file
-        (work / source_file_name(request.source)).write_text(
-            padded_text(request.source), encoding="utf-8", errors="surrogateescape")
+        write_atomic(work / source_file_name(request.source), padded_text(request.source))
         # Through the guard and its limits: a kernel killed mid-build takes the compiler along,
         # and a source that makes the compiler eat memory or write a huge file is stopped.
         before = set(os.listdir(work))
