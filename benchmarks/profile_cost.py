@@ -40,6 +40,13 @@ from idrrun.profile.timeline import draw  # noqa: E402
 from idrrun.profile.tracefile import Follower, read_trace  # noqa: E402
 
 
+def build(source: Path, exe: Path) -> None:
+    """The program with gcc's nvptx offloading, as a student's GPU build (timelines_gpu.py too)."""
+    subprocess.run(["gcc", "-O2", "-fopenacc", "-foffload=nvptx-none",
+                    "-foffload-options=nvptx-none=-misa=sm_80 -lm", "-o", str(exe), str(source),
+                    "-lm"], check=True, stderr=subprocess.DEVNULL)
+
+
 def timed(fn, rounds: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
     times, result = [], None
     for _ in range(rounds):
@@ -57,9 +64,7 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-profile-cost-"))
     exe = work / "prog"
-    subprocess.run(["gcc", "-O2", "-fopenacc", "-foffload=nvptx-none",
-                    "-foffload-options=nvptx-none=-misa=sm_80 -lm", "-o", str(exe), args.source,
-                    "-lm"], check=True)
+    build(Path(args.source), exe)
     plan = session.plan("builtin", work / "profile", work / "cache")
     if plan.kind != "builtin":
         sys.exit(f"profile_cost: no built-in tracer here: {plan.notes}")

@@ -29,14 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from idrrun.profile import session, timeline  # noqa: E402
+from profile_cost import build  # noqa: E402  (this folder is sys.path[0])
 
 KINDS = ("kernel", "h2d", "d2h", "memset")
-
-
-def build(source: Path, exe: Path) -> None:
-    subprocess.run(["gcc", "-O2", "-fopenacc", "-foffload=nvptx-none",
-                    "-foffload-options=nvptx-none=-misa=sm_80 -lm", "-o", str(exe), str(source),
-                    "-lm"], check=True, stderr=subprocess.DEVNULL)
 
 
 def area_shares(png: Path, lay: timeline.Layout) -> dict[str, float]:

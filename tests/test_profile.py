@@ -844,8 +844,7 @@ def test_a_trace_longer_than_the_limit_is_cut_and_says_so(tmp_path: Path) -> Non
 def test_collect_says_when_the_trace_was_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from idrrun.profile import session as session_mod
 
-    monkeypatch.setattr(tracefile, "MAX_TRACE_BYTES", 2000)
-    monkeypatch.setattr(session_mod, "MAX_TRACE_BYTES", 2000)
+    monkeypatch.setattr(session_mod, "MAX_TRACE_BYTES", 2000)  # the limit the note names
     run = tmp_path / "run"
     run.mkdir()
     (run / "trace.jsonl").write_text((DATA / "async_trace_h200.jsonl").read_text())
