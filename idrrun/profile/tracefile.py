@@ -26,7 +26,8 @@ VERSION = 2
 # What is read of a run's trace files, all together. The files are the traced program's to
 # write, and reading takes about 8 times a trace's size at its peak, 2.4 times once read
 # (tracemalloc, a 1.5 MB trace): a program writing gigabytes of records would take the
-# grader's memory. A Jacobi run of 1000 iterations writes about 1.5 MB.
+# grader's memory. A Jacobi run of 1000 iterations writes 9000 lines (1.5 MB in the
+# synthetic trace of that shape the figures above come from).
 MAX_TRACE_BYTES = 256 << 20
 
 
