@@ -1,0 +1,142 @@
+"""Where `idrrun run --profile` spends its wall time against `idrrun run`, phase by phase, in
+one process (issue 13: the profiler's cost over the whole run, target <= 5 %).
+
+    python benchmarks/profile_phases.py [--source examples/C/data_laplace_solution.c]
+                                        [--args "4096 1000"] [--rounds 5] [--checks]
+
+Interleaved rounds of the same command without and with --profile (in-process: cli's
+run_in_process; the build cached by a first call of each), and --profile with the trace not
+followed during the run (read whole after it, as before the follower). idrrun's stages are
+wrapped with timers (perf_counter, no profiler): the build, the profile plan, the program's run
+(proc.run, which includes the follower reading the trace beside it), the follower's stop, and
+collect's steps. With --bare, also the program alone and the program with the tracer injected
+(subprocess.run of the cached executable, the tracer's environment as idrrun sets it): the
+tracer's own cost. Medians over the rounds, ms. Without --checks, -a is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from idrrun import build, cli, pipeline  # noqa: E402
+from idrrun.display import TextReporter  # noqa: E402
+from idrrun.profile import session, tracefile  # noqa: E402
+from idrrun.run import proc  # noqa: E402
+
+spent: dict[str, float] = defaultdict(float)
+
+
+def timed(owner: Any, name: str, label: str | Callable[..., str]) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            key = label(*args, **kwargs) if callable(label) else label
+            spent[key] += time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", default=str(ROOT / "examples" / "C" / "data_laplace_solution.c"))
+    ap.add_argument("--args", default="4096 1000")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--checks", action="store_true", help="with -a (the exercise's checks)")
+    ap.add_argument("--bare", action="store_true", help="also the program alone, and traced")
+    args = ap.parse_args()
+    plain = ["run", *(["-a"] if args.checks else []), "--cliopts", args.args, args.source]
+    profiled = plain[:1] + ["--profile"] + plain[1:]
+
+    timed(build, "build", "build")
+    timed(session, "plan", "profile plan")
+    timed(proc, "run", lambda *a, **k: "program run" if k.get("what") == "run" else
+          f"proc.run {k.get('what')}")
+    timed(tracefile.Follower, "__exit__", "follower stop")
+    timed(session, "read_trace", "collect: read the rest")
+    timed(session, "summarize", "collect: summary")
+    timed(session, "draw_timeline", "collect: timeline PNG")
+    timed(session.perfetto, "write", "collect: Perfetto JSON")
+    timed(session, "achieved_rates", "collect: rates")
+    timed(session, "find_hints", "collect: hints")
+    timed(session, "collect", "collect (all)")
+    timed(TextReporter, "profile", "profile text")
+    timed(pipeline, "execute", "pipeline.execute")
+
+    follower = session.follower
+    seen: dict[str, Any] = {}  # the last plan and build, for the bare runs
+
+    def plan_kept(*a: Any, **k: Any) -> Any:
+        seen["plan"] = plan_fn(*a, **k)
+        return seen["plan"]
+
+    plan_fn = session.plan
+    session.plan = plan_kept  # type: ignore[assignment]
+    build_fn = build.build
+
+    def build_kept(*a: Any, **k: Any) -> Any:
+        seen["build"] = build_fn(*a, **k)
+        return seen["build"]
+
+    build.build = build_kept  # type: ignore[assignment]
+    modes = ("plain", "profile", "not followed")
+    rows: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in (*modes, "bare")}
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        cli.run_in_process(plain)
+        cli.run_in_process(profiled)
+        exe = seen["build"].executable
+        tracer_env = {**os.environ, **seen["plan"].env}
+        program = [str(exe), *args.args.split()]
+        for _ in range(args.rounds):
+            for mode in modes:
+                spent.clear()
+                session.follower = (lambda plan: None) if mode == "not followed" else follower
+                start = time.perf_counter()
+                cli.run_in_process(plain if mode == "plain" else profiled)
+                spent["whole command"] = time.perf_counter() - start
+                for key, value in spent.items():
+                    rows[mode][key].append(value)
+            if args.bare:
+                for name, env in (("program alone", os.environ), ("program traced", tracer_env)):
+                    start = time.perf_counter()
+                    subprocess.run(program, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, check=False)
+                    rows["bare"][name].append(time.perf_counter() - start)
+    keys = list(dict.fromkeys([*rows["profile"], *rows["plain"]]))
+    print(f"{Path(args.source).name} {args.args}, {args.rounds} rounds, medians (ms), "
+          f"{os.cpu_count()} cores visible, affinity {len(os.sched_getaffinity(0))}")
+    print(f"  {'':28s} " + " ".join(f"{m:>12s}" for m in modes) + "   profile - plain")
+
+    def med(mode: str, key: str) -> float:
+        return 1000 * statistics.median(rows[mode][key]) if rows[mode][key] else 0.0
+
+    for key in keys:
+        print(f"  {key:28s} " + " ".join(f"{med(m, key):12.1f}" for m in modes) +
+              f"   {med('profile', key) - med('plain', key):+8.1f}")
+    for name, values in rows["bare"].items():
+        print(f"  {name:28s} {med('bare', name):12.1f}")
+    for mode in modes:
+        print(f"  {mode} rounds: " + " ".join(f"{1000 * w:.0f}" for w in rows[mode]["whole command"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
