@@ -238,12 +238,12 @@ class Trace:
     @property
     def origin(self) -> int:
         """Start of the first GPU operation."""
-        return min((e.start for e in self.operations), default=0)
+        return self.busy[0][0] if self.busy else 0
 
     @property
     def finish(self) -> int:
         """End of the last GPU operation."""
-        return max((e.end for e in self.operations), default=0)
+        return self.busy[-1][1] if self.busy else 0
 
 
 # ---------------------------------------------------------------------------------------
