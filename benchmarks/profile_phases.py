@@ -62,9 +62,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--checks", action="store_true", help="with -a (the exercise's checks)")
     ap.add_argument("--bare", action="store_true", help="also the program alone, and traced")
+    ap.add_argument("--profiler", default="", help="auto, nsys, builtin (default: --profile's)")
     args = ap.parse_args()
     plain = ["run", *(["-a"] if args.checks else []), "--cliopts", args.args, args.source]
-    profiled = plain[:1] + ["--profile"] + plain[1:]
+    profiled = plain[:1] + (["--profiler", args.profiler] if args.profiler else ["--profile"]) + \
+        plain[1:]
 
     timed(build, "build", "build")
     timed(session, "plan", "profile plan")
