@@ -53,6 +53,10 @@ for name, ts in times.items():
 b = med["bare_run"]
 for name in ("idrrun_run", "in_process", "idrrun_profile", "profile_before"):
     if name in med:
-        print(f"{name} over bare: +{med[name] - b:.3f} s (+{100 * (med[name] - b) / b:.1f}%)")
+        print(f"{name} over bare: {med[name] - b:+.3f} s ({100 * (med[name] - b) / b:+.1f} %)")
+if "idrrun_profile" in med:  # the profiler's own cost: against the same command without it
+    r = med["idrrun_run"]
+    print(f"idrrun_profile over idrrun_run: {med['idrrun_profile'] - r:+.3f} s "
+          f"({100 * (med['idrrun_profile'] - r) / r:+.1f} %)")
 PY
 rm -rf "$w"
