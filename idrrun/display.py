@@ -79,7 +79,7 @@ class TextReporter:
         self._sanitize = sanitize
         self._at_line_start = True
         # A kernel's stdout sends what was written every flush_interval (ipykernel: 0.2 s) by
-        # itself; an explicit flush waits for its I/O thread (0.6-0.8 ms each, 4-5 a cell).
+        # itself; an explicit flush waits for its I/O thread (0.6-0.8 ms each, four in a cached cell).
         interval = getattr(stream, "flush_interval", None)
         self._flush_steps = not (isinstance(interval, (int, float)) and 0 < interval <= 1)
 

@@ -167,17 +167,13 @@ def _within(ops: Iterable[Span], start: int, end: int) -> Sequence[Span]:
     """The operations that may touch [start, end]: sorted by start (linear for rows(), which
     sorts them already), those starting before `end`, from the first whose end, or an earlier
     one's, reaches `start`. A zoom on a few iterations then looks at those only."""
-    ordered = ops if isinstance(ops, (list, tuple)) and _by_start(ops) else sorted(ops)
+    ordered = sorted(ops)
     if ordered and ordered[0][0] >= start and ordered[-1][0] <= end:
         # Every operation starts inside: a panel of the whole run (or of one that ends there).
         return ordered
     hi = bisect.bisect_right([s for s, _, _ in ordered], end)
     reach = list(itertools.accumulate((e for _, e, _ in ordered[:hi]), max))
     return ordered[bisect.bisect_left(reach, start):hi]
-
-
-def _by_start(ops: Sequence[Span]) -> bool:
-    return all(a[0] <= b[0] for a, b in zip(ops, ops[1:]))
 
 
 def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[float]]:
@@ -379,10 +375,10 @@ def zoom_window(trace: Trace) -> Window | None:
 
 def layout(trace: Trace, zoom: bool = True) -> Layout:
     all_rows = rows(trace)
-    # the GPU's operations and the host's waits (the rows' operations, each row by start)
-    waits = [(s.start, s.end) for s in trace.syncs]
-    origin = min([r.ops[0][0] for r in all_rows if r.ops], default=0)
-    finish = max([trace.finish] * bool(trace.operations) + [e for _, e in waits], default=1)
+    # The rows hold the GPU's operations and the host's waits, each row sorted by start.
+    origin = min((r.ops[0][0] for r in all_rows if r.ops), default=0)
+    ends = [s.end for s in trace.syncs] + ([trace.finish] if trace.operations else [])
+    finish = max(ends, default=1)
     whole = Window(origin, max(finish, origin + 1), f"whole run: {_fmt(finish - origin)}")
     panels = [whole]
     if zoom:
