@@ -56,12 +56,19 @@ def timed(fn, rounds: int) -> tuple[float, object]:  # type: ignore[no-untyped-d
     return statistics.median(times), result
 
 
-def main() -> int:
+def arguments(rounds: int | None = 5) -> argparse.ArgumentParser:
+    """The options of the benchmarks that time one program (this one, tracer_cost.py,
+    profile_phases.py, profile_where.py): its source, its arguments, and the rounds."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", default=str(ROOT / "examples" / "C" / "data_laplace_solution.c"))
     ap.add_argument("--args", default="4096 1000")
-    ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
+    if rounds is not None:
+        ap.add_argument("--rounds", type=int, default=rounds)
+    return ap
+
+
+def main() -> int:
+    args = arguments().parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-profile-cost-"))
     exe = work / "prog"
     build(Path(args.source), exe)

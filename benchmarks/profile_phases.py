@@ -16,7 +16,6 @@ tracer's own cost. Medians over the rounds, ms. Without --checks, -a is left out
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import os
@@ -36,18 +35,23 @@ from idrrun import build, cli, pipeline  # noqa: E402
 from idrrun.display import TextReporter  # noqa: E402
 from idrrun.profile import session, tracefile  # noqa: E402
 from idrrun.run import proc  # noqa: E402
+from profile_cost import arguments  # noqa: E402  (this folder is sys.path[0])
 
 spent: dict[str, float] = defaultdict(float)
+kept: dict[str, Any] = {}  # the last result of the stages timed with keep=True
 
 
-def timed(owner: Any, name: str, label: str | Callable[..., str]) -> None:
+def timed(owner: Any, name: str, label: str | Callable[..., str], keep: bool = False) -> None:
     original = getattr(owner, name)
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
+            if keep:
+                kept[name] = result
+            return result
         finally:
             key = label(*args, **kwargs) if callable(label) else label
             spent[key] += time.perf_counter() - start
@@ -56,10 +60,7 @@ def timed(owner: Any, name: str, label: str | Callable[..., str]) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--source", default=str(ROOT / "examples" / "C" / "data_laplace_solution.c"))
-    ap.add_argument("--args", default="4096 1000")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap = arguments(rounds=5)
     ap.add_argument("--checks", action="store_true", help="with -a (the exercise's checks)")
     ap.add_argument("--bare", action="store_true", help="also the program alone, and traced")
     ap.add_argument("--profiler", default="", help="auto, nsys, builtin (default: --profile's)")
@@ -68,8 +69,8 @@ def main() -> int:
     profiled = plain[:1] + (["--profiler", args.profiler] if args.profiler else ["--profile"]) + \
         plain[1:]
 
-    timed(build, "build", "build")
-    timed(session, "plan", "profile plan")
+    timed(build, "build", "build", keep=True)  # the executable and the tracer's environment,
+    timed(session, "plan", "profile plan", keep=True)  # for the bare runs
     timed(proc, "run", lambda *a, **k: "program run" if k.get("what") == "run" else
           f"proc.run {k.get('what')}")
     timed(tracefile.Follower, "__exit__", "follower stop")
@@ -84,28 +85,13 @@ def main() -> int:
     timed(pipeline, "execute", "pipeline.execute")
 
     follower = session.follower
-    seen: dict[str, Any] = {}  # the last plan and build, for the bare runs
-
-    def plan_kept(*a: Any, **k: Any) -> Any:
-        seen["plan"] = plan_fn(*a, **k)
-        return seen["plan"]
-
-    plan_fn = session.plan
-    session.plan = plan_kept  # type: ignore[assignment]
-    build_fn = build.build
-
-    def build_kept(*a: Any, **k: Any) -> Any:
-        seen["build"] = build_fn(*a, **k)
-        return seen["build"]
-
-    build.build = build_kept  # type: ignore[assignment]
     modes = ("plain", "profile", "not followed")
     rows: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in (*modes, "bare")}
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         cli.run_in_process(plain)
         cli.run_in_process(profiled)
-        exe = seen["build"].executable
-        tracer_env = {**os.environ, **seen["plan"].env}
+        exe = kept["build"].executable
+        tracer_env = {**os.environ, **kept["plan"].env}
         program = [str(exe), *args.args.split()]
         for _ in range(args.rounds):
             for mode in modes:

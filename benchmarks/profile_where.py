@@ -10,7 +10,6 @@ Runs the command once to fill the build cache, then once under cProfile.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import cProfile
 import io
@@ -24,12 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from idrrun import cli  # noqa: E402
+from profile_cost import arguments  # noqa: E402  (this folder is sys.path[0])
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--source", default=str(ROOT / "examples" / "C" / "data_laplace_solution.c"))
-    ap.add_argument("--args", default="4096 1000")
+    ap = arguments(rounds=None)
     ap.add_argument("--top", type=int, default=40)
     args = ap.parse_args()
     argv = ["run", "-a", "--profile", "--cliopts", args.args, args.source]

@@ -17,7 +17,6 @@ product's source is not changed), then runs interleaved rounds, medians:
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import statistics
@@ -29,10 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from idrrun.profile import tracer  # noqa: E402
-from profile_cost import build  # noqa: E402
+from profile_cost import arguments, build  # noqa: E402  (this folder is sys.path[0])
 
 SYNC = '        {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)"},\n'
 COPIES = ('        {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},\n'
@@ -67,11 +65,7 @@ def build_variant(name: str, edits: list[tuple[str, str]], work: Path) -> Path:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--source", default=str(ROOT / "examples" / "C" / "data_laplace_solution.c"))
-    ap.add_argument("--args", default="4096 1000")
-    ap.add_argument("--rounds", type=int, default=7)
-    args = ap.parse_args()
+    args = arguments(rounds=7).parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-tracer-cost-"))
     exe = work / "prog"
     build(Path(args.source), exe)
