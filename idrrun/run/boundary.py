@@ -1,0 +1,347 @@
+"""The boundary between the grader and a box: the only code that touches what a box can write.
+
+Theory of operation
+-------------------
+A box (run/sandbox.py) holds untrusted code: a student's compile or run. The grader around it
+may run as root. Whatever a box can write it can also replace, at any moment while one of its
+processes lives, by a symbolic link, a FIFO, a hard link to a file it cannot read, a sparse
+file of 4 GB or a folder a thousand levels deep. The rules, after isolate's `isolate.c` and
+DOMjudge's runguard:
+
+1. What the grader puts into a box goes where the box cannot write: the executable and the
+   tools the box runs (guard, tracer, profiling library) lie in folders the grader owns (0711,
+   files 0755), bound read-only; the student's sources are a grader-owned copy, read-only to
+   the box (`copy_tree`).
+2. Every compile and every run starts from a fresh writable folder (`fresh`: mkdtemp, a name
+   nobody can guess or make first), filled by the grader while nothing else can write there
+   (files created O_EXCL through the folder's descriptor), then handed to the box's uid
+   through descriptors (`hand_over`), never by name.
+3. What comes out of a box is opened only through the descriptor the grader kept of a folder
+   it made (`take`): openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+   where the kernel has it, else one component at a time with O_NOFOLLOW; a regular file
+   only, with one link, owned by the box's uid or the grader, read with a size cap. A name the
+   box changed is the box's failure, never a path the grader follows.
+4. The grader never chowns, copies or removes by a path the box could change: a box's folder
+   is removed (`remove`) once nothing of the box runs, by a walk through descriptors that
+   never follows a link (shutil.rmtree's fd-based walk, which refuses a top that is a link).
+5. The grader's own folders (cache, tools, scratch roots, share folders) are checked every
+   time they are used (`own_dir`): a folder, not a link, owned by the grader's uid, writable
+   by nobody else. One of a predictable name that someone else made first is refused, not
+   used.
+
+Everything here works on descriptors of folders the grader made, or on paths the grader owns
+all the way down; nothing here starts a process (proc.py does).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# openat2(2) (Linux 5.6): struct open_how and its RESOLVE_* flags, from <linux/openat2.h>. The
+# system call has the same number on every architecture (it came after the tables merged).
+_SYS_OPENAT2 = 437
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+# None until tried: whether this kernel (and its seccomp filter: Docker's answers ENOSYS or
+# EPERM for calls it does not know) lets us call openat2.
+_openat2_works: bool | None = None
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class BoundaryError(OSError):
+    """A path the grader refuses to follow: a link, a '..', a name out of bounds."""
+
+
+def _components(rel: str) -> list[str]:
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if rel.startswith("/") or not parts or ".." in parts:
+        raise BoundaryError(errno.EXDEV, f"not a name inside the folder: {rel!r}")
+    return parts
+
+
+def _openat2(dirfd: int, rel: str, flags: int) -> int | None:
+    """openat2 beneath dirfd without following any link; None when the kernel has none."""
+    global _openat2_works
+    if _openat2_works is False:
+        return None
+    how = _OpenHow(flags, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+    fd = _libc.syscall(_SYS_OPENAT2, dirfd, os.fsencode(rel), ctypes.byref(how),
+                       ctypes.sizeof(how))
+    if fd >= 0:
+        _openat2_works = True
+        return int(fd)
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EPERM) and _openat2_works is None:
+        _openat2_works = False
+        return None
+    if err == errno.EAGAIN:  # a rename raced the lookup (RESOLVE_BENEATH): the box's doing
+        err = errno.EXDEV
+    raise OSError(err, os.strerror(err), rel)
+
+
+def open_beneath(dirfd: int, rel: str, flags: int = _READ_FLAGS) -> int:
+    """A descriptor of `rel` under the folder `dirfd`, no component of it a link, never above
+    the folder. Raises OSError (ELOOP for a link, EXDEV for a way out, ENOENT...)."""
+    parts = _components(rel)
+    fd = _openat2(dirfd, "/".join(parts), flags | os.O_NOFOLLOW)
+    if fd is not None:
+        return fd
+    # Without openat2: one component at a time, each a folder opened O_NOFOLLOW.
+    current = dirfd
+    try:
+        for part in parts[:-1]:
+            following = os.open(part, _DIR_FLAGS, dir_fd=current)
+            if current != dirfd:
+                os.close(current)
+            current = following
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=current)
+    finally:
+        if current != dirfd:
+            os.close(current)
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A file taken out of a box: its bytes, or why the grader did not read it."""
+
+    data: bytes | None
+    why: str = ""  # "absent", "a link", "not a regular file", "more than N bytes", ...
+
+    @property
+    def text(self) -> str | None:
+        return None if self.data is None else self.data.decode("utf-8", errors="replace")
+
+
+def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
+    """Read `rel` out of the box folder `dirfd`: a regular file with one link (a hard link to a
+    file the box may not read is refused), owned by one of `owners` (any when empty), of at
+    most `cap` bytes. Never raises for what the box did: the reason is in Taken.why."""
+    try:
+        fd = open_beneath(dirfd, rel)
+    except FileNotFoundError:
+        return Taken(None, "absent")
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EXDEV):
+            return Taken(None, "a link, or a name leading out of its folder: not followed")
+        if exc.errno == errno.ENOTDIR:
+            return Taken(None, "absent")
+        return Taken(None, f"cannot open it ({exc.strerror})")
+    try:
+        st = os.fstat(fd)
+        problem = _refused(st, cap, owners)
+        if problem:
+            return Taken(None, problem)
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return Taken(b"".join(chunks))
+    except OSError as exc:
+        return Taken(None, f"cannot read it ({exc.strerror})")
+    finally:
+        os.close(fd)
+
+
+def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...]) -> str:
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_nlink != 1:
+        return "a file with other names (a hard link): not read"
+    if owners and st.st_uid not in owners:
+        return "a file the box did not write: not read"
+    if st.st_size > cap:
+        return f"{st.st_size} bytes, more than the {cap} bytes read"
+    return ""
+
+
+def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] = (),
+            mode: int = 0o644) -> str:
+    """Copy `rel` out of the box folder into `dest` (a path the grader owns, written whole and
+    renamed); "" when done, else why not."""
+    got = take(dirfd, rel, cap, owners)
+    if got.data is None:
+        return got.why
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(got.data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return ""
+
+
+def names(dirfd: int) -> list[str]:
+    """The names in a box folder (not followed, not read)."""
+    fd = os.dup(dirfd)
+    try:
+        with os.scandir(fd) as it:
+            return [e.name for e in it]
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# The grader's own folders
+
+
+class NotOwnFolder(OSError):
+    """A folder the grader would use that is not its own (someone else made it, a link...)."""
+
+
+def check_own(path: Path, private: bool = False) -> os.stat_result:
+    """`path` is a folder, not a link, owned by the grader's uid, writable by nobody else (and,
+    private, not readable by anyone else either). Raises NotOwnFolder saying why."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise NotOwnFolder(exc.errno or errno.ENOENT, f"{path}: {exc.strerror}") from None
+    why = ""
+    if stat.S_ISLNK(st.st_mode):
+        why = "is a link"
+    elif not stat.S_ISDIR(st.st_mode):
+        why = "is not a folder"
+    elif st.st_uid != os.geteuid():
+        why = f"belongs to uid {st.st_uid}, not to this grader (uid {os.geteuid()})"
+    elif st.st_mode & 0o022:
+        why = f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    elif private and st.st_mode & 0o077:
+        why = f"is open to others (mode {stat.S_IMODE(st.st_mode):o})"
+    if why:
+        raise NotOwnFolder(errno.EPERM, f"{path} {why}: refused")
+    return st
+
+
+def own_dir(path: Path, mode: int = 0o700, parents: bool = False) -> Path:
+    """Make `path` (mode `mode`), or take it if it exists and passes check_own; its mode is
+    then set to `mode`. Raises NotOwnFolder for a folder that is not the grader's own."""
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(path, mode)
+    except FileExistsError:
+        pass
+    check_own(path)
+    fd = open_dir(path)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    return path
+
+
+def fresh(parent: Path, prefix: str, mode: int = 0o700) -> Path:
+    """A new folder in the grader's own `parent`, under a name nobody could make first."""
+    check_own(parent)
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(path, mode)
+    return path
+
+
+def open_dir(path: Path) -> int:
+    """A descriptor of a folder the grader made (not followed if it became a link)."""
+    return os.open(path, _DIR_FLAGS)
+
+
+def put(dirfd: int, name: str, data: bytes, mode: int = 0o644) -> None:
+    """A new file in a folder the grader is filling (before any box sees it)."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 mode, dir_fd=dirfd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def hand_over(dirfd: int, uid: int, gid: int) -> None:
+    """Give a fresh folder the grader filled, and everything in it, to the box's uid, through
+    descriptors (the folder and its content are the grader's own until this returns)."""
+    _walk_owned(dirfd, uid, gid)
+
+
+def _walk_owned(dirfd: int, uid: int, gid: int) -> None:
+    """hand_over's walk: descriptors all the way, depth bounded by what the grader made."""
+    stack = [os.dup(dirfd)]
+    try:
+        while stack:
+            fd = stack.pop()
+            try:
+                with os.scandir(os.dup(fd)) as it:
+                    entries = list(it)
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(os.open(entry.name, _DIR_FLAGS, dir_fd=fd))
+                    else:
+                        os.chown(entry.name, uid, gid, dir_fd=fd, follow_symlinks=False)
+                os.fchown(fd, uid, gid)
+            finally:
+                os.close(fd)
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+def remove(path: Path) -> None:
+    """Remove a folder a box wrote in (once nothing of the box runs): the top is the grader's
+    own path; below it, shutil.rmtree walks by descriptors and never follows a link."""
+    assert shutil.rmtree.avoids_symlink_attacks
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def walk_files(dirfd: int, max_depth: int, max_entries: int) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of the regular files under a folder, through descriptors, never
+    following a link, at most max_depth folders deep and max_entries entries in all (the rest
+    is not looked at: raises BoundaryError when a bound is passed)."""
+    seen = 0
+    stack: list[tuple[int, str, int]] = [(os.dup(dirfd), "", 0)]
+    try:
+        while stack:
+            fd, prefix, depth = stack.pop()
+            try:
+                with os.scandir(os.dup(fd)) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+                for entry in entries:
+                    seen += 1
+                    if seen > max_entries:
+                        raise BoundaryError(errno.EFBIG, f"more than {max_entries} files and folders")
+                    st = entry.stat(follow_symlinks=False)
+                    rel = prefix + entry.name
+                    if stat.S_ISDIR(st.st_mode):
+                        if depth + 1 > max_depth:
+                            raise BoundaryError(errno.ELOOP, f"folders more than {max_depth} deep")
+                        stack.append((os.open(entry.name, _DIR_FLAGS, dir_fd=fd), rel + "/", depth + 1))
+                    elif stat.S_ISREG(st.st_mode):
+                        yield rel, st
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
