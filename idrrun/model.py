@@ -425,10 +425,13 @@ class ImplicitData:
 class AccReport:
     """What a build did with the program's OpenACC directives."""
 
-    regions: int  # compute regions the compiler created
+    regions: int  # compute regions the compiler created, in code the program can reach
     implicit: tuple[ImplicitData, ...]
     method: str  # how this was found out, for messages and logs
-    omp_targets: int = 0  # OpenMP target regions (offloadable code)
+    omp_targets: int = 0  # OpenMP target regions (offloadable code), in reachable code
+    # Compute regions the compiler created in functions the program never calls (gcc: its call
+    # graph from main), or dropped with them: not counted in `regions`, never run.
+    unreachable: int = 0
 
 
 # incomplete: the check could not be evaluated (no GPU trace, no compiler report, no solution

@@ -14,21 +14,22 @@ from idrrun.toolchains.gccdumps import GCC_DUMP_FLAGS, GCC_METHOD, from_gcc_dump
 from idrrun.toolchains.minfo import NVHPC_METHOD, from_nvhpc_minfo
 
 
-def compile_dumps(tmp_path: Path, source: str, suffix: str) -> AccReport:
+def compile_dumps(tmp_path: Path, source: str, suffix: str, optimise: str = "-O0") -> AccReport:
     """Build `source` with -fopenacc and the dump flags, as the build will, and read the dumps."""
     compiler = {".f90": "gfortran", ".f": "gfortran", ".cpp": "g++"}.get(suffix, "gcc")
     if shutil.which(compiler) is None:
         pytest.skip(f"{compiler} is not installed")
     path = tmp_path / f"prog{suffix}"
     path.write_text(source)
-    argv = [compiler, "-fopenacc", "-foffload=disable", *GCC_DUMP_FLAGS, "-c", path.name,
+    argv = [compiler, optimise, "-fopenacc", "-foffload=disable", *GCC_DUMP_FLAGS, "-c", path.name,
             "-o", "prog.o"]
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 0, done.stderr
     (original,) = tmp_path.glob("*.original")
     (gimple,) = tmp_path.glob("*.gimple")
-    return from_gcc_dumps(original.read_text(), gimple.read_text())
+    (cgraph,) = tmp_path.glob("*.cgraph")
+    return from_gcc_dumps(original.read_text(), gimple.read_text(), cgraph.read_text())
 
 
 def line_of(source: str, text: str, nth: int = 1) -> int:
@@ -294,6 +295,141 @@ int main() {
     report = compile_dumps(tmp_path, source, ".cpp")
     assert report.regions == 2
     assert [(f.variable, f.line) for f in report.implicit] == [("a", 2)]
+
+
+# A function returning a function pointer: gcc's gimple dump prints its header as
+# `void (*<T350>) (float *, int) getfp (float * a, int n)`.
+C_FUNCTION_POINTER = """\
+static void helper(float *a, int n) { a[0] = n; }
+void (*getfp(float *a, int n))(float *, int) {
+  #pragma acc parallel loop CLAUSE
+  for (int i = 0; i < n; i++) a[i] = 2.0f * a[i];
+  return helper;
+}
+int main(void) {
+  float a[64];
+  for (int i = 0; i < 64; i++) a[i] = i;
+  getfp(a, 64)(a, 64);
+  return 0;
+}
+"""
+
+
+def test_function_returning_a_function_pointer_is_paired(tmp_path: Path) -> None:
+    source = C_FUNCTION_POINTER.replace("CLAUSE", "")
+    report = compile_dumps(tmp_path, source, ".c", "-O2")
+    assert report.regions == 1
+    (finding,) = report.implicit
+    assert (finding.variable, finding.line) == ("a", line_of(source, "#pragma acc parallel"))
+    assert finding.detail.startswith("The pointer a is used in the parallel region")
+    fixed = C_FUNCTION_POINTER.replace("CLAUSE", "copy(a[0:n])")
+    (tmp_path / "fixed").mkdir()
+    assert compile_dumps(tmp_path / "fixed", fixed, ".c", "-O2") == AccReport(1, (), GCC_METHOD)
+
+
+# The serial start file of an exercise, plus directives in functions that never run.
+C_DEAD = """\
+#include <stdio.h>
+STORAGE void ported(float *a, int n) {
+  #pragma acc parallel loop
+  for (int i = 0; i < n; i++) a[i] = 2.0f * a[i];
+}
+int main(void) {
+  float a[64];
+  for (int i = 0; i < 64; i++) a[i] = 2.0f * i;
+  printf("%f\\n", a[63]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("storage", ["static", "", "__attribute__((used)) static"])
+@pytest.mark.parametrize("optimise", ["-O0", "-O2"])
+def test_regions_in_a_function_never_called_do_not_count(tmp_path: Path, storage: str,
+                                                         optimise: str) -> None:
+    (tmp_path / "dumps").mkdir()
+    report = compile_dumps(tmp_path / "dumps", C_DEAD.replace("STORAGE", storage), ".c", optimise)
+    # Not counted, not reported (its implicit `a` never moves), but known to be there.
+    assert (report.regions, report.implicit, report.unreachable) == (0, (), 1)
+
+
+C_REACHED = """\
+#include <stdio.h>
+static void by_pointer(float *a, int n) {
+  #pragma acc parallel loop copy(a[0:n])
+  for (int i = 0; i < n; i++) a[i] += 1;
+}
+static void in_table(float *a, int n) {
+  #pragma acc parallel loop copy(a[0:n])
+  for (int i = 0; i < n; i++) a[i] += 2;
+}
+static void (*table[])(float *, int) = { in_table };
+__attribute__((constructor)) static void at_start(void) {
+  float b[4];
+  #pragma acc serial copy(b)
+  b[0] = 1;
+}
+void leaf(float *a, int n) {
+  #pragma acc kernels copy(a[0:n])
+  for (int i = 0; i < n; i++) a[i] += 3;
+}
+static void caller(float *a, int n) { leaf(a, n); }
+void never(float *a, int n) {
+  #pragma acc kernels copy(a[0:n])
+  for (int i = 0; i < n; i++) a[i] += 4;
+}
+int main(int argc, char **argv) {
+  float a[64] = {0};
+  void (*f)(float *, int) = by_pointer;
+  if (argc > 5) f(a, 64);
+  table[0](a, 64);
+  caller(a, 64);
+  printf("%f\\n", a[0]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("optimise", ["-O0", "-O2"])
+def test_reachable_means_called_or_address_taken_from_main(tmp_path: Path, optimise: str) -> None:
+    report = compile_dumps(tmp_path, C_REACHED, ".c", optimise)
+    # by_pointer, in_table (through a table), at_start (a constructor), leaf (through caller).
+    assert (report.regions, report.unreachable) == (4, 1)
+
+
+def test_without_main_every_function_counts(tmp_path: Path) -> None:
+    source = C_REACHED.replace("int main(", "int not_main(")
+    assert compile_dumps(tmp_path, source, ".c", "-O0").regions == 5
+
+
+def test_fortran_procedure_never_called_does_not_count(tmp_path: Path) -> None:
+    source = """\
+subroutine ported(a, n)
+  integer :: n, i
+  real :: a(n)
+  !$acc parallel loop
+  do i = 1, n
+    a(i) = 2 * a(i)
+  end do
+end subroutine
+program start
+  implicit none
+  real :: a(64)
+  a = 1
+  call inside()
+  print *, a(1)
+contains
+  subroutine inside()
+    integer :: i
+    !$acc parallel loop copy(a)
+    do i = 1, 64
+      a(i) = a(i) + 1
+    end do
+  end subroutine
+end program
+"""
+    report = compile_dumps(tmp_path, source, ".f90", "-O2")
+    assert (report.regions, report.implicit, report.unreachable) == (1, (), 1)
 
 
 # ---------------------------------------------------------------------------------------------

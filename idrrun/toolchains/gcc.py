@@ -213,10 +213,12 @@ class GccFamily(CommandFamily):
             return None
         original = sorted(build.build_dir.glob("*.original"))
         gimple = sorted(build.build_dir.glob("*.gimple"))
+        cgraph = sorted(build.build_dir.glob("*.cgraph"))
         if not original or not gimple:
             return None
         return gccdumps.from_gcc_dumps(original[0].read_text(errors="replace"),
-                                       gimple[0].read_text(errors="replace"))
+                                       gimple[0].read_text(errors="replace"),
+                                       cgraph[0].read_text(errors="replace") if cgraph else "")
 
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the

@@ -9,14 +9,41 @@ a directive the compiler ignored (no -fopenacc, a typo) creates no region.
 gcc / gfortran (12). The build adds GCC_DUMP_FLAGS. The `original` dump prints each construct
 with the clauses the student wrote; the `gimple` dump prints the same construct after
 gimplification has ADDED a clause for every variable the region uses without one. A name in a
-gimple clause that the original construct does not name is therefore implicit. Constructs are
-paired per function, in order. Of the implicit names, only data counts:
+gimple clause that the original construct does not name is therefore implicit.
+
+Pairing. A function is named in the dumps by a header: `;; Function NAME (...)` in C's original
+dump, else its declaration on one line, `RETURN-TYPE NAME (PARAMETERS)`, whatever the source's
+declarator was (attributes on lines of their own, K&R parameters printed as a prototype, a
+multi-line declarator on one line). The return type may hold parentheses of its own (a function
+returning a function pointer prints `void (*<T350>) (float *, int) getfp (float * a, int n)`),
+so the name is what precedes the LAST parenthesised group, the parameter list. Functions pair by
+name; two of one name (Fortran: module procedures of two modules, internal procedures of two
+hosts, all printed by their own name) pair by the source lines of their constructs, which both
+dumps give for Fortran (original-lineno); C has one function per name. Constructs pair by order
+inside a function. A function whose counts or lines disagree is left out rather than risk a
+false finding.
+
+Reachable code. Only regions in functions the program can reach count, in `regions` as in the
+implicit data: a region in a function never called never runs, and directives there must not
+pass for a port. gcc's call graph (-fdump-ipa-cgraph, its "Initial Symbol table", after the
+front end and before any optimisation) lists for every function the functions it calls and the
+symbols whose address it takes; a function is reachable when a path of calls and references
+leads to it from `main` (or a constructor or destructor). Taking a function's address counts as
+a call (a function pointer, a table of them), so the answer is conservative: code that can run
+counts. Without `main` (an object file) every function counts. The regions that did run are
+counted at run time instead (profile/regions.py); this is what the compiler's report alone can
+say, without a run or when the run could not be counted. gcc gimplifies no function it dropped
+(an unused static one), so regions are counted in the gimple dump, never in the original one,
+unless there is no gimple dump at all.
+
+Of the implicit names, only data counts:
 
 - a map of a dereference (`*a`, `MEM[...]`, a Fortran descriptor's `a.data`) or of a name that
   is an array (declared with `[...]` in the function, or indexed in the region's body);
 - a map or `firstprivate` of a name declared as a pointer: under gcc only the pointer value, a
   host address, reaches the device;
-- never a scalar (plain scalars become firstprivate, kernels scalars force_tofrom), never a
+- never a scalar (plain scalars become firstprivate, kernels scalars force_tofrom, also a
+  Fortran scalar passed by reference, mapped as `force_tofrom:*n`), never a
   variable of a reduction clause, never a struct or a global scalar whose type the dumps do not
   show (a global array is recognised by its indexing in the region).
 
@@ -33,12 +60,16 @@ from ..model import AccReport, ImplicitData
 from .feedback import (COMPUTE_CONSTRUCTS, MSG_ARRAY, MSG_ENTERED, MSG_IN_DATA, MSG_POINTER, at as _at,
                        balanced as _balanced, split_top as _split_top)
 
-# -fdump-tree-original: the clauses as written (no line markers in C, so they are not asked for).
+# -fdump-tree-original-lineno: the clauses as written (gfortran prints `[file:line:col]` before
+# each construct; gcc prints no line in C, lineno or not).
 # -fdump-tree-gimple-lineno: the clauses after gimplification, and `[file:line:col]` before each
-# construct, which names the source line of a finding. Both dumps land next to the output file,
-# named like `prog-source.c.005t.original` and `prog-source.c.006t.gimple` (numbers vary with
-# versions); the plain -fdump-tree-gimple and -fdump-tree-original-lineno variants parse too.
-GCC_DUMP_FLAGS: tuple[str, ...] = ("-fdump-tree-original", "-fdump-tree-gimple-lineno")
+# construct, which names the source line of a finding.
+# -fdump-ipa-cgraph: the call graph, for the reachable functions.
+# The dumps land next to the output file, named like `prog-source.c.005t.original`,
+# `prog-source.c.006t.gimple` and `prog-source.c.000i.cgraph` (numbers vary with versions); the
+# plain -fdump-tree-gimple and -fdump-tree-original variants parse too.
+GCC_DUMP_FLAGS: tuple[str, ...] = ("-fdump-tree-original-lineno", "-fdump-tree-gimple-lineno",
+                                   "-fdump-ipa-cgraph")
 
 GCC_METHOD = "gcc tree dumps (original vs gimple)"
 # An OpenMP target region in the gimple dump (not OpenACC's `omp target oacc_...`, not a data
@@ -58,6 +89,7 @@ class _Item:
     clause: str  # "map", "firstprivate", "reduction", "private", ...
     expr: str  # "*a", "x", "MEM[(char *)a]", "(real(kind=8)[0:] *) b.data"
     attrs: str  # what gcc appends in brackets: "len: 800", "pointer assign, bias: 0", ""
+    map_kind: str = ""  # a map's kind: "tofrom", "force_tofrom", "alloc", ...
 
 
 @dataclass(frozen=True)
@@ -76,6 +108,9 @@ class _Function:
     directives: tuple[_Directive, ...]
     pointers: frozenset[str]  # base names declared as pointers (parameters, locals, copies)
     arrays: frozenset[str]  # names declared as arrays, as the dump spells them
+
+    def lines_of_computes(self) -> tuple[int | None, ...]:
+        return tuple(d.line for d in self.computes())
 
     def computes(self) -> tuple[_Directive, ...]:
         return tuple(d for d in self.directives if d.kind in COMPUTE_CONSTRUCTS)
@@ -136,10 +171,10 @@ def _items(text: str) -> tuple[_Item, ...]:
     items: list[_Item] = []
     for clause, args in _clauses(_LOC.sub("", text)):
         if clause == "map":
-            _, _, rest = args.partition(":")  # the map kind (tofrom, force_present, ...) aside
+            kind, _, rest = args.partition(":")  # the map kind (tofrom, force_present, ...)
             m = _ATTRS.search(rest)
             expr, attrs = (rest[:m.start()], m.group("attrs")) if m else (rest, "")
-            items.append(_Item("map", expr.strip(), attrs.strip()))
+            items.append(_Item("map", expr.strip(), attrs.strip(), kind.strip()))
         elif clause == "reduction":
             _, _, names = args.partition(":")
             items.extend(_Item("reduction", n, "") for n in _split_top(names))
@@ -177,13 +212,32 @@ def _is_dereference(item: _Item) -> bool:
             or "pointer" in item.attrs)
 
 
+def _last_group(text: str) -> int | None:
+    """Index of the `(` opening the parenthesised group that ends `text`; None if none does."""
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+# g++'s `;; Function void scale(T*, int) [with T = double] (...)`: the template's arguments.
+_TEMPLATE_ARGS = re.compile(r"\s*\[with [^\[\]]*\]$")
+
+
 def _function_name(signature: str) -> str:
-    """`void f (double * a, int n)`, `void f(double*, int)` and `f` all give `f`."""
-    sig = signature.strip()
-    cut = sig.find(" (")
-    if cut < 0:
-        cut = sig.find("(")
-    head = sig[:cut] if cut >= 0 else sig
+    """The name in a header: `void f (double * a, int n)`, `void (*<T350>) (float *, int) f
+    (float * a, int n)`, `void ns::f(double*, int)` and `f` all give the name before the last
+    parenthesised group (the parameters), or the last word when there is none."""
+    sig = _TEMPLATE_ARGS.sub("", signature.strip())
+    cut = _last_group(sig)
+    head = sig[:cut].rstrip() if cut is not None else sig
     while re.search(r"<[^<>]*>", head):
         head = re.sub(r"<[^<>]*>", "", head)
     words = head.split()
@@ -257,10 +311,10 @@ def _declarations(lines: list[str]) -> tuple[frozenset[str], frozenset[str]]:
     pointers: set[str] = set()
     arrays: set[str] = set()
     if lines:
-        head = lines[0]
-        open_at = head.find("(")
-        if open_at >= 0 and not head.startswith(";;"):
-            for param in _split_top(head[open_at + 1:_balanced(head, open_at) - 1]):
+        head = lines[0].rstrip()
+        open_at = _last_group(head)  # the parameters: the return type may have parentheses
+        if open_at is not None and not head.startswith(";;"):
+            for param in _split_top(head[open_at + 1:-1]):
                 m = re.search(r"\*\s*(?:(?:restrict|__restrict|const|volatile)\s+)*"
                               r"([A-Za-z_]\w*)\s*$", param)
                 if m:
@@ -289,33 +343,111 @@ def _parse_dump(text: str) -> list[_Function]:
 
 
 # ---------------------------------------------------------------------------------------------
+# gcc's call graph: which functions the program can reach
+
+
+# `main/13 (main) @0x7f68df3ce110`, `__m_MOD_msub/1 (msub) @0x...`: node id, then the name the
+# tree dumps print (in the initial table; later tables print the assembler name there).
+_CG_NODE = re.compile(r"^(?P<id>\S+/\d+) \((?P<name>.*)\) @0x[0-9a-f]+\s*$")
+_CG_ID = re.compile(r"\S+/\d+")
+_ROOT_FLAGS = frozenset({"static_constructor", "static_destructor"})
+
+
+@dataclass(frozen=True)
+class _CallGraph:
+    functions: frozenset[str]  # every function the graph names (as the tree dumps name it)
+    reachable: frozenset[str]  # those a path of calls and references from main leads to
+
+    def reaches(self, name: str) -> bool:
+        """Unknown names count as reachable: leave nothing out that the graph cannot place."""
+        return name not in self.functions or name in self.reachable
+
+
+def _call_graph(text: str) -> _CallGraph | None:
+    """The initial symbol table of -fdump-ipa-cgraph; None when there is none or no `main`."""
+    start = text.find("Initial Symbol table:")
+    if start < 0:
+        return None
+    names: dict[str, str] = {}
+    edges: dict[str, list[str]] = {}
+    functions: set[str] = set()
+    roots: list[str] = []
+    current: str | None = None
+    for line in text[start:].splitlines()[1:]:
+        if not line.strip():
+            continue
+        node = _CG_NODE.match(line)
+        if node is not None:
+            current = node.group("id")
+            names[current] = node.group("name")
+            edges[current] = []
+            if node.group("name") == "main":
+                roots.append(current)
+            continue
+        if not line[:1].isspace():
+            break  # the next section
+        if current is None:
+            continue
+        key, _, rest = line.strip().partition(":")
+        if key in ("Calls", "References"):
+            edges[current].extend(_CG_ID.findall(rest))
+        elif key == "Function flags":
+            functions.add(current)
+            if _ROOT_FLAGS & set(rest.split()):
+                roots.append(current)
+    if not any(names.get(r) == "main" for r in roots):
+        return None
+    seen = set(roots)
+    todo = list(roots)
+    while todo:
+        for target in edges.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return _CallGraph(frozenset(names[f] for f in functions),
+                      frozenset(names[f] for f in functions if f in seen))
+
+
+# ---------------------------------------------------------------------------------------------
 # gcc tree dumps: deciding
+
+
+def _counterpart(fn: _Function, candidates: list[_Function]) -> _Function | None:
+    """Of the original dump's functions of fn's name, the one that is fn: the one whose
+    constructs are on the same lines, else (no lines: C) the first with as many constructs."""
+    lines = fn.lines_of_computes()
+    if None not in lines:
+        for candidate in candidates:
+            if candidate.lines_of_computes() == lines:
+                return candidate
+    for candidate in candidates:
+        theirs = candidate.lines_of_computes()
+        if len(theirs) == len(lines) and all(line is None for line in theirs):
+            return candidate
+    return None
 
 
 def _pairs(original: list[_Function], gimple: list[_Function]
            ) -> Iterator[tuple[_Function, _Directive, _Directive]]:
     """(gimple function, original construct, gimple construct) for every construct paired.
 
-    Functions pair by name, the n-th `f` of one dump with the n-th `f` of the other: the two
-    dumps do not list functions in the same order (gimplification follows the call graph).
-    Constructs pair by order inside a function. A function whose counts differ, or whose lines
-    disagree where both dumps give them, is left out rather than risk a false finding.
+    The two dumps do not list functions in the same order (gimplification follows the call
+    graph): each gimple function finds its counterpart by name, then by the lines of its
+    constructs (see the module's docstring). Only functions with constructs take part.
     """
     by_name: dict[str, list[_Function]] = {}
     for fn in original:
-        by_name.setdefault(fn.name, []).append(fn)
+        if fn.computes():
+            by_name.setdefault(fn.name, []).append(fn)
     for fn in gimple:
         candidates = by_name.get(fn.name)
-        if not candidates:
+        if not candidates or not fn.computes():
             continue
-        orig = candidates.pop(0)
-        o_computes, g_computes = orig.computes(), fn.computes()
-        if len(o_computes) != len(g_computes):
+        orig = _counterpart(fn, candidates)
+        if orig is None:
             continue
-        if any(o.line is not None and g.line is not None and o.line != g.line
-               for o, g in zip(o_computes, g_computes, strict=True)):
-            continue
-        for o, g in zip(o_computes, g_computes, strict=True):
+        candidates.remove(orig)
+        for o, g in zip(orig.computes(), fn.computes(), strict=True):
             yield fn, o, g
 
 
@@ -390,12 +522,16 @@ def _implicit(fn: _Function, original: _Directive, gimple: _Directive) -> list[I
     reductions = _reductions(fn, gimple) | _names(i for i in original.items
                                                   if i.clause == "reduction")
     body = "\n".join(fn.lines[gimple.start + 1:gimple.end])
+    # kernels copies a scalar with force_tofrom (an aggregate gets tofrom); a force_tofrom of a
+    # dereference is a scalar passed by reference (a Fortran dummy `n`, or its host's).
+    scalars = _names(i for i in gimple.items
+                     if i.map_kind == "force_tofrom" and "*" in _CAST.sub(" ", i.expr))
     found: dict[str, bool] = {}  # name -> whether some implicit clause moves its data
     for item in gimple.items:
         if item.clause not in ("map", "firstprivate"):
             continue
         name = _base_name(item.expr)
-        if not name or name in explicit or name in reductions:
+        if not name or name in explicit or name in reductions or name in scalars:
             continue
         if item.clause == "firstprivate" and name not in fn.pointers:
             continue  # a scalar copied to the device: what the course teaches, not a problem
@@ -404,17 +540,25 @@ def _implicit(fn: _Function, original: _Directive, gimple: _Directive) -> list[I
     return [_finding(fn, gimple, name, found[name]) for name in sorted(found)]
 
 
-def from_gcc_dumps(original: str, gimple: str) -> AccReport:
-    """Compute regions and implicit data from the texts of gcc's `original` and `gimple` dumps."""
+def from_gcc_dumps(original: str, gimple: str, cgraph: str = "") -> AccReport:
+    """Compute regions and implicit data from the texts of gcc's `original` and `gimple` dumps,
+    in the functions that gcc's call graph (-fdump-ipa-cgraph's text) says the program reaches."""
     try:
         orig_fns = _parse_dump(original)
         gimple_fns = _parse_dump(gimple)
+        graph = _call_graph(cgraph)
         # The gimple dump says what was compiled; without one, the original dump still counts.
-        counted = gimple_fns if any(f.computes() for f in gimple_fns) else orig_fns
-        regions = sum(len(f.computes()) for f in counted)
+        counted = gimple_fns if gimple.strip() else orig_fns
+        live = [f for f in counted if graph is None or graph.reaches(f.name)]
+        regions = sum(len(f.computes()) for f in live)
+        written = max(sum(len(f.computes()) for f in orig_fns), sum(len(f.computes()) for f in counted))
         implicit: list[ImplicitData] = []
         for fn, o, g in _pairs(orig_fns, gimple_fns):
-            implicit.extend(_implicit(fn, o, g))
-        return AccReport(regions, tuple(implicit), GCC_METHOD, len(_OMP_TARGET.findall(gimple)))
+            if graph is None or graph.reaches(fn.name):
+                implicit.extend(_implicit(fn, o, g))
+        targets = sum(len(_OMP_TARGET.findall("\n".join(f.lines))) for f in gimple_fns
+                      if graph is None or graph.reaches(f.name))
+        return AccReport(regions, tuple(implicit), GCC_METHOD, targets,
+                         unreachable=written - regions)
     except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
         return AccReport(0, (), GCC_METHOD)
