@@ -359,11 +359,57 @@ class BuildResult:
 
 
 @dataclass(frozen=True)
+class ConstructRan:
+    """One OpenACC compute construct a run executed (profile/regions.py)."""
+
+    count: int  # times it started
+    line: int | None = None  # its source line, when known
+    function: str = ""  # the function it is in (gcc: the one its code ended up in), "" unknown
+    file: str = ""
+    site: int | None = None  # gcc: the address of its call in the executable
+
+
+# counted: the record was read. not_loaded: no record at all (the runtime did not load the
+# library, or it could not be built). unfinished: the library loaded but the program did not
+# end through exit() (killed, crashed, _exit). unreadable: what the run left in the record's
+# place is not one (a link, a FIFO, too large, garbled).
+RegionsState = Literal["counted", "not_loaded", "unfinished", "unreadable"]
+
+
+@dataclass(frozen=True)
+class RegionsRan:
+    """Which compute constructs a checked OpenACC run executed, counted by the OpenACC
+    profiling interface: one per construct, the same construct however often it ran."""
+
+    state: RegionsState
+    constructs: tuple[ConstructRan, ...] = ()
+    lost: int = 0  # starts the library could not attribute (more constructs than its table)
+    why: str = ""  # for a state other than counted: one sentence
+
+    @property
+    def counted(self) -> bool:
+        return self.state == "counted"
+
+    @property
+    def distinct(self) -> int:
+        return len(self.constructs)
+
+    def per_function(self) -> dict[str, int]:
+        """Distinct constructs executed per function ("" when unknown)."""
+        out: dict[str, int] = {}
+        for c in self.constructs:
+            out[c.function] = out.get(c.function, 0) + 1
+        return out
+
+
+@dataclass(frozen=True)
 class RunResult:
     command: tuple[str, ...]
     proc: ProcResult
     missing_files: tuple[str, ...] = ()  # --get files the program did not write
     nodes: tuple[str, ...] = ()  # the node of each task (rank order), when run as a job step
+    # The compute constructs it executed, for a checked OpenACC run (None: not counted).
+    regions: RegionsRan | None = None
 
     @property
     def ok(self) -> bool:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from idrrun.checks.kinds import Evidence, evaluate_one
 from idrrun.checks.specs import CheckSpec
-from idrrun.model import AccReport, BuildResult, ImplicitData, ProcResult, RunResult
+from idrrun.model import (AccReport, BuildResult, ConstructRan, ImplicitData, ProcResult,
+                          RegionsRan, RunResult)
 
 BUILT = BuildResult(ok=True, command=("gcc",), proc=None, output="", cached=False, key="k",
                     build_dir=Path("/nonexistent"))
@@ -16,12 +17,13 @@ FAILED_BUILD = BuildResult(ok=False, command=("gcc",), proc=None, output="error"
 
 def ev(output: str = "", rc: int | None = 0, timed_out: bool = False, acc: AccReport | None = None,
        solution: str | None = None, source: str = "#pragma acc parallel\n", built: bool = True,
-       compiled: str | None = None) -> Evidence:
-    run = RunResult(("prog",), ProcResult(("prog",), rc, timed_out=timed_out, output=output))
+       compiled: str | None = None, regions: RegionsRan | None = None, ran: bool = True) -> Evidence:
+    run = RunResult(("prog",), ProcResult(("prog",), rc, timed_out=timed_out, output=output),
+                    regions=regions)
     return Evidence(source_text=source, language="c", build=BUILT if built else FAILED_BUILD,
-                    run=run if built else None, acc=acc, solution_output=solution,
+                    run=run if built and ran else None, acc=acc, solution_output=solution,
                     solution_problem="" if solution is not None else "it crashed",
-                    compiled_text=compiled)
+                    compiled_text=compiled, regions=regions)
 
 
 def test_exit_ok() -> None:
@@ -82,12 +84,67 @@ def test_uses_openacc() -> None:
     assert evaluate_one(spec, ev(acc=AccReport(2, (), "gcc"))).status == "pass"
 
 
+TWO_RAN = RegionsRan("counted", (ConstructRan(1000, 47, "main"), ConstructRan(1000, 55, "main")))
+NONE_RAN = RegionsRan("counted", ())
+
+
+def test_uses_openacc_counts_the_regions_that_ran() -> None:
+    spec = CheckSpec("uses_openacc", "acc")
+    r = evaluate_one(spec, ev(acc=AccReport(2, (), "gcc"), regions=TWO_RAN))
+    assert (r.status, r.expected, r.got) == ("pass", "≥ 1 compute region run", "2")
+    # The compiler made regions, none ran: in a function never called.
+    r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc", unreachable=1), regions=NONE_RAN))
+    assert (r.status, r.got) == ("fail", "0")
+    assert r.reason == ("the compute regions never ran: the program executed none of them (1 "
+                        "compute region(s) are in functions the program never calls, says the "
+                        "compiler)")
+    r = evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"), regions=NONE_RAN))
+    assert r.status == "fail" and r.reason.endswith("(is the code that holds them called?)")
+    # Not counted although the runtime loaded the library: never a pass, never the fallback.
+    for state in ("unfinished", "unreadable"):
+        r = evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"), regions=RegionsRan(state, why="w")))
+        assert (r.status, r.reason) == ("incomplete", "w")
+    # The compiler's report of reachable code, when the run did not load the library, or no run.
+    loaded_not = RegionsRan("not_loaded", why="no library")
+    r = evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"), regions=loaded_not))
+    assert r.status == "pass" and r.reason.endswith("(gcc; from the compiler's report: no library)")
+    r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc", unreachable=2), regions=loaded_not))
+    assert (r.status, r.reason) == (
+        "fail", "the compute regions never run: the compiler made them only in functions the "
+                "program never calls (from the compiler's report: no library)")
+    r = evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"), ran=False))
+    assert r.status == "pass" and r.reason.endswith("from the compiler's report: the program was not run)")
+
+
+def test_regions_ran() -> None:
+    two = CheckSpec("regions_ran", "ran", minimum=2)
+    r = evaluate_one(two, ev(regions=TWO_RAN))
+    assert (r.status, r.expected, r.got, r.reason) == (
+        "pass", "≥ 2 compute region(s) run", "2",
+        "2 compute region(s) ran: line 47 (main) 1000 times, line 55 (main) 1000 times")
+    half = RegionsRan("counted", (ConstructRan(1, 47, "main"),))
+    r = evaluate_one(two, ev(regions=half, acc=AccReport(1, (), "gcc", unreachable=1)))
+    assert (r.status, r.got) == ("fail", "1")
+    assert r.reason == ("1 of 2 compute regions ran (ran: line 47 (main) once) (1 compute "
+                        "region(s) are in functions the program never calls, says the compiler)")
+    for regions in (None, RegionsRan("unfinished", why="killed"), RegionsRan("not_loaded", why="x")):
+        assert evaluate_one(two, ev(regions=regions)).status == "incomplete"
+    r = evaluate_one(two, ev(regions=TWO_RAN, ran=False))
+    assert (r.status, r.reason) == ("incomplete", "the program was not run (-n)")
+
+
 def test_no_implicit_data() -> None:
     spec = CheckSpec("no_implicit_data", "data")
     found = ImplicitData("A", 12, "parallel", "A used in the parallel region at line 12 without a data clause")
     r = evaluate_one(spec, ev(acc=AccReport(1, (found,), "gcc")))
     assert (r.status, r.got, r.reason) == ("fail", "A", found.detail)
     assert evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"))).status == "pass"
+    r = evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"), regions=NONE_RAN))
+    assert (r.status, r.got) == ("fail", "no compute region ran")
+    r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc", unreachable=1)))
+    assert r.status == "fail" and r.reason == (
+        "no compute region: nothing runs on the device (1 compute region(s) are in functions the "
+        "program never calls, says the compiler)")
 
 
 def test_source_and_trace_checks() -> None:

@@ -43,6 +43,9 @@ kind = "exit_ok"
     (('name = "demo"', 'name = "demo"\ncolour = 3'), "field 'colour': unknown field"),
     (('kind = "exit_ok"', 'kind = "data_moved"\nmax_bytes = 1e6\nper_iteration = "iterations"'),
      "field 'check[0].per_iteration': needs a group"),
+    (('kind = "exit_ok"', 'kind = "regions_ran"\nmin = 0'),
+     "field 'check[0].min': a regions_ran check needs min, a whole number ≥ 1"),
+    (('kind = "exit_ok"', 'kind = "regions_ran"\nmin = 1.5'), "field 'check[0].min'"),
 ])
 def test_broken_spec(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")
@@ -63,5 +66,9 @@ def test_good_spec_and_unknown_name(tmp_path: Path) -> None:
 
     ex = specs.find("demo", Settings(), tmp_path)
     assert ex.host_args == ("10",) and ex.gpu_args == ("10",) and ex.timeout == 60
+    (tmp_path / "examples" / "demo.toml").write_text(GOOD + '[[check]]\nkind = "regions_ran"\n'
+                                                     '[[check]]\nkind = "regions_ran"\nmin = 3\n')
+    ex = specs.find("demo", Settings(), tmp_path)
+    assert [c.minimum for c in ex.checks if c.kind == "regions_ran"] == [1, 3]
     with pytest.raises(SpecError, match=r"unknown exercise 'nope' in .* \(known: demo\)"):
         specs.find("nope", Settings(), tmp_path)

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..model import AccReport, BuildResult, CheckResult, CheckStatus, RunResult, Verdict
+from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, ConstructRan, RegionsRan,
+                     RunResult, Verdict)
 from . import regex
 from .directives import code_text, has_directives
 from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
@@ -36,6 +37,9 @@ class Evidence:
     acc_requested: bool = True  # built with -a: the OpenACC checks mean something
     run_dir: Path | None = None  # where the program ran (its files, for image checks)
     solution_dir: Path | None = None  # the solution's files for the same arguments
+    # The compute constructs the run executed (OpenACC profiling, profile/regions.py); None:
+    # not counted (no run, not an OpenACC build).
+    regions: RegionsRan | None = None
 
     @property
     def code(self) -> str:
@@ -138,18 +142,73 @@ def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
     return CheckResult(spec.label, "pass", shown_want, shown_got, "agrees with the solution")
 
 
+def _never_called(acc: AccReport | None) -> str:
+    """The compiler's count of regions in functions nothing calls, as a parenthesis."""
+    if acc is None or acc.unreachable < 1:
+        return ""
+    return (f" ({acc.unreachable} compute region(s) are in functions the program never calls, "
+            "says the compiler)")
+
+
 def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    """Compute regions that ran, when the run counted them; else (no run, or the runtime did
+    not load the counting library) those the compiler made in code the program reaches."""
     if not has_directives(ev.code, ev.language):
         return CheckResult(spec.label, "fail", "OpenACC directives", "none",
                            "the source has no OpenACC directive (comments and disabled #if "
                            "blocks do not count)")
+    ran = ev.regions
+    if ran is not None and ran.counted:
+        if ran.distinct >= 1:
+            return CheckResult(spec.label, "pass", "≥ 1 compute region run", str(ran.distinct),
+                               f"{ran.distinct} compute region(s) ran ({RAN_METHOD})")
+        return CheckResult(spec.label, "fail", "≥ 1 compute region run", "0",
+                           "the compute regions never ran: the program executed none of them"
+                           + (_never_called(ev.acc) or " (is the code that holds them called?)"))
+    if ran is not None and ran.state != "not_loaded":
+        return CheckResult(spec.label, "incomplete", "≥ 1 compute region run", "", ran.why)
     if ev.acc is None:
         return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
+    fallback = "from the compiler's report: " + (ran.why if ran is not None else
+                                                 "the program was not run")
+    if ev.acc.regions < 1 and ev.acc.unreachable:
+        return CheckResult(spec.label, "fail", "≥ 1 compute region", "0",
+                           "the compute regions never run: the compiler made them only in "
+                           f"functions the program never calls ({fallback})")
     if ev.acc.regions < 1:
         return CheckResult(spec.label, "fail", "≥ 1 compute region", "0",
-                           "the compiler made no parallel/kernels/serial region of the directives")
+                           "the compiler made no parallel/kernels/serial region of the "
+                           f"directives ({fallback})")
     return CheckResult(spec.label, "pass", "≥ 1 compute region", str(ev.acc.regions),
-                       f"{ev.acc.regions} compute region(s) ({ev.acc.method})")
+                       f"{ev.acc.regions} compute region(s) in code the program reaches "
+                       f"({ev.acc.method}; {fallback})")
+
+
+def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    """Distinct compute constructs the run executed (each counted once, however often it ran)."""
+    want = spec.minimum or 1
+    expected = f"≥ {want} compute region(s) run"
+    ran = ev.regions
+    if ran is None:
+        return CheckResult(spec.label, "incomplete", expected, "",
+                           "the regions that ran were not counted (only a checked OpenACC run "
+                           "counts them)")
+    if not ran.counted:
+        return CheckResult(spec.label, "incomplete", expected, "", ran.why)
+    which = ", ".join(_construct(c) for c in ran.constructs[:6]) or "none"
+    if ran.distinct >= want:
+        return CheckResult(spec.label, "pass", expected, str(ran.distinct),
+                           f"{ran.distinct} compute region(s) ran: {which}")
+    return CheckResult(spec.label, "fail", expected, str(ran.distinct),
+                       f"{ran.distinct} of {want} compute regions ran (ran: {which})"
+                       + _never_called(ev.acc))
+
+
+def _construct(c: ConstructRan) -> str:
+    where = f"line {c.line}" if c.line is not None else "a region"
+    if c.function:
+        where += f" ({c.function})"
+    return f"{where} {'once' if c.count == 1 else f'{c.count} times'}"
 
 
 def _uses_openmp(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -167,7 +226,10 @@ def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
     if ev.acc.regions == 0:
         return CheckResult(spec.label, "fail", "explicit data clauses", "no compute region",
-                           "no compute region: nothing runs on the device")
+                           "no compute region: nothing runs on the device" + _never_called(ev.acc))
+    if ev.regions is not None and ev.regions.counted and ev.regions.distinct == 0:
+        return CheckResult(spec.label, "fail", "explicit data clauses", "no compute region ran",
+                           "no compute region ran: nothing runs on the device")
     if not ev.acc.implicit:
         return CheckResult(spec.label, "pass", "none", "none", "every array has a data clause")
     names = sorted({i.variable for i in ev.acc.implicit})
@@ -246,13 +308,14 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image")
+_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image", "regions_ran")
 _EVALUATORS = {
     "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
     "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
-    "image": _image, "uses_openmp": _uses_openmp,
+    "image": _image, "uses_openmp": _uses_openmp, "regions_ran": _regions_ran,
 }
 OPENACC_BUILD = "OpenACC build"
+RAN_METHOD = "counted as they ran, OpenACC profiling interface"
 
 
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:

@@ -19,7 +19,7 @@ from . import regex
 
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
-               "image", "uses_openmp")
+               "image", "uses_openmp", "regions_ran")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
 # idrrun's own course: in the wheel as idrrun/course/{examples,notebooks} (pyproject.toml), or,
@@ -219,6 +219,11 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     if kind == "queues":
         minimum = _num(raw, "min", path, f"{where}.min", 1)
         fields["minimum"] = int(minimum or 1)
+    if kind == "regions_ran":
+        minimum = _num(raw, "min", path, f"{where}.min", 1)
+        if minimum is None or minimum < 1 or minimum != int(minimum):
+            raise _err(path, f"{where}.min", "a regions_ran check needs min, a whole number ≥ 1")
+        fields["minimum"] = int(minimum)
     if kind == "data_moved":
         fields["max_bytes"] = _num(raw, "max_bytes", path, f"{where}.max_bytes", None)
         if fields["max_bytes"] is None:
