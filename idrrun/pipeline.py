@@ -31,6 +31,7 @@ from .model import (
     Toolchain,
     Verdict,
 )
+from .profile import regions
 from .profile import session as profile
 from .profile.model import ProfileReport
 from .errors import UsageError
@@ -192,7 +193,8 @@ def execute(
                              settings.cache_dir, nsys_command=settings.profiler)
         reporter.notes(pplan.notes)
         notes += pplan.notes
-    base_env = {**environ, **family.run_env(request, toolchain)}
+    counting = regions.plan(request, settings.cache_dir, uid)  # checked OpenACC runs
+    base_env = {**environ, **family.run_env(request, toolchain), **counting.env}
     how = launch.command(request, executable, settings, base_env,
                          pplan.argv_prefix if pplan is not None else (),
                          pplan.env if pplan is not None else None)
@@ -202,7 +204,7 @@ def execute(
     extra = NSYS_GRACE if pplan is not None and pplan.kind == "nsys" else 0.0
     box = None
     if support is not None:
-        readable = [executable]
+        readable = [executable, *counting.readable]
         if pplan is not None and pplan.argv_prefix:
             # A profiler installed outside the system folders (nsys in an SDK): its own folder.
             tool = Path(pplan.argv_prefix[0]).resolve().parent.parent
@@ -216,7 +218,7 @@ def execute(
             readable.append(tracer)
         box = Box(workdir=request.workdir, writable=(request.workdir,), readable=tuple(readable),
                   hidden=(*request.hide, settings.cache_dir),
-                  env=sandbox.clean_env(how.env, profiler_env),
+                  env=sandbox.clean_env(how.env, {**profiler_env, **counting.env}),
                   gpu=family.gpu_context(toolchain), uid=uid, gid=uid, support=support,
                   disk_caps=request.own_uid)
     shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
@@ -238,7 +240,8 @@ def execute(
     reporter.notes(placed)
     notes += placed
     missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
-    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes)
+    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes,
+                    regions=regions.collect(counting, request.workdir, uid, built.executable))
     reporter.ran(request, ran)
     report = None
     if pplan is not None and pplan.kind != "none":

@@ -202,6 +202,7 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         solution_problem=solution.problem if solution is not None else "",
         trace_values=trace, compiled_text=compiled, acc_requested=request.acc,
         run_dir=request.workdir, solution_dir=solution.files if solution is not None else None,
+        regions=outcome.run.regions if outcome.run is not None else None,
     )
 
 

@@ -196,6 +196,17 @@ def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] 
     return ""
 
 
+def discard(dirfd: int, name: str) -> None:
+    """Remove the entry `name` (one component, not followed: a link goes, not its target) from
+    the box folder `dirfd`, if it is not a folder; silently when it is gone or cannot go."""
+    if not name or "/" in name or name in (".", ".."):
+        raise BoundaryError(errno.EXDEV, f"not a name inside the folder: {name!r}")
+    try:
+        os.unlink(name, dir_fd=dirfd)
+    except OSError:
+        pass
+
+
 def names(dirfd: int) -> list[str]:
     """The names in a box folder (not followed, not read)."""
     fd = os.dup(dirfd)
