@@ -24,8 +24,8 @@ inside a function. A function whose counts or lines disagree is left out rather 
 false finding.
 
 Reachable code. Only regions in functions the program can reach count, in `regions` as in the
-implicit data: a region in a function never called never runs, and directives there must not
-pass for a port. gcc's call graph (-fdump-ipa-cgraph, its "Initial Symbol table", after the
+implicit data (and OpenMP target regions likewise): a region in a function never called never
+runs, and directives there must not pass for a port. gcc's call graph (-fdump-ipa-cgraph, its "Initial Symbol table", after the
 front end and before any optimisation) lists for every function the functions it calls and the
 symbols whose address it takes; a function is reachable when a path of calls and references
 leads to it from `main` (or a constructor or destructor). Taking a function's address counts as
