@@ -16,7 +16,7 @@ import pytest
 from conftest import Kernel, PYTHONPATH, ROOT, has_gpu
 from idrrun import build as build_mod
 from idrrun import cli
-from idrrun.grading import checked, classroom
+from idrrun.grading import checked, classroom, rooms
 from idrrun.request import config
 from idrrun.run import isolation
 
@@ -162,7 +162,7 @@ def test_a_sandboxed_solution_is_built_once_for_all_its_argument_sets(
     def counting(request, *args, **kwargs):  # type: ignore[no-untyped-def]
         result = real(request, *args, **kwargs)
         if not result.cached:
-            builds.append(request.source.origin_dir.name)
+            builds.append(request.room.name.rsplit("-", 1)[0] if request.room else "cache")
         return result
 
     monkeypatch.setattr(build_mod, "build", counting)
@@ -178,10 +178,13 @@ def test_a_sandboxed_solution_is_built_once_for_all_its_argument_sets(
         pass
     row = next(csv.DictReader((tmp_path / "r.csv").open()))
     assert "error" not in row["verdict"] and "matches" not in row["reasons"], row
-    assert builds.count(".solution") == 1 and builds.count("work") == 1, builds
-    # Its folder is gone with the grading; one that a killed grader left goes at the next one.
-    checked.remove_solution_folders()
-    assert not list(Path("/tmp").glob(f"{checked.SOLUTION_FOLDER_PREFIX}{os.getpid()}-*"))
-    left = Path("/tmp") / f"{checked.SOLUTION_FOLDER_PREFIX}999999999-x"
+    assert builds.count("idrrun-solution") == 1 and builds.count("idrrun-grade") == 1, builds
+    # The grader's scratch folder goes with it (at exit); one that a killed grader left goes at
+    # the next grading, and never one of a grader still running.
+    root = rooms.scratch_root(config.load())
+    assert root.name == str(os.getpid())
+    left = root.parent / "999999999"
     left.mkdir()
-    assert str(left) in classroom.remove_orphans(config.load()) and not left.exists()
+    (left / "idrrun-solution-x").mkdir()
+    removed = rooms.remove_orphans(config.load())
+    assert str(left) in removed and not left.exists() and str(root) not in removed

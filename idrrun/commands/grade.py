@@ -21,7 +21,7 @@ from ..checks import specs
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
-from ..grading import classroom
+from ..grading import classroom, rooms
 from ..model import LauncherConfig
 from ..request import config, options
 from ..run import isolation
@@ -106,8 +106,8 @@ def main(tokens: Sequence[str]) -> int:
             console.print(text, markup=False)
 
     say(neutralise(support.describe()))
-    classroom.scratch_root(settings)  # a cache the boxes cannot reach: said now, not per row
-    for orphan in classroom.remove_orphans(settings):
+    rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
+    for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
     already: dict[str, classroom.GradeRow] = {}
     key = classroom.grading_key(settings)

@@ -15,8 +15,6 @@ import json
 import os
 import re
 import secrets
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
@@ -33,9 +31,9 @@ from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequ
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import jail, launch, sandbox
-from .checked import (SOLUTION_FOLDER_PREFIX, NullReporter, check_language, execute_checked,
-                      solution_output)
+from ..run import boundary, launch
+from . import rooms
+from .checked import NullReporter, check_language, execute_checked, solution_output
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
 # What a graded notebook's magic line may set; the grader decides the rest (arguments, limits,
@@ -56,6 +54,7 @@ class Submission:
     source: Source | None  # None when it could not be read
     problem: str = ""  # why source is None
     options: Options = Options()  # what a notebook's magic line asked for (GRADED_FLAGS only)
+    chosen: Path | None = None  # in a folder handed in, the file that is graded
 
 
 @dataclass(frozen=True)
@@ -169,63 +168,12 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
                 subs.append(Submission(path.name, path, None, "no source file or notebook in the folder"))
             else:
                 sub = _read(choice, path.name, exercise, language)
-                subs.append(dataclasses.replace(sub, student=path.name, path=path))
+                subs.append(dataclasses.replace(sub, student=path.name, path=path, chosen=choice))
         elif path.is_file():
             subs.append(_read(path, path.stem, exercise, language))
         else:
             subs.append(Submission(path.name, path, None, "no such file or folder"))
     return subs
-
-
-def scratch_root(settings: Settings) -> Path:
-    """Where submissions are copied to be graded: under the system's temporary folder (a box's
-    own uid must be able to reach its folder; the idrrun cache is private), in a folder named
-    after this grader's pid so that the next grading removes what a killed one left. With
-    srun, in the cache: a login node's /tmp is not the compute nodes' (launch.scratch_root)."""
-    shared = launch.scratch_root(settings)
-    if shared is not None:
-        if os.geteuid() == 0 and not sandbox.passable(shared):
-            raise UsageError(f"grading through srun as root runs each submission as a user of its "
-                             f"own, in {shared}, which other users cannot reach: let them pass "
-                             f"(chmod o+x on each folder above it) or grade as yourself")
-        return shared
-    base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
-    base.mkdir(mode=0o711, exist_ok=True)
-    os.chmod(base, 0o711)
-    mine = base / str(os.getpid())
-    mine.mkdir(mode=0o711, exist_ok=True)
-    return mine
-
-
-def remove_orphans(settings: Settings) -> list[str]:
-    """What killed gradings left: their scratch folders (the grader's pid is gone) and empty
-    run cgroups. Called when a grading starts."""
-    removed = []
-    base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
-    # Scratch folders are named after their grader's pid; sandboxed solutions' folders
-    # (checked.py) start with it.
-    left = [e for e in (base.iterdir() if base.is_dir() else []) if _gone(e.name)]
-    for root in (Path(tempfile.gettempdir()), launch.scratch_root(settings)):
-        if root is not None:
-            left += [e for e in root.glob(f"{SOLUTION_FOLDER_PREFIX}*-*") if _mine(e) and
-                     _gone(e.name[len(SOLUTION_FOLDER_PREFIX):].split("-")[0])]
-    for entry in left:
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(str(entry))
-    removed += jail.remove_orphan_cgroups()
-    return removed
-
-
-def _gone(pid: str) -> bool:
-    """Whether `pid` names a process that no longer runs."""
-    return pid.isdigit() and not Path(f"/proc/{pid}").exists()
-
-
-def _mine(path: Path) -> bool:
-    try:
-        return path.lstat().st_uid == os.geteuid()
-    except OSError:
-        return False
 
 
 def outside_includes(text: str) -> list[str]:
@@ -276,11 +224,12 @@ def _grader_options(sub: Submission, timeout: float | None,
                                timeout=timeout, profile=profile)
 
 
-def graded(request: RunRequest, exercise: Exercise, scratch: Path, sandbox: str) -> RunRequest:
-    """A graded request: in a box of its own, as a uid of its own, its builds kept apart from
-    the shared cache (thrown away with the scratch folder), the course's folders hidden."""
-    return dataclasses.replace(request, sandbox=not sandbox.startswith("none"), own_uid=True,
-                               hide=(*exercise.folders, *COURSE_DIRS), build_cache=scratch / "builds")
+def graded(request: RunRequest, exercise: Exercise, room: Path, sandbox: str) -> RunRequest:
+    """A graded request: in the grader's room (fresh box folders, a uid of its own, its builds
+    kept apart from the shared cache and thrown away with the room), the course's folders
+    hidden."""
+    return dataclasses.replace(request, sandbox=not sandbox.startswith("none"), room=room,
+                               hide=(*exercise.folders, *COURSE_DIRS))
 
 
 def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Settings,
@@ -297,7 +246,7 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
             request, toolchain = resolve.resolve(Options(acc=exercise.model == "openacc",
                                                          timeout=timeout), src,
                                                  pair.solution.parent, settings, probe, exercise)
-            request = graded(request, exercise, pair.solution.parent, sandbox)
+            request = graded(request, exercise, rooms.scratch_root(settings), sandbox)
             # Every argument set a row runs: the public one, then the hidden ones (one build).
             for args in (request.program_args, *exercise.hidden_args):
                 solution_output(dataclasses.replace(request, program_args=tuple(args)), toolchain,
@@ -322,22 +271,26 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         return error_row(f"refused: the source includes files from outside the submission "
                          f"({', '.join(outside[:3])}); only what was handed in is compiled",
                          sub.source.language)
-    scratch = Path(tempfile.mkdtemp(prefix="idrrun-grade-", dir=scratch_root(settings)))
-    os.chmod(scratch, 0o711)  # the box's own uid passes through to its folder, sees nothing else
+    room = rooms.new_room(settings, "idrrun-grade-")
     try:
-        # A copy of the student's folder, so includes and data files work and the original is
-        # never touched.
-        if sub.path.is_dir():
-            shutil.copytree(sub.path, scratch / "work", symlinks=True)
-        else:
-            (scratch / "work").mkdir()
-            shutil.copy2(sub.path, scratch / "work" / sub.path.name)
-        workdir = scratch / "work"
-        src = dataclasses.replace(sub.source, origin_dir=workdir)
-        check_language(src, exercise)
-        request, toolchain = resolve.resolve(_grader_options(sub, timeout, exercise), src, workdir,
+        # The grader's own copy of what was handed in (regular files only, nothing followed,
+        # bounded), read again from there: what is compiled is what was copied.
+        src = rooms.source_folder(room)
+        fd = boundary.open_dir(src)
+        try:
+            copied = boundary.copy_tree(sub.path, fd)
+        finally:
+            os.close(fd)
+        if copied.refused:
+            return error_row(f"refused: {copied.refused}", sub.source.language)
+        again = _read(src / _inside(sub), sub.student, exercise, sub.source.language)
+        if again.source is None:
+            return error_row(again.problem, sub.source.language)
+        source = dataclasses.replace(again.source, name=sub.source.name, origin_dir=src)
+        check_language(source, exercise)
+        request, toolchain = resolve.resolve(_grader_options(sub, timeout, exercise), source, src,
                                              settings, probe, exercise)
-        request = graded(request, exercise, scratch, sandbox)
+        request = graded(request, exercise, room, sandbox)
         if toolchain.target != "gpu" and sub.options.profile is None:
             # The trace checks need a GPU: a host build is not profiled for them (nsys would
             # only add seconds to every row), and they stay incomplete.
@@ -350,7 +303,14 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
     except OSError as exc:
         return error_row(f"cannot prepare the submission: {exc}", sub.source.language)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        boundary.remove(room)
+
+
+def _inside(sub: Submission) -> str:
+    """Where the file that was read lies in the grader's copy of the submission."""
+    if sub.chosen is not None:
+        return sub.chosen.relative_to(sub.path).as_posix()
+    return sub.path.name
 
 
 def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings, probe: Probe,
@@ -398,10 +358,6 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
         raise
     finally:
         pool.shutdown(wait=True)
-        try:
-            scratch_root(settings).rmdir()
-        except OSError:
-            pass
     return [rows[i] for i in range(len(subs))]
 
 
