@@ -96,6 +96,15 @@ def main(tokens: Sequence[str]) -> int:
         raise UsageError(f"cannot grade safely here: {support.why}. Submissions would run as "
                          "you, seeing your files: install bubblewrap (or run as root), or give "
                          "--unsafe to grade anyway (the report says so)")
+    if support.level == "uid" and not args.unsafe:
+        open_to_all = classroom.exposed(exercise, args.submissions)
+        if open_to_all:
+            shown = ", ".join(str(p) for p in open_to_all[:3])
+            raise UsageError(f"cannot grade safely here: without namespaces ({support.why}) a "
+                             f"submission can read every file other users can, and these are "
+                             f"readable by them: {shown}. Make them private (chmod -R o-rwx, on "
+                             f"the course and the submissions), install bubblewrap, or give "
+                             f"--unsafe to grade anyway")
     level = support.level if support.level != "none" else "none (--unsafe)"
     probe = toolchains.probe(settings, args.compiler)
     subs = classroom.discover(args.submissions, exercise, args.language)

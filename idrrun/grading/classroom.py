@@ -31,7 +31,7 @@ from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequ
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import boundary, launch
+from ..run import boundary, launch, sandbox
 from . import rooms
 from .checked import NullReporter, check_language, execute_checked, solution_output
 
@@ -149,8 +149,14 @@ def _read(path: Path, student: str, exercise: Exercise, language: Language | Non
 
 
 def _pick(folder: Path, exercise: Exercise, language: Language | None) -> Path | None:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and
-                   (p.suffix in SOURCE_SUFFIXES or p.suffix == ".ipynb") and
+    """The file of a folder handed in that is graded. Raises BoundaryError for a folder past
+    boundary.Budget (depth, entries), walked through descriptors, no link followed."""
+    fd = boundary.open_dir(folder)
+    try:
+        found = [folder / rel for rel, _ in boundary.walk(fd, boundary.Budget())]
+    finally:
+        os.close(fd)
+    files = sorted(p for p in found if (p.suffix in SOURCE_SUFFIXES or p.suffix == ".ipynb") and
                    ".ipynb_checkpoints" not in p.parts)
     if language is not None:
         files = [p for p in files if p.suffix == ".ipynb" or source_mod.language_of_path(str(p)) == language]
@@ -163,7 +169,11 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
     subs: list[Submission] = []
     for path in paths:
         if path.is_dir():
-            choice = _pick(path, exercise, language)
+            try:
+                choice = _pick(path, exercise, language)
+            except OSError as exc:
+                subs.append(Submission(path.name, path, None, f"refused: {exc.strerror or exc}"))
+                continue
             if choice is None:
                 subs.append(Submission(path.name, path, None, "no source file or notebook in the folder"))
             else:
@@ -174,6 +184,15 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
         else:
             subs.append(Submission(path.name, path, None, "no such file or folder"))
     return subs
+
+
+def exposed(exercise: Exercise, submissions: Sequence[Path]) -> list[Path]:
+    """What a box could read without namespaces (the "uid" level: it sees every file other users
+    can read) and must not: the exercise's solutions, its spec and folders (the notebooks'
+    solution cells), and the class's submissions."""
+    secrets = [exercise.path, *exercise.folders, *submissions,
+               *(p.solution for p in exercise.sources.values() if p.solution is not None)]
+    return [p for p in dict.fromkeys(secrets) if sandbox.readable_by_others(p)]
 
 
 def outside_includes(text: str) -> list[str]:

@@ -119,6 +119,21 @@ static int kill_cgroups(const char *files)
     return found;
 }
 
+/* execvp, again while the file is busy: idrrun writes a fresh copy of each executable, and a
+ * thread of idrrun that forks at that moment gives its child the copy's write descriptor until
+ * that child execs: then exec fails with ETXTBSY for a few microseconds (the classic race of
+ * a threaded program that writes an executable and runs it). */
+static void exec_program(char **program)
+{
+    struct timespec pause = {0, 2 * 1000 * 1000};
+    for (int tries = 0; tries < 500; tries++) {
+        execvp(program[0], program);
+        if (errno != ETXTBSY)
+            return;
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* Kill every process of UID (a box's own, fresh uid): kill(-1) from a child that became that
  * user reaches exactly its processes, whatever they did to their environment or group. */
 static void kill_uid(long uid)
@@ -378,7 +393,7 @@ static int inner(int argc, char **argv)
         return 125;
     if (pid == 0) {
         default_signals();
-        execvp(argv[prog], argv + prog);
+        exec_program(argv + prog);
         fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", argv[prog], strerror(errno));
         _exit(127);
     }
@@ -437,7 +452,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "idrrun-guard: cannot become user %ld: %s\n", uid, strerror(errno));
             _exit(126);
         }
-        execvp(program[0], program);
+        exec_program(program);
         fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", program[0], strerror(errno));
         _exit(127);
     }
