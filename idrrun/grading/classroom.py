@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import errno
 import hashlib
 import hmac
 import io
@@ -16,6 +17,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +35,7 @@ from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequ
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import jail, launch, sandbox
+from ..run import boundary, jail, launch, sandbox
 from .checked import (SOLUTION_FOLDER_PREFIX, NullReporter, check_language, execute_checked,
                       solution_output)
 
@@ -45,6 +47,8 @@ GRADED_FLAGS = frozenset({"acc", "accopts", "language", "openmp", "threads", "pr
 GradeStatus = Literal["pass", "fail", "incomplete", "error"]
 # A submission bigger than this is refused (one error row), not read into the grader's memory.
 MAX_SOURCE_BYTES = 2 << 20
+# The most of a folder a student may hand in (its walk at discovery, its copy into the box).
+SUBMISSION_BUDGET = boundary.Budget()
 _INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include[ \t]*["<]([^">\n]+)[">]|include[ \t]*[\'"]([^\'"\n]+)[\'"])',
                       re.MULTILINE | re.IGNORECASE)
 
@@ -100,80 +104,158 @@ class GradeRow:
         }
 
 
-def notebook_cell(path: Path, exercise: str) -> tuple[Options, str]:
-    """The %%idrrun cell of a notebook: the one with --check NAME, else the only one.
+def notebook_cell(nb: dict[str, Any], name: str, exercise: str) -> tuple[Options, str]:
+    """The %%idrrun cell of a notebook to grade: the one with --check NAME, else the only one.
 
-    Returns (the line's options, cell body). Raises UsageError with the reason otherwise.
-    """
-    cells = notebook.magic_cells(notebook.read(path))
+    Each line is parsed as the magic parses it, but nothing is ever printed: a line that asks
+    for the help or cannot be read is never the cell graded. Returns (the line's options, cell
+    body). Raises UsageError with the reason otherwise."""
+    cells = notebook.magic_cells(nb)
     if not cells:
-        raise UsageError(f"{path.name}: no %%idrrun cell")
-    parsed: list[tuple[Options, str]] = []
+        raise UsageError(f"{name}: no %%idrrun cell")
+    parsed: list[tuple[notebook.MagicCell, Options]] = []
+    broken: list[tuple[notebook.MagicCell, str]] = []
     for cell in cells:
         try:
-            opts = options.parse_line(cell.line)
-        except IdrrunError:
+            opts = options.parse_line(cell.line, show_help=False)
+        except IdrrunError as exc:
+            broken.append((cell, str(exc)))
             continue
-        if opts is not None:
-            parsed.append((opts, cell.body))
-    for opts, body in parsed:
+        assert opts is not None  # show_help=False: help raises
+        parsed.append((cell, opts))
+    # A line naming the exercise that cannot be read is the cell the student meant: its
+    # reason is the row's, rather than another cell graded in its place.
+    meant = [(cell, why) for cell, why in broken if exercise in cell.line.replace("=", " ").split()]
+    if meant:
+        raise UsageError(f"{name}: cell {meant[0][0].index + 1}: {meant[0][1]}")
+    for cell, opts in parsed:
         if opts.check == exercise:
-            return opts, body
-    if len(cells) == 1 and len(parsed) == 1:
-        return parsed[0]
+            return opts, cell.body
     if len(cells) == 1:
-        raise UsageError(f"{path.name}: its %%idrrun line cannot be read")
-    raise UsageError(f"{path.name}: {len(cells)} %%idrrun cells and none with --check {exercise}")
+        if broken:
+            raise UsageError(f"{name}: {broken[0][1]}")
+        return parsed[0][1], parsed[0][0].body
+    unread = "".join(f"; cell {cell.index + 1}: {why}" for cell, why in broken[:3])
+    raise UsageError(f"{name}: {len(cells)} %%idrrun cells and none with --check {exercise}{unread}")
 
 
-def _read(path: Path, student: str, exercise: Exercise, language: Language | None) -> Submission:
+def _parse(raw: bytes, path: Path, student: str, exercise: Exercise,
+           language: Language | None) -> Submission:
+    """A submission from the bytes of its file (`path` names it in the report)."""
     try:
-        if path.is_symlink() or not path.is_file():
-            # A link could make the grader itself read a file the student cannot (the solution).
-            return Submission(student, path, None, "refused: not a regular file (a link?)")
-        size = path.stat().st_size
-        if size > MAX_SOURCE_BYTES:
-            return Submission(student, path, None, f"refused: {size} bytes, more than the "
-                                                    f"{MAX_SOURCE_BYTES >> 20} MiB a submission may have")
         if path.suffix == ".ipynb":
-            opts, body = notebook_cell(path, exercise.name)
+            opts, body = notebook_cell(notebook.parse(raw, path.name), path.name, exercise.name)
             opts = resolve.restricted(opts, GRADED_FLAGS)
             src = source_mod.from_cell(body, f"{path.name}:cell", language or opts.language, None,
                                        path.parent)
             return Submission(student, path, src, options=opts)
-        src = source_mod.from_file(path, language, path.name)
+        src = source_mod.from_bytes(raw, path, language, path.name, path.parent)
     except IdrrunError as exc:
         return Submission(student, path, None, str(exc))
-    except OSError as exc:
-        return Submission(student, path, None, f"cannot read it: {exc.strerror or exc}")
     return Submission(student, path, src)
 
 
-def _pick(folder: Path, exercise: Exercise, language: Language | None) -> Path | None:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and
-                   (p.suffix in SOURCE_SUFFIXES or p.suffix == ".ipynb") and
-                   ".ipynb_checkpoints" not in p.parts)
-    if language is not None:
-        files = [p for p in files if p.suffix == ".ipynb" or source_mod.language_of_path(str(p)) == language]
-    named = [p for p in files if exercise.name in p.name]
-    candidates = named or files
-    return candidates[0] if candidates else None
+def _read(dirfd: int, rel: str, path: Path, student: str, exercise: Exercise,
+          language: Language | None) -> Submission:
+    """The file `rel` of the folder `dirfd` (shown as `path`): read through the folder's
+    descriptor, a regular file with one name and at most MAX_SOURCE_BYTES, or refused before a
+    byte of it is read or parsed (a link could make the grader read a file the student cannot,
+    a FIFO would block it, a 400 MB notebook would fill its memory)."""
+    taken = boundary.take(dirfd, rel, MAX_SOURCE_BYTES)
+    if taken.data is None:
+        return Submission(student, path, None, f"refused: {path.name}: {taken.why} (a submission "
+                                               f"is a regular file of at most "
+                                               f"{MAX_SOURCE_BYTES >> 20} MiB)")
+    return _parse(taken.data, path, student, exercise, language)
 
 
-def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None) -> list[Submission]:
-    subs: list[Submission] = []
+def _is_candidate(rel: str, language: Language | None) -> bool:
+    parts = rel.split("/")
+    suffix = Path(parts[-1]).suffix
+    if ".ipynb_checkpoints" in parts or (suffix not in SOURCE_SUFFIXES and suffix != ".ipynb"):
+        return False
+    return language is None or suffix == ".ipynb" or source_mod.language_of_path(rel) == language
+
+
+def _pick(files: Sequence[str], exercise: Exercise, language: Language | None) -> str | None:
+    """Which of a folder's files (relative paths) is graded: a source or a notebook whose name
+    holds the exercise's, else the first source or notebook."""
+    candidates = sorted((rel for rel in files if _is_candidate(rel, language)),
+                        key=lambda rel: rel.split("/"))
+    named = [rel for rel in candidates if exercise.name in rel.rsplit("/", 1)[-1]]
+    chosen = named or candidates
+    return chosen[0] if chosen else None
+
+
+def _listing(dirfd: int, budget: boundary.Budget) -> list[str] | str:
+    """The regular files of a handed-in folder (relative paths), or why it is refused: walked
+    through descriptors, links never followed, within the budget a copy of it may take."""
+    try:
+        found = list(boundary.walk(dirfd, budget))
+    except boundary.BoundaryError as exc:
+        return f"refused: {exc.strerror} ({_bounds(budget)})"
+    except OSError as exc:
+        return f"cannot read the folder: {exc.strerror or exc}"
+    total = sum(st.st_size for _, st in found)
+    if total > budget.size:
+        return (f"refused: more than {budget.size >> 20} MiB of files ({total} bytes, sizes as "
+                f"the files claim them, holes included; {_bounds(budget)})")
+    return [rel for rel, _ in found]
+
+
+def _bounds(budget: boundary.Budget) -> str:
+    return (f"a submission folder may hold {budget.entries} files and folders, "
+            f"{budget.depth} levels deep, {budget.size >> 20} MiB")
+
+
+def _discover_one(path: Path, exercise: Exercise, language: Language | None,
+                  budget: boundary.Budget) -> Submission:
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return Submission(path.stem, path, None, "no such file or folder"
+                          if exc.errno == errno.ENOENT else f"cannot read it: {exc.strerror}")
+    if stat.S_ISLNK(st.st_mode):
+        return Submission(path.stem, path, None, "refused: a link, not followed (hand in the "
+                                                 "file or the folder itself)")
+    if stat.S_ISREG(st.st_mode):
+        try:
+            parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            return Submission(path.stem, path, None, f"cannot read it: {exc.strerror}")
+        try:
+            return _read(parent, path.name, path, path.stem, exercise, language)
+        finally:
+            os.close(parent)
+    if not stat.S_ISDIR(st.st_mode):
+        return Submission(path.stem, path, None, "refused: not a regular file or a folder")
+    try:
+        top = boundary.open_dir(path)
+    except OSError as exc:
+        return Submission(path.name, path, None, f"cannot read the folder: {exc.strerror}")
+    try:
+        files = _listing(top, budget)
+        if isinstance(files, str):
+            return Submission(path.name, path, None, files)
+        choice = _pick(files, exercise, language)
+        if choice is None:
+            return Submission(path.name, path, None, "no source file or notebook in the folder")
+        sub = _read(top, choice, path / choice, path.name, exercise, language)
+        return dataclasses.replace(sub, path=path)
+    finally:
+        os.close(top)
+
+
+def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None,
+             budget: boundary.Budget = SUBMISSION_BUDGET) -> list[Submission]:
+    """One Submission per path, in the order given; what cannot be graded (unreadable,
+    refused) is a Submission without a source, saying why."""
+    seen: set[str] = set()
+    subs = []
     for path in paths:
-        if path.is_dir():
-            choice = _pick(path, exercise, language)
-            if choice is None:
-                subs.append(Submission(path.name, path, None, "no source file or notebook in the folder"))
-            else:
-                sub = _read(choice, path.name, exercise, language)
-                subs.append(dataclasses.replace(sub, student=path.name, path=path))
-        elif path.is_file():
-            subs.append(_read(path, path.stem, exercise, language))
-        else:
-            subs.append(Submission(path.name, path, None, "no such file or folder"))
+        if os.path.abspath(path) not in seen:  # the same path given twice is one submission
+            seen.add(os.path.abspath(path))
+            subs.append(_discover_one(path, exercise, language, budget))
     return subs
 
 

@@ -1,0 +1,164 @@
+"""The grader stays up (issue 23, item 6; the config part of item 2): submissions a hostile
+tester handed in, each graded with the real CLI beside an honest classmate. Every one becomes a
+clear row or message: no crash, nothing on the wrong channel, no formula in the report, nothing
+run from a config that came with the submissions."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import PYTHONPATH, ROOT
+from idrrun.grading import classroom
+from idrrun.run import boundary, isolation
+
+EXAMPLES = ROOT / "tests" / "data" / "integrity"
+SOLUTION = (EXAMPLES / "C" / "secret_sum_solution.c").read_text()
+pytestmark = pytest.mark.skipif(isolation.sandbox_support().level == "none",
+                                reason="no sandbox on this machine: idrrun grade refuses")
+
+
+def grade(*args: str, cwd: Path, env: dict[str, str] | None = None,
+          exercise: str = "secret_sum") -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(EXAMPLES), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", exercise, *args], cwd=cwd,
+                          env=full, capture_output=True, text=True, timeout=300)
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def json_rows(r: subprocess.CompletedProcess[str]) -> dict[str, dict[str, object]]:
+    """--json's rows by student: stdout must be one JSON document and nothing else."""
+    return {str(row["student"]): row for row in json.loads(r.stdout)["rows"]}
+
+
+def notebook(path: Path, line: str, body: str = SOLUTION) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"%%idrrun{line}\n{body}")]
+    nbformat.write(nb, path)
+    return path
+
+
+def nest(top: Path, depth: int) -> None:
+    """`depth` folders, one in the other, made through descriptors (a path this long could not
+    be named whole)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+    finally:
+        os.close(fd)
+
+
+def unnest(top: Path, depth: int) -> None:
+    """Remove nest's folders from the bottom up (shutil.rmtree recurses once per level)."""
+    for level in range(depth, 0, -1):
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for _ in range(level - 1):
+                below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = below
+            os.rmdir("d", dir_fd=fd)
+        finally:
+            os.close(fd)
+
+
+def test_a_folder_1100_deep_and_one_of_2001_entries_are_one_error_row_each(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "good.c").write_text(SOLUTION)
+    deep = klass / "deep"
+    deep.mkdir()
+    (deep / "secret_sum.c").write_text(SOLUTION)
+    nest(deep, 1100)
+    wide = klass / "wide"
+    wide.mkdir()
+    (wide / "secret_sum.c").write_text(SOLUTION)
+    for i in range(2000):
+        (wide / f"f{i}.txt").touch()
+    try:
+        r = grade(*sorted(map(str, klass.iterdir())), "--report", str(tmp_path / "r.csv"), cwd=tmp_path)
+        assert r.returncode == 1, r.stdout + r.stderr  # error rows: some could not be graded
+        assert "Traceback" not in r.stderr, r.stderr
+        rows = {row["student"]: row for row in csv_rows(tmp_path / "r.csv")}
+        assert set(rows) == {"good", "deep", "wide"}
+        assert rows["good"]["verdict"] == "pass", rows["good"]
+        budget = boundary.Budget()
+        assert rows["deep"]["verdict"] == "error"
+        assert f"folders more than {budget.depth} deep" in rows["deep"]["reasons"], rows["deep"]
+        assert rows["wide"]["verdict"] == "error"
+        assert f"more than {budget.entries} files and folders" in rows["wide"]["reasons"], rows["wide"]
+    finally:
+        unnest(deep, 1100)
+
+
+@pytest.mark.parametrize("line, reason", [
+    (" --help", "asks for the help"),
+    (" -a -h", "asks for the help"),
+    (" -ah --check secret_sum", "asks for the help"),
+    (" --frobnicate", "unrecognized arguments: --frobnicate"),
+    (" --cliopts 'unterminated", "cannot read the line"),
+])
+def test_a_notebook_asking_for_help_or_unreadable_is_one_error_row_and_prints_nothing(
+        tmp_path: Path, line: str, reason: str) -> None:
+    notebook(tmp_path / "nb.ipynb", line)
+    r = grade(str(tmp_path / "nb.ipynb"), "--json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "usage:" not in r.stdout and "usage:" not in r.stderr
+    rows = json_rows(r)  # stdout is the JSON document alone
+    assert list(rows) == ["nb"]
+    assert rows["nb"]["verdict"] == "error" and reason in str(rows["nb"]["reasons"]), rows["nb"]
+
+
+def test_a_notebook_over_the_cap_is_refused_unparsed_and_a_folder_over_the_budget_at_discovery(
+        tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    # Not JSON at all: parsed, it would say "not a readable notebook".
+    (klass / "big.ipynb").write_bytes(b"{" + b" " * classroom.MAX_SOURCE_BYTES + b"oops")
+    heavy = klass / "heavy"
+    heavy.mkdir()
+    (heavy / "secret_sum.c").write_text(SOLUTION)
+    with (heavy / "data.bin").open("wb") as fh:  # sparse: its apparent size counts
+        fh.truncate(boundary.Budget().size)
+    (klass / "good.c").write_text(SOLUTION)
+    r = grade(*sorted(map(str, klass.iterdir())), "--json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = json_rows(r)
+    assert rows["good"]["verdict"] == "pass"
+    assert rows["big"]["verdict"] == "error"
+    assert "refused" in str(rows["big"]["reasons"]) and "bytes" in str(rows["big"]["reasons"])
+    assert rows["heavy"]["verdict"] == "error"
+    assert f"more than {boundary.Budget().size >> 20} MiB" in str(rows["heavy"]["reasons"]), rows["heavy"]
+    assert rows["heavy"]["build_seconds"] == 0  # refused before anything was built
+
+
+def test_a_link_or_a_fifo_in_place_of_a_submission_is_an_error_row(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "linked").symlink_to(EXAMPLES / "C", target_is_directory=True)
+    os.mkfifo(klass / "fifo.c")
+    (klass / "folder").mkdir()
+    os.mkfifo(klass / "folder" / "secret_sum.c")
+    r = grade(*sorted(map(str, klass.iterdir())), "--json", cwd=tmp_path, env={})
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = json_rows(r)
+    assert {s: str(row["verdict"]) for s, row in rows.items()} == \
+        {"linked": "error", "fifo": "error", "folder": "error"}
+    assert "link" in str(rows["linked"]["reasons"]) and "regular file" in str(rows["fifo"]["reasons"])
+    assert stat.S_ISFIFO(os.lstat(klass / "fifo.c").st_mode)
