@@ -125,6 +125,42 @@ def test_a_notebook_asking_for_help_or_unreadable_is_one_error_row_and_prints_no
     assert rows["nb"]["verdict"] == "error" and reason in str(rows["nb"]["reasons"]), rows["nb"]
 
 
+def test_two_submissions_of_one_student_are_one_error_row_and_feedback_files_never_collide(
+        tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "alice.c").write_text(SOLUTION)
+    notebook(klass / "alice.ipynb", " -a --check secret_sum")
+    # Three students whose names the file-name sanitiser maps to one ("a_b"), and two that differ
+    # in case only: a notebook without an %%idrrun cell is an error row, graded at once.
+    for name in ("a b", "a_b", "a:b", "Carl", "carl"):
+        (klass / f"{name}.ipynb").write_text(json.dumps({"cells": [], "nbformat": 4,
+                                                         "nbformat_minor": 5, "metadata": {}}))
+    feedback = tmp_path / "fb"
+    r = grade(*sorted(map(str, klass.iterdir())), "--report", str(tmp_path / "r.json"),
+              "--feedback", str(feedback), cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = json.loads((tmp_path / "r.json").read_text())
+    alice = [row for row in rows if row["student"] == "alice"]
+    assert len(alice) == 1 and alice[0]["verdict"] == "error", alice
+    assert str(klass / "alice.c") in alice[0]["reasons"] and str(klass / "alice.ipynb") in alice[0]["reasons"]
+    assert "neither graded" in alice[0]["reasons"]
+    assert len(rows) == 6
+    # One feedback file per row, none overwritten; names that were never changed stay as they are.
+    files = sorted(p.name for p in feedback.iterdir())
+    assert len(files) == len({f.lower() for f in files}) == 6, files
+    students = {p.read_text().split("Student: ")[1].split("  \n")[0] for p in feedback.iterdir()}
+    assert students == {"alice", "a b", "a_b", "a:b", "Carl", "carl"}
+    assert "alice.md" in files
+    # The teacher removes one: the same command grades alice (an unreadable submission's row is
+    # never kept by a resumed grading, whatever it said).
+    (klass / "alice.ipynb").unlink()
+    r = grade(*sorted(map(str, klass.iterdir())), "--report", str(tmp_path / "r.json"), cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr  # the five notebooks
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert [row["verdict"] for row in rows if row["student"] == "alice"] == ["pass"], [r for r in rows if r["student"] == "alice"]
+
+
 def test_a_notebook_over_the_cap_is_refused_unparsed_and_a_folder_over_the_budget_at_discovery(
         tmp_path: Path) -> None:
     klass = tmp_path / "class"

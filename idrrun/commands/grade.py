@@ -113,7 +113,7 @@ def main(tokens: Sequence[str]) -> int:
     key = classroom.grading_key(settings)
     if args.report is not None and not args.fresh:
         already = classroom.load_report(args.report, exercise.name, key)
-        kept = sum(str(s.path) in already for s in subs)
+        kept = sum(classroom.resumed(s, already) is not None for s in subs)
         if kept:
             say(f"resuming: {kept} rows kept from {args.report} (--fresh grades them again)")
 
@@ -124,7 +124,7 @@ def main(tokens: Sequence[str]) -> int:
     if args.report is not None and settings.launcher.kind == "srun":
         for note in classroom.adopt_session(args.report):
             say(note)
-    todo = sum(str(s.path) not in already for s in subs)
+    todo = sum(classroom.resumed(s, already) is None for s in subs)
     try:
         with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
             rows = _with_progress(console, todo, f"grading {exercise.name}",

@@ -6,6 +6,7 @@ the reports (CSV/JSON, resumable) and per-student feedback.
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import errno
@@ -246,17 +247,48 @@ def _discover_one(path: Path, exercise: Exercise, language: Language | None,
         os.close(top)
 
 
+def _one_each(subs: Sequence[Submission]) -> list[Submission]:
+    """Submissions that resolve to one student name (alice.c and alice.ipynb, or a folder
+    alice/) make one error row naming them all, in the place of the first: which of them
+    counts is the teacher's call, and one row, one feedback file per student stays true."""
+    by_student: dict[str, list[Submission]] = {}
+    for sub in subs:
+        by_student.setdefault(sub.student, []).append(sub)
+    out = []
+    for sub in subs:
+        same = by_student[sub.student]
+        if len(same) == 1:
+            out.append(sub)
+        elif sub is same[0]:
+            paths = [str(s.path) for s in same]
+            named = f"{', '.join(paths[:-1])} and {paths[-1]}"
+            which = "neither" if len(same) == 2 else "none"
+            out.append(Submission(sub.student, sub.path, None,
+                                  f"{len(same)} submissions for one student, {sub.student}: "
+                                  f"{named}; {which} graded (keep one)"))
+    return out
+
+
 def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None,
              budget: boundary.Budget = SUBMISSION_BUDGET) -> list[Submission]:
-    """One Submission per path, in the order given; what cannot be graded (unreadable,
-    refused) is a Submission without a source, saying why."""
+    """One Submission per student, in the order given; what cannot be graded (unreadable,
+    refused, two for one student) is a Submission without a source, saying why."""
     seen: set[str] = set()
     subs = []
     for path in paths:
         if os.path.abspath(path) not in seen:  # the same path given twice is one submission
             seen.add(os.path.abspath(path))
             subs.append(_discover_one(path, exercise, language, budget))
-    return subs
+    return _one_each(subs)
+
+
+def resumed(sub: Submission, already: dict[str, GradeRow] | None) -> GradeRow | None:
+    """The row an earlier grading left for `sub`, when it is kept: not for a submission that
+    cannot be read now (alice.ipynb came beside the alice.c graded before), and not when that
+    row said it could not be graded (the files may have changed since: one of two removed, a
+    folder trimmed; such a row costs little to make again)."""
+    row = already.get(str(sub.path)) if already and sub.source is not None else None
+    return row if row is not None and row.status != "error" else None
 
 
 def scratch_root(settings: Settings) -> Path:
@@ -449,8 +481,9 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
     in order, so that the report on disk is always whole."""
     rows: dict[int, GradeRow] = {}
     for i, sub in enumerate(subs):
-        if already and str(sub.path) in already:
-            rows[i] = already[str(sub.path)]
+        kept = resumed(sub, already)
+        if kept is not None:
+            rows[i] = kept
     todo = [i for i in range(len(subs)) if i not in rows]
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     started: list[Future[Any]] = []
@@ -671,9 +704,26 @@ def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
     return "\n".join(lines) + "\n"
 
 
+def feedback_names(students: Sequence[str]) -> dict[str, str]:
+    """A file name for each student's feedback, no two alike, nor alike but for case (a file
+    system may ignore it). A name the sanitiser changes, that starts with "." or "-", or that
+    another's matches but for case, gets a digest of the name as it was after a "~", which the
+    sanitiser never lets through: two students never share a file."""
+    safe = {s: re.sub(r"[^A-Za-z0-9_.-]+", "_", s) for s in students}
+    folded = collections.Counter(name.casefold() for name in safe.values())
+    names = {}
+    for student, name in safe.items():
+        if name == student and name and name[0] not in ".-" and folded[name.casefold()] == 1:
+            names[student] = f"{name}.md"
+        else:
+            digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+            names[student] = f"{re.sub(r'^[.-]', '_', name)}~{digest}.md"
+    return names
+
+
 def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path) -> None:
+    names = feedback_names([row.student for row in rows])
     for row in rows:
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", row.student) or "student"
-        build_mod.write_atomic(folder / f"{safe}.md", feedback_markdown(row, exercise))
+        build_mod.write_atomic(folder / names[row.student], feedback_markdown(row, exercise))
 
 
