@@ -22,6 +22,7 @@ from idrrun.run import boundary, isolation
 
 EXAMPLES = ROOT / "tests" / "data" / "integrity"
 SOLUTION = (EXAMPLES / "C" / "secret_sum_solution.c").read_text()
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 pytestmark = pytest.mark.skipif(isolation.sandbox_support().level == "none",
                                 reason="no sandbox on this machine: idrrun grade refuses")
 
@@ -159,6 +160,46 @@ def test_two_submissions_of_one_student_are_one_error_row_and_feedback_files_nev
     assert r.returncode == 1, r.stdout + r.stderr  # the five notebooks
     rows = json.loads((tmp_path / "r.json").read_text())
     assert [row["verdict"] for row in rows if row["student"] == "alice"] == ["pass"], [r for r in rows if r["student"] == "alice"]
+
+
+def _no_formula(cell: str) -> bool:
+    return not cell.lstrip(" ").startswith(FORMULA_START)
+
+
+def test_formulas_in_names_and_outputs_are_neutralised_in_csv_and_feedback(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    # (A file name holds no "/": the link's address has none.)
+    names = ['=HYPERLINK("x.example","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\r=1", " =1+2",
+             "x;=1+1"]
+    for name in names:
+        (klass / f"{name}.c").write_text('#include "/etc/hostname"\n')  # refused: an error row
+    # A program whose output puts a formula into a check's "got" (the feedback table).
+    (klass / "printer.c").write_text(SOLUTION.replace('printf("sum = %.12e\\n", sum);',
+                                                      'printf("sum = =1+%g\\n", sum);'))
+    report, feedback = tmp_path / "r.csv", tmp_path / "fb"
+    r = grade("--report", str(report), "--feedback", str(feedback), "--",
+              *sorted(map(str, klass.iterdir())), cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = csv_rows(report)
+    assert len(rows) == len(names) + 1
+    for row in rows:
+        for column, cell in row.items():
+            assert _no_formula(cell), (column, cell)
+    assert {row["student"] for row in rows} == {"'" + n for n in names if n[0] != "x"} | {"x;=1+1", "printer"}
+    # Every cell is quoted: a semicolon (the separator of a French Excel) cannot start a cell.
+    text = report.read_bytes().decode()
+    assert all(line.startswith('"') for line in text.split("\r\n") if line)
+    assert '"x;=1+1"' in text
+    # The JSON report keeps the raw values.
+    json_report = tmp_path / "r.json"
+    grade("--report", str(json_report), "--", *sorted(map(str, klass.iterdir())), cwd=tmp_path)
+    assert {row["student"] for row in json.loads(json_report.read_text())} == set(names) | {"printer"}
+    table = (feedback / "printer.md").read_text()
+    assert "| '=1+" in table, table
+    for line in table.splitlines():
+        if line.startswith("| ") and not line.startswith("|---"):
+            assert all(_no_formula(c.strip(" ")) for c in line.strip("|").split(" | ")), line
 
 
 def test_a_notebook_over_the_cap_is_refused_unparsed_and_a_folder_over_the_budget_at_discovery(

@@ -669,15 +669,32 @@ REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build
                  "run_seconds", "submission", "sandbox", "node", "build_node")
 
 
+# OWASP's rule against CSV injection: Excel, LibreOffice Calc and Google Sheets read a cell
+# that starts with = + - or @ as a formula (=HYPERLINK, =WEBSERVICE, DDE), and some drop a
+# leading tab or carriage return (or spaces, LibreOffice's "trim spaces") before looking.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value: object) -> object:
+    """A report cell no spreadsheet reads as a formula: text that would start one gets a single
+    quote first, which they show as text. Numbers pass (ours are never negative)."""
+    if isinstance(value, str) and value.lstrip(" ").startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def render_report(rows: Sequence[GradeRow], path: Path) -> str:
+    """The report as people read it. JSON keeps every value as it is; in CSV every cell is
+    inert and quoted (a spreadsheet set to another separator, the semicolon of a French Excel,
+    would otherwise cut a cell at a student's ";" and start a new one)."""
     if path.suffix.lower() == ".json":
         return json.dumps([_record(r) for r in rows], indent=2) + "\n"
     if path.suffix.lower() == ".csv":
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=REPORT_FIELDS)
+        writer = csv.DictWriter(buf, fieldnames=REPORT_FIELDS, quoting=csv.QUOTE_ALL)
         writer.writeheader()
         for r in rows:
-            writer.writerow(r.as_dict())
+            writer.writerow({key: inert(value) for key, value in r.as_dict().items()})
         return buf.getvalue()
     raise UsageError(f"--report {path}: use a .csv or .json file name")
 
@@ -692,13 +709,19 @@ def write_report(rows: Sequence[GradeRow], path: Path, key: bytes) -> None:
     build_mod.write_atomic(path, render_report(rows, path))
 
 
+def _table_cell(text: str) -> str:
+    """A Markdown table cell: on one line, inert (a table is pasted into spreadsheets too),
+    its bars escaped."""
+    return str(inert(" ".join(text.splitlines()))).replace("|", "\\|")
+
+
 def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**", ""]
     if row.checks:
         lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
         for c in row.checks:
             cells = [c.name, c.status, c.expected, c.got, c.reason]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
     elif row.reasons:
         lines.append(row.reasons)
     return "\n".join(lines) + "\n"
