@@ -202,6 +202,29 @@ def test_formulas_in_names_and_outputs_are_neutralised_in_csv_and_feedback(tmp_p
             assert all(_no_formula(c.strip(" ")) for c in line.strip("|").split(" | ")), line
 
 
+def test_a_file_named_like_an_option_is_graded_after_double_dash(tmp_path: Path) -> None:
+    (tmp_path / "-j.c").write_text(SOLUTION)
+    r = grade("--report", "r.csv", "--", "-j.c", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [row] = csv_rows(tmp_path / "r.csv")
+    assert row["student"] == "'-j" and row["verdict"] == "pass", row
+    assert row["submission"] == "'-j.c"
+    # Without "--" it is an option, and the message says what to do.
+    r = grade("-j.c", cwd=tmp_path)
+    assert r.returncode == 2 and "-j.c is a file: names that start with '-' go after '--'" in r.stderr, r.stderr
+    # `idrrun run` the same.
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_RESIDENT="0")
+    ran = subprocess.run([sys.executable, "-m", "idrrun.cli", "run", "--cliopts", "977", "--", "-j.c"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and "sum = " in ran.stdout, ran.stdout + ran.stderr
+    ran = subprocess.run([sys.executable, "-m", "idrrun.cli", "run", "-j.c"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2 and "(idrrun run [flags] -- -j.c)" in ran.stderr, ran.stderr
+    helped = grade("--help", cwd=tmp_path)
+    assert "idrrun grade NAME [options] -- SUBMISSION" in " ".join(helped.stdout.split())
+    assert "idrrun grade NAME [options] -- SUBMISSION" in (ROOT / "README.md").read_text()
+
+
 def test_a_notebook_over_the_cap_is_refused_unparsed_and_a_folder_over_the_budget_at_discovery(
         tmp_path: Path) -> None:
     klass = tmp_path / "class"

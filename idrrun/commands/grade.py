@@ -39,7 +39,9 @@ def grading_memory(jobs: int) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun grade", description="Grade submissions of one exercise, each in its "
-                                                "own sandbox; the report says every verdict.",
+                                                "own sandbox; the report says every verdict. "
+                                                "Submission names that start with '-' go after "
+                                                "'--': idrrun grade NAME [options] -- SUBMISSION...",
                epilog="Exit codes (as nbgrader autograde and otter grade): 0 every submission was "
                       "graded, whatever its verdict; 1 some could not be graded (an 'error' row: "
                       "unreadable, refused); 2 usage or configuration error; 130 interrupted.")
@@ -71,7 +73,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(tokens: Sequence[str]) -> int:
-    args = parser().parse_args(list(tokens))
+    try:
+        args = parser().parse_args(list(tokens))
+    except UsageError as exc:
+        raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
     workdir = Path.cwd()

@@ -100,7 +100,9 @@ def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
         elif key in ("cache_dir", "examples_dir"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a folder path (a string), got {value!r}")
-            out[key] = Path(os.path.expanduser(value))
+            # Absolute (from the working folder, as before): a path idrrun puts on a tool's
+            # command line never reads as an option, whatever its first character.
+            out[key] = Path(os.path.expanduser(value)).absolute()
         elif key == "compilers":
             out[key] = _compilers(value, origin)
         elif key == "launcher":

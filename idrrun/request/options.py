@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import re
 import shlex
 import sys
@@ -399,6 +400,16 @@ def parse_files(tokens: Sequence[str], prog: str) -> tuple[Options, tuple[str, .
         _help_asked(_parsers[key], True)
         return None
     return from_namespace(ns), tuple(ns.files)
+
+
+def dash_hint(tokens: Sequence[str], form: str) -> str:
+    """For a usage error: when a word before any "--" that reads as an option names a file
+    ("-j.c"), how to name it instead (`form`: the command's shape, e.g. "idrrun run [flags]")."""
+    words = list(tokens)
+    before = words[:words.index("--")] if "--" in words else words
+    files = [w for w in before if w.startswith("-") and os.path.lexists(w)]
+    return (f"\n  {files[0]} is a file: names that start with '-' go after '--' "
+            f"({form} -- {files[0]})") if files else ""
 
 
 def help_text(prog: str, with_file: bool) -> str:
