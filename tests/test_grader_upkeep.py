@@ -225,6 +225,42 @@ def test_a_file_named_like_an_option_is_graded_after_double_dash(tmp_path: Path)
     assert "idrrun grade NAME [options] -- SUBMISSION" in (ROOT / "README.md").read_text()
 
 
+def test_a_config_in_the_working_folder_is_not_read_by_the_grader(tmp_path: Path) -> None:
+    """A handed-in idrrun.toml whose launcher and compiler would leave a marker: the teacher
+    grades from the submissions folder, as root; nothing of it runs."""
+    marker = tmp_path / "MARKER"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f'#!/bin/sh\ntouch {marker}\nexec "$@"\n')
+    evil.chmod(0o755)
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "idrrun.toml").write_text(
+        f'family = "gcc"\n[compilers.gcc]\nc = "{evil}"\n'
+        f'[launcher]\nkind = "mpirun"\ncommand = "{evil}"\ntasks = "-np"\n')
+    (klass / "ann.c").write_text(SOLUTION)
+    r = grade("ann.c", "--report", str(tmp_path / "r.csv"), cwd=klass)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not marker.exists()
+    [row] = csv_rows(tmp_path / "r.csv")
+    assert row["verdict"] == "pass", row
+    assert f"{klass / 'idrrun.toml'}: not read" in r.stdout, r.stdout
+    # Given explicitly, it is read (here a broken one: the error names it).
+    (tmp_path / "teacher.toml").write_text("timeout = -1\n")
+    r = grade("ann.c", "--config", str(tmp_path / "teacher.toml"), cwd=klass)
+    assert r.returncode == 2 and "teacher.toml: field 'timeout'" in r.stderr, r.stderr
+    r = grade("ann.c", "--config", str(tmp_path / "missing.toml"), cwd=klass)
+    assert r.returncode == 2 and "missing.toml" in r.stderr, r.stderr
+    # course check: the same.
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(EXAMPLES))
+    course = [sys.executable, "-m", "idrrun.cli", "course", "check", "--json"]
+    r = subprocess.run(course, cwd=klass, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and json.loads(r.stdout)["failed"] == 0, r.stdout + r.stderr
+    assert not marker.exists()
+    r = subprocess.run([*course, "--config", str(tmp_path / "teacher.toml")], cwd=klass, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "teacher.toml: field 'timeout'" in r.stderr, r.stderr
+
+
 def test_a_notebook_over_the_cap_is_refused_unparsed_and_a_folder_over_the_budget_at_discovery(
         tmp_path: Path) -> None:
     klass = tmp_path / "class"

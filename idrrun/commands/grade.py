@@ -26,7 +26,8 @@ from ..model import LauncherConfig
 from ..request import config, options
 from ..run import isolation
 from ..toolchains import registry
-from .common import Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import unread_config
 from .common import with_progress as _with_progress
 
 def grading_memory(jobs: int) -> int:
@@ -67,6 +68,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe", action="store_true",
                    help="grade even where no sandbox can be made (the report says so): programs "
                         "then see the grader's files and processes")
+    p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
     return p
@@ -80,7 +82,8 @@ def main(tokens: Sequence[str]) -> int:
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
     workdir = Path.cwd()
-    settings = config.load(workdir)
+    settings = config.load(workdir, project=args.config if args.config is not None else False)
+    notes = unread_config(workdir, args.config)
     if args.launcher is not None:
         settings = dataclasses.replace(
             settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
@@ -111,6 +114,8 @@ def main(tokens: Sequence[str]) -> int:
             console.print(text, markup=False)
 
     say(neutralise(support.describe()))
+    for note in notes:
+        say(neutralise(note))
     classroom.scratch_root(settings)  # a cache the boxes cannot reach: said now, not per row
     for orphan in classroom.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
@@ -151,7 +156,7 @@ def main(tokens: Sequence[str]) -> int:
         classroom.write_feedback(rows, exercise, args.feedback)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
-        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts,
+        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": notes,
                     "report": str(args.report) if args.report is not None else None,
                     "feedback": str(args.feedback) if args.feedback is not None else None,
                     "rows": [row_dict(r) for r in rows]})
