@@ -44,7 +44,7 @@ class LauncherConfig:
 
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "idrrun"
+    return Path(base).absolute() / "idrrun"  # never read as an option on a tool's line
 
 
 def temp_beside(target: Path) -> Path:

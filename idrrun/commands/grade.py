@@ -26,7 +26,8 @@ from ..model import LauncherConfig
 from ..request import config, options
 from ..run import isolation
 from ..toolchains import registry
-from .common import Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import unread_config
 from .common import with_progress as _with_progress
 
 def grading_memory(jobs: int) -> int:
@@ -39,7 +40,9 @@ def grading_memory(jobs: int) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun grade", description="Grade submissions of one exercise, each in its "
-                                                "own sandbox; the report says every verdict.",
+                                                "own sandbox; the report says every verdict. "
+                                                "Submission names that start with '-' go after "
+                                                "'--': idrrun grade NAME [options] -- SUBMISSION...",
                epilog="Exit codes (as nbgrader autograde and otter grade): 0 every submission was "
                       "graded, whatever its verdict; 1 some could not be graded (an 'error' row: "
                       "unreadable, refused); 2 usage or configuration error; 130 interrupted.")
@@ -65,17 +68,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe", action="store_true",
                    help="grade even where no sandbox can be made (the report says so): programs "
                         "then see the grader's files and processes")
+    p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
     return p
 
 
 def main(tokens: Sequence[str]) -> int:
-    args = parser().parse_args(list(tokens))
+    try:
+        args = parser().parse_args(list(tokens))
+    except UsageError as exc:
+        raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
     workdir = Path.cwd()
-    settings = config.load(workdir)
+    settings = config.load(workdir, project=args.config if args.config is not None else False)
+    notes = unread_config(workdir, args.config)
     if args.launcher is not None:
         settings = dataclasses.replace(
             settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
@@ -115,6 +123,8 @@ def main(tokens: Sequence[str]) -> int:
             console.print(text, markup=False)
 
     say(neutralise(support.describe()))
+    for note in notes:
+        say(neutralise(note))
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
@@ -122,7 +132,7 @@ def main(tokens: Sequence[str]) -> int:
     key = classroom.grading_key(settings)
     if args.report is not None and not args.fresh:
         already = classroom.load_report(args.report, exercise.name, key)
-        kept = sum(str(s.path) in already for s in subs)
+        kept = sum(classroom.resumed(s, already) is not None for s in subs)
         if kept:
             say(f"resuming: {kept} rows kept from {args.report} (--fresh grades them again)")
 
@@ -133,7 +143,7 @@ def main(tokens: Sequence[str]) -> int:
     if args.report is not None and settings.launcher.kind == "srun":
         for note in classroom.adopt_session(args.report):
             say(note)
-    todo = sum(str(s.path) not in already for s in subs)
+    todo = sum(classroom.resumed(s, already) is None for s in subs)
     try:
         with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
             rows = _with_progress(console, todo, f"grading {exercise.name}",
@@ -155,7 +165,7 @@ def main(tokens: Sequence[str]) -> int:
         classroom.write_feedback(rows, exercise, args.feedback)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
-        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts,
+        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": notes,
                     "report": str(args.report) if args.report is not None else None,
                     "feedback": str(args.feedback) if args.feedback is not None else None,
                     "rows": [row_dict(r) for r in rows]})
