@@ -356,13 +356,14 @@ class ExamplesFolder:
                 "checkout": "the checkout idrrun runs from"}[self.origin]
 
 
-def locate_examples(settings: Settings, workdir: Path) -> ExamplesFolder | None:
+def locate_examples(settings: Settings, workdir: Path | None) -> ExamplesFolder | None:
     """Where the exercises come from: the configured folder, else the first examples/ holding
-    specs found walking up from workdir (a course copy, `idrrun course init`), else the course
-    idrrun carries (installed with the wheel, or the checkout's)."""
+    specs found walking up from workdir (a course copy, `idrrun course init`; never for a
+    grader, workdir None: its working folder may be the submissions'), else the course idrrun
+    carries (installed with the wheel, or the checkout's)."""
     if settings.examples_dir is not None:
         return ExamplesFolder(settings.examples_dir, "configured")
-    for folder in (workdir, *workdir.parents):
+    for folder in (workdir, *workdir.parents) if workdir is not None else ():
         candidate = folder / "examples"
         if candidate.is_dir() and any(candidate.glob("*.toml")):
             return ExamplesFolder(candidate, "found")
@@ -378,13 +379,14 @@ def course_root() -> Path | None:
     return roots[0] if roots else None
 
 
-def examples_dir(settings: Settings, workdir: Path) -> Path | None:
+def examples_dir(settings: Settings, workdir: Path | None) -> Path | None:
     """The folder the exercises are read from (locate_examples)."""
     found = locate_examples(settings, workdir)
     return found.path if found is not None else None
 
 
-def find(name: str, settings: Settings, workdir: Path) -> Exercise:
+def find(name: str, settings: Settings, workdir: Path | None) -> Exercise:
+    """The exercise NAME from locate_examples(settings, workdir)."""
     folder = examples_dir(settings, workdir)
     if folder is None:
         raise SpecError(f"unknown exercise {name!r}: no examples/ folder found "

@@ -94,7 +94,13 @@ def main(tokens: Sequence[str]) -> int:
     if "memory" not in settings.values:
         settings = dataclasses.replace(settings, values={**settings.values,
                                                          "memory": grading_memory(args.jobs)})
-    exercise = specs.find(args.exercise, settings, workdir)
+    # The exercises come from the configuration or idrrun's own course, never from the working
+    # folder, which may be the submissions' (a spec handed in would decide the grading).
+    exercise = specs.find(args.exercise, settings, None)
+    walked = specs.locate_examples(settings, workdir)
+    if walked is not None and walked.origin == "found":
+        notes.append(f"{walked.path} was not read (a grader reads no course from its working "
+                     f"folder): give it with IDRRUN_EXAMPLES or examples_dir in --config")
     if exercise.students:
         raise UsageError(f"{exercise.path} is from a students' copy of the course (no solutions, "
                          "no grading-only checks): grade with the teacher's course (examples_dir "

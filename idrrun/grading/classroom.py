@@ -555,15 +555,13 @@ def state_path(report: Path) -> Path:
 
 
 def private_cache(settings: Settings) -> None:
-    """The cache as a grader needs it: its folder passable (a box's uid reaches CACHE/share and
-    its scratch folder through it) but not listable, and what no program may read (builds, the
-    solutions' outputs, the grader's key) private to the grader."""
-    cache = settings.cache_dir
-    cache.mkdir(parents=True, exist_ok=True)
-    os.chmod(cache, 0o711)
+    """The cache as a grader needs it: the grader's own (refused when someone else made it or
+    can write it), passable (a box's uid reaches its room through CACHE/scratch with srun) but
+    not listable, and what no program may read (builds, the solutions' outputs, the grader's
+    key) private to the grader."""
+    cache = boundary.own_dir(settings.cache_dir, 0o711, parents=True)
     for name in ("builds", "solutions", "private"):
-        (cache / name).mkdir(exist_ok=True)
-        os.chmod(cache / name, 0o700)
+        boundary.own_dir(cache / name, 0o700)
 
 
 def grading_key(settings: Settings) -> bytes:
