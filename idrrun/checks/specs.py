@@ -23,8 +23,9 @@ CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "image", "uses_openmp")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
-# idrrun's own course: in the wheel as idrrun/course/{examples,notebooks} (pyproject.toml), or,
-# when idrrun runs from a checkout (pip install -e), the checkout's examples/ and notebooks/.
+# idrrun's own course: in the wheel as idrrun/course/{examples,notebooks}, the students' copy
+# (hatch_build.py), or, when idrrun runs from a checkout (pip install -e), the checkout's whole
+# examples/ and notebooks/.
 _PACKAGE = Path(__file__).resolve().parents[1]
 INSTALLED_COURSE = _PACKAGE / "course"
 _CHECKOUT = _PACKAGE.parent
