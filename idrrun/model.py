@@ -71,6 +71,9 @@ class Settings:
     compilers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     profiler: tuple[str, ...] = ()
+    # [grading] seed: the instructor's seed of the hidden argument sets drawn when grading
+    # (checks/draw.py); None: the one kept in the grader's cache (classroom.grading_seed).
+    grading_seed: str | None = None
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     @property
@@ -461,6 +464,10 @@ class CheckResult:
     expected: str = ""
     got: str = ""
     reason: str = ""
+    # Grading: the hidden argument set (1-based) the check was evaluated on, 0 for the public
+    # run, and the check's kind: a student's feedback shows those, never the values.
+    hidden: int = 0
+    kind: str = ""
 
 
 @dataclass(frozen=True)

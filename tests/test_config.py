@@ -43,12 +43,21 @@ def test_defaults(tmp_path: Path) -> None:
     ("[compilers.gcc]\nc = 3", "field 'compilers.gcc.c': expected a command name"),
     ("[launcher]\nkind = 'qsub'", "field 'launcher.kind': expected one of none, mpirun, srun"),
     ("timeout = ", "not valid TOML"),
+    ("[grading]\nseed = true", "field 'grading.seed': expected a text or a whole number"),
+    ("[grading]\nsed = 'x'", "field 'grading.sed': unknown field"),
 ])
 def test_broken_project_file(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "idrrun.toml").write_text(text)
     with pytest.raises(ConfigError, match=message) as info:
         config.load(tmp_path, environ={})
     assert str(tmp_path / "idrrun.toml") in str(info.value)
+
+
+def test_grading_seed_from_the_file_and_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "idrrun.toml").write_text("[grading]\nseed = 2026\n")
+    assert config.load(tmp_path, environ={}).grading_seed == "2026"
+    assert config.load(tmp_path, environ={"IDRRUN_GRADING_SEED": "spring"}).grading_seed == "spring"
+    assert config.load(tmp_path / "elsewhere", environ={}).grading_seed is None
 
 
 def test_idris_site_file(tmp_path: Path) -> None:

@@ -11,11 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import specs
+from ..checks import draw, specs
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..errors import UsageError
-from ..grading import course
 from ..display import neutralise
+from ..grading import classroom, course
 from ..request import config
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
@@ -42,6 +42,9 @@ def parser() -> argparse.ArgumentParser:
     chk.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     chk.add_argument("--json", action="store_true",
                      help="print the results as JSON on stdout (no table, no progress)")
+    chk.add_argument("--seed", metavar="TEXT",
+                     help="the seed of the hidden argument sets drawn from the specs' ranges, as "
+                          "`idrrun grade --seed` (default: the grader's, as there)")
     strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells",
                            description="Copy notebooks without the cells tagged 'solution' and "
                                        "without outputs, into a new folder (all or nothing).")
@@ -82,6 +85,10 @@ def _check(args: argparse.Namespace) -> int:
         if unknown:
             raise UsageError(f"unknown exercise(s): {', '.join(sorted(unknown))}")
         exercises = [e for e in exercises if e.name in args.exercise]
+    if any(e.draw is not None for e in exercises):
+        # The hidden sets that `idrrun grade` would draw: the solutions must pass on them.
+        seed = classroom.grading_seed(settings, args.seed)[0]
+        exercises = [draw.drawn(e, seed) for e in exercises]
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import specs
+from ..checks import draw, specs
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
@@ -71,6 +71,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
+    p.add_argument("--seed", metavar="TEXT",
+                   help="the instructor's seed of the hidden argument sets drawn from the spec's "
+                        "ranges ([args.draw]); default: [grading] seed in the config, "
+                        "IDRRUN_GRADING_SEED, else one made once and kept in the grader's cache. "
+                        "The report holds the values drawn, never the seed")
     return p
 
 
@@ -131,6 +136,11 @@ def main(tokens: Sequence[str]) -> int:
     say(neutralise(support.describe()))
     for note in notes:
         say(neutralise(note))
+    if exercise.draw is not None:
+        seed, origin = classroom.grading_seed(settings, args.seed)
+        exercise = draw.drawn(exercise, seed)
+        say(neutralise(f"hidden argument sets: {len(exercise.hidden_args)}, "
+                       f"the spec's ranges drawn with the seed {origin}"))
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
@@ -138,9 +148,18 @@ def main(tokens: Sequence[str]) -> int:
     key = classroom.grading_key(settings)
     if args.report is not None and not args.fresh:
         already = classroom.load_report(args.report, exercise.name, key)
+        # A row graded with other hidden sets (another seed, another spec) is graded again:
+        # one class, one set of hidden cases. A row that could not be graded ran none.
+        redrawn = [p for p, r in already.items()
+                   if r.status != "error" and r.hidden_args != exercise.hidden_args]
+        for path in redrawn:
+            del already[path]
         kept = sum(classroom.resumed(s, already) is not None for s in subs)
         if kept:
             say(f"resuming: {kept} rows kept from {args.report} (--fresh grades them again)")
+        if redrawn:
+            say(f"{len(redrawn)} rows of {args.report} graded again: their hidden argument sets "
+                "were others (another seed or spec)")
 
     def save(rows: list[classroom.GradeRow]) -> None:
         if args.report is not None:

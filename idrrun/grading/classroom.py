@@ -80,6 +80,9 @@ class GradeRow:
     # (SLURMD_NODENAME of the step; nodes joined by "," for a run over several).
     node: str = ""
     build_node: str = ""
+    # The hidden argument sets its checks ran with (drawn ones included): for the instructor's
+    # report (JSON, state), never for a student's feedback.
+    hidden_args: tuple[tuple[str, ...], ...] = ()
 
     @property
     def reasons(self) -> str:
@@ -331,6 +334,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         checks=outcome.verdict.checks if outcome.verdict is not None else (),
         node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
         build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
+        hidden_args=exercise.hidden_args,
     )
 
 
@@ -545,7 +549,8 @@ def _check_from(record: Any) -> CheckResult:
         raise ValueError(status)
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
-                       str(record.get("reason", "")))
+                       str(record.get("reason", "")), int(record.get("hidden") or 0),
+                       str(record.get("kind") or ""))
 
 
 def state_path(report: Path) -> Path:
@@ -564,29 +569,50 @@ def private_cache(settings: Settings) -> None:
         boundary.own_dir(cache / name, 0o700)
 
 
-def grading_key(settings: Settings) -> bytes:
-    """The grader's secret (in its cache, which no box sees): rows it wrote carry a MAC made
-    with it, so that a resumed grading keeps only those — a forged row is graded again."""
-    path = settings.cache_dir / "private" / "grading.key"
+def _private_secret(settings: Settings, name: str, size: int, make: Callable[[], bytes]) -> bytes:
+    """CACHE/private/NAME (which no box sees), made once with make() when missing or shorter
+    than size bytes, readable by the grader alone."""
+    path = settings.cache_dir / "private" / name
     private_cache(settings)
     try:
-        key = path.read_bytes()
-        if len(key) >= 32:
-            return key
+        secret = path.read_bytes()
+        if len(secret) >= size:
+            return secret
     except OSError:
         pass
     tmp = temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(secrets.token_bytes(32))
+        fh.write(make())
     os.replace(tmp, path)
     return path.read_bytes()
+
+
+def grading_key(settings: Settings) -> bytes:
+    """The grader's secret (in its cache, which no box sees): rows it wrote carry a MAC made
+    with it, so that a resumed grading keeps only those — a forged row is graded again."""
+    return _private_secret(settings, "grading.key", 32, lambda: secrets.token_bytes(32))
+
+
+def grading_seed(settings: Settings, given: str | None = None) -> tuple[str, str]:
+    """The instructor's seed of the hidden argument sets drawn when grading, and where it came
+    from: --seed, else [grading] seed or IDRRUN_GRADING_SEED, else one made at random the first
+    time and kept beside the grading key, so that a regrading draws the same values. It is
+    never written into a report or a feedback file."""
+    if given:
+        return given, "given by --seed"
+    if settings.grading_seed:
+        return settings.grading_seed, "of [grading] seed or IDRRUN_GRADING_SEED"
+    kept = _private_secret(settings, "grading.seed", 32, lambda: secrets.token_hex(16).encode())
+    return kept.decode("ascii", "replace").strip(), \
+        f"kept in {settings.cache_dir / 'private' / 'grading.seed'}"
 
 
 def _record(row: GradeRow) -> dict[str, Any]:
     return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
                             "failure_what": row.failure_what,
-                            "checks": [dataclasses.asdict(c) for c in row.checks]}
+                            "checks": [dataclasses.asdict(c) for c in row.checks],
+                            "hidden_args": [list(args) for args in row.hidden_args]}
 
 
 def _mac(record: dict[str, Any], key: bytes) -> str:
@@ -627,6 +653,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 sandbox=str(rec.get("sandbox", "")),
                 # Absent from states written before rows had nodes: those resume too.
                 node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
+                hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -683,12 +710,19 @@ def _table_cell(text: str) -> str:
     return str(inert(" ".join(text.splitlines()))).replace("|", "\\|")
 
 
+# What a student's feedback says of a check on a hidden argument set, instead of its values.
+HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
+
+
 def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
+    """A student's feedback: every check with its values, but those of hidden runs, which say
+    only their result and their kind (the arguments, drawn or fixed, stay the instructor's)."""
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**", ""]
     if row.checks:
         lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
         for c in row.checks:
-            cells = [c.name, c.status, c.expected, c.got, c.reason]
+            cells = [c.name, c.status, c.expected, c.got, c.reason] if not c.hidden else \
+                [c.name, c.status, "", "", HIDDEN_CASE.format(kind=c.kind or "output")]
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
     elif row.reasons:
         lines.append(row.reasons)

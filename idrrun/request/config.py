@@ -41,6 +41,8 @@ COMPILER_KEYS = ("c", "c++", "fortran", "cuda", "mpi_c", "mpi_c++", "mpi_fortran
 # Environment variables of the settings without a flag (the flags name their own).
 _ENV_PLAIN = {"IDRRUN_CACHE_DIR": "cache_dir", "IDRRUN_EXAMPLES": "examples_dir",
               "IDRRUN_OFFLOAD": "offload"}
+# ... and those of a table's field: variable -> (table, field)
+_ENV_TABLES = {"IDRRUN_GRADING_SEED": ("grading", "seed")}
 
 
 PROJECT_FILE = "idrrun.toml"
@@ -114,6 +116,8 @@ def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
             out[key] = _launcher(value, origin)
         elif key == "profiler":
             out[key] = _profiler(value, where)
+        elif key == "grading":
+            out["grading_seed"] = _grading(value, origin)
         else:
             raise ConfigError(f"{where}: unknown field")
     return out
@@ -183,6 +187,20 @@ def _launcher(value: Any, origin: str) -> LauncherConfig:
     if unknown:
         raise ConfigError(f"{_field(origin, 'launcher.' + sorted(unknown)[0])}: unknown field")
     return LauncherConfig(**fields)
+
+
+def _grading(value: Any, origin: str) -> str:
+    """[grading] seed = "...": the seed of the hidden argument sets drawn when grading."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{_field(origin, 'grading')}: expected a table [grading]")
+    unknown = sorted(set(value) - {"seed"})
+    if unknown:
+        raise ConfigError(f"{_field(origin, 'grading.' + unknown[0])}: unknown field (known: seed)")
+    seed = value.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, (str, int)) or str(seed) == "":
+        raise ConfigError(f"{_field(origin, 'grading.seed')}: expected a text or a whole number, "
+                          f"got {seed!r}")
+    return str(seed)
 
 
 def _profiler(value: Any, where: str) -> tuple[str, ...]:
@@ -262,8 +280,10 @@ def read_idris_site_file(path: Path) -> dict[str, Any]:
 def _env_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
     """(origin, raw layer) for each IDRRUN_* variable that is set, so errors name the variable."""
     flags = {spec.env: key for key, (_, spec) in _flag_settings().items() if spec.env}
-    return [(f"environment variable {var}", {key: environ[var]})
-            for var, key in {**flags, **_ENV_PLAIN}.items() if environ.get(var)]
+    plain = [(f"environment variable {var}", {key: environ[var]})
+             for var, key in {**flags, **_ENV_PLAIN}.items() if environ.get(var)]
+    return plain + [(f"environment variable {var}", {table: {key: environ[var]}})
+                    for var, (table, key) in _ENV_TABLES.items() if environ.get(var)]
 
 
 def project_file(workdir: Path) -> Path | None:
