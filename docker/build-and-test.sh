@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the course image (docker/Dockerfile) with podman -- no Docker engine, no registry: the
 # debian:12 base is made here from Debian's packages -- then uses it as its users would:
-# `idrrun doctor`, a C and a Fortran notebook executed as the image's user, `idrrun grade` on two
-# submissions in a mounted folder, and JupyterLab answering with its token and refusing without.
+# `idrrun doctor`, a C and a Fortran notebook executed as the image's user (whose course has no
+# solution, and who cannot read the teacher's), `idrrun grade` as root with the teacher's course
+# on two submissions in a mounted folder, and JupyterLab answering with its token and refusing
+# without.
 # .ci/run calls it; docker/README.md ("Built and tried in CI") says what it detects and why.
 #
 #   bash docker/build-and-test.sh            # as root, from anywhere
@@ -192,17 +194,26 @@ in_image "$IMAGE" bash -euc '
   done
   ls ~/executed/*/00_how_to_use.ipynb'
 
-step "as the user: idrrun grade intro_saxpy ~/submissions/* (a folder of this machine mounted)"
+step "as the user: the students' course, and nothing of the teacher's"
+# shellcheck disable=SC2016  # expanded in the image
+in_image "$IMAGE" bash -euc '
+  ls ~/course/examples/intro_saxpy.toml ~/course/examples/C/intro_saxpy_exercise.c
+  if compgen -G "$HOME/course/examples/*/*_solution.*"; then echo "solutions in ~/course" >&2; exit 1; fi
+  if cat /opt/idrrun/src/examples/intro_saxpy.toml 2>/dev/null; then echo "the teacher course is readable" >&2; exit 1; fi
+  if idrrun grade intro_saxpy ~/course/examples/C/intro_saxpy_exercise.c 2>&1; then echo "graded with the students copy" >&2; exit 1; fi'
+
+step "as root: idrrun grade intro_saxpy /home/student/submissions/* (a folder of this machine mounted)"
 mkdir -p "$WORK/submissions/alice" "$WORK/submissions/bob" "$WORK/grades"
 cp examples/C/intro_saxpy_solution.c "$WORK/submissions/alice/saxpy.c"
 cp examples/Fortran/intro_saxpy_solution.f90 "$WORK/submissions/bob/saxpy.f90"
-# :U gives the mounted folders to the image's user, as `chown` would on the host.
+# Root grades: the teacher's course in /opt/idrrun/src is root's alone (root's config names it).
 # systempaths=unconfined: bubblewrap mounts a /proc for each box's PID namespace, which the
 # kernel refuses while podman masks parts of the container's own /proc (docker/README.md).
-in_image --security-opt systempaths=unconfined \
-  -v "$WORK/submissions:/home/student/submissions:U" -v "$WORK/grades:/home/student/grades:U" \
-  "$IMAGE" bash -c 'idrrun doctor | grep "grading sandbox" &&
-    idrrun grade intro_saxpy ~/submissions/* --report ~/grades/intro_saxpy.csv --feedback ~/grades/intro_saxpy'
+in_image --user root --security-opt systempaths=unconfined \
+  -v "$WORK/submissions:/home/student/submissions" -v "$WORK/grades:/home/student/grades" \
+  "$IMAGE" bash -c 'idrrun doctor | grep -E "grading sandbox|exercises" &&
+    idrrun grade intro_saxpy /home/student/submissions/* --report /home/student/grades/intro_saxpy.csv \
+      --feedback /home/student/grades/intro_saxpy'
 cat "$WORK/grades/intro_saxpy.csv"
 python3 - "$WORK/grades/intro_saxpy.csv" <<'EOF'
 import csv, sys
@@ -249,8 +260,8 @@ podman logs "$cid" 2>&1 | grep '^lab\.sh:'
 say "with the token: $with, without: $without, with a wrong one: $wrong"
 [[ $with == 200 && $without == 403 && $wrong == 403 ]] || { podman logs "$cid"; die "JupyterLab's token is not enforced as it should"; }
 
-# Later: the students' copy of the course, and the built-in tracer's CUPTI from PyPI, are tried
-# here in the same way (a notebook of the students' copy executed, `idrrun doctor` naming CUPTI).
+# Later: the built-in tracer's CUPTI from PyPI is tried here in the same way (`idrrun doctor`
+# naming CUPTI).
 
 step "done"
 say "image $IMAGE built and tried in $SECONDS s"

@@ -23,8 +23,10 @@ usage: install.sh PART [ARGUMENT]
   python PREFIX [WHEELS]
                   a virtual environment at PREFIX with idrrun and JupyterLab: idrrun from the
                   wheel in the folder WHEELS (made by the wheel part), else from this source tree
-  course DEST     the course: notebooks/ and examples/ copied into DEST (files of the same name
-                  are replaced, other files are left alone)
+  course DEST     the students' copy of the course that the idrrun on PATH carries (idrrun
+                  course init --students: no solutions, no hidden or grading-only data):
+                  notebooks/ and examples/ copied into DEST (files of the same name are
+                  replaced, other files are left alone)
   config COURSE   for the current user: every IPython kernel loads idrrun, and idrrun finds the
                   exercises in COURSE/examples
 
@@ -258,13 +260,22 @@ part_python() {
 }
 
 part_course() {
-  local dest=$1
+  local dest=$1 tmp
+  command -v idrrun >/dev/null \
+    || die "no idrrun on PATH (install.sh python PREFIX makes one in PREFIX/bin)"
+  # The students' copy, made by idrrun itself from the course it carries (the wheel's, already
+  # the students'; a checkout's, with its solutions): a teacher's course never reaches DEST.
+  # It leaves out what a checkout may hold besides the course: builds and scratch files.
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/idrrun-course-XXXXXX")
+  if ! idrrun course init "$tmp/course" --students >"$tmp/log" 2>&1; then
+    cat "$tmp/log" >&2
+    rm -rf "$tmp"
+    die "idrrun course init --students failed (its output above)"
+  fi
   mkdir -p "$dest"
-  # Leaves out what a checkout may hold besides the course: builds and notebooks' scratch files.
-  tar -C "$SRC" -cf - --exclude=.ipynb_checkpoints --exclude=.idrrun --exclude=__pycache__ \
-      --exclude='*.o' --exclude='*.gimple' --exclude='*.original' notebooks examples \
-    | tar -C "$dest" -xf -
-  say "notebooks and examples in $dest"
+  tar -C "$tmp/course" -cf - notebooks examples | tar -C "$dest" -xf -
+  rm -rf "$tmp"
+  say "the students' notebooks and examples in $dest"
 }
 
 part_config() {

@@ -8,6 +8,7 @@ an executable that could run, and two notebooks building at once never clobber e
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -18,8 +19,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .model import BuildResult, Preprocessing, Protections, RunRequest, Source, Toolchain, temp_beside
-from .run import isolation, proc, sandbox
+from .model import (BuildResult, DependencyList, Preprocessing, Protections, RunRequest, Source,
+                    Toolchain, temp_beside)
+from .run import boundary, isolation, proc, sandbox, tools
 from .run.sandbox import Box
 
 EXECUTABLE = "prog"
@@ -84,14 +86,17 @@ def linked_files(request: RunRequest, toolchain: Toolchain) -> dict[str, Path]:
     return found
 
 
-def compile_argv(request: RunRequest, toolchain: Toolchain) -> tuple[str, ...]:
+def compile_argv(request: RunRequest, toolchain: Toolchain,
+                 include: Path | None = None) -> tuple[str, ...]:
+    """The compile command (its key and what is shown). include: where the source's own
+    headers are for this compile, when not in its origin folder (a graded build's copy)."""
     assert toolchain.compiler.path is not None
     out = ("-c", "-o", OBJECT) if request.object_only else ("-o", EXECUTABLE)
     linked = linked_files(request, toolchain)
     return (
         toolchain.compiler.path,
         *(str(linked[w]) if w in linked else w for w in toolchain.flags),
-        "-I", str(request.source.origin_dir),
+        "-I", str(include or request.source.origin_dir),
         *out,
         source_file_name(request.source),
         *(() if request.object_only else toolchain.link_flags),
@@ -154,18 +159,20 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir: Path,
-                uid: int) -> Box:
-    """What a sandboxed compiler sees: the system, its build folder, the source's folder
-    (read-only, for its headers) and the compiler's own prefix when it lives elsewhere."""
+                uid: int, readable: tuple[Path, ...] = (), inner_guard: Path | None = None) -> Box:
+    """What a sandboxed compiler sees: the system, its build folder, `readable` (the source's
+    folder, for its headers, when it is not in the build folder) and the compiler's own prefix
+    when it lives elsewhere."""
     support = isolation.sandbox_support()
-    readable = [request.source.origin_dir]
+    found = list(readable)
     if toolchain.compiler.path is not None:
         prefix = Path(toolchain.compiler.path).resolve().parent.parent
         if not sandbox.in_system_dirs(prefix):
-            readable.append(prefix)
-    return Box(workdir=work, writable=(work,), readable=tuple(readable),
-               hidden=(*request.hide, cache_dir), env=sandbox.clean_env(os.environ, {}),
-               uid=uid, gid=uid, support=support)
+            found.append(prefix)
+    return Box(workdir=work, writable=(work,), readable=tuple(found),
+               hidden=(*request.hide, *sandbox.package_dirs(), cache_dir),
+               env=sandbox.box_env(os.environ, {}, support, work / BOX_TMP),
+               uid=uid, gid=uid, support=support, inner_guard=inner_guard)
 
 
 # A compiler's dump files (gcc: prog-source.c.005t.original): the feedback reads them.
@@ -193,17 +200,22 @@ def keep_preprocessed(work: Path, before: set[str], product: str, saved: str) ->
 def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
           protections: Protections | None = None, preprocess: Preprocessing = Preprocessing(),
           uid: int = -1, launcher: tuple[str, ...] = (),
-          env: Mapping[str, str] | None = None) -> BuildResult:
+          env: Mapping[str, str] | None = None,
+          dependencies: DependencyList = DependencyList(),
+          feedback_files: tuple[str, ...] = ()) -> BuildResult:
     """Compile (or take from the cache) the request's source.
 
     preprocess: how the build also leaves PREPROCESSED (the source as the compiler read it:
     comments and disabled blocks gone): flags that make the compile keep it.
     uid: the sandbox's user for this request (-1: idrrun's own).
     launcher, env: run the compiler behind this prefix (a job step: launch.compile_launch),
-    with this environment; the command shown and the build's key stay the compiler's own."""
+    with this environment; the command shown and the build's key stay the compiler's own.
+    dependencies: how a graded build (request.room) lists the files it read, judged after it;
+    feedback_files: what else it takes out of its folder (the family's feedback files)."""
     argv = compile_argv(request, toolchain)
     key = build_key(request, toolchain)
-    builds = request.build_cache or cache_dir / "builds"
+    builds = boundary.own_dir(request.room / "builds", 0o700) if request.room is not None \
+        else cache_dir / "builds"
     final = builds / key
     product = product_name(request)
     if not request.force and (final / _MARKER).is_file() and (final / product).is_file() and \
@@ -218,17 +230,20 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
             )
         except (OSError, ValueError):
             pass  # unreadable marker: build again
+    if request.room is not None:
+        return _build_in_room(request, toolchain, cache_dir, key, final, protections, preprocess,
+                              uid, launcher, env, dependencies, feedback_files)
     # The student's code is saved before anything can go wrong: a kernel killed while compiling
     # loses nothing (the cell's name and the key say which one it was).
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(request.source.name).stem) or "cell"
     write_atomic(cache_dir / "sources" / f"{safe}-{key}{request.source.suffix}", request.source.text)
     builds.mkdir(parents=True, exist_ok=True)
-    # A sandboxed build compiles in its request's scratch folder (beside its own builds, or its
-    # working folder), which its box's uid can reach, and on a cluster the nodes too: the cache
-    # is private to idrrun.
-    scratch = request.build_cache.parent if request.build_cache else request.workdir
-    work = Path(tempfile.mkdtemp(dir=scratch if request.sandbox else builds, prefix=f".{key}.tmp-"))
-    box = compile_box(request, toolchain, work, cache_dir, uid) if request.sandbox else None
+    # A sandboxed build (a notebook's, [sandbox] mode = "on") compiles in the request's working
+    # folder, which its box may write: the cache is hidden from it.
+    work = Path(tempfile.mkdtemp(dir=request.workdir if request.sandbox else builds,
+                                 prefix=f".{key}.tmp-"))
+    box = compile_box(request, toolchain, work, cache_dir, uid, (request.source.origin_dir,)) \
+        if request.sandbox else None
     start = time.monotonic()
     try:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
@@ -248,8 +263,6 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
             if not ok:
                 output += (f"idrrun: the compiler left no {preprocess.saved} (its preprocessed "
                            "source, for the source checks)\n")
-        if box is not None:
-            sandbox.take_back(box, [work])
         if not ok:
             return BuildResult(ok=False, command=argv, proc=result, output=output, cached=False,
                                key=key, build_dir=None, seconds=time.monotonic() - start)
@@ -257,13 +270,7 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
         if request.force and final.exists():
             _replace_dir(work, final)
         else:
-            try:
-                os.rename(work, final)
-            except OSError:
-                if not final.exists():  # another file system (a sandboxed build's /tmp)
-                    shutil.copytree(work, final)
-                # else another kernel built the same key at the same moment: theirs is as good.
-                shutil.rmtree(work, ignore_errors=True)
+            _publish(work, final)
         return BuildResult(
             ok=True, command=argv, proc=result, output=output, cached=False, key=key,
             build_dir=final, executable=None if request.object_only else final / EXECUTABLE,
@@ -273,6 +280,180 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _publish(work: Path, final: Path) -> None:
+    try:
+        os.rename(work, final)
+    except OSError:
+        if not final.exists():  # another file system (a sandboxed build's working folder)
+            shutil.copytree(work, final)
+        # else another kernel built the same key at the same moment: theirs is as good.
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# A graded build: in a fresh folder of the request's room, its products taken out (boundary.py)
+
+# What the grader takes out of a graded compile, at most: the product (a 700 MB static array
+# stops at the compile's own file-size limit first), a feedback file (a dump), the preprocessed source (a source
+# that expands to more is checked as written, with a note), the dependency list.
+PRODUCT_CAP = 1 << 30
+FEEDBACK_CAP = 64 << 20
+PREPROCESSED_CAP = 64 << 20
+DEPENDENCIES_CAP = 4 << 20
+BOX_TMP = ".tmp"  # a box's own temporary folder, at the "uid" level (no private /tmp)
+INCLUDES = "src"  # a graded build folder's copy of the submission's files
+
+
+def _build_in_room(request: RunRequest, toolchain: Toolchain, cache_dir: Path, key: str,
+                   final: Path, protections: Protections | None, preprocess: Preprocessing,
+                   uid: int, launcher: tuple[str, ...], env: Mapping[str, str] | None,
+                   dependencies: DependencyList, feedback_files: tuple[str, ...]) -> BuildResult:
+    """The compile of a graded request: a fresh folder in its room holding the source and a
+    copy of the submission's files, given to the box's uid; the compiler runs in a box there;
+    then only what the grader asks for (the product, the dumps, the preprocessed source, the
+    list of files read) is taken out, as regular files of the box's uid, into a folder of the
+    grader's own, and the box's folder is removed."""
+    assert request.room is not None
+    room = request.room
+    support = isolation.sandbox_support() if request.sandbox else None
+    uid_level = support is not None and support.level == "uid"
+    source = (source_file_name(request.source), padded_text(request.source).encode("utf-8", "surrogateescape"))
+    work = boundary.box_folder(room, "build-", uid, uid, files_from=request.source.origin_dir,
+                               files_into=INCLUDES, put_files=(source,),
+                               tmp=BOX_TMP if uid_level else "")
+    include = work / INCLUDES
+    argv = compile_argv(request, toolchain)
+    run_argv = compile_argv(request, toolchain, include)
+    product = product_name(request)
+    box = None
+    if request.sandbox:
+        guard = protections.guard if protections is not None else None
+        inner = tools.place(guard, room / "tools") if guard is not None and uid >= 0 else None
+        box = compile_box(request, toolchain, work, cache_dir, uid, inner_guard=inner)
+    start = time.monotonic()
+    try:
+        result = proc.run(
+            (run_argv[0], *preprocess.compile_flags, *dependencies.flags, *run_argv[1:]),
+            what="compile", timeout=request.compile_timeout, cwd=work, env=env,
+            max_output=request.max_output, protections=protections,
+            limits=request.compile_limits, box=box, cgroups=False, outer=launcher,
+        )
+        output = rename_paths(result.output, request.source).replace(str(include), ".")
+        owners = (uid if uid >= 0 else os.geteuid(),)
+        taken = boundary.fresh(final.parent, f".{key}.tmp-")
+        failed = "" if result.ok else "the compiler failed"
+        refused = ""
+        fd = boundary.open_dir(work)
+        try:
+            if not failed:
+                failed = boundary.take_to(fd, product, taken / product, PRODUCT_CAP, owners, 0o700)
+                if failed:
+                    failed = f"its {product}: {failed}"
+            if not failed and dependencies.file:
+                listed = boundary.take(fd, dependencies.file, DEPENDENCIES_CAP, owners)
+                if listed.text is None:
+                    failed = f"the list of files it read: {listed.why}"
+                else:
+                    refused = judge_dependencies(parse_dependencies(listed.text), work,
+                                                 readable_roots(toolchain), box.hidden if box else ())
+            if not failed and preprocess.saved:
+                note = _take_preprocessed(fd, preprocess.saved, taken, owners)
+                if note:
+                    output += note
+            for name in boundary.names(fd):
+                if any(fnmatch.fnmatchcase(name, p) for p in feedback_files) and \
+                        name not in (product, _MARKER, PREPROCESSED):
+                    boundary.take_to(fd, name, taken / name, FEEDBACK_CAP, owners)
+        finally:
+            os.close(fd)
+        if refused:
+            output += f"idrrun: refused: {refused}\n"
+        elif failed and result.ok:
+            output += f"idrrun: the compile left nothing usable ({failed})\n"
+        if failed or refused:
+            boundary.remove(taken)
+            return BuildResult(ok=False, command=argv, proc=result, output=output, cached=False,
+                               key=key, build_dir=None, seconds=time.monotonic() - start,
+                               refused=refused)
+        (taken / _MARKER).write_text(json.dumps({"command": list(argv), "output": output}))
+        if request.force and final.exists():
+            _replace_dir(taken, final)
+        else:
+            _publish(taken, final)
+        return BuildResult(
+            ok=True, command=argv, proc=result, output=output, cached=False, key=key,
+            build_dir=final, executable=None if request.object_only else final / EXECUTABLE,
+            object_file=final / OBJECT if request.object_only else None,
+            seconds=time.monotonic() - start,
+        )
+    finally:
+        boundary.remove(work)
+
+
+def _take_preprocessed(fd: int, saved: str, taken: Path, owners: tuple[int, ...]) -> str:
+    """The compile's preprocessed source, without line markers, as PREPROCESSED in the grader's
+    folder; "" when done, else a note for the build's output."""
+    got = boundary.take(fd, saved, PREPROCESSED_CAP, owners)
+    if got.text is None:
+        return (f"idrrun: the compiler's preprocessed source was not read ({got.why}): the "
+                "source checks read the source as written\n")
+    write_atomic(taken / PREPROCESSED, _LINE_MARKER.sub("", got.text))
+    return ""
+
+
+def parse_dependencies(text: str) -> list[str]:
+    """The files of a make rule as gcc's -MD writes it ("prog: a.c b.h \\\n c.h"; a space
+    in a name written "\\ "), targets left out."""
+    joined = text.replace("\\\n", " ")
+    out: list[str] = []
+    for line in joined.splitlines():
+        _, colon, rest = line.partition(": ")
+        if not colon:
+            continue
+        word = ""
+        escaped = False
+        for ch in rest + " ":
+            if escaped:
+                word += ch
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch.isspace():
+                if word:
+                    out.append(word)
+                word = ""
+            else:
+                word += ch
+    return out
+
+
+def readable_roots(toolchain: Toolchain) -> tuple[Path, ...]:
+    """Where a graded compile may read besides its own folder: the system's folders and the
+    compiler's own prefix."""
+    roots = [Path(d) for d in sandbox.SYSTEM_DIRS]
+    if toolchain.compiler.path is not None:
+        roots.append(Path(toolchain.compiler.path).resolve().parent.parent)
+    return tuple(roots)
+
+
+def judge_dependencies(files: list[str], work: Path, roots: tuple[Path, ...],
+                       hidden: tuple[Path, ...]) -> str:
+    """What a graded compile read from outside its folder and the allowed roots, or from a
+    hidden folder (the course's, idrrun's own): "" when nothing."""
+    outside = []
+    for name in files:
+        path = Path(os.path.normpath(work / name))
+        allowed = path == work or work in path.parents or \
+            any(path == r or r in path.parents for r in roots)
+        if not allowed or any(path == h or h in path.parents for h in hidden):
+            outside.append(name)
+    if not outside:
+        return ""
+    shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+    return (f"the source includes {shown}, from outside the submission; only what was handed "
+            "in is compiled")
 
 
 def _replace_dir(new: Path, old: Path) -> None:

@@ -44,7 +44,7 @@ class LauncherConfig:
 
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "idrrun"
+    return Path(base).absolute() / "idrrun"  # never read as an option on a tool's line
 
 
 def temp_beside(target: Path) -> Path:
@@ -71,6 +71,9 @@ class Settings:
     compilers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     profiler: tuple[str, ...] = ()
+    # [grading] seed: the instructor's seed of the hidden argument sets drawn when grading
+    # (checks/draw.py); None: the one kept in the grader's cache (classroom.grading_seed).
+    grading_seed: str | None = None
     files: tuple[str, ...] = ()  # the config files that were read, in order
 
     @property
@@ -145,11 +148,12 @@ class RunRequest:
     compile_limits: Limits = field(default_factory=lambda: Limits(memory=4 << 30, tasks=256,
                                                                    file_size=512 << 20))
     sandbox: bool = False  # compile and run in a box (run/sandbox.py): always when grading
-    # As root, the box runs as a fresh uid that owns the request's folders (grading: folders of
-    # its own); False keeps the files of a user's folder theirs.
-    own_uid: bool = False
     hide: tuple[Path, ...] = ()  # folders a box must not see (the exercise's, with its solutions)
-    build_cache: Path | None = None  # where builds go; None: the shared cache (grading: its own)
+    # Grading: the grader's own folder for this request (run/boundary.py). Each compile and each
+    # run then gets a fresh folder in it, filled with a copy of `workdir`'s files, given to a
+    # fresh uid when the grader is root; builds are kept in ROOM/builds, not in the shared
+    # cache. None: compile in the cache, run in `workdir` as idrrun's own user.
+    room: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -301,6 +305,17 @@ class Preprocessing:
 
 
 @dataclass(frozen=True)
+class DependencyList:
+    """How a compile also writes the list of the files it read (make's format), so that a
+    graded build is judged by what the compiler really opened: flags added to the compile (not
+    to the command shown) and the file they leave beside its product. Empty: the family has
+    none (the box alone decides what it can open)."""
+
+    flags: tuple[str, ...] = ()
+    file: str = ""
+
+
+@dataclass(frozen=True)
 class ProcResult:
     """A finished child process, whatever the way it ended."""
 
@@ -356,6 +371,9 @@ class BuildResult:
     object_file: Path | None = None
     seconds: float = 0.0
     nodes: tuple[str, ...] = ()  # where the compiler ran, when it ran as a cluster job step
+    # A graded build that read files from outside the submission and the system's folders:
+    # what it read ("" when nothing such); the build is then not ok.
+    refused: str = ""
 
 
 @dataclass(frozen=True)
@@ -408,6 +426,9 @@ class RunResult:
     proc: ProcResult
     missing_files: tuple[str, ...] = ()  # --get files the program did not write
     nodes: tuple[str, ...] = ()  # the node of each task (rank order), when run as a job step
+    # A graded run: the grader's own folder holding what it took out of the run's folder for
+    # the checks (run/boundary.py); None: the files are in the request's working folder.
+    outputs: Path | None = None
     # The compute constructs it executed, for a checked OpenACC run (None: not counted).
     regions: RegionsRan | None = None
 
@@ -492,6 +513,10 @@ class CheckResult:
     expected: str = ""
     got: str = ""
     reason: str = ""
+    # Grading: the hidden argument set (1-based) the check was evaluated on, 0 for the public
+    # run, and the check's kind: a student's feedback shows those, never the values.
+    hidden: int = 0
+    kind: str = ""
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,15 @@
     RunRequest -> Toolchain -> BuildResult -> RunResult (-> Verdict, grading/checked.py)
 
 Front ends resolve the RunRequest and its Toolchain (request/resolve.py), make a Reporter
-(display.py) and call `execute`. Expected failures come back in Outcome.failure, as a
-FailureKind; only misconfiguration raises (errors.py).
+(display.py) and call `execute`: a ladder of small stages, each a function of the previous
+stage's value (as nbclient's execute_cell):
+
+    prepare -> compile -> stage_program -> plan_run -> run -> collect
+
+A graded request (RunRequest.room) compiles and runs in fresh folders of its room, given to
+a fresh uid, and whatever the program wrote is read back only through run/boundary.py.
+Expected failures come back in Outcome.failure, as a FailureKind; only misconfiguration
+raises (errors.py).
 """
 
 from __future__ import annotations
@@ -14,12 +21,14 @@ import dataclasses
 import os
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from . import build as build_mod
 from .model import (
     BuildResult,
+    DependencyList,
     Failure,
     FailureKind,
     Outcome,
@@ -27,21 +36,25 @@ from .model import (
     Probe,
     RunRequest,
     RunResult,
+    SandboxSupport,
     Settings,
     Toolchain,
     Verdict,
 )
 from .profile import regions
 from .profile import session as profile
-from .profile.model import ProfileReport
+from .profile.model import ProfilePlan, ProfileReport
+from .profile.tracefile import Follower
 from .errors import UsageError
-from .run import isolation, launch, proc, sandbox
+from .run import boundary, isolation, launch, proc, sandbox, tools
 from .run.sandbox import Box
 from .toolchains import family_of
+from .toolchains.family import Family
 
 
 PROFILE_DIR = "idrrun-profile"  # profiled runs keep their report here, in the working directory
-NSYS_GRACE = 60.0
+# What the grader takes out of a graded run's folder for its checks and its profile, at most.
+OUTPUT_CAP = 256 << 20
 
 
 class Reporter(Protocol):
@@ -92,6 +105,9 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
         kind, what, hint = FailureKind.NOT_STARTED, p.describe(), "is the compiler installed and executable?"
     elif p.interrupted:
         kind, what, hint = FailureKind.INTERRUPTED, "interrupted", "the build was interrupted"
+    elif result.refused:
+        kind, what = FailureKind.COMPILE_ERROR, "refused"
+        hint = result.refused
     else:
         kind, what = FailureKind.COMPILE_ERROR, p.describe()
         hint = (f"fix the first error above; line numbers are those of {request.source.name}"
@@ -133,6 +149,229 @@ def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
                    limit=limit)
 
 
+class Notes:
+    """The request's notes, shown once as they come and kept for its Outcome."""
+
+    def __init__(self, reporter: Reporter) -> None:
+        self._reporter = reporter
+        self.all: list[str] = []
+
+    def add(self, notes: Sequence[str]) -> None:
+        self._reporter.notes(notes)
+        self.all += notes
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a request runs with: its family, its environment, its box's level and user."""
+
+    family: Family
+    environ: Mapping[str, str]
+    support: SandboxSupport | None  # None: no box
+    uid: int  # the boxes' own user (a fresh uid for a graded request, as root); -1: ours
+
+    @property
+    def owners(self) -> tuple[int, ...]:
+        """Who may own what the grader takes out of a box."""
+        return (self.uid if self.uid >= 0 else os.geteuid(),)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """The program to run, where it runs, and the folder (of the room) it is read from."""
+
+    executable: Path
+    cwd: Path
+    run_folder: Path | None = None  # a graded request's fresh folder for this run (its cwd)
+    sealed: Path | None = None  # the folder holding the box's copy of the executable
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The run's command, environment, profile and box, decided before it starts."""
+
+    how: launch.Launch
+    profile: ProfilePlan | None
+    box: Box | None
+    timeout: float
+    counting: regions.Counting = regions.Counting()  # a checked OpenACC run's regions
+
+
+def prepare(request: RunRequest, toolchain: Toolchain, environ: Mapping[str, str] | None) -> Prepared:
+    if request.keep:
+        build_mod.write_atomic(request.workdir / request.keep, request.source.text)
+    support = isolation.sandbox_support() if request.sandbox else None
+    if support is not None and support.level == "none":
+        raise UsageError(f"a sandbox was asked for ([sandbox] mode, --sandbox, or grading) but "
+                         f"{support.why}")
+    # One fresh user per graded request, as root: its compile and run are its own, nobody else's.
+    uid = sandbox.fresh_uid() if support is not None and support.root and request.room is not None \
+        else -1
+    return Prepared(family_of(toolchain), os.environ if environ is None else environ, support, uid)
+
+
+def compile_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, settings: Settings,
+                  prepared: Prepared, notes: Notes) -> BuildResult:
+    family = prepared.family
+    product = build_mod.product_name(request)
+    preprocess = family.preprocess(toolchain, build_mod.source_file_name(request.source), product) \
+        if request.check is not None else Preprocessing()
+    graded = request.room is not None
+    via = launch.compile_launch(request, settings, prepared.environ)
+    built = build_mod.build(
+        request, toolchain, settings.cache_dir, probe.protections, preprocess, prepared.uid,
+        launcher=via.launcher if via is not None else (), env=via.env if via is not None else None,
+        dependencies=family.dependencies(toolchain, product) if graded else DependencyList(),
+        feedback_files=family.feedback_files(toolchain) if graded else ())
+    if via is not None:
+        nodes, placed = launch.after(via, built.proc)
+        built = dataclasses.replace(built, nodes=nodes)
+        notes.add(placed)
+    return built
+
+
+def stage_program(request: RunRequest, built: BuildResult, prepared: Prepared,
+                  extra_dirs: Sequence[str] = ()) -> Staged:
+    """Where the program runs: its working folder, or for a graded request a fresh folder of
+    its room holding a copy of the submission's files (and `extra_dirs`, made before the box
+    gets it), the executable sealed in a folder of its own that the box can run, not change."""
+    assert built.executable is not None
+    if request.room is None:
+        return Staged(built.executable, request.workdir)
+    uid_level = prepared.support is not None and prepared.support.level == "uid"
+    folder = boundary.box_folder(request.room, "run-", prepared.uid, prepared.uid,
+                                 files_from=request.workdir, make_dirs=tuple(extra_dirs),
+                                 tmp=build_mod.BOX_TMP if uid_level else "")
+    sealed = boundary.sealed_folder(request.room, "bin-", prepared.uid)
+    executable = boundary.seal(built.executable, sealed, build_mod.EXECUTABLE, prepared.uid)
+    return Staged(executable, folder, folder, sealed)
+
+
+def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, probe: Probe,
+             prepared: Prepared, staged: Staged, pplan: ProfilePlan | None, notes: Notes) -> Planned:
+    family = prepared.family
+    if pplan is not None and request.room is not None and prepared.uid >= 0:
+        pplan = _placed_libraries(pplan, request.room / "tools")
+    if pplan is not None:
+        notes.add(pplan.notes)
+    counting = regions.plan(request, settings.cache_dir, staged.cwd,
+                            request.room / "tools" if request.room is not None and prepared.uid >= 0
+                            else None)
+    base_env = {**prepared.environ, **family.run_env(request, toolchain), **counting.env}
+    how = launch.command(request, staged.executable, settings, base_env,
+                         pplan.argv_prefix if pplan is not None else (),
+                         pplan.env if pplan is not None else None)
+    notes.add(how.notes)
+    box = None
+    if prepared.support is not None:
+        box = run_box(request, toolchain, settings, probe, prepared, staged, pplan, how, counting)
+    return Planned(how, pplan, box, request.timeout + (pplan.grace if pplan is not None else 0.0),
+                   counting)
+
+
+def _placed_libraries(plan: ProfilePlan, folder: Path) -> ProfilePlan:
+    """The profile plan with its libraries copied where a box's own uid can load them."""
+    placed = {var: tools.place(lib, folder) for var, lib in plan.libraries.items()}
+    return dataclasses.replace(plan, libraries=placed,
+                               env={**plan.env, **{var: str(p) for var, p in placed.items()}})
+
+
+def run_box(request: RunRequest, toolchain: Toolchain, settings: Settings, probe: Probe,
+            prepared: Prepared, staged: Staged, pplan: ProfilePlan | None,
+            how: launch.Launch, counting: regions.Counting = regions.Counting()) -> Box:
+    """What the program's box shows: its folder read-write; its executable, idrrun's libraries
+    it loads, the profiler's and the compiler's installations, the libraries on its path, all
+    read-only; nothing else of the machine but the system's folders."""
+    assert prepared.support is not None
+    family = prepared.family
+    readable: list[Path] = [staged.sealed or staged.executable, *counting.readable]
+    if pplan is not None:
+        readable += pplan.libraries.values()
+        if pplan.installation is not None and not sandbox.in_system_dirs(pplan.installation):
+            readable.append(pplan.installation)
+    readable += [p for p in family.prefixes(toolchain) if not sandbox.in_system_dirs(p)]
+    readable += sandbox.library_path_dirs(how.env)
+    profiler_env = {**(pplan.env if pplan is not None else {}), **counting.env}
+    inner_guard = None
+    guard = probe.protections.guard if probe.protections is not None else None
+    if guard is not None and request.room is not None and prepared.uid >= 0:
+        inner_guard = tools.place(guard, request.room / "tools")
+    return Box(workdir=staged.cwd, writable=(staged.cwd,), readable=tuple(readable),
+               hidden=(*request.hide, *sandbox.package_dirs(), settings.cache_dir),
+               env=sandbox.box_env(how.env, profiler_env, prepared.support,
+                                   staged.cwd / build_mod.BOX_TMP),
+               gpu=family.gpu_context(toolchain), uid=prepared.uid, gid=prepared.uid,
+               support=prepared.support, disk_caps=request.room is not None,
+               inner_guard=inner_guard)
+
+
+def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared: Prepared,
+              staged: Staged, planned: Planned, reporter: Reporter,
+              notes: Notes) -> tuple[RunResult, Follower | None]:
+    """The run itself; with the built-in tracer's follower, which read its trace meanwhile."""
+    how, box, pplan = planned.how, planned.box, planned.profile
+    shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
+    # The built-in tracer's file, read as it is written; never a box's (read after, by boundary).
+    followed = profile.follower(pplan) if staged.run_folder is None else None
+    with followed or contextlib.nullcontext():
+        p = proc.run(how.program if box is not None else how.argv, what="run",
+                     timeout=planned.timeout, cwd=staged.cwd, env=how.env,
+                     on_output=shown, terminal=True, max_output=request.max_output,
+                     protections=probe.protections, limits=request.limits,
+                     gpu_run=prepared.family.gpu_context(toolchain), box=box,
+                     outer=how.launcher if box is not None else ())
+    shown.finish()
+    notes.add(p.notes)
+    nodes, placed = launch.after(how, p)
+    if len(nodes) > 1:
+        placed.insert(0, launch.describe_placement(nodes))
+    notes.add(placed)
+    missing = tuple(f for f in request.get_files if not _written(staged, f))
+    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes,
+                    regions=regions.collect(planned.counting, staged.cwd, prepared.uid,
+                                            staged.executable))
+    reporter.ran(request, ran)
+    return ran, followed
+
+
+def _written(staged: Staged, name: str) -> bool:
+    if staged.run_folder is None:
+        return (staged.cwd / name).exists()
+    return boundary.is_file(staged.run_folder, name)
+
+
+def take_out(request: RunRequest, prepared: Prepared, staged: Staged, pplan: ProfilePlan | None,
+             wanted: Sequence[str]) -> tuple[Path | None, ProfilePlan | None]:
+    """After a graded run: the files the checks want and the profile's files, copied out of
+    the run's folder (regular files of the box's uid, capped) into a folder of the grader's
+    own; the profile plan then points there. (None, plan) for a run in its working folder."""
+    if staged.run_folder is None or request.room is None:
+        return None, pplan
+    out = boundary.fresh(request.room, "out-")
+    fd = boundary.open_dir(staged.run_folder)
+    try:
+        for name in wanted:
+            boundary.take_to(fd, name, out / name, OUTPUT_CAP, prepared.owners)
+        if pplan is not None and pplan.kind in ("builtin", "nsys"):
+            rel = pplan.run_dir.relative_to(staged.run_folder).as_posix()
+            moved = boundary.fresh(request.room, "profile-")
+            try:
+                inner = boundary.open_beneath(fd, rel, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                inner = -1
+            if inner >= 0:
+                try:
+                    for name in boundary.names(inner):
+                        if name.startswith(profile.TRACE_FILE) or name.endswith(".nsys-rep"):
+                            boundary.take_to(inner, name, moved / name, OUTPUT_CAP, prepared.owners)
+                finally:
+                    os.close(inner)
+            pplan = profile.relocated(pplan, moved)
+    finally:
+        os.close(fd)
+    return out, pplan
+
+
 def execute(
     request: RunRequest,
     toolchain: Toolchain,
@@ -140,114 +379,52 @@ def execute(
     settings: Settings,
     reporter: Reporter,
     environ: Mapping[str, str] | None = None,
+    wanted: Sequence[str] = (),
 ) -> Outcome:
-    """Build and run one resolved request; every expected failure is in the Outcome."""
-    family = family_of(toolchain)
+    """Build and run one resolved request; every expected failure is in the Outcome.
+    wanted: files the program writes that its checks read (taken out of a graded run)."""
     reporter.started(request, toolchain)
-    notes = list(probe.warnings) + list(toolchain.notes)
-    reporter.notes(notes)
-    if request.keep:
-        build_mod.write_atomic(request.workdir / request.keep, request.source.text)
-    environ = os.environ if environ is None else environ
-    support = isolation.sandbox_support() if request.sandbox else None
-    if support is not None and support.level == "none":
-        raise UsageError(f"a sandbox was asked for ([sandbox] mode, --sandbox, or grading) but "
-                         f"{support.why}")
-    # One fresh user per graded request, as root: its compile and run are its own, nobody else's.
-    uid = sandbox.fresh_uid() if support is not None and support.root and request.own_uid else -1
-    if uid >= 0:
-        sandbox.give(Box(workdir=request.workdir, writable=(request.workdir,), uid=uid, gid=uid))
-    preprocess = family.preprocess(toolchain, build_mod.source_file_name(request.source),
-                                   build_mod.product_name(request)) if request.check is not None else Preprocessing()
-    via = launch.compile_launch(request, settings, environ)
-    built = build_mod.build(request, toolchain, settings.cache_dir, probe.protections, preprocess, uid,
-                            launcher=via.launcher if via is not None else (),
-                            env=via.env if via is not None else None)
-    if via is not None:
-        nodes, placed = launch.after(via, built.proc)
-        built = dataclasses.replace(built, nodes=nodes)
-        reporter.notes(placed)
-        notes += placed
+    notes = Notes(reporter)
+    notes.add([*probe.warnings, *toolchain.notes])
+    prepared = prepare(request, toolchain, environ)
+    built = compile_stage(request, toolchain, probe, settings, prepared, notes)
     reporter.built(request, built)
     if not built.ok:
-        return Outcome(request, toolchain, built, None, compile_failure(built, request), notes=tuple(notes))
+        return Outcome(request, toolchain, built, None, compile_failure(built, request),
+                       notes=tuple(notes.all))
     if request.object_only:
         assert built.object_file is not None
         dest = request.workdir / build_mod.object_name(request)
         shutil.copyfile(built.object_file, dest)
-        reporter.notes([f"object file: {dest}"])
-        return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
+        notes.add([f"object file: {dest}"])
+        return Outcome(request, toolchain, built, None, None, notes=tuple(notes.all))
     if not request.execute:
-        return Outcome(request, toolchain, built, None, None, notes=tuple(notes))
-    assert built.executable is not None
-    executable = built.executable
-    if uid >= 0:
-        # The box's own user cannot reach the (private) build cache: a copy in its own folder.
-        executable = request.workdir / ".idrrun-prog"
-        shutil.copy2(built.executable, executable)
-        os.chown(executable, uid, uid)
-    pplan = None
-    if request.profile is not None:
-        label = Path(request.keep).stem if request.keep else Path(request.source.name).stem
-        pplan = profile.plan(request.profile, profile.new_run_dir(request.workdir / PROFILE_DIR, label),
-                             settings.cache_dir, nsys_command=settings.profiler)
-        reporter.notes(pplan.notes)
-        notes += pplan.notes
-    counting = regions.plan(request, settings.cache_dir, uid)  # checked OpenACC runs
-    base_env = {**environ, **family.run_env(request, toolchain), **counting.env}
-    how = launch.command(request, executable, settings, base_env,
-                         pplan.argv_prefix if pplan is not None else (),
-                         pplan.env if pplan is not None else None)
-    reporter.notes(how.notes)
-    notes += how.notes
-    # nsys writes its report after the program ends: give it time beyond the program's limit.
-    extra = NSYS_GRACE if pplan is not None and pplan.kind == "nsys" else 0.0
-    box = None
-    if support is not None:
-        readable = [executable, *counting.readable]
-        if pplan is not None and pplan.argv_prefix:
-            # A profiler installed outside the system folders (nsys in an SDK): its own folder.
-            tool = Path(pplan.argv_prefix[0]).resolve().parent.parent
-            if not sandbox.in_system_dirs(tool):
-                readable.append(tool)
-        profiler_env = dict(pplan.env) if pplan is not None else {}
-        if "CUDA_INJECTION64_PATH" in profiler_env:
-            tracer = Path(profiler_env["CUDA_INJECTION64_PATH"])
-            tracer = sandbox.shared_copy(tracer) if uid >= 0 else tracer
-            profiler_env["CUDA_INJECTION64_PATH"] = str(tracer)
-            readable.append(tracer)
-        box = Box(workdir=request.workdir, writable=(request.workdir,), readable=tuple(readable),
-                  hidden=(*request.hide, settings.cache_dir),
-                  env=sandbox.clean_env(how.env, {**profiler_env, **counting.env}),
-                  gpu=family.gpu_context(toolchain), uid=uid, gid=uid, support=support,
-                  disk_caps=request.own_uid)
-    shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
-    followed = profile.follower(pplan)  # the built-in tracer's file, read as it is written
-    with followed or contextlib.nullcontext():
-        p = proc.run(how.program if box is not None else how.argv, what="run",
-                     timeout=request.timeout + extra, cwd=request.workdir, env=how.env,
-                     on_output=shown, terminal=True, max_output=request.max_output,
-                     protections=probe.protections, limits=request.limits,
-                     gpu_run=family.gpu_context(toolchain), box=box,
-                     outer=how.launcher if box is not None else ())
-    shown.finish()
-    if p.notes:
-        reporter.notes(p.notes)
-        notes += p.notes
-    nodes, placed = launch.after(how, p)
-    if len(nodes) > 1:
-        placed.insert(0, launch.describe_placement(nodes))
-    reporter.notes(placed)
-    notes += placed
-    missing = tuple(f for f in request.get_files if not (request.workdir / f).exists())
-    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes,
-                    regions=regions.collect(counting, request.workdir, uid, built.executable))
-    reporter.ran(request, ran)
+        return Outcome(request, toolchain, built, None, None, notes=tuple(notes.all))
+    label = Path(request.keep).stem if request.keep else Path(request.source.name).stem
+    profile_dir = f"{PROFILE_DIR}/{profile.run_dir_name(label)}"
+    staged = stage_program(request, built, prepared,
+                           (profile_dir,) if request.profile is not None else ())
+    try:
+        pplan = None
+        if request.profile is not None:
+            # A graded run's profile folder was made in its fresh folder, which no process of
+            # its new uid has touched yet.
+            pplan = profile.plan(request.profile, staged.cwd / profile_dir if staged.run_folder
+                                 else profile.new_run_dir(request.workdir / PROFILE_DIR, label),
+                                 settings.cache_dir, nsys_command=settings.profiler)
+        planned = plan_run(request, toolchain, settings, probe, prepared, staged, pplan, notes)
+        ran, followed = run_stage(request, toolchain, probe, prepared, staged, planned, reporter,
+                                  notes)
+        outputs, pplan = take_out(request, prepared, staged, planned.profile, wanted)
+    finally:
+        for folder in (staged.run_folder, staged.sealed):
+            if folder is not None:
+                boundary.remove(folder)
+    ran = dataclasses.replace(ran, outputs=outputs)
     report = None
     if pplan is not None and pplan.kind != "none":
         report = profile.collect(pplan, timeout=120, source_name=request.source.name,
                                  gpu=probe.gpus[0].name if probe.gpus else "", followed=followed)
         reporter.profile(report)
-    return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes),
+    return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes.all),
                    profile=report)
-

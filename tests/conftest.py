@@ -63,7 +63,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     for var in ("IDRRUN_CONFIG", "IDR_CONFIG_FILE", "IDRRUN_FAMILY", "IDRRUN_LANGUAGE",
-                "IDRRUN_TIMEOUT", "IDRRUN_OFFLOAD", "IDRRUN_EXAMPLES"):
+                "IDRRUN_TIMEOUT", "IDRRUN_OFFLOAD", "IDRRUN_EXAMPLES", "IDRRUN_GRADING_SEED"):
         monkeypatch.delenv(var, raising=False)
 
 

@@ -43,12 +43,21 @@ def test_defaults(tmp_path: Path) -> None:
     ("[compilers.gcc]\nc = 3", "field 'compilers.gcc.c': expected a command name"),
     ("[launcher]\nkind = 'qsub'", "field 'launcher.kind': expected one of none, mpirun, srun"),
     ("timeout = ", "not valid TOML"),
+    ("[grading]\nseed = true", "field 'grading.seed': expected a text or a whole number"),
+    ("[grading]\nsed = 'x'", "field 'grading.sed': unknown field"),
 ])
 def test_broken_project_file(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "idrrun.toml").write_text(text)
     with pytest.raises(ConfigError, match=message) as info:
         config.load(tmp_path, environ={})
     assert str(tmp_path / "idrrun.toml") in str(info.value)
+
+
+def test_grading_seed_from_the_file_and_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "idrrun.toml").write_text("[grading]\nseed = 2026\n")
+    assert config.load(tmp_path, environ={}).grading_seed == "2026"
+    assert config.load(tmp_path, environ={"IDRRUN_GRADING_SEED": "spring"}).grading_seed == "spring"
+    assert config.load(tmp_path / "elsewhere", environ={}).grading_seed is None
 
 
 def test_idris_site_file(tmp_path: Path) -> None:
@@ -70,3 +79,25 @@ def test_idris_site_file(tmp_path: Path) -> None:
     assert s.profiler == ("nsys", "profile", "--trace=openacc,cuda")
     (tmp_path / "idrrun.toml").write_text('family = "gcc"\n')  # the project file wins
     assert config.load(tmp_path, environ={"IDR_CONFIG_FILE": str(path)}).family == "gcc"
+
+
+def test_the_grader_leaves_the_project_file_out_unless_given(tmp_path: Path) -> None:
+    (tmp_path / "idrrun.toml").write_text('family = "pgi"\n')
+    teacher = tmp_path / "teacher.toml"
+    teacher.write_text('family = "gcc"\n')
+    assert config.load(tmp_path, environ={}).family == "pgi"
+    left_out = config.load(tmp_path, environ={}, project=False)
+    assert left_out.family is None and left_out.files == ()
+    given = config.load(tmp_path, environ={"IDRRUN_TIMEOUT": "7"}, project=teacher)
+    assert given.family == "gcc" and given.files == (str(teacher),) and given.values["timeout"] == 7
+    with pytest.raises(ConfigError, match="missing.toml \\(--config\\): no such file"):
+        config.load(tmp_path, environ={}, project=tmp_path / "missing.toml")
+
+
+def test_folders_are_absolute_so_no_tool_reads_them_as_options(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    s = config.load(tmp_path, environ={"IDRRUN_CACHE_DIR": "-cache", "IDRRUN_EXAMPLES": "-ex"})
+    assert s.cache_dir == tmp_path / "-cache" and s.examples_dir == tmp_path / "-ex"
+    monkeypatch.setenv("XDG_CACHE_HOME", "-xdg")
+    assert config.load(tmp_path, environ={}).cache_dir == tmp_path / "-xdg" / "idrrun"

@@ -212,8 +212,12 @@ def test_spec_format_doc_examples_are_valid() -> None:
     text = (ROOT / "examples" / "README.md").read_text()
     blocks = re.findall(r"```toml\n(.*?)```", text, re.S)
     kinds = set()
+    draws = 0
     for block in blocks:
         data = tomllib.loads(block)
         for i, raw in enumerate(data.get("check", [])):
             kinds.add(specs._check(raw, i, Path("examples/README.md")).kind)
+        if "draw" in data.get("args", {}):
+            draws += specs._draw(data["args"]["draw"], Path("examples/README.md")) is not None
     assert kinds == set(specs.CHECK_KINDS), f"kinds without an example: {set(specs.CHECK_KINDS) - kinds}"
+    assert draws >= 2  # [args.draw] in the spec's example and in its own section

@@ -74,7 +74,7 @@ def test_students_copy_has_no_solutions(students: Path) -> None:
     exercises = specs.all_exercises(students / "examples")
     assert len(exercises) == len(list((ROOT / "examples").glob("*.toml")))
     for ex in exercises:
-        assert ex.students and not ex.hidden_args and not any(c.grading_only for c in ex.checks)
+        assert ex.students and not ex.hidden_args and ex.draw is None and not any(c.grading_only for c in ex.checks)
     referenced = {pair.solution.relative_to(students / "examples").as_posix()
                   for ex in exercises for pair in ex.sources.values() if pair.solution is not None}
     assert referenced == SHOWN
@@ -84,20 +84,33 @@ def test_students_copy_has_no_solutions(students: Path) -> None:
 
 def test_students_spec_drops_grading_only_data(tmp_path: Path) -> None:
     teacher = ('name = "demo"\n[sources.c]\nexercise = "ex.c"\nsolution = "sol.c"\n'
-               '[args]\nhost = ["10"]\nhidden = [["11"], ["12"]]  # other sizes, grading only\n'
-               '[[check]]\nkind = "exit_ok"\n'
+               '[args]\nhost = ["10"]  # the size\n'
+               '# Grading only: 11 and 12 are\n# sizes nobody expects\n'
+               'hidden = [["11"], ["12"]]  # other sizes, grading only\n'
+               '\n# Drawn when grading: sizes from 13 to 19\n'
+               '[args.draw]  # the seed of the term\nsets = 2\nranges = [[13, 19]]\n'
+               '\n[[check]]\nkind = "exit_ok"\n'
+               '# It would give the answer away: 42\n'
                '[[check]]  # would give the answer away\nkind = "line"\nexact = "42"\ngrading_only = true\n')
     text = course.students_spec(teacher, solutions_kept=())
     data = tomllib.loads(text)
-    assert data["students"] is True and "hidden" not in data["args"]
+    assert data["students"] is True and data["args"] == {"host": ["10"]}
     assert "solution" not in data["sources"]["c"] and data["check"] == [{"kind": "exit_ok"}]
+    # The comments right above what is left out go with it; the others stay.
+    for gone in ("11", "12", "13", "19", "42", "seed", "term", "Grading only", "sizes nobody expects"):
+        assert gone not in text, gone
+    assert "# the size" in text
+    # A students' spec made again (the wheel carries students' specs) stays the same.
+    assert course.students_spec(text, solutions_kept=()) == text
     (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")
     (tmp_path / "sol.c").write_text("int main(void){return 0;}\n")
     (tmp_path / "demo.toml").write_text(teacher)
     ex = specs.load(tmp_path / "demo.toml")
     assert [c.grading_only for c in ex.checks] == [False, True] and len(ex.hidden_args) == 2
+    assert ex.draw is not None
     shown = ex.without_grading_only()
     assert [c.kind for c in shown.checks] == ["exit_ok"] and shown.hidden_args == ()
+    assert shown.draw is None
     (tmp_path / "demo.toml").write_text(text)
     loaded = specs.load(tmp_path / "demo.toml")
     assert loaded.students and loaded.sources["c"].solution is None

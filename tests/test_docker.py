@@ -1,5 +1,6 @@
 """The course images' recipe: the Dockerfiles lint clean, and docker/install.sh and docker/lab.sh
-do what the images rely on. No Docker engine is needed: .ci/run runs install.sh's parts for real."""
+do what the images rely on (the user's course is the students' copy, the teacher's is root's
+alone). No Docker engine is needed: .ci/run runs install.sh's parts for real."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import PYTHONPATH, ROOT
 from idrrun.checks import specs
+from idrrun.grading import course as course_mod
 from idrrun.request import config
 
 DOCKER = ROOT / "docker"
@@ -100,6 +102,13 @@ def test_dockerfile_steps_are_what_ci_runs(dockerfile: Path) -> None:
     assert used <= ci, f"parts the image runs that CI does not: {used - ci}"
     assert "ENTRYPOINT [\"/usr/bin/tini\"" in text and " tini" in INSTALL.read_text()
     assert re.search(r'^CMD \["bash", "/opt/idrrun/src/docker/lab.sh"\]$', text, re.MULTILINE)
+    # The teacher's course, under /opt, is root's alone (and root's config names it); the user's
+    # course is the students' copy, made as the user.
+    runs = _run_lines(dockerfile)
+    assert any("chmod 0700 /opt/idrrun/src/notebooks /opt/idrrun/src/examples" in r and
+               "install.sh config /opt/idrrun/src" in r for r in runs)
+    assert text.index("chmod 0700 /opt/idrrun/src/notebooks") > text.index("COPY examples /opt/idrrun/src/examples")
+    assert text.index("install.sh course /home/student/course") > text.index("\nUSER ")
 
 
 # --- install.sh: its arguments --------------------------------------------------------------
@@ -132,21 +141,34 @@ def test_help_lists_every_part() -> None:
 # --- install.sh course ----------------------------------------------------------------------
 
 
-def _course_file(path: Path) -> bool:
-    """Not one of the scratch files a checkout may hold (builds, notebook checkpoints)."""
-    folders, suffixes = {".ipynb_checkpoints", ".idrrun", "__pycache__"}, {".o", ".gimple", ".original"}
-    return path.is_file() and not folders & set(path.parts) and path.suffix not in suffixes
+def _course_env(path: str | None = None) -> dict[str, str]:
+    """install.sh course runs the idrrun on PATH: this checkout's (it carries its whole course)."""
+    bin_dir = str(Path(sys.executable).parent)
+    return dict(os.environ, PYTHONPATH=PYTHONPATH,
+                PATH=path if path is not None else f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
 
-def test_course_copies_notebooks_and_examples(tmp_path: Path) -> None:
+def _files(folder: Path) -> list[Path]:
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+
+
+def test_course_is_the_students_copy(tmp_path: Path) -> None:
     dest = tmp_path / "home" / "course"
-    r = _install("course", str(dest))
+    r = _install("course", str(dest), env=_course_env())
     assert r.returncode == 0, r.stderr
-    assert r.stdout == f"install.sh course: notebooks and examples in {dest}\n"
-    for folder in ("notebooks", "examples"):
-        want = sorted(p.relative_to(ROOT) for p in (ROOT / folder).rglob("*") if _course_file(p))
-        got = sorted(p.relative_to(dest) for p in (dest / folder).rglob("*") if p.is_file())
-        assert got == want
+    assert r.stdout == f"install.sh course: the students' notebooks and examples in {dest}\n"
+    students = tmp_path / "students"
+    course_mod.init_course(ROOT, students, students=True)
+    assert _files(dest) == _files(students)
+    assert not list(dest.rglob("*_solution.*"))
+    assert all(ex.students and ex.draw is None and not ex.hidden_args
+               for ex in specs.all_exercises(dest / "examples"))
+    # The notebooks' relative paths hold, and idrrun finds the exercises by walking up.
+    for notebook in (dest / "notebooks").rglob("*.ipynb"):
+        for rel in set(re.findall(r"\.\./\.\./examples/[\w/.]+\w", notebook.read_text())):
+            assert (notebook.parent / rel).is_file(), f"{notebook.name}: {rel}"
+    workdir = dest / "notebooks" / "C"
+    assert specs.examples_dir(config.load(workdir), workdir) == dest / "examples"
     # The notebooks' relative paths hold, and idrrun finds the exercises by walking up.
     for notebook in (dest / "notebooks").rglob("*.ipynb"):
         for rel in set(re.findall(r"\.\./\.\./examples/[\w/.]+\w", notebook.read_text())):
@@ -156,31 +178,25 @@ def test_course_copies_notebooks_and_examples(tmp_path: Path) -> None:
 
 
 def test_course_again_replaces_course_files_and_keeps_the_rest(tmp_path: Path) -> None:
-    # a source tree of its own, with the scratch files a checkout may hold
-    src = tmp_path / "src"
-    (src / "docker").mkdir(parents=True)
-    shutil.copy(INSTALL, src / "docker" / "install.sh")
-    (src / "notebooks" / "C" / ".ipynb_checkpoints").mkdir(parents=True)
-    (src / "notebooks" / "C" / "01.ipynb").write_text("lesson, version 1")
-    (src / "notebooks" / "C" / ".ipynb_checkpoints" / "01-checkpoint.ipynb").write_text("scratch")
-    (src / "examples" / "C").mkdir(parents=True)
-    (src / "examples" / "C" / "ex.c").write_text("int main(void) { return 0; }")
-    (src / "examples" / "C" / "ex.o").write_text("object")
-    (src / "examples" / "ex.toml").write_text("")
     dest = tmp_path / "course"
-
-    assert _install("course", str(dest), src=src).returncode == 0
+    assert _install("course", str(dest), env=_course_env()).returncode == 0
+    shipped = _files(dest)
+    lesson = dest / "notebooks" / "C" / "01_intro.ipynb"
+    original = lesson.read_text()
+    lesson.write_text("changed by the student")
     (dest / "notebooks" / "C" / "mine.ipynb").write_text("a student's own notebook")
-    (src / "notebooks" / "C" / "01.ipynb").write_text("lesson, version 2")
-    assert _install("course", str(dest), src=src).returncode == 0
+    assert _install("course", str(dest), env=_course_env()).returncode == 0
+    assert lesson.read_text() == original
+    assert (dest / "notebooks" / "C" / "mine.ipynb").read_text() == "a student's own notebook"
+    assert _files(dest) == sorted([*shipped, Path("notebooks/C/mine.ipynb")])
 
-    files = {str(p.relative_to(dest)): p.read_text() for p in dest.rglob("*") if p.is_file()}
-    assert files == {
-        "notebooks/C/01.ipynb": "lesson, version 2",
-        "notebooks/C/mine.ipynb": "a student's own notebook",
-        "examples/C/ex.c": "int main(void) { return 0; }",
-        "examples/ex.toml": "",
-    }
+
+def test_course_without_idrrun_says_so(tmp_path: Path) -> None:
+    r = _install("course", str(tmp_path / "course"), env=_course_env(path="/usr/bin:/bin"))
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("install.sh course: no idrrun on PATH (install.sh python PREFIX makes one "
+                        "in PREFIX/bin)\n")
+    assert not (tmp_path / "course").exists()
 
 
 # --- install.sh config ----------------------------------------------------------------------
@@ -210,7 +226,7 @@ def _extensions_loaded(home: Path) -> list[str]:
 def test_config_loads_idrrun_in_every_kernel_and_points_at_the_course(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     course = home / "course"
-    assert _install("course", str(course)).returncode == 0
+    assert _install("course", str(course), env=_course_env()).returncode == 0
     for _ in range(2):
         r = _install("config", str(course), env=_user_env(home))
         assert r.returncode == 0, r.stderr
@@ -228,7 +244,7 @@ def test_config_loads_idrrun_in_every_kernel_and_points_at_the_course(
 
 def test_config_keeps_the_extensions_already_loaded(home: Path) -> None:
     course = home / "course"
-    assert _install("course", str(course)).returncode == 0
+    assert _install("course", str(course), env=_course_env()).returncode == 0
     ipython = home / ".ipython" / "profile_default" / "ipython_config.py"
     ipython.parent.mkdir(parents=True)
     ipython.write_text('c = get_config()\nc.InteractiveShellApp.extensions = ["autoreload"]\n')

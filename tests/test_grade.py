@@ -16,7 +16,8 @@ import pytest
 from conftest import Kernel, PYTHONPATH, ROOT, has_gpu
 from idrrun import build as build_mod
 from idrrun import cli
-from idrrun.grading import checked, classroom
+from idrrun.checks import draw, specs
+from idrrun.grading import checked, classroom, rooms
 from idrrun.request import config
 from idrrun.run import isolation
 
@@ -162,7 +163,7 @@ def test_a_sandboxed_solution_is_built_once_for_all_its_argument_sets(
     def counting(request, *args, **kwargs):  # type: ignore[no-untyped-def]
         result = real(request, *args, **kwargs)
         if not result.cached:
-            builds.append(request.source.origin_dir.name)
+            builds.append(request.room.name.rsplit("-", 1)[0] if request.room else "cache")
         return result
 
     monkeypatch.setattr(build_mod, "build", counting)
@@ -178,10 +179,89 @@ def test_a_sandboxed_solution_is_built_once_for_all_its_argument_sets(
         pass
     row = next(csv.DictReader((tmp_path / "r.csv").open()))
     assert "error" not in row["verdict"] and "matches" not in row["reasons"], row
-    assert builds.count(".solution") == 1 and builds.count("work") == 1, builds
-    # Its folder is gone with the grading; one that a killed grader left goes at the next one.
-    checked.remove_solution_folders()
-    assert not list(Path("/tmp").glob(f"{checked.SOLUTION_FOLDER_PREFIX}{os.getpid()}-*"))
-    left = Path("/tmp") / f"{checked.SOLUTION_FOLDER_PREFIX}999999999-x"
+    assert builds.count("idrrun-solution") == 1 and builds.count("idrrun-grade") == 1, builds
+    # The grader's scratch folder goes with it (at exit); one that a killed grader left goes at
+    # the next grading, and never one of a grader still running.
+    root = rooms.scratch_root(config.load())
+    assert root.name == str(os.getpid())
+    left = root.parent / "999999999"
     left.mkdir()
-    assert str(left) in classroom.remove_orphans(config.load()) and not left.exists()
+    (left / "idrrun-solution-x").mkdir()
+    removed = rooms.remove_orphans(config.load())
+    assert str(left) in removed and not left.exists() and str(root) not in removed
+
+
+DEMO_SPEC = r"""name = "demo_n"
+timeout = 20
+[sources.c]
+exercise = "ex.c"
+solution = "sol.c"
+[args]
+host = ["10"]
+[args.draw]
+sets = 2
+ranges = [[100000, 999999]]
+[[check]]
+kind = "exit_ok"
+[[check]]
+kind = "matches_solution"
+label = "n"
+pattern = 'n\s*=\s*(\d+)'
+rel_tol = 0.0
+"""
+DEMO_SOLUTION = ('#include <stdio.h>\n#include <stdlib.h>\n'
+                 'int main(int argc, char **argv) { printf("n = %d\\n", argc > 1 ? atoi(argv[1]) : 1); return 0; }\n')
+DEMO_START = '#include <stdio.h>\nint main(void) { printf("n = 10\\n"); return 0; }\n'
+
+
+def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_path: Path) -> None:
+    examples, klass = tmp_path / "examples", tmp_path / "class"
+    examples.mkdir()
+    klass.mkdir()
+    (examples / "demo_n.toml").write_text(DEMO_SPEC)
+    (examples / "sol.c").write_text(DEMO_SOLUTION)
+    (examples / "ex.c").write_text(DEMO_START)
+    (klass / "ann.c").write_text(DEMO_SOLUTION)
+    (klass / "bob.c").write_text(DEMO_START)  # prints what the public run expects, whatever n
+    exercise = specs.load(examples / "demo_n.toml")
+    seed = "s3cret-spring"
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples),
+               IDRRUN_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("IDRRUN_GRADING_SEED", None)
+
+    def grade(*args: str, **extra: str) -> list[dict[str, object]]:
+        r = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "demo_n", str(klass / "ann.c"),
+                            str(klass / "bob.c"), "--report", str(tmp_path / "r.json"), *args],
+                           cwd=tmp_path, env={**env, **extra}, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert seed not in r.stdout + r.stderr
+        return list(json.loads((tmp_path / "r.json").read_text()))
+
+    rows = grade("--seed", seed, "--feedback", str(tmp_path / "fb"))
+    drawn = draw.drawn(exercise, seed).hidden_args
+    assert len(drawn) == 2 and all(100000 <= int(n) <= 999999 for (n,) in drawn)
+    assert {r["student"]: r["verdict"] for r in rows} == {"ann": "pass", "bob": "fail"}
+    # The instructor's report and its state hold the drawn values, never the seed.
+    for text in ((tmp_path / "r.json").read_text(), classroom.state_path(tmp_path / "r.json").read_text()):
+        assert all(n in text for (n,) in drawn) and seed not in text
+    assert all(r["hidden_args"] == [list(a) for a in drawn] for r in rows)
+    # Feedback: that a hidden case failed, and the kind of its check; no value, no seed.
+    bob = (tmp_path / "fb" / "bob.md").read_text()
+    assert "| n (hidden run 1) | fail |" in bob and "matches_solution" in bob, bob
+    for feedback in (tmp_path / "fb").iterdir():
+        text = feedback.read_text()
+        assert seed not in text and not any(n in text for (n,) in drawn), text
+    # The same seed from the environment, or from the config: the same sets.
+    assert grade("--fresh", IDRRUN_GRADING_SEED=seed)[0]["hidden_args"] == [list(a) for a in drawn]
+    (tmp_path / "grading.toml").write_text(f'[grading]\nseed = "{seed}"\n')
+    assert grade("--fresh", IDRRUN_CONFIG=str(tmp_path / "grading.toml"))[0]["hidden_args"] == \
+        [list(a) for a in drawn]
+    # No seed given: one made once and kept in the grader's private cache, so that a regrading
+    # draws the same sets; another seed draws others and grades the rows again.
+    kept = grade("--fresh")[0]["hidden_args"]
+    assert kept != [list(a) for a in drawn] and grade("--fresh")[0]["hidden_args"] == kept
+    stored = tmp_path / "cache" / "private" / "grading.seed"
+    assert stored.stat().st_mode & 0o777 == 0o600
+    assert grade()[0]["hidden_args"] == kept  # resumed
+    another = [list(a) for a in draw.drawn(exercise, "another").hidden_args]
+    assert [r["hidden_args"] for r in grade("--seed", "another")] == [another, another]

@@ -145,10 +145,11 @@ def test_grading_keeps_a_memory_cap(tmp_path: Path) -> None:
     # the cgroup's OOM kill, or (without a memory cgroup) RLIMIT_AS: malloc fails
     assert row["failure"] == "limit" and "memory limit reached" in row["reasons"] or \
         "exit code 2" in row["reasons"], row
-    # [limits] memory, when set, is the teacher's choice for grading too
-    (tmp_path / "idrrun.toml").write_text('[limits]\nmemory = "none"\n')
-    r = idrrun("grade", "hungry", "hungry.c", "-j", str(jobs), "--json", "--unsafe", cwd=tmp_path,
-               env={"IDRRUN_EXAMPLES": str(ex)})
+    # [limits] memory, when set, is the teacher's choice for grading too (the grader reads
+    # the teacher's config given with --config, never ./idrrun.toml)
+    (tmp_path / "teacher.toml").write_text('[limits]\nmemory = "none"\n')
+    r = idrrun("grade", "hungry", "hungry.c", "-j", str(jobs), "--json", "--unsafe",
+               "--config", "teacher.toml", cwd=tmp_path, env={"IDRRUN_EXAMPLES": str(ex)})
     [row] = json.loads(r.stdout)["rows"]
     assert row["verdict"] == "pass", row
 

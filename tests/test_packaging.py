@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tomllib
 import zipfile
 from email.parser import Parser
 from pathlib import Path
@@ -23,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from idrrun.grading.checked import NO_SOLUTION
+from idrrun.grading.course import init_course
 from idrrun.version import __version__
 
 pytestmark = pytest.mark.slow
@@ -117,9 +120,39 @@ def test_wheel_metadata_and_course(dists: Path) -> None:
     assert f"idrrun-{__version__}.dist-info/licenses/LICENSE" in names
     assert "idrrun/py.typed" in names and "idrrun/run/guard.c" in names
     assert any(n.endswith("labextensions/idrrun-highlight/static/style.js") for n in names)
-    course = sorted(n.removeprefix("idrrun/course/") for n in names if n.startswith("idrrun/course/"))
+
+
+def test_wheel_holds_the_students_course_only(dists: Path, tmp_path: Path) -> None:
+    """Everything a student gets with `pip install idrrun`: no solution (but those the notebooks
+    show), no hidden argument set, no draw range, no grading-only check, no solution cell —
+    the students' copy that `idrrun course init --students` makes."""
+    with zipfile.ZipFile(_wheel(dists)) as zf:
+        course = {n.removeprefix("idrrun/course/"): zf.read(n) for n in zf.namelist()
+                  if n.startswith("idrrun/course/")}
+    students = tmp_path / "students"
+    made = init_course(ROOT, students, students=True)
+    assert sorted(course) == sorted(p.relative_to(students).as_posix()
+                                    for p in students.rglob("*") if p.is_file())
     tracked = [f for f in _tracked() if f.startswith(("examples/", "notebooks/"))]
-    assert course == sorted(tracked)
+    solutions = {f for f in tracked if "_solution." in f}
+    assert len(solutions) == 38 and set(course) == set(tracked) - solutions | \
+        {f"examples/{s}" for s in made.solutions_kept}
+    specs_ = {n: tomllib.loads(text.decode()) for n, text in course.items()
+              if n.startswith("examples/") and n.count("/") == 1 and n.endswith(".toml")}
+    assert len(specs_) == len([f for f in tracked if f.count("/") == 1 and f.endswith(".toml")])
+    teacher = {n: tomllib.loads((ROOT / n).read_text()) for n in specs_}
+    assert any("draw" in t.get("args", {}) for t in teacher.values())  # there was something to leave out
+    for name, spec in specs_.items():
+        assert spec["students"] is True, name
+        assert not {"hidden", "draw"} & set(spec.get("args", {})), name
+        assert not any(c.get("grading_only") for c in spec["check"]), name
+        assert all("solution" not in pair or f"examples/{pair['solution']}" in course
+                   for pair in spec["sources"].values()), name
+    for name, data in course.items():
+        if name.endswith(".ipynb"):
+            nb = json.loads(data)
+            assert not any("solution" in c.get("metadata", {}).get("tags", []) for c in nb["cells"]), name
+            assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), name
 
 
 def test_sdist_runs_its_own_tests(dists: Path, tmp_path: Path) -> None:
@@ -195,22 +228,33 @@ def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_pa
     count = len([f for f in _tracked() if f.startswith("examples/") and f.count("/") == 1
                  and f.endswith(".toml")])
     assert lines["exercises"]["detail"] == \
-        f"{count} in {installed / 'examples'} (the course installed with idrrun)"
+        f"{count} in {installed / 'examples'} (the course installed with idrrun, students' copy (no solutions))"
+    # The teacher's course comes from the sdist (or the repository), not from the wheel.
+    with tarfile.open(_sdist(dists)) as tar:
+        tar.extractall(tmp_path / "sdist", filter="tar")
+    r = run("course", "init", "teacher", "--from", str(tmp_path / "sdist" / f"idrrun-{__version__}"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (elsewhere / "teacher" / "examples" / "C" / "intro_saxpy_solution.c").is_file()
+    r = run("course", "check", "--exercise", "intro_saxpy", "--json")
+    assert r.returncode == 2 and "has no solutions to check" in r.stderr  # the installed course
+    env["IDRRUN_EXAMPLES"] = str(elsewhere / "teacher" / "examples")
     r = run("course", "check", "--exercise", "intro_saxpy", "--json")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     checked = json.loads(r.stdout)
-    assert checked["examples"] == str(installed / "examples")
+    assert checked["examples"] == str(elsewhere / "teacher" / "examples")
     assert {(row["exercise"], row["language"], row["ok"]) for row in checked["rows"]} == \
         {("intro_saxpy", "c", True), ("intro_saxpy", "fortran", True)}
-    # A --check cell in a kernel of that venv, from a folder outside any course.
+    del env["IDRRUN_EXAMPLES"]
+    # A --check cell in a kernel of that venv, from a folder outside any course: the installed
+    # (students') course has no solution to compare with, so a right answer is incomplete.
     r = subprocess.run([str(python), "-c", KERNEL_SCRIPT], cwd=elsewhere, env=env,
                        input="%%idrrun -a --check intro_saxpy\n" + SOLUTION_C,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     load, where, cell = json.loads(r.stdout.strip().splitlines()[-1])
     assert str(venv) in where and str(ROOT) not in where
-    assert "intro_saxpy: PASS" in cell, cell
-    # The students' copy, from the installed course.
+    assert "intro_saxpy: INCOMPLETE" in cell and NO_SOLUTION in cell, cell
+    # The students' copy, from the installed course (itself a students' copy).
     r = run("course", "init", "students", "--students")
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"of the course in {installed}" in r.stdout

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -540,18 +541,34 @@ def test_function_pointer_laplace_without_data_clauses_fails(tmp_path: Path) -> 
     assert "FAIL" in row and "T, Tnew" in row, r.stdout
 
 
+@pytest.fixture
+def no_bwrap(tmp_path: Path) -> Iterator[str]:
+    """A PATH with all of /usr/local/bin, /usr/bin and /usr/sbin but bubblewrap: the "uid"
+    level. Open to every user: a box's uid runs the compiler through it."""
+    folder = Path(f"/tmp/regions-no-bwrap-{os.getpid()}")
+    folder.mkdir()
+    os.chmod(folder, 0o755)
+    for d in ("/usr/local/bin", "/usr/bin", "/usr/sbin"):
+        for entry in os.scandir(d):
+            if entry.name != "bwrap" and not (folder / entry.name).exists():
+                (folder / entry.name).symlink_to(entry.path)
+    yield str(folder)
+    shutil.rmtree(folder)
+
+
 @pytest.mark.parametrize("level", ["namespaces", "uid"])
-def test_graded_dead_directives_fail_beside_an_honest_port(tmp_path: Path, level: str) -> None:
+def test_graded_dead_directives_fail_beside_an_honest_port(tmp_path: Path, level: str,
+                                                           no_bwrap: str) -> None:
     env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(ROOT / "examples"),
                XDG_CACHE_HOME=str(tmp_path / "cache"))
     if level == "uid":
         if os.geteuid() != 0:
             pytest.skip("the uid level needs root")
-        fake = tmp_path / "bin"  # a bubblewrap that cannot make namespaces: the uid level
-        fake.mkdir()
-        (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")
-        (fake / "bwrap").chmod(0o755)
-        env["PATH"] = f"{fake}:{env['PATH']}"
+        # A box at the uid level sees every file others can read: the grader wants a course
+        # of its own (the checkout's is readable by all).
+        os.chmod(tmp_path, 0o700)
+        shutil.copytree(ROOT / "examples", tmp_path / "course" / "examples")
+        env.update(PATH=no_bwrap, IDRRUN_EXAMPLES=str(tmp_path / "course" / "examples"))
     elif isolation.sandbox_support().level != "namespaces":
         pytest.skip("this machine cannot make namespaces (bubblewrap)")
     start = (ROOT / "examples" / "C" / "intro_pi_exercise.c").read_text()
@@ -562,12 +579,8 @@ def test_graded_dead_directives_fail_beside_an_honest_port(tmp_path: Path, level
         dead = DEAD_PI.replace("STORAGE", storage)
         (subs / name).write_text(start.replace("int main(", dead + "\nint main(", 1))
     report = tmp_path / "report.json"
-    # -j 2: at the uid level, -j 1 on a fresh cache errs on the first row that needs the
-    # solution ("cannot prepare the submission: ... idrrun-solution-XXXX/.idrrun-prog"),
-    # already so before the regions were counted (9802a26).
     done = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "intro_pi",
-                           *sorted(str(p) for p in subs.iterdir()), "-j", "2",
-                           "--report", str(report)],
+                           "--report", str(report), "--", *sorted(str(p) for p in subs.iterdir())],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert report.is_file(), done.stdout + done.stderr
     rows = {row["student"]: row for row in json.loads(report.read_text())}

@@ -1,13 +1,16 @@
-"""Exercise specs: the course's specs load; broken ones name the file and the field."""
+"""Exercise specs: the course's specs load; broken ones name the file and the field; hidden
+argument sets drawn from a spec's ranges depend on the seed alone."""
 
 from __future__ import annotations
 
+import dataclasses
+import random
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from idrrun.checks import specs
+from idrrun.checks import draw, specs
 from idrrun.errors import SpecError
 
 
@@ -46,6 +49,25 @@ kind = "exit_ok"
     (('kind = "exit_ok"', 'kind = "regions_ran"\nmin = 0'),
      "field 'check[0].min': a regions_ran check needs min, a whole number ≥ 1"),
     (('kind = "exit_ok"', 'kind = "regions_ran"\nmin = 1.5'), "field 'check[0].min'"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = 3'), "field 'args.draw': expected a table"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {ranges = [[1, 9]]}'), "field 'args.draw.sets': expected"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 0, ranges = [[1, 9]]}'), "field 'args.draw.sets'"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = true, ranges = [[1, 9]]}'), "field 'args.draw.sets'"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = []}'), "field 'args.draw.ranges'"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[1, 9], [5, 1]]}'),
+     "field 'args.draw.ranges[1]': low 5 is above high 1"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [["1", 9]]}'),
+     "field 'args.draw.ranges[0]': expected [low, high]"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[1]]}'),
+     "field 'args.draw.ranges[0]': expected [low, high]"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[0.5, 1.5, 2]]}'),
+     "field 'args.draw.ranges[0]': a step needs whole numbers"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[1, 9, 0]]}'),
+     "field 'args.draw.ranges[0]': the step must be 1 or more"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[0.0, inf]]}'),
+     "field 'args.draw.ranges[0]': expected finite numbers"),
+    (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[1, 9]], seed = 4}'),
+     "field 'args.draw.seed': unknown field"),
 ])
 def test_broken_spec(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")
@@ -72,3 +94,47 @@ def test_good_spec_and_unknown_name(tmp_path: Path) -> None:
     assert [c.minimum for c in ex.checks if c.kind == "regions_ran"] == [1, 3]
     with pytest.raises(SpecError, match=r"unknown exercise 'nope' in .* \(known: demo\)"):
         specs.find("nope", Settings(), tmp_path)
+
+
+DRAWN = GOOD.replace('host = ["10"]', """host = ["10"]
+hidden = [["7"]]                  # a fixed set, run first
+[args.draw]
+sets = 3
+ranges = [[1000, 2000000], [0.001, 0.002], [41, 99, 2]]""")
+
+
+def _drawn_spec(tmp_path: Path, name: str = "demo") -> specs.Exercise:
+    for f in ("ex.c", "sol.c"):
+        (tmp_path / f).write_text("int main(void){return 0;}\n")
+    path = tmp_path / f"{name}.toml"
+    path.write_text(DRAWN.replace('"demo"', f'"{name}"'))
+    return specs.load(path)
+
+
+def test_drawn_sets_depend_on_the_seed_alone(tmp_path: Path) -> None:
+    ex = _drawn_spec(tmp_path)
+    assert ex.draw is not None and ex.draw.sets == 3 and ex.hidden_args == (("7",),)
+    random.seed(1)
+    before = random.random()
+    first = draw.drawn(ex, "spring-2026")
+    random.seed(1)
+    assert random.random() == before  # random's global state is not used
+    assert first.draw is None and first.hidden_args[0] == ("7",) and len(first.hidden_args) == 4
+    for n, dt, steps in first.hidden_args[1:]:
+        assert 1000 <= int(n) <= 2000000
+        assert 0.001 <= float(dt) <= 0.002 and len(dt.replace(".", "").lstrip("0")) <= 6
+        assert 41 <= int(steps) <= 99 and int(steps) % 2 == 1
+    # The same seed: the same sets, from another copy of the spec too; set i does not depend
+    # on how many are drawn; another seed or another exercise: other sets.
+    (tmp_path / "copy").mkdir()
+    assert draw.drawn(_drawn_spec(tmp_path / "copy"), "spring-2026").hidden_args == first.hidden_args
+    fewer = dataclasses.replace(ex, draw=dataclasses.replace(ex.draw, sets=1))
+    assert draw.drawn(fewer, "spring-2026").hidden_args == first.hidden_args[:2]
+    other = draw.drawn(ex, "autumn-2026")
+    assert other.hidden_args[0] == ("7",) and set(other.hidden_args[1:]).isdisjoint(first.hidden_args[1:])
+    renamed = _drawn_spec(tmp_path, "demo2")
+    assert draw.drawn(renamed, "spring-2026").hidden_args[1:] != first.hidden_args[1:]
+    # Many seeds cover each range, its ends included for a small one.
+    values = {draw.drawn(ex, f"seed {i}").hidden_args[1][2] for i in range(400)}
+    assert values == {str(v) for v in range(41, 100, 2)}
+

@@ -344,5 +344,6 @@ def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
 
 def evaluate_hidden(exercise: Exercise, ev: Evidence, index: int) -> tuple[CheckResult, ...]:
     """The output checks again, on a run with the index-th hidden argument set (grading)."""
-    return tuple(replace(evaluate_one(spec, ev), name=f"{spec.label} (hidden run {index + 1})")
+    return tuple(replace(evaluate_one(spec, ev), name=f"{spec.label} (hidden run {index + 1})",
+                         hidden=index + 1, kind=spec.kind)
                  for spec in exercise.checks if spec.kind in OUTPUT_KINDS)

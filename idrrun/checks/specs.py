@@ -6,6 +6,7 @@ A wrong spec stops with a SpecError that names the file and the field.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -22,8 +23,9 @@ CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "image", "uses_openmp", "regions_ran")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
-# idrrun's own course: in the wheel as idrrun/course/{examples,notebooks} (pyproject.toml), or,
-# when idrrun runs from a checkout (pip install -e), the checkout's examples/ and notebooks/.
+# idrrun's own course: in the wheel as idrrun/course/{examples,notebooks}, the students' copy
+# (hatch_build.py), or, when idrrun runs from a checkout (pip install -e), the checkout's whole
+# examples/ and notebooks/.
 _PACKAGE = Path(__file__).resolve().parents[1]
 INSTALLED_COURSE = _PACKAGE / "course"
 _CHECKOUT = _PACKAGE.parent
@@ -44,6 +46,8 @@ COURSE_DIRS: tuple[Path, ...] = tuple(root / sub for root in _course_roots()
 # Checks of what the program printed or wrote: evaluated again for each hidden argument set.
 OUTPUT_KINDS = ("exit_ok", "value", "line", "matches_solution", "image")
 SPEC_LANGUAGES = ("c", "c++", "fortran", "cuda")
+# [args.draw]: at most this many argument sets drawn (each one a run of every submission).
+MAX_DRAWN_SETS = 20
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,29 @@ class CheckSpec:
 
 
 @dataclass(frozen=True)
+class ArgRange:
+    """One argument of a drawn set: a whole number among low, low + step, ... up to high, or,
+    when a bound is a float, a number in [low, high] (checks/draw.py)."""
+
+    low: int | float
+    high: int | float
+    step: int = 1
+
+    @property
+    def whole(self) -> bool:
+        return isinstance(self.low, int) and isinstance(self.high, int)
+
+
+@dataclass(frozen=True)
+class HiddenDraw:
+    """[args.draw]: `sets` hidden argument sets drawn when grading, one value per range, with
+    the grader's seed (checks/draw.py)."""
+
+    sets: int
+    ranges: tuple[ArgRange, ...]
+
+
+@dataclass(frozen=True)
 class SourcePair:
     exercise: Path
     solution: Path | None  # None in a students' course (spec field `students = true`)
@@ -94,6 +121,9 @@ class Exercise:
     # Grading only: more argument sets the program is run with, so that printing the expected
     # value does not pass. Students' copies of the course do not carry them.
     hidden_args: tuple[tuple[str, ...], ...] = ()
+    # Grading only: the ranges more sets are drawn from with the grader's seed (draw.drawn adds
+    # them to hidden_args); None once drawn, or when the spec has none.
+    draw: HiddenDraw | None = None
     ranks: int | None = None  # MPI ranks the program is run with (-m N)
     model: str = "openacc"  # "openmp": built with -t (OpenMP target offload), not -a
     files: tuple[Path, ...] = ()  # data files copied beside the program before it runs
@@ -102,8 +132,9 @@ class Exercise:
     students: bool = False
 
     def without_grading_only(self) -> Exercise:
-        """The exercise as a notebook checks it: no hidden argument sets, no grading-only checks."""
-        return dataclasses.replace(self, hidden_args=(),
+        """The exercise as a notebook checks it: no hidden argument sets (fixed or drawn), no
+        grading-only checks."""
+        return dataclasses.replace(self, hidden_args=(), draw=None,
                                    checks=tuple(c for c in self.checks if not c.grading_only))
 
     @property
@@ -160,6 +191,48 @@ def _args(value: Any, path: Path, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
         raise _err(path, where, f"expected a list of arguments, got {value!r}")
     return tuple(str(v) for v in value)
+
+
+def _bound(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _range(raw: Any, path: Path, where: str) -> ArgRange:
+    if not isinstance(raw, list) or len(raw) not in (2, 3) or not all(_bound(v) for v in raw):
+        raise _err(path, where, f"expected [low, high] or [low, high, step] (numbers), got {raw!r}")
+    if not all(math.isfinite(v) for v in raw):
+        raise _err(path, where, f"expected finite numbers, got {raw!r}")
+    low, high = raw[0], raw[1]
+    if low > high:
+        raise _err(path, where, f"low {low} is above high {high}")
+    if len(raw) == 2:
+        return ArgRange(low, high)
+    if not all(isinstance(v, int) for v in raw):
+        raise _err(path, where, f"a step needs whole numbers: [low, high, step], got {raw!r}")
+    if raw[2] < 1:
+        raise _err(path, where, f"the step must be 1 or more, got {raw[2]}")
+    return ArgRange(low, high, raw[2])
+
+
+def _draw(raw: Any, path: Path) -> HiddenDraw | None:
+    """[args.draw]: sets = N, ranges = [[low, high], ...] (one per argument)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _err(path, "args.draw", "expected a table [args.draw] with 'sets' and 'ranges'")
+    unknown = sorted(set(raw) - {"sets", "ranges"})
+    if unknown:
+        raise _err(path, f"args.draw.{unknown[0]}", "unknown field (known: sets, ranges)")
+    sets = raw.get("sets")
+    if isinstance(sets, bool) or not isinstance(sets, int) or not 1 <= sets <= MAX_DRAWN_SETS:
+        raise _err(path, "args.draw.sets", f"expected a number of argument sets from 1 to "
+                                           f"{MAX_DRAWN_SETS}, got {sets!r}")
+    ranges = raw.get("ranges")
+    if not isinstance(ranges, list) or not ranges:
+        raise _err(path, "args.draw.ranges", f"expected one range per argument, e.g. "
+                                             f"[[1000, 200000], [0.5, 2.0]], got {ranges!r}")
+    return HiddenDraw(sets, tuple(_range(r, path, f"args.draw.ranges[{i}]")
+                                  for i, r in enumerate(ranges)))
 
 
 def _regex(value: str, path: Path, where: str) -> str:
@@ -315,9 +388,9 @@ def load(path: Path) -> Exercise:
     if unknown:
         raise _err(path, unknown[0], "unknown field")
     host_args = _args(args.get("host"), path, "args.host")
-    unknown_args = sorted(set(args) - {"host", "gpu", "hidden"})
+    unknown_args = sorted(set(args) - {"host", "gpu", "hidden", "draw"})
     if unknown_args:
-        raise _err(path, f"args.{unknown_args[0]}", "unknown field (known: host, gpu, hidden)")
+        raise _err(path, f"args.{unknown_args[0]}", "unknown field (known: host, gpu, hidden, draw)")
     hidden = args.get("hidden", [])
     if not isinstance(hidden, list) or not all(isinstance(h, list) for h in hidden):
         raise _err(path, "args.hidden", "expected a list of argument lists, e.g. [[\"317\"], [\"50\"]]")
@@ -342,6 +415,7 @@ def load(path: Path) -> Exercise:
         gpu_args=_args(args.get("gpu"), path, "args.gpu") or host_args,
         checks=tuple(_check(c, i, path) for i, c in enumerate(raw_checks)),
         hidden_args=tuple(_args(h, path, f"args.hidden[{i}]") for i, h in enumerate(hidden)),
+        draw=_draw(args.get("draw"), path),
         ranks=ranks,
         files=tuple(base / f for f in files),
         model=_model(data, path),
@@ -361,13 +435,14 @@ class ExamplesFolder:
                 "checkout": "the checkout idrrun runs from"}[self.origin]
 
 
-def locate_examples(settings: Settings, workdir: Path) -> ExamplesFolder | None:
+def locate_examples(settings: Settings, workdir: Path | None) -> ExamplesFolder | None:
     """Where the exercises come from: the configured folder, else the first examples/ holding
-    specs found walking up from workdir (a course copy, `idrrun course init`), else the course
-    idrrun carries (installed with the wheel, or the checkout's)."""
+    specs found walking up from workdir (a course copy, `idrrun course init`; never for a
+    grader, workdir None: its working folder may be the submissions'), else the course idrrun
+    carries (installed with the wheel, or the checkout's)."""
     if settings.examples_dir is not None:
         return ExamplesFolder(settings.examples_dir, "configured")
-    for folder in (workdir, *workdir.parents):
+    for folder in (workdir, *workdir.parents) if workdir is not None else ():
         candidate = folder / "examples"
         if candidate.is_dir() and any(candidate.glob("*.toml")):
             return ExamplesFolder(candidate, "found")
@@ -383,13 +458,14 @@ def course_root() -> Path | None:
     return roots[0] if roots else None
 
 
-def examples_dir(settings: Settings, workdir: Path) -> Path | None:
+def examples_dir(settings: Settings, workdir: Path | None) -> Path | None:
     """The folder the exercises are read from (locate_examples)."""
     found = locate_examples(settings, workdir)
     return found.path if found is not None else None
 
 
-def find(name: str, settings: Settings, workdir: Path) -> Exercise:
+def find(name: str, settings: Settings, workdir: Path | None) -> Exercise:
+    """The exercise NAME from locate_examples(settings, workdir)."""
     folder = examples_dir(settings, workdir)
     if folder is None:
         raise SpecError(f"unknown exercise {name!r}: no examples/ folder found "

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from rich.console import Console
@@ -16,6 +17,7 @@ from ..display import neutralise
 from ..errors import UsageError
 from ..grading.classroom import GradeRow
 from ..model import CheckResult
+from ..request import config
 
 T = TypeVar("T")
 # Columns for rich when the output is not a terminal (a file, a pipe, a CI log): wide enough that
@@ -36,6 +38,17 @@ def jobs(text: str) -> int:
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
+
+
+CONFIG_HELP = ("the teacher's config, read where ./idrrun.toml would be: the grader reads none "
+               "from the folder it runs in, which may hold the submissions")
+
+
+def unread_config(workdir: Path, given: Path | None) -> list[str]:
+    """The grader's note that ./idrrun.toml was left unread, when there is one."""
+    found = config.project_file(workdir) if given is None else None
+    return [f"{found}: not read: the grader reads no config from the folder it runs in "
+            "(give the teacher's with --config FILE)"] if found is not None else []
 
 
 def console() -> Console:

@@ -11,13 +11,15 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import specs
+from ..checks import draw, specs
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..errors import UsageError
-from ..grading import course
+from ..display import neutralise
+from ..grading import classroom, course
 from ..request import config
 from ..toolchains import registry
-from .common import Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import unread_config
 from .common import with_progress as _with_progress
 
 
@@ -37,8 +39,12 @@ def parser() -> argparse.ArgumentParser:
                      help="only this exercise (repeat for several; default: all)")
     chk.add_argument("-c", "--compiler", choices=registry.names(),
                      help="compiler family (default: from config, else detected)")
+    chk.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     chk.add_argument("--json", action="store_true",
                      help="print the results as JSON on stdout (no table, no progress)")
+    chk.add_argument("--seed", metavar="TEXT",
+                     help="the seed of the hidden argument sets drawn from the specs' ranges, as "
+                          "`idrrun grade --seed` (default: the grader's, as there)")
     strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells",
                            description="Copy notebooks without the cells tagged 'solution' and "
                                        "without outputs, into a new folder (all or nothing).")
@@ -70,7 +76,8 @@ def main(tokens: Sequence[str]) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     workdir = Path.cwd()
-    settings = config.load(workdir)
+    settings = config.load(workdir, project=args.config if args.config is not None else False)
+    notes = unread_config(workdir, args.config)
     folder = specs.exercises_folder_or_fail(settings, workdir)
     exercises = specs.all_exercises(folder)
     if args.exercise:
@@ -78,10 +85,16 @@ def _check(args: argparse.Namespace) -> int:
         if unknown:
             raise UsageError(f"unknown exercise(s): {', '.join(sorted(unknown))}")
         exercises = [e for e in exercises if e.name in args.exercise]
+    if any(e.draw is not None for e in exercises):
+        # The hidden sets that `idrrun grade` would draw: the solutions must pass on them.
+        seed = classroom.grading_seed(settings, args.seed)[0]
+        exercises = [draw.drawn(e, seed) for e in exercises]
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
     if not args.json:
+        for note in notes:
+            console.print(neutralise(note), markup=False)
         console.print(f"course check: {len(exercises)} exercises in {folder}, {probe.family} "
                       f"family, {where}", markup=False)
     total = sum(2 * len([l for l in e.sources if not args.language or l in args.language]) for e in exercises)
@@ -94,7 +107,7 @@ def _check(args: argparse.Namespace) -> int:
     code = EXIT_OK if not bad and rows else EXIT_FAILED
     if args.json:
         print_json({
-            "examples": str(folder), "family": probe.family, "where": where,
+            "examples": str(folder), "family": probe.family, "where": where, "notes": notes,
             "passed": len(rows) - len(bad), "incomplete": len(partly), "failed": len(bad),
             "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
                       "incomplete": r.incomplete, "solution": row_dict(r.solution),

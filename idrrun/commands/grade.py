@@ -17,16 +17,17 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import specs
+from ..checks import draw, specs
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
-from ..grading import classroom
+from ..grading import classroom, rooms
 from ..model import LauncherConfig
 from ..request import config, options
 from ..run import isolation
 from ..toolchains import registry
-from .common import Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import unread_config
 from .common import with_progress as _with_progress
 
 def grading_memory(jobs: int) -> int:
@@ -39,7 +40,9 @@ def grading_memory(jobs: int) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun grade", description="Grade submissions of one exercise, each in its "
-                                                "own sandbox; the report says every verdict.",
+                                                "own sandbox; the report says every verdict. "
+                                                "Submission names that start with '-' go after "
+                                                "'--': idrrun grade NAME [options] -- SUBMISSION...",
                epilog="Exit codes (as nbgrader autograde and otter grade): 0 every submission was "
                       "graded, whatever its verdict; 1 some could not be graded (an 'error' row: "
                       "unreadable, refused); 2 usage or configuration error; 130 interrupted.")
@@ -65,17 +68,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe", action="store_true",
                    help="grade even where no sandbox can be made (the report says so): programs "
                         "then see the grader's files and processes")
+    p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
+    p.add_argument("--seed", metavar="TEXT",
+                   help="the instructor's seed of the hidden argument sets drawn from the spec's "
+                        "ranges ([args.draw]); default: [grading] seed in the config, "
+                        "IDRRUN_GRADING_SEED, else one made once and kept in the grader's cache. "
+                        "The report holds the values drawn, never the seed")
     return p
 
 
 def main(tokens: Sequence[str]) -> int:
-    args = parser().parse_args(list(tokens))
+    try:
+        args = parser().parse_args(list(tokens))
+    except UsageError as exc:
+        raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
     workdir = Path.cwd()
-    settings = config.load(workdir)
+    settings = config.load(workdir, project=args.config if args.config is not None else False)
+    notes = unread_config(workdir, args.config)
     if args.launcher is not None:
         settings = dataclasses.replace(
             settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
@@ -86,7 +99,13 @@ def main(tokens: Sequence[str]) -> int:
     if "memory" not in settings.values:
         settings = dataclasses.replace(settings, values={**settings.values,
                                                          "memory": grading_memory(args.jobs)})
-    exercise = specs.find(args.exercise, settings, workdir)
+    # The exercises come from the configuration or idrrun's own course, never from the working
+    # folder, which may be the submissions' (a spec handed in would decide the grading).
+    exercise = specs.find(args.exercise, settings, None)
+    walked = specs.locate_examples(settings, workdir)
+    if walked is not None and walked.origin == "found":
+        notes.append(f"{walked.path} was not read (a grader reads no course from its working "
+                     f"folder): give it with IDRRUN_EXAMPLES or examples_dir in --config")
     if exercise.students:
         raise UsageError(f"{exercise.path} is from a students' copy of the course (no solutions, "
                          "no grading-only checks): grade with the teacher's course (examples_dir "
@@ -96,6 +115,15 @@ def main(tokens: Sequence[str]) -> int:
         raise UsageError(f"cannot grade safely here: {support.why}. Submissions would run as "
                          "you, seeing your files: install bubblewrap (or run as root), or give "
                          "--unsafe to grade anyway (the report says so)")
+    if support.level == "uid" and not args.unsafe:
+        open_to_all = classroom.exposed(exercise, args.submissions)
+        if open_to_all:
+            shown = ", ".join(str(p) for p in open_to_all[:3])
+            raise UsageError(f"cannot grade safely here: without namespaces ({support.why}) a "
+                             f"submission can read every file other users can, and these are "
+                             f"readable by them: {shown}. Make them private (chmod -R o-rwx, on "
+                             f"the course and the submissions), install bubblewrap, or give "
+                             f"--unsafe to grade anyway")
     level = support.level if support.level != "none" else "none (--unsafe)"
     probe = toolchains.probe(settings, args.compiler)
     subs = classroom.discover(args.submissions, exercise, args.language)
@@ -106,16 +134,32 @@ def main(tokens: Sequence[str]) -> int:
             console.print(text, markup=False)
 
     say(neutralise(support.describe()))
-    classroom.scratch_root(settings)  # a cache the boxes cannot reach: said now, not per row
-    for orphan in classroom.remove_orphans(settings):
+    for note in notes:
+        say(neutralise(note))
+    if exercise.draw is not None:
+        seed, origin = classroom.grading_seed(settings, args.seed)
+        exercise = draw.drawn(exercise, seed)
+        say(neutralise(f"hidden argument sets: {len(exercise.hidden_args)}, "
+                       f"the spec's ranges drawn with the seed {origin}"))
+    rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
+    for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
     already: dict[str, classroom.GradeRow] = {}
     key = classroom.grading_key(settings)
     if args.report is not None and not args.fresh:
         already = classroom.load_report(args.report, exercise.name, key)
-        kept = sum(str(s.path) in already for s in subs)
+        # A row graded with other hidden sets (another seed, another spec) is graded again:
+        # one class, one set of hidden cases. A row that could not be graded ran none.
+        redrawn = [p for p, r in already.items()
+                   if r.status != "error" and r.hidden_args != exercise.hidden_args]
+        for path in redrawn:
+            del already[path]
+        kept = sum(classroom.resumed(s, already) is not None for s in subs)
         if kept:
             say(f"resuming: {kept} rows kept from {args.report} (--fresh grades them again)")
+        if redrawn:
+            say(f"{len(redrawn)} rows of {args.report} graded again: their hidden argument sets "
+                "were others (another seed or spec)")
 
     def save(rows: list[classroom.GradeRow]) -> None:
         if args.report is not None:
@@ -124,7 +168,7 @@ def main(tokens: Sequence[str]) -> int:
     if args.report is not None and settings.launcher.kind == "srun":
         for note in classroom.adopt_session(args.report):
             say(note)
-    todo = sum(str(s.path) not in already for s in subs)
+    todo = sum(classroom.resumed(s, already) is None for s in subs)
     try:
         with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
             rows = _with_progress(console, todo, f"grading {exercise.name}",
@@ -146,7 +190,7 @@ def main(tokens: Sequence[str]) -> int:
         classroom.write_feedback(rows, exercise, args.feedback)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
-        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts,
+        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": notes,
                     "report": str(args.report) if args.report is not None else None,
                     "feedback": str(args.feedback) if args.feedback is not None else None,
                     "rows": [row_dict(r) for r in rows]})

@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import toolchains
 from ..cli import EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT
 from ..display import TextReporter, color_allowed, render_failure
+from ..errors import UsageError
 from ..grading.checked import run_with_options
 from ..model import FailureKind, Outcome
 from ..request import config, options, source
@@ -44,7 +45,10 @@ def exit_code(outcome: Outcome) -> int:
 def main(tokens: Sequence[str]) -> int:
     """Each file in turn, with the same flags; the exit code is the first failure's (0 when
     all passed)."""
-    parsed = options.parse_files(list(tokens), prog=PROG)
+    try:
+        parsed = options.parse_files(list(tokens), prog=PROG)
+    except UsageError as exc:
+        raise UsageError(str(exc) + options.dash_hint(tokens, f"{PROG} [flags]")) from None
     if parsed is None:
         return EXIT_OK
     opts, files = parsed

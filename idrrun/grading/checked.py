@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import hashlib
 import os
@@ -43,7 +42,8 @@ from ..request import resolve
 from ..request import unused as unused_flags
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import launch
+from ..run import boundary
+from . import rooms
 from ..toolchains import family_of
 from ..version import __version__
 
@@ -87,93 +87,86 @@ class SolutionRun:
 
 def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
                     settings: Settings) -> SolutionRun:
-    """The solution's output for the same arguments and toolchain: built and run once, in its
-    own box when the request is sandboxed, then cached where no program can reach (the cache is
-    hidden from every box), under a key that includes idrrun's version."""
+    """The solution's output for the same arguments and toolchain: built and run once, in a
+    room of its own when the request is graded (its box, its uid), then cached where no
+    program can reach (the cache is hidden from every box), under a key that includes
+    idrrun's version."""
     pair = exercise.sources[request.source.language]
     if pair.solution is None:
         return SolutionRun(None, None, NO_SOLUTION)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
-    scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-", dir=launch.scratch_root(settings)))
-    os.chmod(scratch, 0o711)  # the box's own uid passes through to its folder
-    sol_request = dataclasses.replace(request, source=sol_source, workdir=scratch, keep=None,
-                                      force=False, get_files=(), profile=None, execute=True,
-                                      object_only=False, build_cache=None)
-    try:
-        key = build_mod.build_key(sol_request, toolchain)
-        args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
-        cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
-        files = cached.with_suffix(".files")
-        with _locks_guard:
-            lock = _solution_locks.setdefault(str(cached), threading.Lock())
-        with lock:
-            if cached.is_file():
-                return SolutionRun(cached.read_text(), files if files.is_dir() else None)
-            copy_data_files(exercise, scratch)
-            if sol_request.sandbox:
-                sol_request = _beside_its_copy(sol_request, _solution_folder(pair.solution, settings))
-            outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter())
+    sol_request = dataclasses.replace(request, source=sol_source, keep=None, force=False,
+                                      get_files=(), profile=None, execute=True, object_only=False)
+    key = build_mod.build_key(sol_request, toolchain)
+    args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
+    cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
+    files = cached.with_suffix(".files")
+    with _locks_guard:
+        lock = _solution_locks.setdefault(str(cached), threading.Lock())
+    with lock:
+        if cached.is_file():
+            return SolutionRun(cached.read_text(), files if files.is_dir() else None)
+        scratch = None
+        if request.room is not None:
+            sol_request = _in_its_room(sol_request, pair.solution, settings)
+        else:
+            scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
+            sol_request = dataclasses.replace(sol_request, workdir=scratch)
+        try:
+            copy_data_files(exercise, sol_request.workdir)
+            outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter(),
+                                       wanted=exercise.solution_files)
             if outcome.failure is not None:
                 said = " | ".join(outcome.failure.output.strip().splitlines()[-3:])
                 return SolutionRun(None, None, f"the solution {outcome.failure.step} failed: "
                                                f"{outcome.failure.what}" + (f" ({said})" if said else ""))
             assert outcome.run is not None
             if exercise.solution_files:
+                written = outcome.run.outputs or sol_request.workdir
                 files.mkdir(parents=True, exist_ok=True)
                 for name in exercise.solution_files:
-                    if (scratch / name).is_file():
-                        shutil.copyfile(scratch / name, files / name)
+                    if (written / name).is_file() and not (written / name).is_symlink():
+                        shutil.copyfile(written / name, files / name)
             build_mod.write_atomic(cached, outcome.run.proc.output)
             return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
 
 
-# A sandboxed solution's folder: a copy of its sources and its builds, made once per process
+# A graded solution's room: a copy of its folder's files and its builds, made once per process
 # and solution, so that its build serves every argument set of a grading (the hidden ones too);
-# removed at exit, or, after a killed grader, by the next grading (classroom.remove_orphans).
-SOLUTION_FOLDER_PREFIX = "idrrun-solution-"
-_solution_folders: dict[tuple[str, str], Path] = {}
+# removed with the grader's scratch folder (grading/rooms.py), at exit or, after a killed
+# grader, by the next grading.
+_solution_rooms: dict[tuple[str, str], Path] = {}
 
 
-def _solution_folder(solution: Path, settings: Settings) -> Path:
-    root = launch.scratch_root(settings)
+def _in_its_room(request: RunRequest, solution: Path, settings: Settings) -> RunRequest:
+    """The request compiling and running the solution in its room: its own copy of the
+    solution's folder (its files, not its subfolders), private to the grader."""
     with _locks_guard:
-        key = (str(solution), str(root))
-        folder = _solution_folders.get(key)
-        if folder is not None and folder.is_dir():
-            return folder
-        if not _solution_folders:
-            atexit.register(remove_solution_folders)
-        folder = Path(tempfile.mkdtemp(prefix=f"{SOLUTION_FOLDER_PREFIX}{os.getpid()}-", dir=root))
-        os.chmod(folder, 0o711)  # the box's own uid passes through to its folder
-        copy = folder / ".solution"
-        copy.mkdir(mode=0o755)
-        # Its files, not its subfolders: a box's own uid may not reach the course where it is
-        # installed (under /root), nor a node the login node's /tmp.
-        for entry in solution.parent.iterdir():
-            if entry.is_file() and not entry.is_symlink():
-                shutil.copyfile(entry, copy / entry.name)
-        _solution_folders[key] = folder
-        return folder
-
-
-def remove_solution_folders() -> None:
-    with _locks_guard:
-        for folder in _solution_folders.values():
-            shutil.rmtree(folder, ignore_errors=True)
-        _solution_folders.clear()
-
-
-def _beside_its_copy(request: RunRequest, folder: Path) -> RunRequest:
-    """The request compiling the copy of the solution's folder made by _solution_folder, its
-    build kept beside it. Its cached output stays keyed by the course's own file."""
-    source = dataclasses.replace(request.source, origin_dir=folder / ".solution")
-    return dataclasses.replace(request, source=source, build_cache=folder / "builds")
+        key = (str(solution), str(rooms.scratch_root(settings)))
+        room = _solution_rooms.get(key)
+        if room is None or not room.is_dir():
+            room = rooms.new_room(settings, "idrrun-solution-")
+            src = rooms.source_folder(room)
+            fd = boundary.open_dir(src)
+            try:
+                for entry in solution.parent.iterdir():
+                    if entry.is_file() and not entry.is_symlink():
+                        boundary.copy_tree(entry, fd)
+            finally:
+                os.close(fd)
+            _solution_rooms[key] = room
+    src = room / "src"
+    source = dataclasses.replace(request.source, origin_dir=src)
+    return dataclasses.replace(request, source=source, workdir=src, room=room)
 
 
 def copy_data_files(exercise: Exercise, workdir: Path) -> None:
-    """The exercise's data files beside the program (a photo to blur), unless already there."""
+    """The exercise's data files beside the program (a photo to blur), unless already there.
+    `workdir` is the user's folder (a notebook), or a graded room's own copy of a submission
+    (no box ever writes there): the files then reach each run's fresh folder with it."""
     for path in exercise.files:
         if not (workdir / path.name).exists():
             shutil.copyfile(path, workdir / path.name)
@@ -201,7 +194,8 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         solution_output=solution.output if solution is not None else None,
         solution_problem=solution.problem if solution is not None else "",
         trace_values=trace, compiled_text=compiled, acc_requested=request.acc,
-        run_dir=request.workdir, solution_dir=solution.files if solution is not None else None,
+        run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
+        solution_dir=solution.files if solution is not None else None,
         regions=outcome.run.regions if outcome.run is not None else None,
     )
 
@@ -215,7 +209,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     if not hidden:
         exercise = exercise.without_grading_only()
     copy_data_files(exercise, request.workdir)
-    outcome = pipeline.execute(request, toolchain, probe, settings, reporter)
+    outcome = pipeline.execute(request, toolchain, probe, settings, reporter,
+                               wanted=exercise.solution_files)
     built = outcome.build
     ran = outcome.run is not None and built is not None and built.ok
 
@@ -228,7 +223,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
             again = dataclasses.replace(request, program_args=args, keep=None, profile=None)
-            rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter())
+            rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
+                                     wanted=exercise.solution_files)
             evidence = _evidence(again, toolchain, rerun, solution_for(again))
             extra += kinds.evaluate_hidden(exercise, evidence, i)
         verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))

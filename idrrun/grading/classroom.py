@@ -6,8 +6,10 @@ the reports (CSV/JSON, resumable) and per-student feedback.
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
+import errno
 import hashlib
 import hmac
 import io
@@ -15,8 +17,7 @@ import json
 import os
 import re
 import secrets
-import shutil
-import tempfile
+import stat
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
@@ -33,9 +34,9 @@ from ..model import (CheckResult, FailureKind, Language, Outcome, Probe, RunRequ
 from ..request import notebook, options, resolve
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import jail, launch, sandbox
-from .checked import (SOLUTION_FOLDER_PREFIX, NullReporter, check_language, execute_checked,
-                      solution_output)
+from ..run import boundary, launch, sandbox
+from . import rooms
+from .checked import NullReporter, check_language, execute_checked, solution_output
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
 # What a graded notebook's magic line may set; the grader decides the rest (arguments, limits,
@@ -45,6 +46,8 @@ GRADED_FLAGS = frozenset({"acc", "accopts", "language", "openmp", "threads", "pr
 GradeStatus = Literal["pass", "fail", "incomplete", "error"]
 # A submission bigger than this is refused (one error row), not read into the grader's memory.
 MAX_SOURCE_BYTES = 2 << 20
+# The most of a folder a student may hand in (its walk at discovery, its copy into the box).
+SUBMISSION_BUDGET = boundary.Budget()
 _INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include[ \t]*["<]([^">\n]+)[">]|include[ \t]*[\'"]([^\'"\n]+)[\'"])',
                       re.MULTILINE | re.IGNORECASE)
 
@@ -56,6 +59,7 @@ class Submission:
     source: Source | None  # None when it could not be read
     problem: str = ""  # why source is None
     options: Options = Options()  # what a notebook's magic line asked for (GRADED_FLAGS only)
+    chosen: Path | None = None  # in a folder handed in, the file that is graded
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class GradeRow:
     # (SLURMD_NODENAME of the step; nodes joined by "," for a run over several).
     node: str = ""
     build_node: str = ""
+    # The hidden argument sets its checks ran with (drawn ones included): for the instructor's
+    # report (JSON, state), never for a student's feedback.
+    hidden_args: tuple[tuple[str, ...], ...] = ()
 
     @property
     def reasons(self) -> str:
@@ -100,132 +107,199 @@ class GradeRow:
         }
 
 
-def notebook_cell(path: Path, exercise: str) -> tuple[Options, str]:
-    """The %%idrrun cell of a notebook: the one with --check NAME, else the only one.
+def notebook_cell(nb: dict[str, Any], name: str, exercise: str) -> tuple[Options, str]:
+    """The %%idrrun cell of a notebook to grade: the one with --check NAME, else the only one.
 
-    Returns (the line's options, cell body). Raises UsageError with the reason otherwise.
-    """
-    cells = notebook.magic_cells(notebook.read(path))
+    Each line is parsed as the magic parses it, but nothing is ever printed: a line that asks
+    for the help or cannot be read is never the cell graded. Returns (the line's options, cell
+    body). Raises UsageError with the reason otherwise."""
+    cells = notebook.magic_cells(nb)
     if not cells:
-        raise UsageError(f"{path.name}: no %%idrrun cell")
-    parsed: list[tuple[Options, str]] = []
+        raise UsageError(f"{name}: no %%idrrun cell")
+    parsed: list[tuple[notebook.MagicCell, Options]] = []
+    broken: list[tuple[notebook.MagicCell, str]] = []
     for cell in cells:
         try:
-            opts = options.parse_line(cell.line)
-        except IdrrunError:
+            opts = options.parse_line(cell.line, show_help=False)
+        except IdrrunError as exc:
+            broken.append((cell, str(exc)))
             continue
-        if opts is not None:
-            parsed.append((opts, cell.body))
-    for opts, body in parsed:
+        assert opts is not None  # show_help=False: help raises
+        parsed.append((cell, opts))
+    # A line naming the exercise that cannot be read is the cell the student meant: its
+    # reason is the row's, rather than another cell graded in its place.
+    meant = [(cell, why) for cell, why in broken if exercise in cell.line.replace("=", " ").split()]
+    if meant:
+        raise UsageError(f"{name}: cell {meant[0][0].index + 1}: {meant[0][1]}")
+    for cell, opts in parsed:
         if opts.check == exercise:
-            return opts, body
-    if len(cells) == 1 and len(parsed) == 1:
-        return parsed[0]
+            return opts, cell.body
     if len(cells) == 1:
-        raise UsageError(f"{path.name}: its %%idrrun line cannot be read")
-    raise UsageError(f"{path.name}: {len(cells)} %%idrrun cells and none with --check {exercise}")
+        if broken:
+            raise UsageError(f"{name}: {broken[0][1]}")
+        return parsed[0][1], parsed[0][0].body
+    unread = "".join(f"; cell {cell.index + 1}: {why}" for cell, why in broken[:3])
+    raise UsageError(f"{name}: {len(cells)} %%idrrun cells and none with --check {exercise}{unread}")
 
 
-def _read(path: Path, student: str, exercise: Exercise, language: Language | None) -> Submission:
+def _parse(raw: bytes, path: Path, student: str, exercise: Exercise,
+           language: Language | None) -> Submission:
+    """A submission from the bytes of its file (`path` names it in the report)."""
     try:
-        if path.is_symlink() or not path.is_file():
-            # A link could make the grader itself read a file the student cannot (the solution).
-            return Submission(student, path, None, "refused: not a regular file (a link?)")
-        size = path.stat().st_size
-        if size > MAX_SOURCE_BYTES:
-            return Submission(student, path, None, f"refused: {size} bytes, more than the "
-                                                    f"{MAX_SOURCE_BYTES >> 20} MiB a submission may have")
         if path.suffix == ".ipynb":
-            opts, body = notebook_cell(path, exercise.name)
+            opts, body = notebook_cell(notebook.parse(raw, path.name), path.name, exercise.name)
             opts = resolve.restricted(opts, GRADED_FLAGS)
             src = source_mod.from_cell(body, f"{path.name}:cell", language or opts.language, None,
                                        path.parent)
             return Submission(student, path, src, options=opts)
-        src = source_mod.from_file(path, language, path.name)
+        src = source_mod.from_bytes(raw, path, language, path.name, path.parent)
     except IdrrunError as exc:
         return Submission(student, path, None, str(exc))
-    except OSError as exc:
-        return Submission(student, path, None, f"cannot read it: {exc.strerror or exc}")
     return Submission(student, path, src)
 
 
-def _pick(folder: Path, exercise: Exercise, language: Language | None) -> Path | None:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and
-                   (p.suffix in SOURCE_SUFFIXES or p.suffix == ".ipynb") and
-                   ".ipynb_checkpoints" not in p.parts)
-    if language is not None:
-        files = [p for p in files if p.suffix == ".ipynb" or source_mod.language_of_path(str(p)) == language]
-    named = [p for p in files if exercise.name in p.name]
-    candidates = named or files
-    return candidates[0] if candidates else None
+def _read(dirfd: int, rel: str, path: Path, student: str, exercise: Exercise,
+          language: Language | None) -> Submission:
+    """The file `rel` of the folder `dirfd` (shown as `path`): read through the folder's
+    descriptor, a regular file with one name and at most MAX_SOURCE_BYTES, or refused before a
+    byte of it is read or parsed (a link could make the grader read a file the student cannot,
+    a FIFO would block it, a 400 MB notebook would fill its memory)."""
+    taken = boundary.take(dirfd, rel, MAX_SOURCE_BYTES)
+    if taken.data is None:
+        return Submission(student, path, None, f"refused: {path.name}: {taken.why} (a submission "
+                                               f"is a regular file of at most "
+                                               f"{MAX_SOURCE_BYTES >> 20} MiB)")
+    return _parse(taken.data, path, student, exercise, language)
 
 
-def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None) -> list[Submission]:
-    subs: list[Submission] = []
-    for path in paths:
-        if path.is_dir():
-            choice = _pick(path, exercise, language)
-            if choice is None:
-                subs.append(Submission(path.name, path, None, "no source file or notebook in the folder"))
-            else:
-                sub = _read(choice, path.name, exercise, language)
-                subs.append(dataclasses.replace(sub, student=path.name, path=path))
-        elif path.is_file():
-            subs.append(_read(path, path.stem, exercise, language))
-        else:
-            subs.append(Submission(path.name, path, None, "no such file or folder"))
-    return subs
-
-
-def scratch_root(settings: Settings) -> Path:
-    """Where submissions are copied to be graded: under the system's temporary folder (a box's
-    own uid must be able to reach its folder; the idrrun cache is private), in a folder named
-    after this grader's pid so that the next grading removes what a killed one left. With
-    srun, in the cache: a login node's /tmp is not the compute nodes' (launch.scratch_root)."""
-    shared = launch.scratch_root(settings)
-    if shared is not None:
-        if os.geteuid() == 0 and not sandbox.passable(shared):
-            raise UsageError(f"grading through srun as root runs each submission as a user of its "
-                             f"own, in {shared}, which other users cannot reach: let them pass "
-                             f"(chmod o+x on each folder above it) or grade as yourself")
-        return shared
-    base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
-    base.mkdir(mode=0o711, exist_ok=True)
-    os.chmod(base, 0o711)
-    mine = base / str(os.getpid())
-    mine.mkdir(mode=0o711, exist_ok=True)
-    return mine
-
-
-def remove_orphans(settings: Settings) -> list[str]:
-    """What killed gradings left: their scratch folders (the grader's pid is gone) and empty
-    run cgroups. Called when a grading starts."""
-    removed = []
-    base = Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
-    # Scratch folders are named after their grader's pid; sandboxed solutions' folders
-    # (checked.py) start with it.
-    left = [e for e in (base.iterdir() if base.is_dir() else []) if _gone(e.name)]
-    for root in (Path(tempfile.gettempdir()), launch.scratch_root(settings)):
-        if root is not None:
-            left += [e for e in root.glob(f"{SOLUTION_FOLDER_PREFIX}*-*") if _mine(e) and
-                     _gone(e.name[len(SOLUTION_FOLDER_PREFIX):].split("-")[0])]
-    for entry in left:
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(str(entry))
-    removed += jail.remove_orphan_cgroups()
-    return removed
-
-
-def _gone(pid: str) -> bool:
-    """Whether `pid` names a process that no longer runs."""
-    return pid.isdigit() and not Path(f"/proc/{pid}").exists()
-
-
-def _mine(path: Path) -> bool:
-    try:
-        return path.lstat().st_uid == os.geteuid()
-    except OSError:
+def _is_candidate(rel: str, language: Language | None) -> bool:
+    parts = rel.split("/")
+    suffix = Path(parts[-1]).suffix
+    if ".ipynb_checkpoints" in parts or (suffix not in SOURCE_SUFFIXES and suffix != ".ipynb"):
         return False
+    return language is None or suffix == ".ipynb" or source_mod.language_of_path(rel) == language
+
+
+def _pick(files: Sequence[str], exercise: Exercise, language: Language | None) -> str | None:
+    """Which of a folder's files (relative paths) is graded: a source or a notebook whose name
+    holds the exercise's, else the first source or notebook."""
+    candidates = sorted((rel for rel in files if _is_candidate(rel, language)),
+                        key=lambda rel: rel.split("/"))
+    named = [rel for rel in candidates if exercise.name in rel.rsplit("/", 1)[-1]]
+    chosen = named or candidates
+    return chosen[0] if chosen else None
+
+
+def _listing(dirfd: int, budget: boundary.Budget) -> list[str] | str:
+    """The regular files of a handed-in folder (relative paths), or why it is refused: walked
+    through descriptors, links never followed, within the budget a copy of it may take."""
+    try:
+        found = list(boundary.walk(dirfd, budget))
+    except boundary.BoundaryError as exc:
+        return f"refused: {exc.strerror} ({_bounds(budget)})"
+    except OSError as exc:
+        return f"cannot read the folder: {exc.strerror or exc}"
+    total = sum(st.st_size for _, st in found)
+    if total > budget.size:
+        return (f"refused: more than {budget.size >> 20} MiB of files ({total} bytes, sizes as "
+                f"the files claim them, holes included; {_bounds(budget)})")
+    return [rel for rel, _ in found]
+
+
+def _bounds(budget: boundary.Budget) -> str:
+    return (f"a submission folder may hold {budget.entries} files and folders, "
+            f"{budget.depth} levels deep, {budget.size >> 20} MiB")
+
+
+def _discover_one(path: Path, exercise: Exercise, language: Language | None,
+                  budget: boundary.Budget) -> Submission:
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return Submission(path.stem, path, None, "no such file or folder"
+                          if exc.errno == errno.ENOENT else f"cannot read it: {exc.strerror}")
+    if stat.S_ISLNK(st.st_mode):
+        return Submission(path.stem, path, None, "refused: a link, not followed (hand in the "
+                                                 "file or the folder itself)")
+    if stat.S_ISREG(st.st_mode):
+        try:
+            parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            return Submission(path.stem, path, None, f"cannot read it: {exc.strerror}")
+        try:
+            return _read(parent, path.name, path, path.stem, exercise, language)
+        finally:
+            os.close(parent)
+    if not stat.S_ISDIR(st.st_mode):
+        return Submission(path.stem, path, None, "refused: not a regular file or a folder")
+    try:
+        top = boundary.open_dir(path)
+    except OSError as exc:
+        return Submission(path.name, path, None, f"cannot read the folder: {exc.strerror}")
+    try:
+        files = _listing(top, budget)
+        if isinstance(files, str):
+            return Submission(path.name, path, None, files)
+        choice = _pick(files, exercise, language)
+        if choice is None:
+            return Submission(path.name, path, None, "no source file or notebook in the folder")
+        sub = _read(top, choice, path / choice, path.name, exercise, language)
+        return dataclasses.replace(sub, path=path, chosen=path / choice)
+    finally:
+        os.close(top)
+
+
+def _one_each(subs: Sequence[Submission]) -> list[Submission]:
+    """Submissions that resolve to one student name (alice.c and alice.ipynb, or a folder
+    alice/) make one error row naming them all, in the place of the first: which of them
+    counts is the teacher's call, and one row, one feedback file per student stays true."""
+    by_student: dict[str, list[Submission]] = {}
+    for sub in subs:
+        by_student.setdefault(sub.student, []).append(sub)
+    out = []
+    for sub in subs:
+        same = by_student[sub.student]
+        if len(same) == 1:
+            out.append(sub)
+        elif sub is same[0]:
+            paths = [str(s.path) for s in same]
+            named = f"{', '.join(paths[:-1])} and {paths[-1]}"
+            which = "neither" if len(same) == 2 else "none"
+            out.append(Submission(sub.student, sub.path, None,
+                                  f"{len(same)} submissions for one student, {sub.student}: "
+                                  f"{named}; {which} graded (keep one)"))
+    return out
+
+
+def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None,
+             budget: boundary.Budget = SUBMISSION_BUDGET) -> list[Submission]:
+    """One Submission per student, in the order given; what cannot be graded (unreadable,
+    refused, two for one student) is a Submission without a source, saying why."""
+    seen: set[str] = set()
+    subs = []
+    for path in paths:
+        if os.path.abspath(path) not in seen:  # the same path given twice is one submission
+            seen.add(os.path.abspath(path))
+            subs.append(_discover_one(path, exercise, language, budget))
+    return _one_each(subs)
+
+
+def resumed(sub: Submission, already: dict[str, GradeRow] | None) -> GradeRow | None:
+    """The row an earlier grading left for `sub`, when it is kept: not for a submission that
+    cannot be read now (alice.ipynb came beside the alice.c graded before), and not when that
+    row said it could not be graded (the files may have changed since: one of two removed, a
+    folder trimmed; such a row costs little to make again)."""
+    row = already.get(str(sub.path)) if already and sub.source is not None else None
+    return row if row is not None and row.status != "error" else None
+
+
+def exposed(exercise: Exercise, submissions: Sequence[Path]) -> list[Path]:
+    """What a box could read without namespaces (the "uid" level: it sees every file other users
+    can read) and must not: the exercise's solutions, its spec and folders (the notebooks'
+    solution cells), and the class's submissions."""
+    secrets = [exercise.path, *exercise.folders, *submissions,
+               *(p.solution for p in exercise.sources.values() if p.solution is not None)]
+    return [p for p in dict.fromkeys(secrets) if sandbox.readable_by_others(p)]
 
 
 def outside_includes(text: str) -> list[str]:
@@ -260,6 +334,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         checks=outcome.verdict.checks if outcome.verdict is not None else (),
         node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
         build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
+        hidden_args=exercise.hidden_args,
     )
 
 
@@ -276,11 +351,12 @@ def _grader_options(sub: Submission, timeout: float | None,
                                timeout=timeout, profile=profile)
 
 
-def graded(request: RunRequest, exercise: Exercise, scratch: Path, sandbox: str) -> RunRequest:
-    """A graded request: in a box of its own, as a uid of its own, its builds kept apart from
-    the shared cache (thrown away with the scratch folder), the course's folders hidden."""
-    return dataclasses.replace(request, sandbox=not sandbox.startswith("none"), own_uid=True,
-                               hide=(*exercise.folders, *COURSE_DIRS), build_cache=scratch / "builds")
+def graded(request: RunRequest, exercise: Exercise, room: Path, sandbox: str) -> RunRequest:
+    """A graded request: in the grader's room (fresh box folders, a uid of its own, its builds
+    kept apart from the shared cache and thrown away with the room), the course's folders
+    hidden."""
+    return dataclasses.replace(request, sandbox=not sandbox.startswith("none"), room=room,
+                               hide=(*exercise.folders, *COURSE_DIRS))
 
 
 def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Settings,
@@ -297,7 +373,7 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
             request, toolchain = resolve.resolve(Options(acc=exercise.model == "openacc",
                                                          timeout=timeout), src,
                                                  pair.solution.parent, settings, probe, exercise)
-            request = graded(request, exercise, pair.solution.parent, sandbox)
+            request = graded(request, exercise, rooms.scratch_root(settings), sandbox)
             # Every argument set a row runs: the public one, then the hidden ones (one build).
             for args in (request.program_args, *exercise.hidden_args):
                 solution_output(dataclasses.replace(request, program_args=tuple(args)), toolchain,
@@ -322,22 +398,31 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         return error_row(f"refused: the source includes files from outside the submission "
                          f"({', '.join(outside[:3])}); only what was handed in is compiled",
                          sub.source.language)
-    scratch = Path(tempfile.mkdtemp(prefix="idrrun-grade-", dir=scratch_root(settings)))
-    os.chmod(scratch, 0o711)  # the box's own uid passes through to its folder, sees nothing else
+    room = rooms.new_room(settings, "idrrun-grade-")
     try:
-        # A copy of the student's folder, so includes and data files work and the original is
-        # never touched.
-        if sub.path.is_dir():
-            shutil.copytree(sub.path, scratch / "work", symlinks=True)
-        else:
-            (scratch / "work").mkdir()
-            shutil.copy2(sub.path, scratch / "work" / sub.path.name)
-        workdir = scratch / "work"
-        src = dataclasses.replace(sub.source, origin_dir=workdir)
-        check_language(src, exercise)
-        request, toolchain = resolve.resolve(_grader_options(sub, timeout, exercise), src, workdir,
+        # The grader's own copy of what was handed in (regular files only, nothing followed,
+        # bounded), read again from there: what is compiled is what was copied.
+        src = rooms.source_folder(room)
+        fd = boundary.open_dir(src)
+        try:
+            copied = boundary.copy_tree(sub.path, fd)
+        finally:
+            os.close(fd)
+        if copied.refused:
+            return error_row(f"refused: {copied.refused}", sub.source.language)
+        fd = boundary.open_dir(src)
+        try:
+            rel = _inside(sub)
+            again = _read(fd, rel, src / rel, sub.student, exercise, sub.source.language)
+        finally:
+            os.close(fd)
+        if again.source is None:
+            return error_row(again.problem, sub.source.language)
+        source = dataclasses.replace(again.source, name=sub.source.name, origin_dir=src)
+        check_language(source, exercise)
+        request, toolchain = resolve.resolve(_grader_options(sub, timeout, exercise), source, src,
                                              settings, probe, exercise)
-        request = graded(request, exercise, scratch, sandbox)
+        request = graded(request, exercise, room, sandbox)
         if toolchain.target != "gpu" and sub.options.profile is None:
             # The trace checks need a GPU: a host build is not profiled for them (nsys would
             # only add seconds to every row), and they stay incomplete.
@@ -350,7 +435,14 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
     except OSError as exc:
         return error_row(f"cannot prepare the submission: {exc}", sub.source.language)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        boundary.remove(room)
+
+
+def _inside(sub: Submission) -> str:
+    """Where the file that was read lies in the grader's copy of the submission."""
+    if sub.chosen is not None:
+        return sub.chosen.relative_to(sub.path).as_posix()
+    return sub.path.name
 
 
 def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings, probe: Probe,
@@ -367,8 +459,9 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
     in order, so that the report on disk is always whole."""
     rows: dict[int, GradeRow] = {}
     for i, sub in enumerate(subs):
-        if already and str(sub.path) in already:
-            rows[i] = already[str(sub.path)]
+        kept = resumed(sub, already)
+        if kept is not None:
+            rows[i] = kept
     todo = [i for i in range(len(subs)) if i not in rows]
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     started: list[Future[Any]] = []
@@ -398,10 +491,6 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
         raise
     finally:
         pool.shutdown(wait=True)
-        try:
-            scratch_root(settings).rmdir()
-        except OSError:
-            pass
     return [rows[i] for i in range(len(subs))]
 
 
@@ -460,7 +549,8 @@ def _check_from(record: Any) -> CheckResult:
         raise ValueError(status)
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
-                       str(record.get("reason", "")))
+                       str(record.get("reason", "")), int(record.get("hidden") or 0),
+                       str(record.get("kind") or ""))
 
 
 def state_path(report: Path) -> Path:
@@ -470,40 +560,59 @@ def state_path(report: Path) -> Path:
 
 
 def private_cache(settings: Settings) -> None:
-    """The cache as a grader needs it: its folder passable (a box's uid reaches CACHE/share and
-    its scratch folder through it) but not listable, and what no program may read (builds, the
-    solutions' outputs, the grader's key) private to the grader."""
-    cache = settings.cache_dir
-    cache.mkdir(parents=True, exist_ok=True)
-    os.chmod(cache, 0o711)
+    """The cache as a grader needs it: the grader's own (refused when someone else made it or
+    can write it), passable (a box's uid reaches its room through CACHE/scratch with srun) but
+    not listable, and what no program may read (builds, the solutions' outputs, the grader's
+    key) private to the grader."""
+    cache = boundary.own_dir(settings.cache_dir, 0o711, parents=True)
     for name in ("builds", "solutions", "private"):
-        (cache / name).mkdir(exist_ok=True)
-        os.chmod(cache / name, 0o700)
+        boundary.own_dir(cache / name, 0o700)
 
 
-def grading_key(settings: Settings) -> bytes:
-    """The grader's secret (in its cache, which no box sees): rows it wrote carry a MAC made
-    with it, so that a resumed grading keeps only those — a forged row is graded again."""
-    path = settings.cache_dir / "private" / "grading.key"
+def _private_secret(settings: Settings, name: str, size: int, make: Callable[[], bytes]) -> bytes:
+    """CACHE/private/NAME (which no box sees), made once with make() when missing or shorter
+    than size bytes, readable by the grader alone."""
+    path = settings.cache_dir / "private" / name
     private_cache(settings)
     try:
-        key = path.read_bytes()
-        if len(key) >= 32:
-            return key
+        secret = path.read_bytes()
+        if len(secret) >= size:
+            return secret
     except OSError:
         pass
     tmp = temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(secrets.token_bytes(32))
+        fh.write(make())
     os.replace(tmp, path)
     return path.read_bytes()
+
+
+def grading_key(settings: Settings) -> bytes:
+    """The grader's secret (in its cache, which no box sees): rows it wrote carry a MAC made
+    with it, so that a resumed grading keeps only those — a forged row is graded again."""
+    return _private_secret(settings, "grading.key", 32, lambda: secrets.token_bytes(32))
+
+
+def grading_seed(settings: Settings, given: str | None = None) -> tuple[str, str]:
+    """The instructor's seed of the hidden argument sets drawn when grading, and where it came
+    from: --seed, else [grading] seed or IDRRUN_GRADING_SEED, else one made at random the first
+    time and kept beside the grading key, so that a regrading draws the same values. It is
+    never written into a report or a feedback file."""
+    if given:
+        return given, "given by --seed"
+    if settings.grading_seed:
+        return settings.grading_seed, "of [grading] seed or IDRRUN_GRADING_SEED"
+    kept = _private_secret(settings, "grading.seed", 32, lambda: secrets.token_hex(16).encode())
+    return kept.decode("ascii", "replace").strip(), \
+        f"kept in {settings.cache_dir / 'private' / 'grading.seed'}"
 
 
 def _record(row: GradeRow) -> dict[str, Any]:
     return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
                             "failure_what": row.failure_what,
-                            "checks": [dataclasses.asdict(c) for c in row.checks]}
+                            "checks": [dataclasses.asdict(c) for c in row.checks],
+                            "hidden_args": [list(args) for args in row.hidden_args]}
 
 
 def _mac(record: dict[str, Any], key: bytes) -> str:
@@ -544,6 +653,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 sandbox=str(rec.get("sandbox", "")),
                 # Absent from states written before rows had nodes: those resume too.
                 node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
+                hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -554,15 +664,32 @@ REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build
                  "run_seconds", "submission", "sandbox", "node", "build_node")
 
 
+# OWASP's rule against CSV injection: Excel, LibreOffice Calc and Google Sheets read a cell
+# that starts with = + - or @ as a formula (=HYPERLINK, =WEBSERVICE, DDE), and some drop a
+# leading tab or carriage return (or spaces, LibreOffice's "trim spaces") before looking.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value: object) -> object:
+    """A report cell no spreadsheet reads as a formula: text that would start one gets a single
+    quote first, which they show as text. Numbers pass (ours are never negative)."""
+    if isinstance(value, str) and value.lstrip(" ").startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def render_report(rows: Sequence[GradeRow], path: Path) -> str:
+    """The report as people read it. JSON keeps every value as it is; in CSV every cell is
+    inert and quoted (a spreadsheet set to another separator, the semicolon of a French Excel,
+    would otherwise cut a cell at a student's ";" and start a new one)."""
     if path.suffix.lower() == ".json":
         return json.dumps([_record(r) for r in rows], indent=2) + "\n"
     if path.suffix.lower() == ".csv":
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=REPORT_FIELDS)
+        writer = csv.DictWriter(buf, fieldnames=REPORT_FIELDS, quoting=csv.QUOTE_ALL)
         writer.writeheader()
         for r in rows:
-            writer.writerow(r.as_dict())
+            writer.writerow({key: inert(value) for key, value in r.as_dict().items()})
         return buf.getvalue()
     raise UsageError(f"--report {path}: use a .csv or .json file name")
 
@@ -577,21 +704,51 @@ def write_report(rows: Sequence[GradeRow], path: Path, key: bytes) -> None:
     build_mod.write_atomic(path, render_report(rows, path))
 
 
+def _table_cell(text: str) -> str:
+    """A Markdown table cell: on one line, inert (a table is pasted into spreadsheets too),
+    its bars escaped."""
+    return str(inert(" ".join(text.splitlines()))).replace("|", "\\|")
+
+
+# What a student's feedback says of a check on a hidden argument set, instead of its values.
+HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
+
+
 def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
+    """A student's feedback: every check with its values, but those of hidden runs, which say
+    only their result and their kind (the arguments, drawn or fixed, stay the instructor's)."""
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**", ""]
     if row.checks:
         lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
         for c in row.checks:
-            cells = [c.name, c.status, c.expected, c.got, c.reason]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            cells = [c.name, c.status, c.expected, c.got, c.reason] if not c.hidden else \
+                [c.name, c.status, "", "", HIDDEN_CASE.format(kind=c.kind or "output")]
+            lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
     elif row.reasons:
         lines.append(row.reasons)
     return "\n".join(lines) + "\n"
 
 
+def feedback_names(students: Sequence[str]) -> dict[str, str]:
+    """A file name for each student's feedback, no two alike, nor alike but for case (a file
+    system may ignore it). A name the sanitiser changes, that starts with "." or "-", or that
+    another's matches but for case, gets a digest of the name as it was after a "~", which the
+    sanitiser never lets through: two students never share a file."""
+    safe = {s: re.sub(r"[^A-Za-z0-9_.-]+", "_", s) for s in students}
+    folded = collections.Counter(name.casefold() for name in safe.values())
+    names = {}
+    for student, name in safe.items():
+        if name == student and name and name[0] not in ".-" and folded[name.casefold()] == 1:
+            names[student] = f"{name}.md"
+        else:
+            digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+            names[student] = f"{re.sub(r'^[.-]', '_', name)}~{digest}.md"
+    return names
+
+
 def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path) -> None:
+    names = feedback_names([row.student for row in rows])
     for row in rows:
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", row.student) or "student"
-        build_mod.write_atomic(folder / f"{safe}.md", feedback_markdown(row, exercise))
+        build_mod.write_atomic(folder / names[row.student], feedback_markdown(row, exercise))
 
 

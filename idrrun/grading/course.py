@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import tomlkit
+from tomlkit.container import Container
+from tomlkit.items import Comment, Whitespace
 
 from ..checks import specs
 from ..checks.specs import Exercise
@@ -182,24 +184,46 @@ def _course_files(folder: Path) -> Iterator[Path]:
             yield path
 
 
+def _drop_comments_above(body: list[tuple[Any, Any]], end: int) -> None:
+    """Blank the comment lines that end right at body[end] (no blank line between): they speak
+    of what is removed there. In place: the container's index of its keys stays right."""
+    i = end - 1
+    while i >= 0 and body[i][0] is None and isinstance(body[i][1], Comment):
+        body[i] = (None, Whitespace(""))
+        i -= 1
+
+
+def _drop(table: Container, key: str) -> None:
+    """Remove key from a TOML table, with the comment lines right above it."""
+    keys = [k.key if k is not None else None for k, _ in table.body]
+    _drop_comments_above(table.body, keys.index(key))
+    del table[key]
+
+
 def students_spec(text: str, solutions_kept: Collection[str]) -> str:
     """A spec as the students' course carries it: the solutions it does not ship and every
-    grading-only part (hidden argument sets, checks marked grading_only) removed, marked
-    `students = true`; its comments and layout kept (tomlkit)."""
+    grading-only part (fixed hidden argument sets, the ranges of drawn ones, checks marked
+    grading_only) removed, with the comment lines right above them, marked `students = true`;
+    its other comments and its layout kept (tomlkit). A students' spec stays as it is."""
     doc = tomlkit.parse(text)
     for pair in doc.get("sources", {}).values():
         if "solution" in pair and str(pair["solution"]) not in solutions_kept:
             del pair["solution"]
     args = doc.get("args")
-    if args is not None and "hidden" in args:
-        del args["hidden"]
+    for key in ("hidden", "draw"):
+        if args is not None and key in args:
+            _drop(args.value, key)
     checks = doc.get("check")
     if checks is not None:
         for i in reversed(range(len(checks))):
             if checks[i].get("grading_only", False):
+                if i > 0:  # a comment above [[check]] ends the table before it
+                    previous = checks[i - 1].value.body
+                    _drop_comments_above(previous, len(previous))
                 del checks[i]
-    doc.add(tomlkit.comment(STUDENTS_NOTE))
-    doc.add("students", True)
+    if "students" not in doc:
+        doc.add(tomlkit.comment(STUDENTS_NOTE))
+        doc.add("students", True)
     return tomlkit.dumps(doc)
 
 

@@ -32,6 +32,15 @@ class ProfilePlan:
     notes: tuple[str, ...] = ()  # why this kind, or why profiling is unavailable
     output: Path | None = None  # nsys: the .nsys-rep it will write; builtin: the trace file
     nsys: str = ""  # the nsys executable, for `nsys stats`
+    # Libraries of idrrun's own the program loads, by the variable of `env` that names them
+    # (the built-in tracer: CUDA_INJECTION64_PATH): a box shows them read-only.
+    libraries: Mapping[str, Path] = field(default_factory=dict)
+    # How long the profiler may go on after the program's time limit (nsys writes its report
+    # after the program ends).
+    grace: float = 0.0
+    # The profiler's own installation, when it runs in front of the program (nsys in an SDK):
+    # a box shows it read-only.
+    installation: Path | None = None
 
 
 # ---------------------------------------------------------------------------------------

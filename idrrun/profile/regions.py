@@ -1,14 +1,15 @@
 """Which OpenACC compute constructs a checked run executed: the regions library (regions.c).
 
-    plan(request, cache_dir, uid)                -> Counting: the run's variables and files
-    collect(counting, workdir, uid, executable)  -> RegionsRan, after the run
-    parse_record(data)                           -> one process's record (pure, bounded)
+    plan(request, cache_dir, folder, tools_dir)    -> Counting: the run's variables and files
+    collect(counting, folder, uid, executable)     -> RegionsRan, after the run
+    parse_record(data)                             -> one process's record (pure, bounded)
 
 A checked OpenACC run (an exercise's --check, grading) loads regions.c's library through the
 OpenACC profiling interface (ACC_PROFLIB): the runtime, GCC's libgomp or NVIDIA's, reports every
 compute construct that starts, on the GPU or on the host; a construct in a function never called
-reports nothing. The library is built once per source into the cache, as the GPU tracer is
-(tracer.py): a name keyed on its content, written under a temporary name and renamed.
+reports nothing. The library is one of idrrun's tools (run/tools.py), as the GPU tracer is:
+built once per source into the cache, checked before every use, placed in the request's room
+for a box's own uid.
 
 Its records are files in the run's folder, which the program can write: they are read only
 through run/boundary.py (beneath the folder's descriptor, no link followed, regular files only,
@@ -18,8 +19,8 @@ incomplete; `uses_openacc` falls back to the compiler's report of reachable code
 library never loaded).
 
 gcc's runtime gives no line: a construct is its call site, an address of the executable, mapped
-here to a function and a line (elflines.py) in the executable the grader built, not the copy
-the box could reach. Checked gcc builds carry line tables (-g1) for this.
+here to a function and a line (elflines.py) in the executable the grader built or sealed, not
+a copy the box could change. Checked gcc builds carry line tables (-g1) for this.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..model import ConstructRan, RegionsRan, RunRequest, temp_beside
-from ..run import boundary, proc, sandbox
+from ..model import ConstructRan, RegionsRan, RunRequest
+from ..run import boundary, proc, tools
 from . import elflines
 
 LIBRARY_SOURCE = Path(__file__).with_name("regions.c")
@@ -75,40 +76,38 @@ def build_command(compiler: str, output: Path) -> tuple[str, ...]:
 def build_library(cache_dir: Path, cc: str | None = None,
                   environ: Mapping[str, str] | None = None,
                   timeout: float = 60.0) -> tuple[Path | None, str]:
-    """Compile regions.c once per content; (None, why) when it cannot be built."""
+    """regions.c compiled once per content, checked at every use (run/tools.py); (None, why)
+    when it cannot be built."""
     env = os.environ if environ is None else environ
     target = cache_dir / "regions" / f"idrrun-regions-{library_key()}.so"
-    if target.is_file():
+    if tools.checked(target):
         return target, ""
     search = env.get("PATH", os.defpath)
     compiler = cc or shutil.which("cc", path=search) or shutil.which("gcc", path=search)
     if compiler is None:
         return None, f"{NOT_BUILT}: no C compiler (cc or gcc)"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_beside(target)
-    result = proc.run(build_command(compiler, tmp), what="build regions library", timeout=timeout)
-    if not result.ok or not tmp.is_file():
-        tmp.unlink(missing_ok=True)
-        return None, f"{NOT_BUILT} ({result.describe()}): {result.output.strip()[-400:]}"
-    os.replace(tmp, target)
-    return target, ""
+    return tools.build(target, lambda tmp: proc.run(build_command(compiler, tmp),
+                                                    what="build regions library", timeout=timeout),
+                       NOT_BUILT)
 
 
-def plan(request: RunRequest, cache_dir: Path, uid: int = -1) -> Counting:
+def plan(request: RunRequest, cache_dir: Path, folder: Path,
+         tools_dir: Path | None = None) -> Counting:
     """A checked OpenACC run counts its constructs (not an OpenMP one: the OpenACC profiling
-    interface reports OpenACC constructs only). uid >= 0: the box runs as that uid, which
-    reaches the library through a shared copy, as the GPU tracer's."""
+    interface reports OpenACC constructs only); its records go in `folder`, where it runs.
+    tools_dir: where a box's own uid loads the library from (a folder of the request's room),
+    as the GPU tracer; None: from the cache."""
     if request.check is None or not request.acc:
         return Counting()
     library, why = build_library(cache_dir)
     if library is None:
         return Counting(prefix=RECORD_PREFIX, problem=why)
-    if uid >= 0:
-        library = sandbox.shared_copy(library)
+    if tools_dir is not None:
+        library = tools.place(library, tools_dir)
     # A name of its own per run: a record left by an earlier run (or made in advance by the
     # program) is never taken for this run's.
     prefix = RECORD_PREFIX + secrets.token_hex(8)
-    return Counting(env={PROFLIB_VAR: str(library), RECORD_VAR: str(request.workdir / prefix)},
+    return Counting(env={PROFLIB_VAR: str(library), RECORD_VAR: str(folder / prefix)},
                     readable=(library,), prefix=prefix)
 
 
@@ -220,17 +219,17 @@ def summarise(records: Sequence[Record | None], executable: Path | None) -> Regi
     return RegionsRan("counted", _merge(constructs), lost=sum(r.lost for r in whole))
 
 
-def collect(counting: Counting, workdir: Path, uid: int = -1,
+def collect(counting: Counting, folder: Path, uid: int = -1,
             executable: Path | None = None) -> RegionsRan | None:
-    """After the run: its records, read out of its folder through the boundary and removed;
-    None when the run was not counted."""
+    """After the run: its records, read out of the folder it ran in through the boundary and
+    removed; None when the run was not counted."""
     if not counting.prefix:
         return None
     if counting.problem:
         return RegionsRan("not_loaded", why=counting.problem)
     owners = (uid, os.geteuid()) if uid >= 0 else (os.geteuid(),)
     try:
-        dirfd = boundary.open_dir(workdir)
+        dirfd = boundary.open_dir(folder)
     except OSError as exc:
         return RegionsRan("unreadable", why=UNREADABLE.format(why=f"its folder ({exc.strerror})"))
     try:

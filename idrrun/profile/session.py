@@ -36,6 +36,7 @@ For exercise checks: trace_values(report.trace, iterations) -> {"ran_on_gpu", "k
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -82,6 +83,8 @@ from .tracer import build_tracer, find_cupti
 
 
 TRACE_FILE = "trace.jsonl"
+# nsys writes its report after the program ends: it may go on this long past the time limit.
+NSYS_GRACE = 60.0
 # How often the tracer hands CUPTI's finished records over (its default 500): the follower
 # reads them during the run, so a shorter period leaves less to read after it.
 FLUSH_MS = 100
@@ -91,10 +94,22 @@ NSYS_HINT = ("install Nsight Systems (it comes with the CUDA toolkit and the NVI
              "profile with the built-in tracer")
 
 
+def run_dir_name(label: str) -> str:
+    """The name of one profiled run's folder: LABEL-YYYYmmdd-HHMMSS."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "run"
+    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def relocated(plan: ProfilePlan, folder: Path) -> ProfilePlan:
+    """The plan for reading what a run's profiler wrote from `folder` (where the grader copied
+    it out of a graded run's folder) instead of where it was written."""
+    output = folder / plan.output.name if plan.output is not None else None
+    return dataclasses.replace(plan, run_dir=folder, output=output)
+
+
 def new_run_dir(parent: Path, label: str) -> Path:
     """A fresh folder for one profiled run: PARENT/LABEL-YYYYmmdd-HHMMSS[-N]."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "run"
-    base = f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    base = run_dir_name(label)
     for n in range(1000):
         path = parent / (base if n == 0 else f"{base}-{n}")
         try:
@@ -152,7 +167,9 @@ def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str
         if command:
             report = run_dir / f"{_nsys.REPORT_BASENAME}.nsys-rep"
             return ProfilePlan(kind="nsys", argv_prefix=_nsys.profile_argv(command, run_dir),
-                               env={}, run_dir=run_dir, output=report, nsys=command[0])
+                               env={}, run_dir=run_dir, output=report, nsys=command[0],
+                               grace=NSYS_GRACE,
+                               installation=Path(command[0]).resolve().parent.parent)
         if choice == "nsys":
             return _none(run_dir, f"nsys is not on PATH: {NSYS_HINT}")
     library, why = build_tracer(cache_dir, cc, env)
@@ -163,7 +180,8 @@ def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str
     return ProfilePlan(kind="builtin", argv_prefix=(),
                        env={"CUDA_INJECTION64_PATH": str(library), "IDRRUN_TRACE_FILE": str(trace),
                             "IDRRUN_TRACE_FLUSH_MS": str(FLUSH_MS)},
-                       run_dir=run_dir, notes=notes, output=trace)
+                       run_dir=run_dir, notes=notes, output=trace,
+                       libraries={"CUDA_INJECTION64_PATH": library})
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import temp_beside
-from ..run import proc
+from ..run import proc, tools
 
 TRACER_SOURCE = Path(__file__).with_name("tracer.c")
 
@@ -210,22 +209,12 @@ def build_tracer(cache_dir: Path, cc: str | None = None,
     if isinstance(found, str):
         return None, found
     target = cache_dir / "tracer" / f"idrrun-tracer-{tracer_key(found)}.so"
-    if target.is_file():
+    if tools.checked(target):
         return target, ""
     search = env.get("PATH", os.defpath)
     compiler = cc or shutil.which("cc", path=search) or shutil.which("gcc", path=search)
     if compiler is None:
         return None, "no C compiler (cc or gcc) to build the GPU tracer: install gcc"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_beside(target)
-    result = proc.run(build_command(compiler, found, tmp), what="build GPU tracer",
-                      timeout=timeout)
-    if not result.ok or not tmp.is_file():
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        return None, (f"the GPU tracer did not build against {found.root} ({result.describe()}): "
-                      f"{result.output.strip()[-400:]}")
-    os.replace(tmp, target)
-    return target, ""
+    return tools.build(target, lambda tmp: proc.run(build_command(compiler, found, tmp),
+                                                    what="build GPU tracer", timeout=timeout),
+                       f"the GPU tracer (against {found.root})")

@@ -5,7 +5,9 @@ Precedence, lowest first (each layer overrides the ones before it):
     1. built-in defaults
     2. an IDRIS site file (JSON), when IDR_CONFIG_FILE names one
     3. the user file:    $XDG_CONFIG_HOME/idrrun/config.toml (~/.config/idrrun/config.toml)
-    4. the project file: ./idrrun.toml in the working directory
+    4. the project file: ./idrrun.toml in the working directory; for the grader (`idrrun grade`,
+       `idrrun course check`) only the file given with --config: it never reads one from the
+       folder it runs in, which may be the submissions' (load's `project`)
     5. the environment:  the file named by IDRRUN_CONFIG, then IDRRUN_* variables
     6. the magic line or the command line (options.py), applied by the front ends
 
@@ -39,6 +41,11 @@ COMPILER_KEYS = ("c", "c++", "fortran", "cuda", "mpi_c", "mpi_c++", "mpi_fortran
 # Environment variables of the settings without a flag (the flags name their own).
 _ENV_PLAIN = {"IDRRUN_CACHE_DIR": "cache_dir", "IDRRUN_EXAMPLES": "examples_dir",
               "IDRRUN_OFFLOAD": "offload"}
+# ... and those of a table's field: variable -> (table, field)
+_ENV_TABLES = {"IDRRUN_GRADING_SEED": ("grading", "seed")}
+
+
+PROJECT_FILE = "idrrun.toml"
 
 
 def user_config_path() -> Path:
@@ -100,13 +107,17 @@ def _check_layer(raw: Mapping[str, Any], origin: str) -> dict[str, Any]:
         elif key in ("cache_dir", "examples_dir"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: expected a folder path (a string), got {value!r}")
-            out[key] = Path(os.path.expanduser(value))
+            # Absolute (from the working folder, as before): a path idrrun puts on a tool's
+            # command line never reads as an option, whatever its first character.
+            out[key] = Path(os.path.expanduser(value)).absolute()
         elif key == "compilers":
             out[key] = _compilers(value, origin)
         elif key == "launcher":
             out[key] = _launcher(value, origin)
         elif key == "profiler":
             out[key] = _profiler(value, where)
+        elif key == "grading":
+            out["grading_seed"] = _grading(value, origin)
         else:
             raise ConfigError(f"{where}: unknown field")
     return out
@@ -176,6 +187,20 @@ def _launcher(value: Any, origin: str) -> LauncherConfig:
     if unknown:
         raise ConfigError(f"{_field(origin, 'launcher.' + sorted(unknown)[0])}: unknown field")
     return LauncherConfig(**fields)
+
+
+def _grading(value: Any, origin: str) -> str:
+    """[grading] seed = "...": the seed of the hidden argument sets drawn when grading."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{_field(origin, 'grading')}: expected a table [grading]")
+    unknown = sorted(set(value) - {"seed"})
+    if unknown:
+        raise ConfigError(f"{_field(origin, 'grading.' + unknown[0])}: unknown field (known: seed)")
+    seed = value.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, (str, int)) or str(seed) == "":
+        raise ConfigError(f"{_field(origin, 'grading.seed')}: expected a text or a whole number, "
+                          f"got {seed!r}")
+    return str(seed)
 
 
 def _profiler(value: Any, where: str) -> tuple[str, ...]:
@@ -255,12 +280,38 @@ def read_idris_site_file(path: Path) -> dict[str, Any]:
 def _env_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
     """(origin, raw layer) for each IDRRUN_* variable that is set, so errors name the variable."""
     flags = {spec.env: key for key, (_, spec) in _flag_settings().items() if spec.env}
-    return [(f"environment variable {var}", {key: environ[var]})
-            for var, key in {**flags, **_ENV_PLAIN}.items() if environ.get(var)]
+    plain = [(f"environment variable {var}", {key: environ[var]})
+             for var, key in {**flags, **_ENV_PLAIN}.items() if environ.get(var)]
+    return plain + [(f"environment variable {var}", {table: {key: environ[var]}})
+                    for var, (table, key) in _ENV_TABLES.items() if environ.get(var)]
 
 
-def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
-    """Read every layer, in precedence order, into one Settings."""
+def project_file(workdir: Path) -> Path | None:
+    """./idrrun.toml of `workdir`, when there is one."""
+    path = workdir / PROJECT_FILE
+    return path if path.is_file() else None
+
+
+def _project_layer(workdir: Path, project: Path | bool) -> list[Path]:
+    if project is True:
+        found = project_file(workdir)
+        return [found] if found is not None else []
+    if project is False:
+        return []
+    if not project.is_file():
+        raise ConfigError(f"{project} (--config): no such file")
+    return [project]
+
+
+def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None,
+         project: Path | bool = True) -> Settings:
+    """Read every layer, in precedence order, into one Settings.
+
+    project: the project layer. True: ./idrrun.toml of `workdir`, when there is one; a path:
+    that file (--config; it must exist); False: none. The grader passes False or its --config:
+    where it runs may be the submissions' folder, and a config handed in there names the
+    commands it would run as root (compilers, launcher, profiler). The site and user files and
+    the IDRRUN_* variables stay: they are the teacher's own."""
     environ = os.environ if environ is None else environ
     workdir = Path.cwd() if workdir is None else workdir
     merged: dict[str, Any] = {"values": {}}
@@ -281,10 +332,10 @@ def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None) 
         path = Path(site)
         apply(_check_layer(read_idris_site_file(path), f"{path} (IDR_CONFIG_FILE)"))
         files.append(str(path))
-    for path in (user_config_path(), workdir / "idrrun.toml"):
-        if path.is_file():
-            apply(_check_layer(_read_toml(path), str(path)))
-            files.append(str(path))
+    user = user_config_path()
+    for path in ([user] if user.is_file() else []) + _project_layer(workdir, project):
+        apply(_check_layer(_read_toml(path), str(path)))
+        files.append(str(path))
     env_file = environ.get("IDRRUN_CONFIG")
     if env_file:
         path = Path(env_file)

@@ -42,6 +42,15 @@ def cell_source(cell: Any) -> str:
 
 
 def read(path: Path) -> dict[str, Any]:
+    """The notebook in the file `path` (parse)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path.name}: not a readable notebook ({exc.strerror})") from None
+    return parse(raw, path.name)
+
+
+def parse(raw: bytes, name: str) -> dict[str, Any]:
     """A notebook as its JSON, in nbformat 4 (older ones converted); UsageError with the reason
     when it is not one. A notebook that does not follow the schema is still read (a student's
     notebook edited by hand): what idrrun needs of it, the cells, is checked here.
@@ -51,7 +60,7 @@ def read(path: Path) -> dict[str, Any]:
     grammars), more than grading a few submissions. nbformat, imported then, converts the rare
     older file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
         if isinstance(data, dict) and data.get("nbformat") != 4 and "worksheets" in data:
             import nbformat  # pylint: disable=import-outside-toplevel
             data = nbformat.reads(json.dumps(data), as_version=4,  # type: ignore[no-untyped-call]
@@ -60,10 +69,10 @@ def read(path: Path) -> dict[str, Any]:
         # A student's file: reading raises what json and nbformat's parts raise on bad input
         # (ValueError, UnicodeDecodeError, RecursionError, KeyError...), and any of them means
         # the same thing here.
-        raise UsageError(f"{path.name}: not a readable notebook ({type(exc).__name__}: "
+        raise UsageError(f"{name}: not a readable notebook ({type(exc).__name__}: "
                          f"{str(exc)[:200]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise UsageError(f"{path.name}: not a notebook (no list of cells)")
+        raise UsageError(f"{name}: not a notebook (no list of cells)")
     return dict(data)
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import re
 import shlex
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,15 +36,23 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
-        # Only --help ends up here: print it and stop without running anything.
-        if message:
-            print(message)
-        raise _HelpShown()
 
-
-class _HelpShown(Exception):
+class _HelpAsked(Exception):
     pass
+
+
+class _AskForHelp(argparse.Action):
+    """-h/--help: argparse's own action prints the help itself, wherever stdout goes; this one
+    only says it was asked, and the caller prints it or not (a grader never does: a student's
+    line must not write into its --json output)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                         nargs=0, help="show this help message and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        raise _HelpAsked()
 
 
 # ---------------------------------------------------------------------------------------
@@ -327,21 +337,24 @@ def from_namespace(ns: argparse.Namespace) -> Options:
 
 
 def make_parser(prog: str, with_file: bool) -> argparse.ArgumentParser:
-    parser = _Parser(prog=prog, add_help=True, allow_abbrev=False,
+    parser = _Parser(prog=prog, add_help=False, allow_abbrev=False,
                      description="Compile and run C/C++/Fortran/CUDA code with OpenACC.")
+    parser.add_argument("-h", "--help", action=_AskForHelp)
     add_arguments(parser)
     if with_file:
         parser.add_argument("file", metavar="FILE", help="the source file")
     return parser
 
 
-def parse_line(line: str, prog: str = "%%idrrun", with_file: bool = False) -> Options | None:
-    """Parse a magic line. None when --help was asked (the help has been printed)."""
+def parse_line(line: str, prog: str = "%%idrrun", with_file: bool = False,
+               show_help: bool = True) -> Options | None:
+    """Parse a magic line. None when --help was asked (the help has been printed on stdout);
+    with show_help=False, nothing is ever printed: a line asking for help raises UsageError."""
     try:
         tokens = shlex.split(line, comments=False)
     except ValueError as exc:
         raise UsageError(f"{prog}: cannot read the line: {exc}") from None
-    return parse_tokens(tokens, prog=prog, with_file=with_file)
+    return parse_tokens(tokens, prog=prog, with_file=with_file, show_help=show_help)
 
 
 _parsers: dict[tuple[str, bool, tuple[str, ...]], argparse.ArgumentParser] = {}
@@ -356,13 +369,21 @@ def _parser(prog: str, with_file: bool) -> argparse.ArgumentParser:
     return _parsers[key]
 
 
-def parse_tokens(tokens: Sequence[str], prog: str, with_file: bool) -> Options | None:
+def parse_tokens(tokens: Sequence[str], prog: str, with_file: bool,
+                 show_help: bool = True) -> Options | None:
     parser = _parser(prog, with_file)
     try:
         ns = parser.parse_args(glue_word_lists(tokens))
-    except _HelpShown:
+    except _HelpAsked:
+        _help_asked(parser, show_help)
         return None
     return from_namespace(ns)
+
+
+def _help_asked(parser: argparse.ArgumentParser, show_help: bool) -> None:
+    if not show_help:
+        raise UsageError(f"{parser.prog}: the line asks for the help (-h/--help), not for a run")
+    sys.stdout.write(parser.format_help())
 
 
 def parse_files(tokens: Sequence[str], prog: str) -> tuple[Options, tuple[str, ...]] | None:
@@ -375,9 +396,20 @@ def parse_files(tokens: Sequence[str], prog: str) -> tuple[Options, tuple[str, .
         _parsers[key] = parser
     try:
         ns = _parsers[key].parse_args(glue_word_lists(tokens))
-    except _HelpShown:
+    except _HelpAsked:
+        _help_asked(_parsers[key], True)
         return None
     return from_namespace(ns), tuple(ns.files)
+
+
+def dash_hint(tokens: Sequence[str], form: str) -> str:
+    """For a usage error: when a word before any "--" that reads as an option names a file
+    ("-j.c"), how to name it instead (`form`: the command's shape, e.g. "idrrun run [flags]")."""
+    words = list(tokens)
+    before = words[:words.index("--")] if "--" in words else words
+    files = [w for w in before if w.startswith("-") and os.path.lexists(w)]
+    return (f"\n  {files[0]} is a file: names that start with '-' go after '--' "
+            f"({form} -- {files[0]})") if files else ""
 
 
 def help_text(prog: str, with_file: bool) -> str:

@@ -69,6 +69,13 @@ def from_file(path: Path, language: Language | None, shown_as: str) -> Source:
         raise UsageError(f"{shown_as} is a folder, not a source file") from None
     except OSError as exc:
         raise UsageError(f"cannot read {shown_as}: {exc.strerror}") from None
+    return from_bytes(raw, path, language, shown_as, path.resolve().parent)
+
+
+def from_bytes(raw: bytes, path: Path, language: Language | None, shown_as: str,
+               origin_dir: Path) -> Source:
+    """The source file `path` whose bytes were read already (the grader reads a submission
+    through descriptors, once, and never resolves a name a student chose)."""
     text = raw.decode("utf-8", errors="surrogateescape")
     guessed = False
     suffix = path.suffix
@@ -82,4 +89,4 @@ def from_file(path: Path, language: Language | None, shown_as: str) -> Source:
     if language_of_path(str(path)) != language:
         suffix = SUFFIXES[language]
     return Source(text=text, name=shown_as, language=language, language_guessed=guessed,
-                  first_line=1, origin_dir=path.resolve().parent, suffix=suffix)
+                  first_line=1, origin_dir=origin_dir, suffix=suffix)

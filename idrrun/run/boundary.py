@@ -35,6 +35,7 @@ all the way down; nothing here starts a process (proc.py does).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -178,22 +179,69 @@ def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...]) -> str:
 
 def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] = (),
             mode: int = 0o644) -> str:
-    """Copy `rel` out of the box folder into `dest` (a path the grader owns, written whole and
-    renamed); "" when done, else why not."""
-    got = take(dirfd, rel, cap, owners)
-    if got.data is None:
-        return got.why
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    """Copy `rel` out of the box folder `dirfd` into `dest` (a new name in a folder the grader
+    owns; streamed, at most `cap` bytes, holes kept); "" when done, else why not."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(got.data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return ""
+        fd = open_beneath(dirfd, rel)
+    except FileNotFoundError:
+        return "absent"
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EXDEV):
+            return "a link, or a name leading out of its folder: not followed"
+        return "absent" if exc.errno == errno.ENOTDIR else f"cannot open it ({exc.strerror})"
+    try:
+        st = os.fstat(fd)
+        problem = _refused(st, cap, owners)
+        if problem:
+            return problem
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      mode)
+        try:
+            _copy_data(fd, out, min(st.st_size, cap))
+            os.fchmod(out, mode)
+        except BaseException:
+            os.close(out)
+            os.unlink(dest)
+            raise
+        os.close(out)
+        return ""
+    except OSError as exc:
+        return f"cannot copy it ({exc.strerror})"
+    finally:
+        os.close(fd)
+
+
+def take_from(folder: Path, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
+    """take() from a box folder the grader made in a folder of its own (its room)."""
+    try:
+        check_own(folder.parent)
+        fd = open_dir(folder)
+    except OSError as exc:
+        return Taken(None, f"the box's folder is gone ({exc.strerror})")
+    try:
+        return take(fd, rel, cap, owners)
+    finally:
+        os.close(fd)
+
+
+def is_file(folder: Path, rel: str) -> bool:
+    """Whether a box folder of the grader's room holds `rel` as a regular file (no link
+    followed)."""
+    try:
+        check_own(folder.parent)
+        fd = open_dir(folder)
+    except OSError:
+        return False
+    try:
+        inner = open_beneath(fd, rel)
+        try:
+            return stat.S_ISREG(os.fstat(inner).st_mode)
+        finally:
+            os.close(inner)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def discard(dirfd: int, name: str) -> None:
@@ -215,6 +263,45 @@ def names(dirfd: int) -> list[str]:
             return [e.name for e in it]
     finally:
         os.close(fd)
+
+
+def usage(folder: Path, max_bytes: int, max_files: int) -> str | None:
+    """Why the box folder `folder` holds more than max_bytes (blocks really used) or max_files
+    entries, or None. Through descriptors, never following a link; stops counting as soon as a
+    bound is passed, so that 100 000 files do not cost the grader a full walk."""
+    size = files = 0
+    try:
+        stack = [open_dir(folder)]
+    except OSError:
+        return None
+    try:
+        while stack:
+            fd = stack.pop()
+            try:
+                with os.scandir(os.dup(fd)) as it:
+                    entries = list(it)
+                for entry in entries:
+                    files += 1
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                        if stat.S_ISDIR(st.st_mode):
+                            stack.append(os.open(entry.name, _DIR_FLAGS, dir_fd=fd))
+                        else:
+                            size += st.st_blocks * 512
+                    except OSError:
+                        continue
+                    if files > max_files:
+                        return f"more than {max_files} files"
+                    if size > max_bytes:
+                        return f"more than {max_bytes >> 20} MiB of files"
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+    finally:
+        for fd in stack:
+            os.close(fd)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,10 +408,147 @@ def _walk_owned(dirfd: int, uid: int, gid: int) -> None:
 
 
 def remove(path: Path) -> None:
-    """Remove a folder a box wrote in (once nothing of the box runs): the top is the grader's
-    own path; below it, shutil.rmtree walks by descriptors and never follows a link."""
-    assert shutil.rmtree.avoids_symlink_attacks
-    shutil.rmtree(path, ignore_errors=True)
+    """Remove a folder a box wrote in, once nothing of the box runs. The top is the grader's own
+    path; below it, the walk goes through descriptors and never follows a link, one folder
+    open at a time, climbing back through "..", checked against the folder it came from: a
+    tree a box made 10 000 folders deep costs neither Python's stack (shutil.rmtree recurses)
+    nor 10 000 descriptors. What cannot be removed is left, never followed."""
+    try:
+        fd = os.open(path, _DIR_FLAGS)
+    except FileNotFoundError:
+        return
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # a link or a file where a folder was: the name itself goes
+        return
+    names: list[str] = []  # the way down from the top, and each folder's (device, inode)
+    ids: list[tuple[int, int]] = []
+    stuck: list[set[str]] = [set()]  # per level, what could not be removed
+    try:
+        while True:
+            entry = _first(fd, stuck[-1])
+            if entry is not None:
+                name, is_dir = entry
+                try:
+                    if not is_dir:
+                        os.unlink(name, dir_fd=fd)
+                        continue
+                    below = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    stuck[-1].add(name)
+                    continue
+                st = os.fstat(fd)
+                ids.append((st.st_dev, st.st_ino))
+                names.append(name)
+                stuck.append(set())
+                os.close(fd)
+                fd = below
+                continue
+            if not names:
+                break
+            above = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = above
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != ids.pop():
+                return  # the tree moved under us: stop, follow nothing
+            name = names.pop()
+            left = stuck.pop()
+            try:
+                if left:
+                    raise OSError(errno.ENOTEMPTY, "not empty")
+                os.rmdir(name, dir_fd=fd)
+            except OSError:
+                stuck[-1].add(name)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def _first(fd: int, skip: set[str]) -> tuple[str, bool] | None:
+    """The first entry of a folder not in `skip`: (name, whether it is a folder, not a link)."""
+    with os.scandir(os.dup(fd)) as it:
+        for entry in it:
+            if entry.name not in skip:
+                try:
+                    return entry.name, entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    return entry.name, False
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# A request's room: the grader's own folder in which each of its boxes gets a fresh folder
+
+
+def box_folder(room: Path, prefix: str, uid: int, gid: int, files_from: Path | None = None,
+               files_into: str = "", put_files: tuple[tuple[str, bytes], ...] = (),
+               tmp: str = "", make_dirs: tuple[str, ...] = ()) -> Path:
+    """A fresh folder for one box in the grader's own `room`: filled while only the grader can
+    write there (a copy of the grader's folder `files_from` into the subfolder `files_into`,
+    then `put_files`, the folders `make_dirs`, an empty `tmp` folder when named), then handed
+    to the box's uid (-1: the grader's own user runs the box, nothing to hand over)."""
+    folder = fresh(room, prefix, 0o700)
+    fd = open_dir(folder)
+    try:
+        if files_from is not None:
+            target = fd
+            if files_into:
+                os.mkdir(files_into, 0o755, dir_fd=fd)
+                target = os.open(files_into, _DIR_FLAGS, dir_fd=fd)
+            try:
+                copied = copy_tree(files_from, target, Budget(size=1 << 40, entries=1 << 20,
+                                                              depth=1 << 10))
+            finally:
+                if target != fd:
+                    os.close(target)
+            if copied.refused:
+                raise BoundaryError(errno.EFBIG, copied.refused)
+        for name, data in put_files:
+            put(fd, name, data)
+        for rel in make_dirs:
+            _mkdirs(fd, rel + "/")
+        if tmp:
+            os.mkdir(tmp, 0o700, dir_fd=fd)
+        if uid >= 0:
+            hand_over(fd, uid, gid)
+    finally:
+        os.close(fd)
+    return folder
+
+
+def sealed_folder(room: Path, prefix: str, gid: int) -> Path:
+    """A fresh folder for what one box may read and run but not change (its executable): the
+    grader's own, passable and readable by the box's group only (gid -1: by the grader's own
+    user only, who runs the box)."""
+    folder = fresh(room, prefix, 0o710 if gid >= 0 else 0o700)
+    if gid >= 0:
+        os.chown(folder, -1, gid, follow_symlinks=False)
+    return folder
+
+
+def seal(source: Path, folder: Path, name: str, gid: int) -> Path:
+    """Copy the grader's own file `source` into the sealed folder as `name`: 0750 to the box's
+    group (0700 with gid -1), the grader's own. Streamed, holes kept."""
+    src = os.open(source, _READ_FLAGS)
+    try:
+        fd = open_dir(folder)
+        try:
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                          0o700, dir_fd=fd)
+        finally:
+            os.close(fd)
+        try:
+            _copy_data(src, out, os.fstat(src).st_size)
+            if gid >= 0:
+                os.fchown(out, -1, gid)
+            os.fchmod(out, 0o750 if gid >= 0 else 0o700)
+        finally:
+            os.close(out)
+    finally:
+        os.close(src)
+    return folder / name
 
 
 # ---------------------------------------------------------------------------------------------

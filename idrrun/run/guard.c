@@ -13,7 +13,9 @@
  *   file-size, nproc, address-space  resource limits in bytes/tasks (0: none) for the program
  *   cgroups        ':'-separated cgroup.procs files to join before starting the program ("": none)
  *   uid, gid       the unprivileged identity the program runs as (-1: keep ours); only root
- *                  can give one, and then RLIMIT_NPROC counts that identity's processes alone
+ *                  can give one, and then RLIMIT_NPROC counts that identity's processes alone;
+ *                  that identity is the run's own (a fresh uid per box), so when the program
+ *                  ends every process of that uid is killed (kill(-1) as it, as isolate does)
  *   sweep          1: after the program, kill what carries its IDRRUN_RUN marker (when there is
  *                  no cgroup to list the run's processes, and no PID namespace to end them)
  *   stack          RLIMIT_STACK in bytes for the program (-1: unlimited, 0: as inherited), at
@@ -115,6 +117,42 @@ static int kill_cgroups(const char *files)
     }
     free(list);
     return found;
+}
+
+/* execvp, again while the file is busy: idrrun writes a fresh copy of each executable, and a
+ * thread of idrrun that forks at that moment gives its child the copy's write descriptor until
+ * that child execs: then exec fails with ETXTBSY for a few microseconds (the classic race of
+ * a threaded program that writes an executable and runs it). */
+static void exec_program(char **program)
+{
+    struct timespec pause = {0, 2 * 1000 * 1000};
+    for (int tries = 0; tries < 500; tries++) {
+        execvp(program[0], program);
+        if (errno != ETXTBSY)
+            return;
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Kill every process of UID (a box's own, fresh uid): kill(-1) from a child that became that
+ * user reaches exactly its processes, whatever they did to their environment or group. */
+static void kill_uid(long uid)
+{
+    for (int round = 0; round < 3; round++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            return;
+        if (pid == 0) {
+            if (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0)
+                _exit(1);
+            _exit(kill(-1, SIGKILL) == 0 ? 0 : 2); /* 2: ESRCH, nothing of it was left */
+        }
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            return;
+    }
 }
 
 /* Kill every process whose environment holds MARKER; returns how many were found. */
@@ -355,7 +393,7 @@ static int inner(int argc, char **argv)
         return 125;
     if (pid == 0) {
         default_signals();
-        execvp(argv[prog], argv + prog);
+        exec_program(argv + prog);
         fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", argv[prog], strerror(errno));
         _exit(127);
     }
@@ -414,7 +452,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "idrrun-guard: cannot become user %ld: %s\n", uid, strerror(errno));
             _exit(126);
         }
-        execvp(program[0], program);
+        exec_program(program);
         fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", program[0], strerror(errno));
         _exit(127);
     }
@@ -441,5 +479,7 @@ int main(int argc, char **argv)
         for (int round = 0; round < 400 && sweep(marker) > 0; round++)
             nanosleep(&pause, NULL);
     }
+    if (uid > 0 && atoi(value[OPT_SWEEP]))
+        kill_uid(uid);
     return report(st, "");
 }

@@ -19,8 +19,8 @@ import os
 import shutil
 from pathlib import Path
 
-from ..model import Cgroups, Protections, SandboxSupport, temp_beside
-from . import proc, sandbox
+from ..model import Cgroups, Protections, SandboxSupport
+from . import proc, sandbox, tools
 from .guard import SOURCE as GUARD_SOURCE
 from .jail import try_write
 
@@ -95,22 +95,18 @@ def probe_cgroups() -> Cgroups | None:
 
 
 def build_guard(cache_dir: Path, cc: str | None) -> tuple[Path | None, str]:
-    """Compile guard.c once per source version; (None, why) when it cannot be built."""
+    """Compile guard.c once per source version (checked before every use: tools.py); (None,
+    why) when it cannot be built."""
     digest = hashlib.sha256(GUARD_SOURCE.read_bytes()).hexdigest()[:12]
     target = cache_dir / "guard" / f"idrrun-guard-{digest}"
-    if target.is_file() and os.access(target, os.X_OK):
+    if tools.checked(target):
         return target, ""
     compiler = cc or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         return None, "no C compiler to build the run guard"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_beside(target)
-    result = proc.run([compiler, "-O2", "-o", str(tmp), str(GUARD_SOURCE)], what="build guard",
-                      timeout=60)
-    if not result.ok or not tmp.is_file():
-        return None, f"the run guard did not build ({result.describe()}): {result.output.strip()[:200]}"
-    os.replace(tmp, target)
-    return target, ""
+    return tools.build(target, lambda tmp: proc.run([compiler, "-O2", "-o", str(tmp), str(GUARD_SOURCE)],
+                                                    what="build guard", timeout=60),
+                       "the run guard")
 
 
 def probe(cache_dir: Path, cc: str | None = None) -> Protections:

@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import build as build_mod
 from ..errors import ToolNotFound
 from ..model import LauncherConfig, ProcResult, RunRequest, Settings
-from . import proc
+from . import boundary, proc
 
 # One per process: every SLURM job or step this process starts is named with it.
 SESSION = uuid.uuid4().hex[:8]
@@ -241,10 +241,8 @@ def scratch_root(settings: Settings) -> Path | None:
     the nodes see (a login node's /tmp is its own). None: the system's temporary folder."""
     if settings.launcher.kind != "srun":
         return None
-    root = settings.cache_dir / "scratch"
-    root.mkdir(parents=True, exist_ok=True)
-    os.chmod(root, 0o711)  # a box's own uid passes through to its folder, lists nothing
-    return root
+    # a box's own uid passes through to its folder, lists nothing; someone else's is refused
+    return boundary.own_dir(settings.cache_dir / "scratch", 0o711, parents=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -155,7 +155,6 @@ def spawn(
             args = dataclasses.replace(jail.guard_args, status_fd=status_w)
             inner: tuple[str, ...] = ()
             if box is not None:
-                sandbox.give(box)
                 if outer:
                     # The launcher (srun) must start as idrrun's own user, whom the cluster
                     # knows; the box's uid is taken on the node, just before the box.
@@ -164,7 +163,7 @@ def spawn(
                     args = dataclasses.replace(args, uid=box.uid, gid=box.gid)
                 args = dataclasses.replace(args, sweep=int(box.support.level != "namespaces"))
                 if box.support.level == "namespaces":
-                    in_box = sandbox.shared_copy(jail.guard) if box.uid >= 0 else jail.guard
+                    in_box = box.inner_guard or jail.guard
                     if outer:
                         # No descriptor crosses srun: the program's status is the step's.
                         inner += sandbox.bwrap_argv(box.support, box, in_box, -1)
@@ -173,8 +172,6 @@ def spawn(
                         inner_w = os.dup(status_w)
                         pass_fds = (status_w, inner_w)
                         inner = sandbox.bwrap_argv(box.support, box, in_box, inner_w)
-                else:
-                    env.update(sandbox.private_tmp(box))
             argv = (*args.argv(jail.guard), *outer, *inner, *argv)
     elif outer:
         argv = (*outer, *argv)

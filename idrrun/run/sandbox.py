@@ -1,11 +1,15 @@
 """A box for a compile or a run that must not reach anything else: graded submissions always,
 any run when `[sandbox] mode = "on"` (or `--sandbox on`).
 
-What a box sees, with bubblewrap (Debian's `bubblewrap`, the tool Flatpak uses): the system
-folders read-only (SYSTEM_DIRS), the folders it works in read-write, a private size-capped /tmp,
-the files it needs read-only (the executable, the GPU tracer) — and nothing else: no home, no
-idrrun cache, no course folder (hidden under an empty tmpfs even where a system folder holds
-it), no report, no other student. It has its own PID namespace (everything in it dies with the
+What a box sees, with bubblewrap (Debian's `bubblewrap`, the tool Flatpak uses), is an
+allow-list: the system's program folders read-only (SYSTEM_DIRS: /usr and /lib*, with /bin and
+/sbin), a few files of /etc (ETC_ALLOWED), the compiler's and the profiler's own prefixes when
+they live elsewhere (an HPC SDK under /opt), the folders it works in read-write, a private
+size-capped /tmp, the files it needs read-only (the executable, the GPU tracer) — and nothing
+else: no /opt, no /home, no /root, no idrrun cache, no course folder and no idrrun package
+(hidden under an empty tmpfs where an allowed folder holds them: a course installed with pip
+under /usr/local), no report, no other student. What the grader puts in and takes out of a box
+goes through boundary.py. It has its own PID namespace (everything in it dies with the
 run), no network, its own IPC and hostname, and a clean environment (ENV_KEEP). As root, each
 box also runs as a fresh unprivileged uid, as isolate and Jobe do, so that its files and
 processes are its own; RLIMIT_NPROC then counts that uid's processes alone.
@@ -13,25 +17,31 @@ processes are its own; RLIMIT_NPROC then counts that uid's processes alone.
 Levels, probed once (`probe`), reported by `idrrun doctor`:
 - "namespaces": bubblewrap works here (user, mount, PID, network namespaces);
 - "uid": no namespaces (e.g. a default Docker container) but root: a fresh uid per box, its
-  folders private to it, its /tmp litter removed after the run;
+  folders private to it, every process of that uid killed and its /tmp litter removed after
+  the run. The box then sees every file other users can read: the grader refuses a course
+  whose solutions others can read (readable_by_others);
 - "none": neither; `idrrun grade` refuses unless --unsafe.
 """
 
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import SandboxSupport, temp_beside
+from ..model import SandboxSupport
+from . import boundary
 
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What a compiler, the C and Fortran runtimes, Open MPI and the CUDA driver read in /etc: the
+# dynamic linker's cache, names of users and hosts, the alternatives (mpicc, cc), MPI's defaults.
+ETC_ALLOWED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group",
+               "nsswitch.conf", "hosts", "host.conf", "localtime", "timezone", "openmpi", "pmix",
+               "nvidia", "OpenCL", "gai.conf")
 # Variables a program keeps from the environment it was started from: language, terminal, and
 # those the OpenMP/OpenACC/MPI/CUDA runtimes read. Everything else (HOME, XDG_*, IDRRUN_*,
 # JUPYTER_*, tokens, the grader's paths) stays outside.
@@ -64,6 +74,9 @@ class Box:
     tmp_size: int = TMP_SIZE
     disk_caps: bool = False  # DISK_CAP and FILES_CAP on its writable folders (its own folders)
     support: SandboxSupport = SandboxSupport("none", None, False, "not probed")
+    # The guard as the box runs it, when the box's uid cannot read idrrun's own copy: a copy
+    # placed in the request's room (tools.place). None: idrrun's own.
+    inner_guard: Path | None = None
 
 
 def fresh_uid() -> int:
@@ -81,6 +94,37 @@ def clean_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, st
     return env
 
 
+def box_env(base: Mapping[str, str], extra: Mapping[str, str], support: SandboxSupport,
+            tmp: Path) -> dict[str, str]:
+    """clean_env, with HOME and TMPDIR in `tmp` (the box's own folder) at the "uid" level,
+    where the box has no /tmp of its own."""
+    env = clean_env(base, extra)
+    if support.level == "uid":
+        env.update(HOME=str(tmp), TMPDIR=str(tmp))
+    return env
+
+
+# idrrun's own package, wherever it is installed (site-packages under /usr/local with pip): a box
+# never sees it, nor the course it may carry.
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def package_dirs() -> tuple[Path, ...]:
+    return (_PACKAGE,)
+
+
+def library_path_dirs(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The folders of LD_LIBRARY_PATH outside the system's folders (an offload GCC unpacked
+    in /opt): a program needs them to start."""
+    found: list[Path] = []
+    for entry in env.get("LD_LIBRARY_PATH", "").split(":"):
+        path = Path(entry)
+        if entry and path.is_absolute() and path.is_dir() and not in_system_dirs(path) \
+                and path not in found:
+            found.append(path)
+    return tuple(found)
+
+
 def _inside(path: Path, roots: Iterable[str | Path]) -> bool:
     return any(path == Path(r) or Path(r) in path.parents for r in roots)
 
@@ -91,27 +135,6 @@ def passable(folder: Path) -> bool:
         return all(os.stat(p).st_mode & 0o001 for p in (folder, *folder.parents))
     except OSError:
         return False
-
-
-def shared_copy(path: Path) -> Path:
-    """A copy of a file a box must run or load (the guard, the GPU tracer, both built in the
-    cache: CACHE/guard/x, CACHE/tracer/x) where a box's fresh uid can read it: CACHE/share,
-    beside the private folders of the cache (and, on a cluster, on the file system the nodes
-    share). Content-addressed, made once, root-owned."""
-    share = path.resolve().parents[1] / "share"
-    if not passable(share.parent):  # a cache under /root (0700): the system's temporary folder
-        share = Path(tempfile.gettempdir()) / f"idrrun-share-{os.geteuid()}"
-    share.mkdir(mode=0o711, exist_ok=True)
-    os.chmod(share, 0o711)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    target = share / f"{digest}-{path.name}"
-    if not target.is_file():
-        # Graded submissions run in threads: the temporary name must be this thread's own.
-        tmp = temp_beside(target)
-        shutil.copyfile(path, tmp)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, target)
-    return target
 
 
 def in_system_dirs(path: Path) -> bool:
@@ -142,6 +165,10 @@ def bwrap_argv(support: SandboxSupport, box: Box, guard: Path, inner_fd: int) ->
             argv += ["--symlink", os.readlink(d), d]
         elif os.path.isdir(d):
             argv += ["--ro-bind", d, d]
+    argv += ["--dir", "/etc"]
+    for name in ETC_ALLOWED:
+        if os.path.lexists(f"/etc/{name}"):
+            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(box.tmp_size), "--tmpfs", "/tmp"]
     for h in visible_secrets(box.hidden, box.readable):
         argv += ["--tmpfs", str(h)]
@@ -183,74 +210,26 @@ def drop_to(box: Box) -> tuple[str, ...] | None:
     return (setpriv, f"--reuid={box.uid}", f"--regid={box.gid}", "--clear-groups", "--")
 
 
-def private_tmp(box: Box) -> dict[str, str]:
-    """At the "uid" level (no mount namespace): a private temporary folder inside the box's
-    first writable folder, for HOME and TMPDIR."""
-    tmp = box.writable[0] / ".idrrun-tmp"
-    tmp.mkdir(mode=0o700, exist_ok=True)
-    if box.uid >= 0:
-        os.chown(tmp, box.uid, box.gid)
-    return {"HOME": str(tmp), "TMPDIR": str(tmp)}
-
-
 def over_disk_caps(box: Box) -> str | None:
-    """Why the box's folders went past DISK_CAP or FILES_CAP, or None. Stops counting as soon
-    as a cap is passed, so that a box with 100 000 files does not cost the grader a full walk."""
-    size = files = 0
-    todo = list(box.writable)
-    while todo:
-        try:
-            entries = list(os.scandir(todo.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            files += 1
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append(Path(entry.path))
-                else:
-                    size += entry.stat(follow_symlinks=False).st_blocks * 512
-            except OSError:
-                continue
-            if files > FILES_CAP:
-                return f"more than {FILES_CAP} files"
-            if size > DISK_CAP:
-                return f"more than {DISK_CAP >> 20} MiB of files"
+    """Why the box's folders went past DISK_CAP or FILES_CAP, or None (boundary.usage: through
+    descriptors, never following a link; the count stops as soon as a cap is passed)."""
+    for top in box.writable:
+        why = boundary.usage(top, DISK_CAP, FILES_CAP)
+        if why is not None:
+            return why
     return None
 
 
-def give(box: Box) -> None:
-    """Hand the box's writable folders to its uid (root only), so that it can write there and
-    nobody else can."""
-    if box.uid < 0:
-        return
-    for top in box.writable:
-        for root, dirs, files in os.walk(top):
-            for name in (root, *(os.path.join(root, n) for n in dirs + files)):
-                try:
-                    os.lchown(name, box.uid, box.gid)
-                except OSError:
-                    pass
-        try:
-            os.chmod(top, 0o700)
-        except OSError:
-            pass
-
-
-def take_back(box: Box, paths: Iterable[Path]) -> None:
-    """After the box: the grader owns these again (and the box's uid can no longer change them)."""
-    if box.uid < 0:
-        return
-    for top in paths:
-        for root, dirs, files in os.walk(top):
-            for name in (root, *(os.path.join(root, n) for n in dirs + files)):
-                try:
-                    os.lchown(name, 0, 0)
-                    if not os.path.islink(name):
-                        mode = os.stat(name).st_mode
-                        os.chmod(name, (mode & 0o755) | 0o600)
-                except OSError:
-                    pass
+def readable_by_others(path: Path) -> bool:
+    """Whether a user who is neither the owner nor in the group can read `path`: every folder
+    above it passable by others, and the file (or folder) itself readable by them. At the
+    "uid" level a box sees all such files."""
+    try:
+        if not os.stat(path).st_mode & 0o004:
+            return False
+        return all(os.stat(p).st_mode & 0o001 for p in path.parents)
+    except OSError:
+        return False
 
 
 def remove_litter(uid: int) -> list[str]:

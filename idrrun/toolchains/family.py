@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from .machine import probe_compiler
@@ -19,6 +20,7 @@ from ..model import (
     CompilerInfo,
     DoctorLine,
     Language,
+    DependencyList,
     Preprocessing,
     Probe,
     RunRequest,
@@ -120,6 +122,22 @@ class Family(Protocol):
         Preprocessing() when the family has none (the checks then strip comments themselves)."""
         ...
 
+    def feedback_files(self, toolchain: Toolchain) -> tuple[str, ...]:
+        """Patterns (fnmatch) of the files a compile leaves in its folder that feedback() reads
+        (gcc's tree dumps): a graded build takes out only these, its product and what the
+        source checks read."""
+        ...
+
+    def prefixes(self, toolchain: Toolchain) -> tuple[Path, ...]:
+        """The folders the compiler and the programs it builds read from (headers, libraries,
+        its runtime): a box shows them read-only when they are outside the system's folders."""
+        ...
+
+    def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
+        """How a graded compile into `product` also lists the files it read (what a student's
+        source really included); DependencyList() when the family cannot say."""
+        ...
+
     def gpu_context(self, toolchain: Toolchain) -> bool:
         """Whether the program may create a CUDA context (which maps ~13 GiB of address space,
         so no address-space limit may be put on it)."""
@@ -164,6 +182,17 @@ class CommandFamily:
 
     def preprocess(self, toolchain: Toolchain, source_file: str, product: str) -> Preprocessing:
         return Preprocessing()
+
+    def feedback_files(self, toolchain: Toolchain) -> tuple[str, ...]:
+        return ()
+
+    def prefixes(self, toolchain: Toolchain) -> tuple[Path, ...]:
+        # bin/gcc -> the installation's root (an offload GCC unpacked in /opt/gcc-offload)
+        path = toolchain.compiler.path
+        return (Path(path).resolve().parent.parent,) if path else ()
+
+    def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
+        return DependencyList()
 
     def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:
         """A doctor line per language (C and Fortran): found, or how to install it. Only the

@@ -23,6 +23,7 @@ from ..model import (
     BuildResult,
     CompilerInfo,
     DoctorLine,
+    DependencyList,
     Preprocessing,
     Probe,
     RunRequest,
@@ -49,6 +50,8 @@ _GPU_WORDS = ("nvptx", "nvptx-none", "gpu", "tesla")
 # gcc's own report of what it offloaded, printed with the build: "optimized: assigned OpenACC
 # gang vector loop parallelism".
 FEEDBACK_FLAGS = ("-fopt-info-optimized-omp",)
+# What a graded compile leaves: the files it read, in make's format (-MD -MF).
+DEPENDENCIES = "idrrun-deps.d"
 # Line tables only, for a checked build: libgomp names no line for a region that starts, only
 # its call site, which they map to the source line (profile/elflines.py). They leave the code
 # as it was; measured on the course's 32 OpenACC solutions (C and Fortran, -O2 with the
@@ -248,6 +251,15 @@ class GccFamily(CommandFamily):
         base = Path(product).stem if product.endswith(".o") else f"{product}-{Path(source_file).stem}"
         suffix = ".ii" if toolchain.language == "c++" else ".i"
         return Preprocessing(compile_flags=("-save-temps=obj",), saved=base + suffix)
+
+    def feedback_files(self, toolchain: Toolchain) -> tuple[str, ...]:
+        return (gccdumps.DUMP_FILES,)
+
+    def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
+        # gfortran lists its files only with its preprocessor on (-cpp); the course's Fortran
+        # builds the same with it.
+        cpp = ("-cpp",) if toolchain.language == "fortran" else ()
+        return DependencyList((*cpp, "-MD", "-MF", DEPENDENCIES), DEPENDENCIES)
 
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
         lines = self.compiler_lines(settings, active)

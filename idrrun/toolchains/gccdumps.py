@@ -71,6 +71,8 @@ from .feedback import (COMPUTE_CONSTRUCTS, MSG_ARRAY, MSG_ENTERED, MSG_IN_DATA, 
 GCC_DUMP_FLAGS: tuple[str, ...] = ("-fdump-tree-original-lineno", "-fdump-tree-gimple-lineno",
                                    "-fdump-ipa-cgraph")
 
+# Their names, as a pattern (fnmatch): what a graded build takes out of its folder for them.
+DUMP_FILES = "*.[0-9][0-9][0-9][a-z].*"
 GCC_METHOD = "gcc tree dumps (original vs gimple)"
 # An OpenMP target region in the gimple dump (not OpenACC's `omp target oacc_...`, not a data
 # or update construct), one line each: counted line by line, in linear time.

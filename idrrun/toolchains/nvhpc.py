@@ -8,12 +8,15 @@ programs always start the CUDA runtime, so they are GPU runs whether or not a GP
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..model import AccReport, BuildResult, CompilerInfo, DoctorLine, Probe, RunRequest, Settings, Toolchain
+from ..model import (AccReport, BuildResult, CompilerInfo, DependencyList, DoctorLine, Probe,
+                     RunRequest, Settings, Toolchain)
 from . import minfo
 from .family import INFO, AccDecision, CommandFamily
 
 FEEDBACK_FLAGS = ("-Minfo=accel",)
+DEPENDENCIES = "idrrun-deps.d"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,23 @@ class NvhpcFamily(CommandFamily):
 
     def gpu_context(self, toolchain: Toolchain) -> bool:
         return True
+
+    def prefixes(self, toolchain: Toolchain) -> tuple[Path, ...]:
+        # SDK/Linux_x86_64/24.1/compilers/bin/nvc: the compilers read (and the programs load)
+        # the version's cuda/, math_libs/ and comm_libs/ beside compilers/.
+        path = toolchain.compiler.path
+        if not path:
+            return ()
+        compilers = Path(path).resolve().parent.parent
+        return (compilers.parent if compilers.name == "compilers" else compilers,)
+
+    def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
+        # nvc and nvc++ write gcc's dependency list with -MD -MF since 21.7 (CMake's NVHPC
+        # support relies on it); nvfortran's own -M options are not gcc's: the box alone
+        # decides what a Fortran build can read.
+        if toolchain.language in ("c", "c++") and not self.legacy:
+            return DependencyList(("-MD", "-MF", DEPENDENCIES), DEPENDENCIES)
+        return DependencyList()
 
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
         lines = self.compiler_lines(settings, active)

@@ -31,6 +31,9 @@ class ToyFamily(CommandFamily):
         regions = int((build.build_dir / "toy-report.txt").read_text().split()[1])
         return AccReport(regions, (), "toycc --toy-report")
 
+    def feedback_files(self, toolchain: Toolchain) -> tuple[str, ...]:
+        return ("toy-report.txt",)  # what a graded build keeps of its folder for feedback()
+
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         return {"TOY_FAMILY_RUN": "1"}
 

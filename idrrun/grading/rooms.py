@@ -1,0 +1,121 @@
+"""Where a grader keeps its rooms: one folder of its own per graded request (run/boundary.py),
+all under this process's scratch folder, and what killed graders left.
+
+    /tmp/idrrun-grading-UID/          the grader's own (0711); refused if someone else made it
+        PID/                          this grader's scratch folder (0711): removed when PID is gone
+            idrrun-grade-XXXX/        a submission's room (0711)
+                src/                  the grader's copy of what was handed in (0700)
+                build-XXXX/ run-XXXX/ fresh box folders, given to the box's uid
+                bin-XXXX/             the executable, sealed (0710 to the box's group)
+                builds/ tools/ out-XXXX/  the grader's own
+            idrrun-solution-XXXX/     the solution's room, made once per grading
+
+With srun the scratch folder is on the file system the nodes share (the cache:
+CACHE/scratch/HOST-PID), since a login node's /tmp is its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+from ..errors import UsageError
+from ..model import Settings
+from ..run import boundary, jail, launch, sandbox
+
+_lock = threading.RLock()
+_fallback: dict[str, Path] = {}  # base -> this process's own folder, when the base was not ours
+
+
+def _base() -> Path:
+    return Path(tempfile.gettempdir()) / f"idrrun-grading-{os.geteuid()}"
+
+
+def scratch_root(settings: Settings) -> Path:
+    """This grader's scratch folder (made once, checked at every call)."""
+    shared = launch.scratch_root(settings)
+    if shared is not None:
+        if os.geteuid() == 0 and not sandbox.passable(shared):
+            raise UsageError(f"grading through srun as root runs each submission as a user of its "
+                             f"own, in {shared}, which other users cannot reach: let them pass "
+                             f"(chmod o+x on each folder above it) or grade as yourself")
+        return remember(boundary.own_dir(shared / f"{socket.gethostname()}-{os.getpid()}", 0o711))
+    base = _base()
+    with _lock:
+        if str(base) in _fallback:
+            return boundary.own_dir(_fallback[str(base)], 0o711)
+        try:
+            boundary.own_dir(base, 0o711)
+        except boundary.NotOwnFolder:
+            # Someone else made the shared name first: a folder of this process's own instead
+            # (a killed grader's leftovers then cannot be found by the next one).
+            _fallback[str(base)] = Path(tempfile.mkdtemp(prefix=f"idrrun-grading-{os.getpid()}-"))
+            return remember(boundary.own_dir(_fallback[str(base)], 0o711))
+    return remember(boundary.own_dir(base / str(os.getpid()), 0o711))
+
+
+def new_room(settings: Settings, prefix: str) -> Path:
+    """A fresh room in this grader's scratch folder."""
+    return boundary.fresh(scratch_root(settings), prefix, 0o711)
+
+
+def source_folder(room: Path) -> Path:
+    """The room's copy of what was handed in (the grader's only)."""
+    return boundary.own_dir(room / "src", 0o700)
+
+
+def remove_orphans(settings: Settings) -> list[str]:
+    """What killed gradings left: their scratch folders (their grader's pid is gone) and empty
+    run cgroups. Called when a grading starts."""
+    removed = []
+    roots = [_base()]
+    shared = launch.scratch_root(settings)
+    if shared is not None:
+        roots.append(shared)
+    host = socket.gethostname()
+    for root in roots:
+        try:
+            boundary.check_own(root)
+            entries = list(os.scandir(root))
+        except OSError:
+            continue
+        for entry in entries:
+            pid = entry.name if root == _base() else _local_pid(entry.name, host)
+            if pid and _gone(pid) and entry.is_dir(follow_symlinks=False):
+                boundary.remove(Path(entry.path))
+                removed.append(entry.path)
+    removed += jail.remove_orphan_cgroups()
+    return removed
+
+
+def _local_pid(name: str, host: str) -> str:
+    """The pid in a shared scratch folder's name HOST-PID, when HOST is this machine."""
+    m = re.fullmatch(r"(.+)-(\d+)", name)
+    return m.group(2) if m and m.group(1) == host else ""
+
+
+def _gone(pid: str) -> bool:
+    """Whether `pid` names a process that no longer runs."""
+    return pid.isdigit() and not Path(f"/proc/{pid}").exists()
+
+
+_made: set[Path] = set()
+
+
+def _at_exit() -> None:
+    for root in _made:
+        boundary.remove(root)
+
+
+def remember(root: Path) -> Path:
+    """`root` is removed when this process ends (the solutions' rooms live until then)."""
+    with _lock:
+        if not _made:
+            atexit.register(_at_exit)
+        _made.add(root)
+    return root
