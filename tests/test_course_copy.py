@@ -26,8 +26,8 @@ from idrrun.grading.checked import NO_SOLUTION
 SHOWN: set[str] = set()
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def cli(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **extra)
     return subprocess.run([sys.executable, "-m", "idrrun", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -207,7 +207,12 @@ def test_students_copy_checks_in_a_kernel(students: Path, students_kernel: Kerne
 def test_grading_refuses_a_students_course(students: Path, tmp_path: Path) -> None:
     (tmp_path / "a.c").write_text("int main(void){return 0;}\n")
     env_cwd = students / "notebooks" / "C"
-    r = cli("grade", "intro_saxpy", str(tmp_path / "a.c"), cwd=env_cwd)
+    r = cli("grade", "intro_saxpy", str(tmp_path / "a.c"), cwd=tmp_path,
+            IDRRUN_EXAMPLES=str(students / "examples"))
     assert r.returncode == 2 and "students' copy of the course" in r.stderr
+    # A grader reads no course from its working folder (it may be where the submissions are):
+    # the one found there is said, not used.
+    r = cli("grade", "intro_saxpy", str(tmp_path / "a.c"), "--json", cwd=env_cwd)
+    assert f"{students / 'examples'} was not read" in r.stdout, r.stdout + r.stderr
     r = cli("course", "check", "--exercise", "intro_saxpy", cwd=env_cwd)
     assert r.returncode == 2 and "has no solutions to check" in r.stderr
