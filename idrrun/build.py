@@ -445,9 +445,10 @@ def judge_dependencies(files: list[str], work: Path, roots: tuple[Path, ...],
     outside = []
     for name in files:
         path = Path(os.path.normpath(work / name))
-        allowed = path == work or work in path.parents or \
-            any(path == r or r in path.parents for r in roots)
-        if not allowed or any(path == h or h in path.parents for h in hidden):
+        if path == work or work in path.parents:
+            continue  # its own folder (which may lie in the cache, with srun)
+        if any(path == h or h in path.parents for h in hidden) or \
+                not any(path == r or r in path.parents for r in roots):
             outside.append(name)
     if not outside:
         return ""

@@ -95,3 +95,22 @@ def test_a_checked_gcc_build_keeps_what_its_compiler_read_and_no_other_temporary
         assert any(n.endswith(".original") for n in left), left  # the feedback's dumps stay
         again = build.build(request, toolchain, tmp_path / "cache", preprocess=preprocess)
         assert again.cached
+
+
+def test_a_graded_build_is_judged_by_the_files_its_compiler_read(tmp_path: Path) -> None:
+    text = ("prog: source.c /usr/include/stdio.h \\\n /usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h \\\n"
+            " src/my\\ header.h /opt/course/examples/C/x_solution.c \\\n /home/teacher/secret.h\n")
+    files = build.parse_dependencies(text)
+    assert files == ["source.c", "/usr/include/stdio.h", "/usr/lib/gcc/x86_64-linux-gnu/12/include/stddef.h",
+                     "src/my header.h", "/opt/course/examples/C/x_solution.c", "/home/teacher/secret.h"]
+    work = tmp_path / "cache" / "scratch" / "room" / "build-1"  # with srun, rooms are in the cache
+    roots = (Path("/usr"), Path("/opt/nvidia/hpc_sdk/Linux_x86_64/24.1"))
+    hidden = (tmp_path / "cache", Path("/usr/local/lib/python3.11/dist-packages/idrrun"))
+    said = build.judge_dependencies(files, work, roots, hidden)
+    assert "x_solution.c" in said and "secret.h" in said and "stdio.h" not in said
+    assert "source.c" not in said and "my header.h" not in said
+    assert build.judge_dependencies(files[:4], work, roots, hidden) == ""
+    # idrrun's own course, installed under /usr with pip: hidden, so refused though under /usr
+    course = "/usr/local/lib/python3.11/dist-packages/idrrun/course/examples/C/x_solution.c"
+    assert "x_solution.c" in build.judge_dependencies([course], work, roots, hidden)
+    assert "and 1 more" in build.judge_dependencies(["/a", "/b", "/c", "/d"], work, roots, hidden)
