@@ -203,29 +203,45 @@ in_image "$IMAGE" bash -euc '
   if idrrun grade intro_saxpy ~/course/examples/C/intro_saxpy_exercise.c 2>&1; then echo "graded with the students copy" >&2; exit 1; fi'
 
 step "as root: idrrun grade intro_saxpy /home/student/submissions/* (a folder of this machine mounted)"
-mkdir -p "$WORK/submissions/alice" "$WORK/submissions/bob" "$WORK/grades"
+mkdir -p "$WORK/submissions/alice" "$WORK/submissions/bob" "$WORK/submissions/carol" \
+  "$WORK/submissions/dave" "$WORK/grades"
 cp examples/C/intro_saxpy_solution.c "$WORK/submissions/alice/saxpy.c"
 cp examples/Fortran/intro_saxpy_solution.f90 "$WORK/submissions/bob/saxpy.f90"
+# Two who reach for the teacher's solution where the image keeps it: through a macro the
+# include filter never saw, and by reading it while the program runs (exit 7 when it could).
+SOLUTION=/opt/idrrun/src/examples/C/intro_saxpy_solution.c
+printf '#define S "%s"\n#include S\n' "$SOLUTION" > "$WORK/submissions/carol/saxpy.c"
+sed "/^int main(/,/^{/ s|^{\$|{ if (leaked()) return 7;|; s|^int main(|static int leaked(void) { FILE *f = fopen(\"$SOLUTION\", \"r\"); if (f) fclose(f); return f != NULL; }\nint main(|" \
+  examples/C/intro_saxpy_solution.c > "$WORK/submissions/dave/saxpy.c"
+grep -q 'if (leaked()) return 7;' "$WORK/submissions/dave/saxpy.c"
+# Without namespaces a box reads whatever other users may: the class is the teacher's alone.
+chmod -R go-rwx "$WORK/submissions"
 # Root grades: the teacher's course in /opt/idrrun/src is root's alone (root's config names it).
 # systempaths=unconfined: bubblewrap mounts a /proc for each box's PID namespace, which the
-# kernel refuses while podman masks parts of the container's own /proc (docker/README.md).
-in_image --user root --security-opt systempaths=unconfined \
-  -v "$WORK/submissions:/home/student/submissions" -v "$WORK/grades:/home/student/grades" \
-  "$IMAGE" bash -c 'idrrun doctor | grep -E "grading sandbox|exercises" &&
-    idrrun grade intro_saxpy /home/student/submissions/* --report /home/student/grades/intro_saxpy.csv \
-      --feedback /home/student/grades/intro_saxpy'
-cat "$WORK/grades/intro_saxpy.csv"
-python3 - "$WORK/grades/intro_saxpy.csv" <<'EOF'
+# kernel refuses while podman masks parts of the container's own /proc (docker/README.md);
+# without it the grader falls back to a fresh uid per box (the "uid" level): graded both ways.
+for level in namespaces uid; do
+  options=(--user root -v "$WORK/submissions:/home/student/submissions" -v "$WORK/grades:/home/student/grades")
+  [[ $level == namespaces ]] && options+=(--security-opt systempaths=unconfined)
+  in_image "${options[@]}" "$IMAGE" bash -c "idrrun doctor | grep -E 'grading sandbox|exercises' &&
+    idrrun grade intro_saxpy /home/student/submissions/* --report /home/student/grades/$level.csv \
+      --feedback /home/student/grades/$level"
+  cat "$WORK/grades/$level.csv"
+  python3 - "$WORK/grades/$level.csv" "$level" <<'EOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
 students = sorted(r["student"] for r in rows)
-assert students == ["alice", "bob"], f"students graded: {students}"
+assert students == ["alice", "bob", "carol", "dave"], f"students graded: {students}"
 verdicts = {r["student"]: (r["verdict"], r["reasons"]) for r in rows}
-assert all(v == "pass" for v, _ in verdicts.values()), f"the two solutions must pass: {verdicts}"
+assert verdicts["alice"][0] == verdicts["bob"][0] == "pass", f"the two solutions must pass: {verdicts}"
+assert verdicts["carol"][0] == "fail", f"an include of the teacher's solution must fail: {verdicts}"
+assert verdicts["dave"][0] != "pass" and "exit code 7" not in verdicts["dave"][1], \
+    f"the teacher's solution must not be readable from a box: {verdicts}"
 boxes = {r["student"]: r["sandbox"] for r in rows}
-assert set(boxes.values()) == {"namespaces"}, f"graded in bubblewrap's namespaces: {boxes}"
+assert set(boxes.values()) == {sys.argv[2]}, f"graded at the {sys.argv[2]} level: {boxes}"
 EOF
-ls "$WORK/grades/intro_saxpy"
+done
+ls "$WORK/grades/namespaces" "$WORK/grades/uid"
 
 # --- JupyterLab: its token, and nothing without it ---------------------------------------------
 
