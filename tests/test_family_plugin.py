@@ -4,6 +4,7 @@ kernel and through `idrrun grade`, with no change to idrrun."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -14,8 +15,9 @@ import pytest
 
 from conftest import Kernel, ROOT
 
-from idrrun import cli
-from idrrun.request import config, options
+from idrrun import build, cli, toolchains
+from idrrun.request import config, options, resolve, source
+from idrrun.run import boundary
 from idrrun.toolchains import registry
 
 FAKES = ROOT / "tests" / "fakes"
@@ -58,10 +60,33 @@ def test_grade_with_the_toy_family(toy: Path, tmp_path: Path, monkeypatch: pytes
     rows = {r["student"]: r for r in json.loads((tmp_path / "report.json").read_text())}
     assert rows["good"]["verdict"] == "pass"
     assert rows["start"]["verdict"] == "fail" and "uses_openacc" in rows["start"]["reasons"]
-    # The regions were counted by the toy family's own feedback reader, from what toycc wrote
-    # (graded builds run in a sandbox: toycc's argv log stays inside it).
+    # The regions that ran were counted as they ran (graded builds run in a sandbox: toycc's
+    # argv log stays inside it).
     [acc] = [c for c in rows["good"]["checks"] if c["name"] == "uses_openacc"]
-    assert "toycc --toy-report" in acc["reason"]
+    assert "ran" in acc["reason"]
+
+
+def test_a_graded_build_keeps_the_family_s_feedback_files(toy: Path, tmp_path: Path) -> None:
+    """A graded build (a room) takes out of its box's folder only what the grader asks for:
+    the product, and the files the family's feedback() reads (toycc's toy-report.txt)."""
+    import toy_family
+
+    settings = config.load(tmp_path, environ={})
+    probe = toolchains.probe(settings, "toy")
+    src = source.from_file(ROOT / "examples" / "C" / "intro_saxpy_solution.c", "c", "good.c")
+    request, toolchain = resolve.resolve(options.Options(acc=True, check="intro_saxpy"), src,
+                                         tmp_path, settings, probe)
+    room = boundary.own_dir(tmp_path / "room", 0o711)
+    request = dataclasses.replace(request, room=room)
+    built = build.build(request, toolchain, tmp_path / "cache", probe.protections,
+                        feedback_files=toy_family.TOY.feedback_files(toolchain))
+    assert built.ok and built.build_dir is not None, built.output
+    assert sorted(p.name for p in built.build_dir.iterdir()) == ["build.json", "prog", "toy-report.txt"]
+    report = toy_family.TOY.feedback(built)
+    assert report is not None and report.regions >= 1 and report.method == "toycc --toy-report"
+    without = build.build(dataclasses.replace(request, force=True), toolchain, tmp_path / "cache",
+                          probe.protections)
+    assert toy_family.TOY.feedback(without) is None  # not asked for: not taken out
 
 
 def test_config_accepts_the_toy_family(toy: Path, tmp_path: Path) -> None:

@@ -257,12 +257,8 @@ def discard(dirfd: int, name: str) -> None:
 
 def names(dirfd: int) -> list[str]:
     """The names in a box folder (not followed, not read)."""
-    fd = os.dup(dirfd)
-    try:
-        with os.scandir(fd) as it:
-            return [e.name for e in it]
-    finally:
-        os.close(fd)
+    with os.scandir(dirfd) as it:  # (scandir reads through a copy of the descriptor)
+        return [e.name for e in it]
 
 
 def usage(folder: Path, max_bytes: int, max_files: int) -> str | None:
@@ -278,7 +274,7 @@ def usage(folder: Path, max_bytes: int, max_files: int) -> str | None:
         while stack:
             fd = stack.pop()
             try:
-                with os.scandir(os.dup(fd)) as it:
+                with os.scandir(fd) as it:
                     entries = list(it)
                 for entry in entries:
                     files += 1
@@ -392,7 +388,7 @@ def _walk_owned(dirfd: int, uid: int, gid: int) -> None:
         while stack:
             fd = stack.pop()
             try:
-                with os.scandir(os.dup(fd)) as it:
+                with os.scandir(fd) as it:
                     entries = list(it)
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
@@ -468,7 +464,7 @@ def remove(path: Path) -> None:
 
 def _first(fd: int, skip: set[str]) -> tuple[str, bool] | None:
     """The first entry of a folder not in `skip`: (name, whether it is a folder, not a link)."""
-    with os.scandir(os.dup(fd)) as it:
+    with os.scandir(fd) as it:
         for entry in it:
             if entry.name not in skip:
                 try:
@@ -614,7 +610,7 @@ def walk(dirfd: int, budget: Budget, skipped: list[str] | None = None,
         while stack:
             fd, prefix, depth = stack.pop()
             try:
-                with os.scandir(os.dup(fd)) as it:
+                with os.scandir(fd) as it:
                     entries = sorted(it, key=lambda e: e.name)
                 for entry in entries:
                     seen += 1
