@@ -345,14 +345,15 @@ def take_out(request: RunRequest, prepared: Prepared, staged: Staged, pplan: Pro
     """After a graded run: the files the checks want and the profile's files, copied out of
     the run's folder (regular files of the box's uid, capped) into a folder of the grader's
     own; the profile plan then points there. (None, plan) for a run in its working folder."""
-    if staged.run_folder is None or request.room is None:
+    profiled = pplan is not None and pplan.kind in ("builtin", "nsys")
+    if staged.run_folder is None or request.room is None or not (wanted or profiled):
         return None, pplan
     out = boundary.fresh(request.room, "out-")
     fd = boundary.open_dir(staged.run_folder)
     try:
         for name in wanted:
             boundary.take_to(fd, name, out / name, OUTPUT_CAP, prepared.owners)
-        if pplan is not None and pplan.kind in ("builtin", "nsys"):
+        if pplan is not None and profiled:
             rel = pplan.run_dir.relative_to(staged.run_folder).as_posix()
             moved = boundary.fresh(request.room, "profile-")
             try:
