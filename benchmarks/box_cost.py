@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from idrrun import pipeline  # noqa: E402
-from idrrun.grading.checked import NullReporter  # noqa: E402
+from idrrun.pipeline import NullReporter  # noqa: E402
 from idrrun.model import Limits, Settings  # noqa: E402
 from idrrun.request import resolve, source  # noqa: E402
 from idrrun.request.options import Options  # noqa: E402

@@ -17,7 +17,7 @@ from . import doctor, toolchains
 from .display import TextReporter, VerdictView, color_allowed, render_failure
 from .errors import IdrrunError
 from .errors import UsageError as IdrrunUsage
-from .grading.checked import run_with_options
+from .checking import run_with_options
 from .model import Failure, Outcome, Probe, Settings, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView

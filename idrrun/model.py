@@ -72,7 +72,7 @@ class Settings:
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     profiler: tuple[str, ...] = ()
     # [grading] seed: the instructor's seed of the hidden argument sets drawn when grading
-    # (checks/draw.py); None: the one kept in the grader's cache (classroom.grading_seed).
+    # (checks/draw.py); None: the one kept in the grader's cache (grading/report.py grading_seed).
     grading_seed: str | None = None
     files: tuple[str, ...] = ()  # the config files that were read, in order
 

@@ -151,17 +151,19 @@ def test_graded_notebook_keeps_its_profile_flag(tmp_path: Path) -> None:
     import nbformat
 
     from idrrun.checks import specs
-    from idrrun.grading import classroom
+    from idrrun.grading import discover
     from idrrun.model import Settings
+    from idrrun.request.policy import Policy
 
     source = (ROOT / "examples" / "C" / "intro_saxpy_solution.c").read_text()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         '%%idrrun -a --profile --timeout 999 --memory none --cliopts "1" --check intro_saxpy\n' + source)])
     nbformat.write(nb, tmp_path / "alice.ipynb")
     exercise = specs.load(ROOT / "examples" / "intro_saxpy.toml")
-    [sub] = classroom.discover([tmp_path / "alice.ipynb"], exercise, None)
+    [sub] = discover.discover([tmp_path / "alice.ipynb"], exercise, None)
     assert sub.source is not None and sub.source.text == source
-    graded = classroom._grader_options(sub, 7.0)
+    policy = Policy(room=tmp_path, timeout=7.0, profile_traces=True)
+    graded = policy.options(policy.line(sub.options))
     assert graded.profile == "auto" and graded.acc is True and graded.timeout == 7.0
     assert graded.memory is None and graded.program_args is None
     assert Settings().values == {}

@@ -19,7 +19,7 @@ from conftest import ROOT, Kernel
 from idrrun.checks import specs
 from idrrun.errors import SpecError, UsageError
 from idrrun.grading import course
-from idrrun.grading.checked import NO_SOLUTION
+from idrrun.checking import NO_SOLUTION
 
 # Solution sources the notebooks run in untagged cells (a worked example, a picture to compare):
 # the students' copy would keep them. The course runs every solution in cells tagged solution.

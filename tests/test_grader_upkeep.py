@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from conftest import PYTHONPATH, ROOT
-from idrrun.grading import classroom
+from idrrun.grading import discover
 from idrrun.run import boundary, isolation
 
 EXAMPLES = ROOT / "tests" / "data" / "integrity"
@@ -266,7 +266,7 @@ def test_a_notebook_over_the_cap_is_refused_unparsed_and_a_folder_over_the_budge
     klass = tmp_path / "class"
     klass.mkdir()
     # Not JSON at all: parsed, it would say "not a readable notebook".
-    (klass / "big.ipynb").write_bytes(b"{" + b" " * classroom.MAX_SOURCE_BYTES + b"oops")
+    (klass / "big.ipynb").write_bytes(b"{" + b" " * discover.MAX_SOURCE_BYTES + b"oops")
     heavy = klass / "heavy"
     heavy.mkdir()
     (heavy / "secret_sum.c").write_text(SOLUTION)

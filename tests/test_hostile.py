@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Kernel, PYTHONPATH, ROOT, has_gpu
-from idrrun.grading import classroom
+from idrrun.grading import report as report_mod
 from idrrun.run import isolation, jail
 from idrrun.model import Limits
 
@@ -419,7 +419,7 @@ def test_row_15_class_of_50_killed_and_resumed(tmp_path: Path) -> None:
     assert 12 <= len(partial) < 50  # a whole report, never half a line
     # The signed state is written just before the report: a kill between the two leaves it a
     # row (or a worker's rows) ahead, and those rows are as much the grader's own.
-    signed = json.loads(classroom.state_path(report).read_text())
+    signed = json.loads(report_mod.state_path(report).read_text())
     assert len(partial) <= len(signed) <= len(partial) + 2
     r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0  # every submission graded, whatever its verdict

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from idrrun.grading.checked import NO_SOLUTION
+from idrrun.checking import NO_SOLUTION
 from idrrun.grading.course import init_course
 from idrrun.version import __version__
 

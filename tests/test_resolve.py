@@ -10,6 +10,8 @@ import pytest
 from idrrun.checks.specs import Exercise
 from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings
 from idrrun.request import resolve
+from idrrun.request.options import Options
+from idrrun.request.policy import Policy
 from idrrun.request.options import parse_line
 from idrrun.request.source import from_cell
 
@@ -94,8 +96,44 @@ def test_a_new_flag_reaches_the_request_by_name() -> None:
             assert target in fields | limits, f"{name} -> {target}"
 
 
-def test_restricted_keeps_only_what_the_grader_allows() -> None:
-    opts = parse_line('-a --profile --timeout 999 --memory none --cliopts "1" -l c')
+def test_the_grader_keeps_only_what_its_policy_allows_of_a_line(tmp_path: Path) -> None:
+    opts = parse_line('-a --profile --timeout 999 --memory none --cliopts "1" -l c --threads 4')
     assert opts is not None
-    kept = resolve.restricted(opts, frozenset({"acc", "profile", "language"}))
-    assert kept.given() == {"acc": True, "profile": "auto", "language": "c"}
+    policy = Policy(room=tmp_path)
+    assert policy.line(opts).given() == {"acc": True, "profile": "auto", "language": "c",
+                                         "threads": 4}
+    # What the grader completes: its time limit (none given: the exercise's), OpenACC on for an
+    # OpenACC exercise unless the line says otherwise, a profile for the trace checks.
+    assert policy.options(policy.line(Options())).acc is True
+    assert Policy(room=tmp_path, openacc=False).options(Options()).acc is False
+    assert Policy(room=tmp_path, timeout=5.0).options(policy.line(opts)).timeout == 5.0
+    assert Policy(room=tmp_path, profile_traces=True).options(Options()).profile == "auto"
+
+
+def test_the_grader_s_policy_is_the_last_layer(tmp_path: Path) -> None:
+    """What a grader forces (its time limit, the box, the room, what is hidden) wins over the
+    line and the exercise, whatever the line says; a host build is not profiled for the trace
+    checks unless the line asked for it; arguments, limits and flags of the line are dropped."""
+    h100 = (GpuInfo("NVIDIA H100", "9.0", "580"),)
+    policy = Policy(room=tmp_path, hide=(Path("/course"),), timeout=7.0, profile_traces=True)
+    line = parse_line('--timeout 999 --memory none --cliopts "1" --options -O3')
+    assert line is not None
+    for gpus in ((), h100):
+        r, toolchain = resolve.resolve(line, SRC, Path("/work"), Settings(), probe(gpus), EXERCISE,
+                                       policy)
+        assert (r.timeout, r.sandbox, r.room, r.hide) == (7.0, True, tmp_path, (Path("/course"),))
+        assert r.limits.memory is None and r.compiler_options == ("-DEX",) and r.acc
+        assert r.program_args == (("1000",) if gpus else ("10",))
+        assert r.profile == ("auto" if gpus else None), (gpus, r.profile)
+    asked = parse_line("--profile --profiler builtin")
+    assert asked is not None
+    r, _ = resolve.resolve(asked, SRC, Path("/work"), Settings(), probe(), EXERCISE, policy)
+    assert r.profile == "builtin"  # a host build profiled: the student asked for it
+    # The requests derived from a graded one keep its policy, never the student's extras.
+    again = resolve.with_args(r, ("5",))
+    assert (again.program_args, again.profile, again.room) == (("5",), None, tmp_path)
+    sol = resolve.for_solution(dataclasses.replace(r, keep="mine.c", get_files=("x",)), SRC,
+                               tmp_path / "sol", tmp_path / "sol-room")
+    assert (sol.workdir, sol.room, sol.keep, sol.get_files, sol.profile) == (
+        tmp_path / "sol", tmp_path / "sol-room", None, (), None)
+    assert (sol.timeout, sol.sandbox, sol.program_args) == (7.0, True, r.program_args)

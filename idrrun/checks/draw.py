@@ -4,7 +4,7 @@ Each value is a keyed hash (HMAC-SHA256, keyed with the instructor's seed) of th
 name, the set's index and the argument's index, mapped onto its range. So the same seed draws the
 same sets on any machine and at every regrading, another seed draws others, set i does not
 depend on how many sets are drawn, and nothing reads or moves `random`'s global state. Pure: the
-seed is chosen elsewhere (grading/classroom.grading_seed).
+seed is chosen elsewhere (grading/report.py, grading_seed).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..display import neutralise
 from ..errors import UsageError
-from ..grading.classroom import GradeRow
+from ..grading.report import GradeRow
 from ..model import CheckResult
 from ..request import config
 

@@ -15,7 +15,7 @@ from ..checks import draw, specs
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..errors import UsageError
 from ..display import neutralise
-from ..grading import classroom, course
+from ..grading import course, report
 from ..request import config
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
@@ -87,7 +87,7 @@ def _check(args: argparse.Namespace) -> int:
         exercises = [e for e in exercises if e.name in args.exercise]
     if any(e.draw is not None for e in exercises):
         # The hidden sets that `idrrun grade` would draw: the solutions must pass on them.
-        seed = classroom.grading_seed(settings, args.seed)[0]
+        seed = report.grading_seed(settings, args.seed)[0]
         exercises = [draw.drawn(e, seed) for e in exercises]
     probe = toolchains.probe(settings, args.compiler)
     console = _console()

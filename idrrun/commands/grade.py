@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import dataclasses
-import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -17,26 +15,19 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import draw, specs
+from ..checks import draw
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
-from ..grading import classroom, rooms
-from ..model import LauncherConfig
-from ..request import config, options
-from ..run import isolation
+from ..checks.specs import Exercise
+from ..grading import classroom, discover, report
+from ..model import Probe, Settings
+from ..request import config, options, policy
+from ..run import isolation, rooms
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
 from .common import unread_config
 from .common import with_progress as _with_progress
-
-def grading_memory(jobs: int) -> int:
-    """The memory cap of each graded program when [limits] memory says none: notebooks run
-    without one (model.Limits), but a class of submissions runs unattended, -j at a time, and
-    together they may take 3/4 of the machine, the rest left to the grader and the system."""
-    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return max(256 << 20, total * 3 // 4 // max(1, jobs))
-
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun grade", description="Grade submissions of one exercise, each in its "
@@ -80,114 +71,49 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(tokens: Sequence[str]) -> int:
-    try:
-        args = parser().parse_args(list(tokens))
-    except UsageError as exc:
-        raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
-    if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
-        raise UsageError(f"--report {args.report}: use a .csv or .json file name")
+    """Parse, prepare the grading (grading/classroom.py decides what may be graded here and how),
+    resume, grade, render."""
+    args = _arguments(tokens)
     workdir = Path.cwd()
-    settings = config.load(workdir, project=args.config if args.config is not None else False)
+    settings = policy.grading_settings(
+        config.load(workdir, project=args.config if args.config is not None else False),
+        args.launcher, args.jobs)
     notes = unread_config(workdir, args.config)
-    if args.launcher is not None:
-        settings = dataclasses.replace(
-            settings, launcher=dataclasses.replace(settings.launcher, kind=args.launcher,
-                                                   command="" if args.launcher != settings.launcher.kind
-                                                   else settings.launcher.command))
-    if settings.launcher.kind == "srun":
-        settings = dataclasses.replace(settings, launcher=grading_launcher(settings.launcher))
-    if "memory" not in settings.values:
-        settings = dataclasses.replace(settings, values={**settings.values,
-                                                         "memory": grading_memory(args.jobs)})
-    # The exercises come from the configuration or idrrun's own course, never from the working
-    # folder, which may be the submissions' (a spec handed in would decide the grading).
-    exercise = specs.find(args.exercise, settings, None)
-    walked = specs.locate_examples(settings, workdir)
-    if walked is not None and walked.origin == "found":
-        notes.append(f"{walked.path} was not read (a grader reads no course from its working "
-                     f"folder): give it with IDRRUN_EXAMPLES or examples_dir in --config")
-    if exercise.students:
-        raise UsageError(f"{exercise.path} is from a students' copy of the course (no solutions, "
-                         "no grading-only checks): grade with the teacher's course (examples_dir "
-                         "or IDRRUN_EXAMPLES)")
-    support = isolation.sandbox_support()
-    if support.level == "none" and not args.unsafe:
-        raise UsageError(f"cannot grade safely here: {support.why}. Submissions would run as "
-                         "you, seeing your files: install bubblewrap (or run as root), or give "
-                         "--unsafe to grade anyway (the report says so)")
-    if support.level == "uid" and not args.unsafe:
-        open_to_all = classroom.exposed(exercise, args.submissions)
-        if open_to_all:
-            shown = ", ".join(str(p) for p in open_to_all[:3])
-            raise UsageError(f"cannot grade safely here: without namespaces ({support.why}) a "
-                             f"submission can read every file other users can, and these are "
-                             f"readable by them: {shown}. Make them private (chmod -R o-rwx, on "
-                             f"the course and the submissions), install bubblewrap, or give "
-                             f"--unsafe to grade anyway")
-    level = support.level if support.level != "none" else "none (--unsafe)"
+    exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
+    notes += found
+    level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
-    subs = classroom.discover(args.submissions, exercise, args.language)
+    subs = discover.discover(args.submissions, exercise, args.language)
     console = _console()
 
     def say(text: str) -> None:
         if not args.json:  # stdout holds the JSON only
-            console.print(text, markup=False)
+            console.print(neutralise(text), markup=False)
 
-    say(neutralise(support.describe()))
+    say(isolation.sandbox_support().describe())
     for note in notes:
-        say(neutralise(note))
+        say(note)
     if exercise.draw is not None:
-        seed, origin = classroom.grading_seed(settings, args.seed)
+        seed, origin = report.grading_seed(settings, args.seed)
         exercise = draw.drawn(exercise, seed)
-        say(neutralise(f"hidden argument sets: {len(exercise.hidden_args)}, "
-                       f"the spec's ranges drawn with the seed {origin}"))
+        say(f"hidden argument sets: {len(exercise.hidden_args)}, the spec's ranges drawn with "
+            f"the seed {origin}")
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
-    already: dict[str, classroom.GradeRow] = {}
-    key = classroom.grading_key(settings)
+    key = report.grading_key(settings)
+    already: dict[str, report.GradeRow] = {}
     if args.report is not None and not args.fresh:
-        already = classroom.load_report(args.report, exercise.name, key)
-        # A row graded with other hidden sets (another seed, another spec) is graded again:
-        # one class, one set of hidden cases. A row that could not be graded ran none.
-        redrawn = [p for p, r in already.items()
-                   if r.status != "error" and r.hidden_args != exercise.hidden_args]
-        for path in redrawn:
-            del already[path]
-        kept = sum(classroom.resumed(s, already) is not None for s in subs)
-        if kept:
-            say(f"resuming: {kept} rows kept from {args.report} (--fresh grades them again)")
-        if redrawn:
-            say(f"{len(redrawn)} rows of {args.report} graded again: their hidden argument sets "
-                "were others (another seed or spec)")
-
-    def save(rows: list[classroom.GradeRow]) -> None:
-        if args.report is not None:
-            classroom.write_report(rows, args.report, key)
-
+        already, said = report.resume(args.report, exercise, subs, key)
+        for line in said:
+            say(line)
     if args.report is not None and settings.launcher.kind == "srun":
         for note in classroom.adopt_session(args.report):
             say(note)
-    todo = sum(classroom.resumed(s, already) is None for s in subs)
-    try:
-        with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
-            rows = _with_progress(console, todo, f"grading {exercise.name}",
-                                  lambda done: classroom.grade_all(subs, exercise, settings, probe,
-                                                                   args.jobs, args.timeout, done,
-                                                                   already, save, sandbox=level),
-                                  quiet=args.json)
-    except KeyboardInterrupt:
-        where = f"; the rows done are in {args.report}: run the same command to resume" \
-            if args.report is not None else ""
-        cancelled = "; its job steps were cancelled" if settings.launcher.kind == "srun" else ""
-        print(f"idrrun grade: interrupted{cancelled}{where}", file=sys.stderr)
+    rows = _grade(args, console, subs, exercise, settings, probe, level, already, key)
+    if rows is None:
         return EXIT_INTERRUPTED
-    if args.report is not None:
-        classroom.session_path(args.report).unlink(missing_ok=True)
-    if args.report is not None:
-        classroom.write_report(rows, args.report, key)
-    if args.feedback is not None:
-        classroom.write_feedback(rows, exercise, args.feedback)
+    _write(args, rows, exercise, key)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
         print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": notes,
@@ -195,25 +121,64 @@ def main(tokens: Sequence[str]) -> int:
                     "feedback": str(args.feedback) if args.feedback is not None else None,
                     "rows": [row_dict(r) for r in rows]})
     else:
-        _summary(console, rows, counts)
-        placement = _placement(rows)
-        if placement:
-            say(placement)
-        if args.report is not None:
-            say(f"report: {args.report}")
-        if args.feedback is not None:
-            say(f"feedback: {args.feedback}/")
+        _render(console, args, rows, counts)
     # Completed grading is a success whatever the students' verdicts (nbgrader, otter); rows the
     # grader could not judge at all are not.
     return EXIT_FAILED if counts["error"] else EXIT_OK
 
 
-def grading_launcher(launcher: LauncherConfig) -> LauncherConfig:
-    """srun for a class: the compilers run as job steps too (unless [launcher] builds = false:
-    a login node's compilers are not the compute nodes'), and srun's own chatter ("job N queued
-    and waiting for resources") stays out of the outputs that are checked."""
-    options = launcher.options if "--quiet" in launcher.options else (*launcher.options, "--quiet")
-    return dataclasses.replace(launcher, builds=launcher.builds is not False, options=options)
+def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
+    try:
+        args = parser().parse_args(list(tokens))
+    except UsageError as exc:
+        raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
+    if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
+        raise UsageError(f"--report {args.report}: use a .csv or .json file name")
+    return args
+
+
+def _grade(args: argparse.Namespace, console: Console, subs: list[discover.Submission],
+           exercise: Exercise, settings: Settings, probe: Probe, level: str,
+           already: dict[str, report.GradeRow], key: bytes) -> list[report.GradeRow] | None:
+    """The rows, the report written after each one; None when interrupted (said on stderr)."""
+    def save(rows: list[report.GradeRow]) -> None:
+        if args.report is not None:
+            report.write_report(rows, args.report, key)
+
+    todo = sum(report.resumed(s, already) is None for s in subs)
+    try:
+        with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
+            rows: list[report.GradeRow] = _with_progress(
+                console, todo, f"grading {exercise.name}",
+                lambda done: classroom.grade_all(subs, exercise, settings, probe, args.jobs,
+                                                 args.timeout, done, already, save, sandbox=level),
+                quiet=args.json)
+            return rows
+    except KeyboardInterrupt:
+        where = f"; the rows done are in {args.report}: run the same command to resume" \
+            if args.report is not None else ""
+        cancelled = "; its job steps were cancelled" if settings.launcher.kind == "srun" else ""
+        print(f"idrrun grade: interrupted{cancelled}{where}", file=sys.stderr)
+        return None
+
+
+def _write(args: argparse.Namespace, rows: list[report.GradeRow], exercise: Exercise,
+           key: bytes) -> None:
+    if args.report is not None:
+        classroom.session_path(args.report).unlink(missing_ok=True)
+        report.write_report(rows, args.report, key)
+    if args.feedback is not None:
+        report.write_feedback(rows, exercise, args.feedback)
+
+
+def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeRow],
+            counts: dict[str, int]) -> None:
+    _summary(console, rows, counts)
+    for line in (_placement(rows),
+                 f"report: {args.report}" if args.report is not None else "",
+                 f"feedback: {args.feedback}/" if args.feedback is not None else ""):
+        if line:
+            console.print(neutralise(line), markup=False)
 
 
 @contextlib.contextmanager
@@ -232,7 +197,7 @@ def _signals_interrupt(signals: Sequence[signal.Signals]) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _placement(rows: Sequence[classroom.GradeRow]) -> str:
+def _placement(rows: Sequence[report.GradeRow]) -> str:
     """"placement: n1 4 runs, n2 3 runs …" when the rows ran as job steps."""
     def count(nodes: Sequence[str]) -> str:
         tally = collections.Counter(n for ns in nodes for n in ns.split(",") if n)
@@ -244,7 +209,7 @@ def _placement(rows: Sequence[classroom.GradeRow]) -> str:
     return f"placement: runs {runs or 'none'}; builds {builds or 'none (cached)'}"
 
 
-def _summary(console: Console, rows: Sequence[classroom.GradeRow], counts: dict[str, int]) -> None:
+def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str, int]) -> None:
     table = Table(title="verdicts")
     on_nodes = any(r.node or r.build_node for r in rows)
     node_column = ("node",) if on_nodes else ()

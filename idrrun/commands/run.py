@@ -16,7 +16,7 @@ from .. import toolchains
 from ..cli import EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT
 from ..display import TextReporter, color_allowed, render_failure
 from ..errors import UsageError
-from ..grading.checked import run_with_options
+from ..checking import run_with_options
 from ..model import FailureKind, Outcome
 from ..request import config, options, source
 

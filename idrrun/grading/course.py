@@ -24,7 +24,9 @@ from ..errors import UsageError
 from ..model import FailureKind, Probe, Settings
 from ..request import notebook
 from ..request import source as source_mod
-from .classroom import GradeRow, Submission, grade_one
+from .classroom import grade_one
+from .discover import Submission
+from .report import GradeRow
 
 _COMPILE_FAILURES = (FailureKind.COMPILE_ERROR, FailureKind.COMPILE_TIMEOUT)
 SANDBOX = "none (the course's own files)"

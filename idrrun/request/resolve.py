@@ -5,7 +5,13 @@ Precedence, lowest first, applied here and nowhere else:
     RunRequest's own defaults (model.py)
     < the settings (config files, then IDRRUN_* variables; request/config.py)
     < the exercise (its timeout; its arguments for the target the toolchain builds for)
-    < the line (%%idrrun flags, `idrrun run` flags; for grading, what the grader gave)
+    < the line (%%idrrun flags, `idrrun run` flags)
+    < the grader's policy, when grading (request/policy.py: what it keeps of a student's line,
+      its time limit, its box, its room)
+
+Requests are derived from a resolved one in two named ways only, both here: the same request
+for the exercise's solution (`for_solution`), and with other program arguments (`with_args`,
+a hidden argument set).
 
 A flag reaches its RunRequest field by name (or by its FlagSpec.to, e.g. "limits.memory"), so
 a new flag needs no code here. The exercise's compiler options come before the line's: both
@@ -21,7 +27,9 @@ from typing import Any
 from ..checks.specs import Exercise
 from ..model import Limits, Probe, RunRequest, Settings, Source, Toolchain
 from .. import toolchains
+from . import unused
 from .options import NO_LIMIT, SAME, Options, specs
+from .policy import Policy
 
 
 def _layered(options: Options, settings: Settings, exercise: Exercise | None) -> dict[str, Any]:
@@ -73,17 +81,36 @@ def build_request(options: Options, source: Source, workdir: Path, settings: Set
 
 
 def resolve(options: Options, source: Source, workdir: Path, settings: Settings, probe: Probe,
-            exercise: Exercise | None = None) -> tuple[RunRequest, Toolchain]:
-    """The request, every layer applied, and the toolchain that builds it (resolved once)."""
-    request = build_request(options, source, workdir, settings, exercise)
+            exercise: Exercise | None = None,
+            policy: Policy | None = None) -> tuple[RunRequest, Toolchain]:
+    """The request, every layer applied, and the toolchain that builds it (resolved once); its
+    notes say which flags of the line can do nothing for it (unused.py)."""
+    line = options if policy is None else policy.line(options)
+    completed = line if policy is None else policy.options(line)
+    request = build_request(completed, source, workdir, settings, exercise)
     toolchain = toolchains.resolve(request, probe, settings)
-    if exercise is not None and options.program_args is None:
+    if exercise is not None and completed.program_args is None:
         args = exercise.gpu_args if toolchain.target == "gpu" else exercise.host_args
         request = dataclasses.replace(request, program_args=args)
+    if policy is not None:
+        request = policy.apply(request, toolchain, line)
+    unused_notes = unused.notes(line, request, settings)
+    if unused_notes:
+        toolchain = dataclasses.replace(toolchain, notes=toolchain.notes + unused_notes)
     return request, toolchain
 
 
-def restricted(options: Options, allowed: frozenset[str]) -> Options:
-    """Only the flags named in `allowed` kept (a graded notebook's magic line: the grader
-    decides the rest)."""
-    return Options(**{name: value for name, value in options.given().items() if name in allowed})
+def for_solution(request: RunRequest, source: Source, workdir: Path,
+                 room: Path | None = None) -> RunRequest:
+    """The same request (the same toolchain, arguments and policy) for the exercise's solution
+    `source`, run in `workdir` (a graded one in its own `room`): nothing of the student's own
+    (a kept copy, files to get, a profile, a forced build) comes along."""
+    return dataclasses.replace(request, source=source, workdir=workdir, room=room, keep=None,
+                               force=False, get_files=(), profile=None, execute=True,
+                               object_only=False)
+
+
+def with_args(request: RunRequest, args: tuple[str, ...]) -> RunRequest:
+    """The same request run with other arguments (a hidden argument set): without its profile
+    (the trace checks are for the public run) nor a kept copy."""
+    return dataclasses.replace(request, program_args=args, keep=None, profile=None)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..model import Settings
-from ..run import boundary, jail, launch, sandbox
+from . import boundary, jail, launch, sandbox
 
 _lock = threading.RLock()
 _fallback: dict[str, Path] = {}  # base -> this process's own folder, when the base was not ours

@@ -1,4 +1,5 @@
-"""A run checked against its exercise: the pipeline, the solution's output, the verdict.
+"""A run checked against its exercise: the pipeline, the solution's output, the verdict. The
+notebooks' --check and grading both come here; a plain cell goes straight to the pipeline.
 
     run_with_options: what the magic and `idrrun run` do with a parsed line (checked or not)
     execute_checked:  one resolved request + its exercise -> Outcome with a Verdict
@@ -12,52 +13,25 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import pipeline
-from .. import build as build_mod
-from ..checks import kinds, specs
-from ..checks.specs import Exercise
-from ..errors import SpecError
-from ..model import (
-    BuildResult,
-    CheckResult,
-    Failure,
-    FailureKind,
-    Outcome,
-    Probe,
-    RunRequest,
-    RunResult,
-    Settings,
-    Source,
-    Toolchain,
-    Verdict,
-)
-from ..profile.model import ProfileReport
-from ..profile.model import NO_GPU_ACTIVITY
-from ..profile.summary import trace_values
-from ..request import resolve
-from ..request import unused as unused_flags
-from ..request import source as source_mod
-from ..request.options import Options
-from ..run import boundary
-from . import rooms
-from ..toolchains import family_of
-from ..version import __version__
-
-
-class NullReporter:
-    """Shows nothing: for the solution run and for grading."""
-
-    def started(self, request: RunRequest, toolchain: Toolchain) -> None: ...
-    def notes(self, notes: Sequence[str]) -> None: ...
-    def built(self, request: RunRequest, result: BuildResult) -> None: ...
-    def output(self, text: str) -> None: ...
-    def ran(self, request: RunRequest, result: RunResult) -> None: ...
-    def profile(self, report: ProfileReport) -> None: ...
-    def verdict(self, verdict: Verdict) -> None: ...
+from . import build as build_mod
+from . import pipeline
+from .checks import kinds, specs
+from .checks.specs import Exercise
+from .errors import SpecError
+from .model import (CheckResult, Failure, FailureKind, Outcome, Probe, RunRequest, Settings, Source,
+                    Toolchain)
+from .pipeline import NullReporter
+from .profile.model import NO_GPU_ACTIVITY
+from .profile.summary import trace_values
+from .request import resolve
+from .request import source as source_mod
+from .request.options import Options
+from .run import boundary, rooms
+from .toolchains import family_of
+from .version import __version__
 
 
 def check_language(source: Source, exercise: Exercise) -> None:
@@ -95,8 +69,8 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     if pair.solution is None:
         return SolutionRun(None, None, NO_SOLUTION)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
-    sol_request = dataclasses.replace(request, source=sol_source, keep=None, force=False,
-                                      get_files=(), profile=None, execute=True, object_only=False)
+    # Keyed by the course's own file, wherever it is compiled from.
+    sol_request = resolve.for_solution(request, sol_source, request.workdir)
     key = build_mod.build_key(sol_request, toolchain)
     args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
     cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
@@ -108,10 +82,13 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             return SolutionRun(cached.read_text(), files if files.is_dir() else None)
         scratch = None
         if request.room is not None:
-            sol_request = _in_its_room(sol_request, pair.solution, settings)
+            room = _room(pair.solution, settings)
+            src = room / "src"
+            sol_request = resolve.for_solution(
+                request, dataclasses.replace(sol_source, origin_dir=src), src, room)
         else:
             scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
-            sol_request = dataclasses.replace(sol_request, workdir=scratch)
+            sol_request = resolve.for_solution(request, sol_source, scratch)
         try:
             copy_data_files(exercise, sol_request.workdir)
             outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter(),
@@ -136,14 +113,14 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
 
 # A graded solution's room: a copy of its folder's files and its builds, made once per process
 # and solution, so that its build serves every argument set of a grading (the hidden ones too);
-# removed with the grader's scratch folder (grading/rooms.py), at exit or, after a killed
+# removed with the grader's scratch folder (run/rooms.py), at exit or, after a killed
 # grader, by the next grading.
 _solution_rooms: dict[tuple[str, str], Path] = {}
 
 
-def _in_its_room(request: RunRequest, solution: Path, settings: Settings) -> RunRequest:
-    """The request compiling and running the solution in its room: its own copy of the
-    solution's folder (its files, not its subfolders), private to the grader."""
+def _room(solution: Path, settings: Settings) -> Path:
+    """The solution's room: its own copy of the solution's folder (its files, not its
+    subfolders) in `src`, private to the grader."""
     with _locks_guard:
         key = (str(solution), str(rooms.scratch_root(settings)))
         room = _solution_rooms.get(key)
@@ -158,9 +135,7 @@ def _in_its_room(request: RunRequest, solution: Path, settings: Settings) -> Run
             finally:
                 os.close(fd)
             _solution_rooms[key] = room
-    src = room / "src"
-    source = dataclasses.replace(request.source, origin_dir=src)
-    return dataclasses.replace(request, source=source, workdir=src, room=room)
+    return room
 
 
 def copy_data_files(exercise: Exercise, workdir: Path) -> None:
@@ -222,7 +197,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
-            again = dataclasses.replace(request, program_args=args, keep=None, profile=None)
+            again = resolve.with_args(request, args)
             rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
                                      wanted=exercise.solution_files)
             evidence = _evidence(again, toolchain, rerun, solution_for(again))
@@ -247,9 +222,6 @@ def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Pa
     if exercise is not None:
         check_language(src, exercise)
     request, toolchain = resolve.resolve(opts, src, workdir, settings, probe, exercise)
-    unused = unused_flags.notes(opts, request, settings)
-    if unused:
-        toolchain = dataclasses.replace(toolchain, notes=toolchain.notes + unused)
     if exercise is None:
         return pipeline.execute(request, toolchain, probe, settings, reporter)
     return execute_checked(request, toolchain, exercise, probe, settings, reporter)

@@ -1,0 +1,254 @@
+"""Finding a class's submissions: one per student, each read through a descriptor of its folder,
+bounded, never following a link; what cannot be graded is a Submission that says why.
+
+    discover(paths, exercise, language) -> [Submission]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..checks.specs import Exercise
+from ..errors import IdrrunError, UsageError
+from ..model import Language, Source
+from ..request import notebook, options
+from ..request import source as source_mod
+from ..request.options import Options
+from ..run import boundary, sandbox
+
+
+
+SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
+
+
+# A submission bigger than this is refused (one error row), not read into the grader's memory.
+MAX_SOURCE_BYTES = 2 << 20
+
+
+# The most of a folder a student may hand in (its walk at discovery, its copy into the box).
+SUBMISSION_BUDGET = boundary.Budget()
+
+
+_INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include[ \t]*["<]([^">\n]+)[">]|include[ \t]*[\'"]([^\'"\n]+)[\'"])',
+                      re.MULTILINE | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Submission:
+    student: str
+    path: Path  # what was handed in: a file, a notebook or a folder
+    source: Source | None  # None when it could not be read
+    problem: str = ""  # why source is None
+    options: Options = Options()  # a notebook's magic line (the grader's policy keeps what it allows)
+    chosen: Path | None = None  # in a folder handed in, the file that is graded
+
+
+def notebook_cell(nb: dict[str, Any], name: str, exercise: str) -> tuple[Options, str]:
+    """The %%idrrun cell of a notebook to grade: the one with --check NAME, else the only one.
+
+    Each line is parsed as the magic parses it, but nothing is ever printed: a line that asks
+    for the help or cannot be read is never the cell graded. Returns (the line's options, cell
+    body). Raises UsageError with the reason otherwise."""
+    cells = notebook.magic_cells(nb)
+    if not cells:
+        raise UsageError(f"{name}: no %%idrrun cell")
+    parsed: list[tuple[notebook.MagicCell, Options]] = []
+    broken: list[tuple[notebook.MagicCell, str]] = []
+    for cell in cells:
+        try:
+            opts = options.parse_line(cell.line, show_help=False)
+        except IdrrunError as exc:
+            broken.append((cell, str(exc)))
+            continue
+        assert opts is not None  # show_help=False: help raises
+        parsed.append((cell, opts))
+    # A line naming the exercise that cannot be read is the cell the student meant: its
+    # reason is the row's, rather than another cell graded in its place.
+    meant = [(cell, why) for cell, why in broken if exercise in cell.line.replace("=", " ").split()]
+    if meant:
+        raise UsageError(f"{name}: cell {meant[0][0].index + 1}: {meant[0][1]}")
+    for cell, opts in parsed:
+        if opts.check == exercise:
+            return opts, cell.body
+    if len(cells) == 1:
+        if broken:
+            raise UsageError(f"{name}: {broken[0][1]}")
+        return parsed[0][1], parsed[0][0].body
+    unread = "".join(f"; cell {cell.index + 1}: {why}" for cell, why in broken[:3])
+    raise UsageError(f"{name}: {len(cells)} %%idrrun cells and none with --check {exercise}{unread}")
+
+
+def _parse(raw: bytes, path: Path, student: str, exercise: Exercise,
+           language: Language | None) -> Submission:
+    """A submission from the bytes of its file (`path` names it in the report)."""
+    try:
+        if path.suffix == ".ipynb":
+            opts, body = notebook_cell(notebook.parse(raw, path.name), path.name, exercise.name)
+            src = source_mod.from_cell(body, f"{path.name}:cell", language or opts.language, None,
+                                       path.parent)
+            return Submission(student, path, src, options=opts)
+        src = source_mod.from_bytes(raw, path, language, path.name, path.parent)
+    except IdrrunError as exc:
+        return Submission(student, path, None, str(exc))
+    return Submission(student, path, src)
+
+
+def _read(dirfd: int, rel: str, path: Path, student: str, exercise: Exercise,
+          language: Language | None) -> Submission:
+    """The file `rel` of the folder `dirfd` (shown as `path`): read through the folder's
+    descriptor, a regular file with one name and at most MAX_SOURCE_BYTES, or refused before a
+    byte of it is read or parsed (a link could make the grader read a file the student cannot,
+    a FIFO would block it, a 400 MB notebook would fill its memory)."""
+    taken = boundary.take(dirfd, rel, MAX_SOURCE_BYTES)
+    if taken.data is None:
+        return Submission(student, path, None, f"refused: {path.name}: {taken.why} (a submission "
+                                               f"is a regular file of at most "
+                                               f"{MAX_SOURCE_BYTES >> 20} MiB)")
+    return _parse(taken.data, path, student, exercise, language)
+
+
+def _is_candidate(rel: str, language: Language | None) -> bool:
+    parts = rel.split("/")
+    suffix = Path(parts[-1]).suffix
+    if ".ipynb_checkpoints" in parts or (suffix not in SOURCE_SUFFIXES and suffix != ".ipynb"):
+        return False
+    return language is None or suffix == ".ipynb" or source_mod.language_of_path(rel) == language
+
+
+def _pick(files: Sequence[str], exercise: Exercise, language: Language | None) -> str | None:
+    """Which of a folder's files (relative paths) is graded: a source or a notebook whose name
+    holds the exercise's, else the first source or notebook."""
+    candidates = sorted((rel for rel in files if _is_candidate(rel, language)),
+                        key=lambda rel: rel.split("/"))
+    named = [rel for rel in candidates if exercise.name in rel.rsplit("/", 1)[-1]]
+    chosen = named or candidates
+    return chosen[0] if chosen else None
+
+
+def _listing(dirfd: int, budget: boundary.Budget) -> list[str] | str:
+    """The regular files of a handed-in folder (relative paths), or why it is refused: walked
+    through descriptors, links never followed, within the budget a copy of it may take."""
+    try:
+        found = list(boundary.walk(dirfd, budget))
+    except boundary.BoundaryError as exc:
+        return f"refused: {exc.strerror} ({_bounds(budget)})"
+    except OSError as exc:
+        return f"cannot read the folder: {exc.strerror or exc}"
+    total = sum(st.st_size for _, st in found)
+    if total > budget.size:
+        return (f"refused: more than {budget.size >> 20} MiB of files ({total} bytes, sizes as "
+                f"the files claim them, holes included; {_bounds(budget)})")
+    return [rel for rel, _ in found]
+
+
+def _bounds(budget: boundary.Budget) -> str:
+    return (f"a submission folder may hold {budget.entries} files and folders, "
+            f"{budget.depth} levels deep, {budget.size >> 20} MiB")
+
+
+def _discover_one(path: Path, exercise: Exercise, language: Language | None,
+                  budget: boundary.Budget) -> Submission:
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return Submission(path.stem, path, None, "no such file or folder"
+                          if exc.errno == errno.ENOENT else f"cannot read it: {exc.strerror}")
+    if stat.S_ISLNK(st.st_mode):
+        return Submission(path.stem, path, None, "refused: a link, not followed (hand in the "
+                                                 "file or the folder itself)")
+    if stat.S_ISREG(st.st_mode):
+        try:
+            parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            return Submission(path.stem, path, None, f"cannot read it: {exc.strerror}")
+        try:
+            return _read(parent, path.name, path, path.stem, exercise, language)
+        finally:
+            os.close(parent)
+    if not stat.S_ISDIR(st.st_mode):
+        return Submission(path.stem, path, None, "refused: not a regular file or a folder")
+    try:
+        top = boundary.open_dir(path)
+    except OSError as exc:
+        return Submission(path.name, path, None, f"cannot read the folder: {exc.strerror}")
+    try:
+        files = _listing(top, budget)
+        if isinstance(files, str):
+            return Submission(path.name, path, None, files)
+        choice = _pick(files, exercise, language)
+        if choice is None:
+            return Submission(path.name, path, None, "no source file or notebook in the folder")
+        sub = _read(top, choice, path / choice, path.name, exercise, language)
+        return dataclasses.replace(sub, path=path, chosen=path / choice)
+    finally:
+        os.close(top)
+
+
+def _one_each(subs: Sequence[Submission]) -> list[Submission]:
+    """Submissions that resolve to one student name (alice.c and alice.ipynb, or a folder
+    alice/) make one error row naming them all, in the place of the first: which of them
+    counts is the teacher's call, and one row, one feedback file per student stays true."""
+    by_student: dict[str, list[Submission]] = {}
+    for sub in subs:
+        by_student.setdefault(sub.student, []).append(sub)
+    out = []
+    for sub in subs:
+        same = by_student[sub.student]
+        if len(same) == 1:
+            out.append(sub)
+        elif sub is same[0]:
+            paths = [str(s.path) for s in same]
+            named = f"{', '.join(paths[:-1])} and {paths[-1]}"
+            which = "neither" if len(same) == 2 else "none"
+            out.append(Submission(sub.student, sub.path, None,
+                                  f"{len(same)} submissions for one student, {sub.student}: "
+                                  f"{named}; {which} graded (keep one)"))
+    return out
+
+
+def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None,
+             budget: boundary.Budget = SUBMISSION_BUDGET) -> list[Submission]:
+    """One Submission per student, in the order given; what cannot be graded (unreadable,
+    refused, two for one student) is a Submission without a source, saying why."""
+    seen: set[str] = set()
+    subs = []
+    for path in paths:
+        if os.path.abspath(path) not in seen:  # the same path given twice is one submission
+            seen.add(os.path.abspath(path))
+            subs.append(_discover_one(path, exercise, language, budget))
+    return _one_each(subs)
+
+
+def exposed(exercise: Exercise, submissions: Sequence[Path]) -> list[Path]:
+    """What a box could read without namespaces (the "uid" level: it sees every file other users
+    can read) and must not: the exercise's solutions, its spec and folders (the notebooks'
+    solution cells), and the class's submissions."""
+    secrets = [exercise.path, *exercise.folders, *submissions,
+               *(p.solution for p in exercise.sources.values() if p.solution is not None)]
+    return [p for p in dict.fromkeys(secrets) if sandbox.readable_by_others(p)]
+
+
+def outside_includes(text: str) -> list[str]:
+    """Files a source includes from outside its own folder (absolute paths, or `..`): refused
+    in grading, where only what was handed in may be compiled. Linear: one pattern per line."""
+    found = []
+    for m in _INCLUDE.finditer(text[:MAX_SOURCE_BYTES]):
+        name = m.group(1) or m.group(2) or ""
+        if name.startswith("/") or ".." in Path(name).parts or name.startswith("~"):
+            found.append(name)
+    return found
+
+
+def _inside(sub: Submission) -> str:
+    """Where the file that was read lies in the grader's copy of the submission."""
+    if sub.chosen is not None:
+        return sub.chosen.relative_to(sub.path).as_posix()
+    return sub.path.name
