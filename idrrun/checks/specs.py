@@ -9,7 +9,7 @@ import dataclasses
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -244,89 +244,122 @@ def _regex(value: str, path: Path, where: str) -> str:
     return value
 
 
+@dataclass(frozen=True)
+class _Table:
+    """A table of a spec being read, and where it is, for the error messages."""
+
+    raw: Mapping[str, Any]
+    path: Path
+    where: str
+
+    def err(self, field: str, message: str) -> SpecError:
+        return _err(self.path, f"{self.where}.{field}" if field else self.where, message)
+
+    def string(self, key: str) -> str:
+        return _str(self.raw, key, self.path, f"{self.where}.{key}")
+
+    def number(self, key: str, default: float | None = None) -> float | None:
+        return _num(self.raw, key, self.path, f"{self.where}.{key}", default)
+
+    def pattern(self, key: str, group: str = "") -> str:
+        """A regular expression; group: what its group ( ) must capture, when it needs one."""
+        value = _regex(self.string(key), self.path, f"{self.where}.{key}")
+        if group and regex.groups(value) < 1:
+            raise self.err(key, f"needs a group ( ) around the {group}")
+        return value
+
+
+# What each kind reads of its [[check]] table besides the fields every check has: one reader
+# per kind, each returning CheckSpec's fields by name.
+def _value_fields(t: _Table) -> dict[str, Any]:
+    pattern = t.pattern("pattern", "number")
+    expected = t.number("expected")
+    if expected is None:
+        raise t.err("expected", "a value check needs the expected number")
+    return {"pattern": pattern, "expected": expected}
+
+
+def _line_fields(t: _Table) -> dict[str, Any]:
+    if ("regex" in t.raw) == ("exact" in t.raw):
+        raise t.err("", "a line check needs exactly one of 'regex' or 'exact'")
+    return {"regex": t.pattern("regex")} if "regex" in t.raw else {"exact": t.string("exact")}
+
+
+def _regions_fields(t: _Table) -> dict[str, Any]:
+    minimum = t.number("min", 1)
+    if minimum is None or minimum < 1 or minimum != int(minimum):
+        raise t.err("min", "a regions_ran check needs min, a whole number ≥ 1")
+    return {"minimum": int(minimum)}
+
+
+def _data_moved_fields(t: _Table) -> dict[str, Any]:
+    max_bytes = t.number("max_bytes")
+    if max_bytes is None:
+        raise t.err("max_bytes", "a data_moved check needs max_bytes")
+    fields: dict[str, Any] = {"max_bytes": max_bytes}
+    if "per_iteration" in t.raw:
+        fields["per_iteration"] = t.pattern("per_iteration", "count")
+    return fields
+
+
+def _gpu_busy_fields(t: _Table) -> dict[str, Any]:
+    share = t.number("min")
+    if share is None or not 0 < share <= 1:
+        raise t.err("min", "a gpu_busy check needs min, a fraction in (0, 1]")
+    return {"min_share": share}
+
+
+def _image_fields(t: _Table) -> dict[str, Any]:
+    name = t.string("file")
+    if "/" in name or name.startswith("."):
+        raise t.err("file", "a file name in the program's folder, e.g. blur.pgm")
+    fields: dict[str, Any] = {"file": name, "min_psnr": t.number("min_psnr"),
+                              "max_diff": t.number("max_diff")}
+    if "width" in t.raw or "height" in t.raw or "dtype" in t.raw:
+        width, height, dtype = t.number("width"), t.number("height"), t.string("dtype")
+        if not width or not height:
+            raise t.err("", "a raw image needs width, height and dtype")
+        fields["raw"] = (int(width), int(height), dtype)
+    return fields
+
+
+_KIND_FIELDS: dict[str, Callable[[_Table], dict[str, Any]]] = {
+    "value": _value_fields,
+    "matches_solution": lambda t: {"pattern": t.pattern("pattern", "number")},
+    "line": _line_fields,
+    "source": lambda t: {"regex": t.pattern("regex")},
+    "queues": lambda t: {"minimum": int(t.number("min", 1) or 1)},
+    "regions_ran": _regions_fields,
+    "data_moved": _data_moved_fields,
+    "gpu_busy": _gpu_busy_fields,
+    "image": _image_fields,
+}
+_CHECK_FIELDS = frozenset({"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex",
+                           "exact", "min", "max_bytes", "per_iteration", "reason", "file",
+                           "min_psnr", "max_diff", "width", "height", "dtype", "grading_only"})
+
+
 def _check(raw: Any, index: int, path: Path) -> CheckSpec:
-    where = f"check[{index}]"
+    """One [[check]] table: the fields every check has, then its kind's own (_KIND_FIELDS)."""
     if not isinstance(raw, dict):
-        raise _err(path, where, "expected a table [[check]]")
+        raise _err(path, f"check[{index}]", "expected a table [[check]]")
+    t = _Table(raw, path, f"check[{index}]")
     kind = raw.get("kind")
     if kind not in CHECK_KINDS:
-        raise _err(path, f"{where}.kind", f"expected one of {', '.join(CHECK_KINDS)}, got {kind!r}")
-    known = {"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex", "exact",
-             "min", "max_bytes", "per_iteration", "reason", "file", "min_psnr", "max_diff",
-             "width", "height", "dtype", "grading_only"}
-    unknown = sorted(set(raw) - known)
+        raise t.err("kind", f"expected one of {', '.join(CHECK_KINDS)}, got {kind!r}")
+    unknown = sorted(set(raw) - _CHECK_FIELDS)
     if unknown:
-        raise _err(path, f"{where}.{unknown[0]}", "unknown field")
+        raise t.err(unknown[0], "unknown field")
     label = raw.get("label", kind)
     if not isinstance(label, str):
-        raise _err(path, f"{where}.label", "expected a string")
+        raise t.err("label", "expected a string")
     grading_only = raw.get("grading_only", False)
     if not isinstance(grading_only, bool):
-        raise _err(path, f"{where}.grading_only", f"expected true or false, got {grading_only!r}")
-    spec = CheckSpec(
-        kind=kind, label=label,
-        abs_tol=_num(raw, "abs_tol", path, f"{where}.abs_tol", 0.0) or 0.0,
-        rel_tol=_num(raw, "rel_tol", path, f"{where}.rel_tol", 1e-9) or 0.0,
-        reason=str(raw.get("reason", "")),
-        grading_only=grading_only,
-    )
-    fields: dict[str, Any] = {}
-    if kind in ("value", "matches_solution"):
-        pattern = _regex(_str(raw, "pattern", path, f"{where}.pattern"), path, f"{where}.pattern")
-        if regex.groups(pattern) < 1:
-            raise _err(path, f"{where}.pattern", "needs a group ( ) around the number")
-        fields["pattern"] = pattern
-    if kind == "value":
-        fields["expected"] = _num(raw, "expected", path, f"{where}.expected", None)
-        if fields["expected"] is None:
-            raise _err(path, f"{where}.expected", "a value check needs the expected number")
-    if kind == "line":
-        if ("regex" in raw) == ("exact" in raw):
-            raise _err(path, where, "a line check needs exactly one of 'regex' or 'exact'")
-        if "regex" in raw:
-            fields["regex"] = _regex(_str(raw, "regex", path, f"{where}.regex"), path, f"{where}.regex")
-        else:
-            fields["exact"] = _str(raw, "exact", path, f"{where}.exact")
-    if kind == "source":
-        fields["regex"] = _regex(_str(raw, "regex", path, f"{where}.regex"), path, f"{where}.regex")
-    if kind == "queues":
-        minimum = _num(raw, "min", path, f"{where}.min", 1)
-        fields["minimum"] = int(minimum or 1)
-    if kind == "regions_ran":
-        minimum = _num(raw, "min", path, f"{where}.min", 1)
-        if minimum is None or minimum < 1 or minimum != int(minimum):
-            raise _err(path, f"{where}.min", "a regions_ran check needs min, a whole number ≥ 1")
-        fields["minimum"] = int(minimum)
-    if kind == "data_moved":
-        fields["max_bytes"] = _num(raw, "max_bytes", path, f"{where}.max_bytes", None)
-        if fields["max_bytes"] is None:
-            raise _err(path, f"{where}.max_bytes", "a data_moved check needs max_bytes")
-        if "per_iteration" in raw:
-            pattern = _regex(_str(raw, "per_iteration", path, f"{where}.per_iteration"), path,
-                             f"{where}.per_iteration")
-            if regex.groups(pattern) < 1:
-                raise _err(path, f"{where}.per_iteration", "needs a group ( ) around the count")
-            fields["per_iteration"] = pattern
-    if kind == "gpu_busy":
-        share = _num(raw, "min", path, f"{where}.min", None)
-        if share is None or not 0 < share <= 1:
-            raise _err(path, f"{where}.min", "a gpu_busy check needs min, a fraction in (0, 1]")
-        fields["min_share"] = share
-    if kind == "image":
-        name = _str(raw, "file", path, f"{where}.file")
-        if "/" in name or name.startswith("."):
-            raise _err(path, f"{where}.file", "a file name in the program's folder, e.g. blur.pgm")
-        fields["file"] = name
-        fields["min_psnr"] = _num(raw, "min_psnr", path, f"{where}.min_psnr", None)
-        fields["max_diff"] = _num(raw, "max_diff", path, f"{where}.max_diff", None)
-        if "width" in raw or "height" in raw or "dtype" in raw:
-            width = _num(raw, "width", path, f"{where}.width", None)
-            height = _num(raw, "height", path, f"{where}.height", None)
-            dtype = _str(raw, "dtype", path, f"{where}.dtype")
-            if not width or not height:
-                raise _err(path, where, "a raw image needs width, height and dtype")
-            fields["raw"] = (int(width), int(height), dtype)
-    return CheckSpec(**{**spec.__dict__, **fields})
+        raise t.err("grading_only", f"expected true or false, got {grading_only!r}")
+    reader = _KIND_FIELDS.get(kind)
+    return CheckSpec(kind=kind, label=label, abs_tol=t.number("abs_tol", 0.0) or 0.0,
+                     rel_tol=t.number("rel_tol", 1e-9) or 0.0, reason=str(raw.get("reason", "")),
+                     grading_only=grading_only, **(reader(t) if reader is not None else {}))
 
 
 def _model(data: Mapping[str, Any], path: Path) -> str:
@@ -336,91 +369,132 @@ def _model(data: Mapping[str, Any], path: Path) -> str:
     return str(model)
 
 
+_SPEC_FIELDS = frozenset({"name", "title", "topic", "timeout", "options", "sources", "args",
+                          "check", "ranks", "files", "model", "students"})
+
+
 def load(path: Path) -> Exercise:
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such exercise spec") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    """The spec at `path`, every field checked (a SpecError names the file and the field)."""
+    data = _toml(path)
+    unknown = sorted(set(data) - _SPEC_FIELDS)
+    if unknown:
+        raise _err(path, unknown[0], "unknown field")
     name = _str(data, "name", path, "name")
     if name != path.stem:
         raise _err(path, "name", f"must equal the file name {path.stem!r}, got {name!r}")
-    base = path.parent
-    students = data.get("students", False)
-    if not isinstance(students, bool):
-        raise _err(path, "students", f"expected true or false, got {students!r}")
-    sources: dict[str, SourcePair] = {}
-    raw_sources = data.get("sources")
-    if not isinstance(raw_sources, dict) or not raw_sources:
-        raise _err(path, "sources", "expected [sources.c] and/or [sources.fortran] tables")
-    for language, pair in raw_sources.items():
-        where = f"sources.{language}"
-        if language not in SPEC_LANGUAGES:
-            raise _err(path, where, f"unknown language (known: {', '.join(SPEC_LANGUAGES)})")
-        if not isinstance(pair, dict):
-            raise _err(path, where, "expected a table with 'exercise' and 'solution'")
-        files: dict[str, Path | None] = {"solution": None}
-        for role in ("exercise", "solution"):
-            if role == "solution" and students and role not in pair:
-                continue  # a students' course carries no solution
-            rel = _str(pair, role, path, f"{where}.{role}")
-            file = base / rel
-            if not file.is_file():
-                raise _err(path, f"{where}.{role}", f"no such file {rel} (relative to {base})")
-            files[role] = file
-        exercise_file = files["exercise"]
-        assert exercise_file is not None
-        sources[language] = SourcePair(exercise_file, files["solution"])
-    args = data.get("args", {})
-    if not isinstance(args, dict):
-        raise _err(path, "args", "expected a table with 'host' and 'gpu' lists")
-    raw_checks = data.get("check", [])
-    if not isinstance(raw_checks, list) or not raw_checks:
-        raise _err(path, "check", "expected at least one [[check]] table")
-    options = data.get("options", [])
-    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-        raise _err(path, "options", "expected a list of compiler flags")
-    known = {"name", "title", "topic", "timeout", "options", "sources", "args", "check", "ranks",
-             "files", "model", "students"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise _err(path, unknown[0], "unknown field")
+    students = _flag(data, "students", path)
+    args = _arg_table(data, path)
     host_args = _args(args.get("host"), path, "args.host")
-    unknown_args = sorted(set(args) - {"host", "gpu", "hidden", "draw"})
-    if unknown_args:
-        raise _err(path, f"args.{unknown_args[0]}", "unknown field (known: host, gpu, hidden, draw)")
-    hidden = args.get("hidden", [])
-    if not isinstance(hidden, list) or not all(isinstance(h, list) for h in hidden):
-        raise _err(path, "args.hidden", "expected a list of argument lists, e.g. [[\"317\"], [\"50\"]]")
-    ranks = data.get("ranks")
-    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1):
-        raise _err(path, "ranks", f"expected a number of MPI ranks >= 1, got {ranks!r}")
-    files = data.get("files", [])
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-        raise _err(path, "files", "expected a list of data files (relative to the spec)")
-    for f in files:
-        if not (base / f).is_file():
-            raise _err(path, "files", f"no such file {f} (relative to {base})")
     return Exercise(
         name=name,
         title=_str(data, "title", path, "title", default=name),
         topic=_str(data, "topic", path, "topic", default=name.split("_")[0]),
         path=path,
         timeout=_num(data, "timeout", path, "timeout", 60.0) or 60.0,
-        options=tuple(options),
-        sources=sources,
+        options=_options(data, path),
+        sources=_sources(data, path, students),
         host_args=host_args,
         gpu_args=_args(args.get("gpu"), path, "args.gpu") or host_args,
-        checks=tuple(_check(c, i, path) for i, c in enumerate(raw_checks)),
-        hidden_args=tuple(_args(h, path, f"args.hidden[{i}]") for i, h in enumerate(hidden)),
+        checks=_checks(data, path),
+        hidden_args=_hidden(args, path),
         draw=_draw(args.get("draw"), path),
-        ranks=ranks,
-        files=tuple(base / f for f in files),
+        ranks=_ranks(data, path),
+        files=_data_files(data, path),
         model=_model(data, path),
         students=students,
     )
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such exercise spec") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _flag(data: Mapping[str, Any], key: str, path: Path) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise _err(path, key, f"expected true or false, got {value!r}")
+    return value
+
+
+def _sources(data: Mapping[str, Any], path: Path, students: bool) -> dict[str, SourcePair]:
+    """[sources.LANGUAGE]: exercise and solution files, relative to the spec (a students'
+    course carries no solution)."""
+    raw_sources = data.get("sources")
+    if not isinstance(raw_sources, dict) or not raw_sources:
+        raise _err(path, "sources", "expected [sources.c] and/or [sources.fortran] tables")
+    sources: dict[str, SourcePair] = {}
+    for language, pair in raw_sources.items():
+        where = f"sources.{language}"
+        if language not in SPEC_LANGUAGES:
+            raise _err(path, where, f"unknown language (known: {', '.join(SPEC_LANGUAGES)})")
+        if not isinstance(pair, dict):
+            raise _err(path, where, "expected a table with 'exercise' and 'solution'")
+        solution = None if students and "solution" not in pair else \
+            _source_file(pair, "solution", path, where)
+        sources[language] = SourcePair(_source_file(pair, "exercise", path, where), solution)
+    return sources
+
+
+def _source_file(pair: Mapping[str, Any], role: str, path: Path, where: str) -> Path:
+    rel = _str(pair, role, path, f"{where}.{role}")
+    file = path.parent / rel
+    if not file.is_file():
+        raise _err(path, f"{where}.{role}", f"no such file {rel} (relative to {path.parent})")
+    return file
+
+
+def _arg_table(data: Mapping[str, Any], path: Path) -> Mapping[str, Any]:
+    args = data.get("args", {})
+    if not isinstance(args, dict):
+        raise _err(path, "args", "expected a table with 'host' and 'gpu' lists")
+    unknown = sorted(set(args) - {"host", "gpu", "hidden", "draw"})
+    if unknown:
+        raise _err(path, f"args.{unknown[0]}", "unknown field (known: host, gpu, hidden, draw)")
+    return args
+
+
+def _hidden(args: Mapping[str, Any], path: Path) -> tuple[tuple[str, ...], ...]:
+    hidden = args.get("hidden", [])
+    if not isinstance(hidden, list) or not all(isinstance(h, list) for h in hidden):
+        raise _err(path, "args.hidden", "expected a list of argument lists, e.g. [[\"317\"], [\"50\"]]")
+    return tuple(_args(h, path, f"args.hidden[{i}]") for i, h in enumerate(hidden))
+
+
+def _checks(data: Mapping[str, Any], path: Path) -> tuple[CheckSpec, ...]:
+    raw_checks = data.get("check", [])
+    if not isinstance(raw_checks, list) or not raw_checks:
+        raise _err(path, "check", "expected at least one [[check]] table")
+    return tuple(_check(c, i, path) for i, c in enumerate(raw_checks))
+
+
+def _options(data: Mapping[str, Any], path: Path) -> tuple[str, ...]:
+    options = data.get("options", [])
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise _err(path, "options", "expected a list of compiler flags")
+    return tuple(options)
+
+
+def _ranks(data: Mapping[str, Any], path: Path) -> int | None:
+    ranks = data.get("ranks")
+    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1):
+        raise _err(path, "ranks", f"expected a number of MPI ranks >= 1, got {ranks!r}")
+    return ranks
+
+
+def _data_files(data: Mapping[str, Any], path: Path) -> tuple[Path, ...]:
+    files = data.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise _err(path, "files", "expected a list of data files (relative to the spec)")
+    for f in files:
+        if not (path.parent / f).is_file():
+            raise _err(path, "files", f"no such file {f} (relative to {path.parent})")
+    return tuple(path.parent / f for f in files)
 
 
 @dataclass(frozen=True)
