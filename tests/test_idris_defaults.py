@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import PYTHONPATH, Kernel
 
-from idrrun.commands.grade import grading_memory
+from idrrun.request.policy import grading_memory
 
 LIMITS_C = r"""#include <stdio.h>
 #include <string.h>
