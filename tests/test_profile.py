@@ -578,7 +578,8 @@ def test_every_kind_of_record_is_read() -> None:
         {"type": "device", "device": 1, "name": "NVIDIA H200", "cc": [9, 0], "sms": 132},
         {"type": "dropped", "count": 7},
         {"type": "error", "call": "cuptiActivityFlushAll", "message": "CUPTI_ERROR_UNKNOWN"},
-        {"type": "newer", "start": 1, "end": 2},
+        {"type": "newer", "start": 1, "end": 2}, {"type": ["kernel"], "start": 1, "end": 2},
+        {"type": {"a": 1}}, {"name": "no type"},
         [1, 2], "text", 3,
         {"type": "end"},
     ]
