@@ -757,6 +757,44 @@ def test_a_window_s_columns_do_not_depend_on_the_order_of_the_operations() -> No
                 if on] == [1, 2, 3, 4, 11, 12, 13, 14]
 
 
+
+def test_a_window_s_columns_agree_with_a_count_by_hand() -> None:
+    """coverage() and presence() against their definitions, computed exactly for random
+    operations (overlapping, instants, touching the window's edges, outside it) and windows
+    whose columns are not whole nanoseconds."""
+    import random
+    from fractions import Fraction
+
+    rng = random.Random(17)
+    for _ in range(300):
+        start = rng.randrange(0, 50)
+        end = start + rng.randrange(1, 120)
+        width = rng.choice((1, 3, 7, 20))
+        ops = [(s, s + rng.choice((0, 0, 1, 2, 5, 13, 40, 200)), rng.choice(("kernel", "h2d")))
+               for s in (rng.randrange(-60, 200) for _ in range(rng.randrange(0, 9)))]
+        col = Fraction(end - start, width)
+        want_cover: dict[str, list[Fraction]] = {}
+        want_where: dict[str, list[bool]] = {}
+        for s, e, kind in ops:
+            if s >= end or e < start or (e == start and s < e):
+                continue  # outside, or ending where the window starts
+            first = min(int((max(s, start) - start) / col), width - 1)
+            last = min(int((min(e, end) - start) / col), width - 1)
+            flags = want_where.setdefault(kind, [False] * width)
+            for c in range(first, last + 1):
+                flags[c] = True
+            if e > s and e > start:
+                shares = want_cover.setdefault(kind, [Fraction(0)] * width)
+                for c in range(width):
+                    lo, hi = start + c * col, start + (c + 1) * col
+                    shares[c] += max(Fraction(0), min(hi, e) - max(lo, s)) / col
+        cover, where = timeline.columns(ops, start, end, width)
+        assert where == want_where, (ops, start, end, width)
+        assert set(cover) == set(want_cover), (ops, start, end, width)
+        for kind, shares in want_cover.items():
+            assert cover[kind] == pytest.approx([float(min(x, 1)) for x in shares], abs=1e-9), \
+                (ops, start, end, width)
+
 def test_busy_intervals_is_the_union_of_the_intervals() -> None:
     """Against a brute-force union over every nanosecond of random intervals (overlapping,
     nested, touching, empty, out of order)."""
