@@ -30,7 +30,7 @@ import html
 import io
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -173,61 +173,119 @@ def _header_tokens(data: bytes, name: str, count: int) -> tuple[list[int], int]:
     return tokens, pos
 
 
-def parse_pnm(data: bytes, name: str = "image") -> Image:
-    """A PGM or PPM file's bytes -> Image; ImageError says what is wrong with a bad one."""
-    magic = data[:2]
-    if magic in (b"P1", b"P4"):
-        raise ImageError(f"{name}: a {magic.decode()} bitmap (PBM) is not supported: write a PGM "
-                         "(P2 or P5) with maxval 1")
-    if magic not in (b"P2", b"P3", b"P5", b"P6"):
-        shown = repr(data[:16]) if data else "an empty file"
-        raise ImageError(f"{name}: not a PGM/PPM file: it should start with P2, P3, P5 or P6, "
-                         f"it starts with {shown}")
+@dataclass(frozen=True)
+class _PnmHeader:
+    magic: str  # P2, P3, P5, P6
+    width: int
+    height: int
+    maxval: int
+    channels: int
+
+    @property
+    def samples(self) -> int:
+        return self.width * self.height * self.channels
+
+    @property
+    def sample_bytes(self) -> int:
+        """Of a binary sample: 16-bit values take two bytes, most significant first."""
+        return 1 if self.maxval < 256 else 2
+
+    @property
+    def described(self) -> str:
+        """What the header promised, as the messages say it: "40×24 8-bit gray"."""
+        return f"{self.width}×{self.height} {self.depth} {self.colour}"
+
+    @property
+    def kind(self) -> str:
+        return f"{self.magic}, {self.depth} {self.colour}"
+
+    @property
+    def depth(self) -> str:
+        return "8-bit" if self.sample_bytes == 1 else "16-bit"
+
+    @property
+    def colour(self) -> str:
+        return "gray" if self.channels == 1 else "colour"
+
+
+def _pnm_header(data: bytes, name: str, channels: int) -> tuple[_PnmHeader, int]:
+    """The header, checked, and the offset just past its maxval."""
     (width, height, maxval), pos = _header_tokens(data, name, 3)
     if width < 1 or height < 1:
         raise ImageError(f"{name}: the header gives a size of {width}×{height}")
     if not 1 <= maxval <= 65535:
         raise ImageError(f"{name}: the header's maxval is {maxval}; it must be 1 to 65535")
-    channels = 3 if magic in (b"P3", b"P6") else 1
-    colour = "gray" if channels == 1 else "colour"
-    depth = "8-bit" if maxval < 256 else "16-bit"
-    kind = f"{magic.decode()}, {depth} {colour}"
-    described = f"{width}×{height} {depth} {colour}"
-    samples = width * height * channels
-    if magic in (b"P2", b"P3"):
-        words = b" ".join(line.split(b"#", 1)[0] for line in data[pos:].splitlines()).split()
-        if len(words) < samples:
-            raise ImageError(f"{name}: truncated: the header says {described} ({samples} values), "
-                             f"the file has {len(words)}")
-        if len(words) > samples:
-            raise ImageError(f"{name}: {len(words)} values where the header says {described} "
-                             f"({samples} values)")
-        try:
-            values = [int(w) for w in words]
-        except ValueError:
-            bad = next(w for w in words if not w.isdigit())
-            raise ImageError(f"{name}: {bad[:20]!r} is not a pixel value (non-negative integer)") from None
-        raster = array.array("f", values).tobytes()
-        planes = _planes(raster, width, height, channels, "F")
-    else:
-        if pos >= len(data) or not data[pos:pos + 1].isspace():
-            raise ImageError(f"{name}: the header's maxval must be followed by one whitespace "
-                             "character, then the pixels")
-        raster_bytes = data[pos + 1:]
-        size = 1 if maxval < 256 else 2
-        want = samples * size
-        if len(raster_bytes) < want:
-            raise ImageError(f"{name}: truncated: the header says {described}, that is {want} bytes "
-                             f"of pixels; the file has {len(raster_bytes)}")
-        if len(raster_bytes) > want:
-            raise ImageError(f"{name}: {len(raster_bytes)} bytes of pixels where the header says "
-                             f"{described} ({want} bytes): do the header and the values written "
-                             f"agree (size, {size}-byte samples)?")
-        planes = _planes(raster_bytes, width, height, channels, "F;8" if size == 1 else "F;16B")
+    return _PnmHeader(data[:2].decode(), width, height, maxval, channels), pos
+
+
+def _plain_pixels(data: bytes, pos: int, header: _PnmHeader, name: str) -> tuple[bytes, str]:
+    """P2, P3: the values as decimal words, comments allowed among them -> float32 raster."""
+    words = b" ".join(line.split(b"#", 1)[0] for line in data[pos:].splitlines()).split()
+    samples = header.samples
+    if len(words) < samples:
+        raise ImageError(f"{name}: truncated: the header says {header.described} ({samples} values), "
+                         f"the file has {len(words)}")
+    if len(words) > samples:
+        raise ImageError(f"{name}: {len(words)} values where the header says {header.described} "
+                         f"({samples} values)")
+    try:
+        values = [int(w) for w in words]
+    except ValueError:
+        bad = next(w for w in words if not w.isdigit())
+        raise ImageError(f"{name}: {bad[:20]!r} is not a pixel value (non-negative integer)") from None
+    return array.array("f", values).tobytes(), "F"
+
+
+def _binary_pixels(data: bytes, pos: int, header: _PnmHeader, name: str) -> tuple[bytes, str]:
+    """P5, P6: one whitespace character after maxval, then exactly the samples' bytes."""
+    if pos >= len(data) or not data[pos:pos + 1].isspace():
+        raise ImageError(f"{name}: the header's maxval must be followed by one whitespace "
+                         "character, then the pixels")
+    raster = data[pos + 1:]
+    size = header.sample_bytes
+    want = header.samples * size
+    if len(raster) < want:
+        raise ImageError(f"{name}: truncated: the header says {header.described}, that is {want} bytes "
+                         f"of pixels; the file has {len(raster)}")
+    if len(raster) > want:
+        raise ImageError(f"{name}: {len(raster)} bytes of pixels where the header says "
+                         f"{header.described} ({want} bytes): do the header and the values written "
+                         f"agree (size, {size}-byte samples)?")
+    return raster, "F;8" if size == 1 else "F;16B"
+
+
+_PixelReader = Callable[[bytes, int, _PnmHeader, str], tuple[bytes, str]]
+# The Netpbm formats read: magic number -> (channels, the reader of the pixels after the header).
+_PNM_FORMATS: dict[bytes, tuple[int, _PixelReader]] = {
+    b"P2": (1, _plain_pixels),
+    b"P3": (3, _plain_pixels),
+    b"P5": (1, _binary_pixels),
+    b"P6": (3, _binary_pixels),
+}
+
+
+def _pnm_format(data: bytes, name: str) -> tuple[int, _PixelReader]:
+    magic = data[:2]
+    if magic in (b"P1", b"P4"):
+        raise ImageError(f"{name}: a {magic.decode()} bitmap (PBM) is not supported: write a PGM "
+                         "(P2 or P5) with maxval 1")
+    if magic not in _PNM_FORMATS:
+        shown = repr(data[:16]) if data else "an empty file"
+        raise ImageError(f"{name}: not a PGM/PPM file: it should start with P2, P3, P5 or P6, "
+                         f"it starts with {shown}")
+    return _PNM_FORMATS[magic]
+
+
+def parse_pnm(data: bytes, name: str = "image") -> Image:
+    """A PGM or PPM file's bytes -> Image; ImageError says what is wrong with a bad one."""
+    channels, read_pixels = _pnm_format(data, name)
+    header, pos = _pnm_header(data, name, channels)
+    raster, mode = read_pixels(data, pos, header, name)
+    planes = _planes(raster, header.width, header.height, channels, mode)
     top = max(_extrema(p)[1] for p in planes)
-    if top > maxval:
-        raise ImageError(f"{name}: a pixel is {top:g}, above the header's maxval {maxval}")
-    return Image(width, height, planes, float(maxval), name, kind)
+    if top > header.maxval:
+        raise ImageError(f"{name}: a pixel is {top:g}, above the header's maxval {header.maxval}")
+    return Image(header.width, header.height, planes, float(header.maxval), name, header.kind)
 
 
 def parse_raw(data: bytes, width: int, height: int, dtype: str, channels: int = 1,

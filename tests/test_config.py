@@ -81,6 +81,48 @@ def test_idris_site_file(tmp_path: Path) -> None:
     assert config.load(tmp_path, environ={"IDR_CONFIG_FILE": str(path)}).family == "gcc"
 
 
+def test_idris_site_file_takes_what_it_understands(tmp_path: Path) -> None:
+    """Entries of the wrong shape are passed over, one by one: the site file is IDRIS's, written
+    for its own tool, and idrrun reads only the parts it has a use for."""
+    site = {
+        "gcc": {"c": {"compiler": "gcc-13"}, "fortran": {"compiler": 7}, "c++": "g++",
+                "cuda": {"extension": ".cu"}},
+        "nvhpc": "not a table",
+        "intel": {"c": {"compiler": "icx"}},
+        "launcher": {"command": "/opt/openmpi/bin/mpirun --bind-to none", "tasks": "-np ",
+                     "options": ["--oversubscribe", 2]},
+        "profiling": {"command": "nsys profile"},
+        "default_settings": {"compilers": "intel", "language": 3, "gpus": 0},
+    }
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps(site))
+    assert config.read_idris_site_file(path) == {
+        "compilers": {"gcc": {"c": "gcc-13"}},
+        "launcher": {"kind": "mpirun", "command": "/opt/openmpi/bin/mpirun --bind-to none",
+                     "tasks": "-np ", "threads": "", "gpus": "", "options": ["--oversubscribe", "2"]},
+        "profiler": ["nsys", "profile"],
+    }
+    path.write_text(json.dumps({"launcher": {"command": ""}, "profiling": {"default_options": ["-x"]},
+                                "default_settings": {"compilers": "pgi", "gpus": 2}, "pgi": {}}))
+    assert config.read_idris_site_file(path) == {"compilers": {"pgi": {}}, "family": "pgi", "gpus": 2}
+    path.write_text(json.dumps({"default_settings": "nvhpc"}))
+    assert config.read_idris_site_file(path) == {}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[1, 2]", "expected a JSON object"),
+    ("{'gcc': 1}", "cannot read the IDRIS site file: Expecting property name"),
+    ("[" * 100_000, "cannot read the IDRIS site file"),
+])
+def test_broken_idris_site_file(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "site.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=f"site.json \\(IDR_CONFIG_FILE\\): {message}"):
+        config.read_idris_site_file(path)
+    with pytest.raises(ConfigError, match="cannot read the IDRIS site file"):
+        config.read_idris_site_file(tmp_path / "missing.json")
+
+
 def test_the_grader_leaves_the_project_file_out_unless_given(tmp_path: Path) -> None:
     (tmp_path / "idrrun.toml").write_text('family = "pgi"\n')
     teacher = tmp_path / "teacher.toml"

@@ -250,6 +250,30 @@ def test_missing_and_empty_files(tmp_path: Path) -> None:
         images.read_pnm(tmp_path / "glued.pgm")
 
 
+@pytest.mark.parametrize("data, message", [
+    (b"P1\n2 2\n0 1 1 0\n", r"a P1 bitmap \(PBM\) is not supported: write a PGM \(P2 or P5\) with maxval 1"),
+    (b"P4\n8 1\n\xff", r"a P4 bitmap \(PBM\)"),
+    (b"P2 2 2 255\n1 2 3\n", r"truncated: the header says 2×2 8-bit gray \(4 values\), the file has 3"),
+    (b"P3 1 1 255\n1 2 3 4\n", r"4 values where the header says 1×1 8-bit colour \(3 values\)"),
+    (b"P5 2 1 1000\n\0\1\0", r"truncated: the header says 2×1 16-bit gray, that is 4 bytes of pixels; "
+                             r"the file has 3"),
+    (b"P6 1 1 255\n\1\2\3\4", r"4 bytes of pixels where the header says 1×1 8-bit colour \(3 bytes\): "
+                              r"do the header and the values written agree \(size, 1-byte samples\)\?"),
+    (b"P2 1 1 9\n10\n", r"a pixel is 10, above the header's maxval 9"),
+])
+def test_bad_pnm_bytes(data: bytes, message: str) -> None:
+    with pytest.raises(ImageError, match=f"^mem: {message}"):
+        images.parse_pnm(data, "mem")
+
+
+def test_plain_pixels_may_carry_comments_and_binary_ones_two_bytes() -> None:
+    image = images.parse_pnm(b"P2 2 2 300 # maxval\n1 2 # first row\n3\n# a line of its own\n300\n")
+    assert images.rows(image) == [[1.0, 2.0], [3.0, 300.0]] and image.kind == "P2, 16-bit gray"
+    image = images.parse_pnm(b"P6 1 1 4095\n\x0f\xff\x00\x01\x01\x00")
+    assert [images.rows(image, c) for c in range(3)] == [[[4095.0]], [[1.0]], [[256.0]]]
+    assert image.kind == "P6, 16-bit colour" and image.peak == 4095.0
+
+
 def test_random_bytes_never_crash(tmp_path: Path) -> None:
     import random
 

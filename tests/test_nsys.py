@@ -21,7 +21,7 @@ from conftest import PYTHONPATH, ROOT
 from idrrun.profile import nsys as nsys_mod
 from idrrun.profile import nsysdb, timeline
 from idrrun.profile.hints import find_hints
-from idrrun.profile.model import NO_GPU_ACTIVITY, Trace
+from idrrun.profile.model import NO_GPU_ACTIVITY, Table, Trace
 from idrrun.profile.rates import achieved_rates
 from idrrun.profile.render import ProfileView
 from idrrun.profile.session import collect, output_filter, plan
@@ -170,6 +170,51 @@ def test_2022_4_stats_csv_agree_with_the_export() -> None:
         assert a.bytes == pytest.approx(b.bytes, abs=0.5e3)  # the CSV rounds to 1 kB (0.001 MB)
     assert [k.name for k in from_csv.top_kernels] == [k.name for k in from_trace.top_kernels]
 
+
+
+def test_summary_from_tables_reads_columns_by_name_and_units_from_the_header() -> None:
+    """Each CSV generation's columns, found by name; units from the header; a cell that is not
+    a number counts as nothing; the copy tables' counts: the time table's, else the size
+    table's."""
+    kernels = Table("cuda_gpu_kern_sum", "CUDA kernels",
+                    ("Time (%)", "Total Time (us)", "Instances", "Max (us)", "Name"),
+                    (("0.2", "1.5", "3", "0.75", "main_12_gpu"),
+                     ("99.8", "1,000.25", "1", "1,000.25", "main_30_gpu"),
+                     ("0", "n/a", "x", "", "broken")))
+    times = Table("cuda_gpu_mem_time_sum", "times", ("Time (%)", "Total Time (ns)", "Count", "Operation"),
+                  (("50", "2,000", "4", "[CUDA memcpy Host-to-Device]"),
+                   ("10", "500", "2", "[CUDA memcpy DtoH]"),
+                   ("5", "100", "1", "[CUDA memset]"),
+                   ("1", "7", "1", "[CUDA something else]"),
+                   ("1", "9", "1", "[CUDA memcpy Peer-to-Peer]")))
+    sizes = Table("cuda_gpu_mem_size_sum", "sizes", ("Total (MB)", "Count", "Operation"),
+                  (("8.0", "5", "[CUDA memcpy Host-to-Device]"),
+                   ("0.004096", "1", "[CUDA memset]"),
+                   ("1.0", "3", "[CUDA memcpy Device-to-Device]")))
+    s = nsys_mod.summary_from_tables({"kernels": kernels, "copy_time": times, "copy_size": sizes},
+                                     top=2, source_name="cell[3]")
+    assert s is not None
+    assert (s.kernel_ns, s.kernel_count) == (1_001_750, 4)
+    assert [(k.name, k.where, k.calls, k.total_ns, k.max_ns, round(k.share, 4)) for k in s.top_kernels] == [
+        ("main_30_gpu", "main, line 30 of cell[3]", 1, 1_000_250, 1_000_250, 0.9985),
+        ("main_12_gpu", "main, line 12 of cell[3]", 3, 1_500, 750, 0.0015)]
+    assert [(t.label, t.count, t.bytes, t.total_ns) for t in (s.h2d, s.d2h, s.d2d)] == [
+        ("host → device", 4, 8_000_000, 2_000), ("device → host", 2, 0, 500),
+        ("device → device", 3, 1_000_000, 0)]
+    assert (s.memset_count, s.memset_bytes, s.memset_ns) == (1, 4096, 100)
+    assert (s.span_ns, s.busy_ns, s.sync_count, s.queues) == (0, 0, 0, 0)
+
+
+def test_summary_from_tables_needs_kernels_or_copy_times() -> None:
+    sizes = Table("r", "r", ("Total (MB)", "Count", "Operation"), (("1.0", "1", "[CUDA memcpy HtoD]"),))
+    assert nsys_mod.summary_from_tables({}) is None
+    assert nsys_mod.summary_from_tables({"copy_size": sizes}) is None
+    times = Table("r", "r", ("Total Time (ms)", "Operations", "Name"), (("2", "1", "[CUDA memcpy HtoD]"),))
+    s = nsys_mod.summary_from_tables({"copy_time": times})
+    assert s is not None and (s.kernel_count, s.top_kernels, s.h2d.total_ns) == (0, (), 2_000_000)
+    nameless = Table("r", "r", ("Total Time", "Calls", "Maximum"), (("5", "2", "3"),))
+    s = nsys_mod.summary_from_tables({"kernels": nameless})
+    assert s is not None and [(k.name, k.calls, k.max_ns) for k in s.top_kernels] == [("?", 2, 3)]
 
 def test_2022_4_report_names() -> None:
     names = nsys_mod.report_names((RECORDED / "help_reports.txt").read_text())

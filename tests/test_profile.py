@@ -18,7 +18,8 @@ import pytest
 
 from idrrun.profile import nsys as nsys_mod
 from idrrun.profile import perfetto, timeline, tracefile, tracer
-from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan, Trace
+from idrrun.profile.model import (HTOD, NO_GPU_ACTIVITY, Copy, Device, Kernel, Memset, ProfilePlan,
+                                  StreamQueue, Sync, Trace)
 from idrrun.profile.render import ProfileView
 from idrrun.profile.session import collect, plan
 from idrrun.profile.summary import summarize, trace_values, where
@@ -534,6 +535,68 @@ def test_traces_of_several_processes_are_merged(tmp_path: Path) -> None:
     assert report.summary is not None and report.summary.queues == 8
     assert timeline.row_labels(report.trace)[:2] == ["pid 4242 stream 13", "pid 4243 stream 13"]
 
+
+
+def test_merge_joins_the_operations_and_the_bookkeeping() -> None:
+    """Operations concatenated process after process; complete only when every file is; counts
+    added; each error once; the earliest start that is known; cut when any file was."""
+    one = Trace(kernels=(Kernel("a", 10, 20, 1),), copies=(Copy(HTOD, 8, 5, 9, 1),),
+                syncs=(Sync("stream", 20, 30),), stream_queues=(StreamQueue(1, 2),),
+                devices=(Device(0, "gpu"),), dropped=1, errors=("cupti: x", "cupti: y"), skipped=2,
+                started=0)
+    two = Trace(kernels=(Kernel("b", 1, 2, 3, process=7),), memsets=(Memset(4, 3, 4, 3),),
+                complete=False, dropped=2, errors=("cupti: y", "cupti: z"), skipped=1, started=50,
+                truncated=True)
+    three = Trace(started=40)
+    merged = tracefile.merge([one, two, three], (Path("a"), Path("b"), Path("c")))
+    assert merged == Trace(
+        kernels=one.kernels + two.kernels, copies=one.copies, memsets=two.memsets, syncs=one.syncs,
+        stream_queues=one.stream_queues, devices=one.devices, complete=False, dropped=3,
+        errors=("cupti: x", "cupti: y", "cupti: z"), skipped=3,
+        files=(Path("a"), Path("b"), Path("c")), started=40, truncated=True)
+    assert tracefile.merge([one, three]).complete and not tracefile.merge([one]).truncated
+    assert tracefile.merge([]) == Trace()
+
+
+def test_every_kind_of_record_is_read() -> None:
+    """What each record type gives; untimed operations, values that are not objects and unknown
+    types are counted as skipped or passed over, and the pid of the header names the process
+    of the records after it."""
+    records = [
+        {"type": "kernel", "name": "before", "start": 1, "end": 2, "stream": 3},
+        {"type": "header", "format": "idrrun-trace", "pid": 99, "start": 5},
+        {"type": "header", "pid": 98, "start": 6},
+        {"type": "kernel", "name": "k", "start": 10, "end": 20, "stream": 3, "device": 1,
+         "context": 2, "correlation": 4, "grid": [8, 1, 1], "block": [128, 1, 1]},
+        {"type": "memcpy", "copy": "HtoD", "bytes": 64, "start": 21, "end": 25, "stream": 3,
+         "src": "pageable", "dst": "device", "async": True, "correlation": 5},
+        {"type": "memset", "bytes": 16, "start": 26, "end": 27},
+        {"type": "sync", "sync": "stream", "start": 28, "end": 30, "stream": 3, "context": 2},
+        {"type": "kernel", "name": "untimed", "start": 0, "end": 0},
+        {"type": "memcpy", "start": 50, "end": 40},
+        {"type": "queue", "queue": 1, "stream": 3},
+        {"type": "device", "device": 1, "name": "NVIDIA H200", "cc": [9, 0], "sms": 132},
+        {"type": "dropped", "count": 7},
+        {"type": "error", "call": "cuptiActivityFlushAll", "message": "CUPTI_ERROR_UNKNOWN"},
+        {"type": "newer", "start": 1, "end": 2}, {"type": ["kernel"], "start": 1, "end": 2},
+        {"type": {"a": 1}}, {"name": "no type"},
+        [1, 2], "text", 3,
+        {"type": "end"},
+    ]
+    lines = [json.dumps(r) for r in records] + ["not json"]
+    trace, pid = tracefile.parse_lines(lines)
+    assert pid == 98 and trace.started == 5 and trace.complete
+    assert trace.kernels == (Kernel("before", 1, 2, 3),
+                             Kernel("k", 10, 20, 3, device=1, context=2, correlation=4,
+                                    grid=(8, 1, 1), block=(128, 1, 1), process=98))
+    assert trace.copies == (Copy(HTOD, 64, 21, 25, 3, correlation=5, src="pageable", dst="device",
+                                 asynchronous=True, process=98),)
+    assert trace.memsets == (Memset(16, 26, 27, -1, process=98),)
+    assert trace.syncs == (Sync("stream", 28, 30, 3, 2, process=98),)
+    assert trace.stream_queues == (StreamQueue(3, 1, process=98),)
+    assert trace.devices == (Device(1, "NVIDIA H200", 98, (9, 0), 132),)
+    assert (trace.dropped, trace.errors) == (7, ("cuptiActivityFlushAll: CUPTI_ERROR_UNKNOWN",))
+    assert trace.skipped == 6  # two untimed operations, three values that are not objects, a bad line
 
 def test_a_second_run_in_the_same_folder_shows_no_stale_data_with_fake_nsys(
         tmp_path: Path, fake_nsys_env: Path, host_program: Path,

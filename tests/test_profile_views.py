@@ -22,7 +22,10 @@ import pytest
 
 from idrrun.profile import perfetto, timeline
 from idrrun.profile.hints import find_hints
-from idrrun.profile.model import Copy, Kernel, Memset, ProfilePlan, Sync, Trace
+from idrrun.profile.model import (EMPTY_SUMMARY, NO_GPU_ACTIVITY, Copy, CopyRate, Hint, Kernel,
+                                  KernelRate, KernelStat, Memset, MemoryRate, Peak,
+                                  ProfilePlan, ProfileReport, Rates, Summary, Sync, Table,
+                                  Trace, TransferStat)
 from idrrun.profile.rates import achieved_rates
 from idrrun.profile.render import ProfileView
 from idrrun.profile.session import collect
@@ -526,6 +529,96 @@ def test_hints_are_rendered_in_text_and_html(tmp_path: Path) -> None:
     assert "--accopts pinned" in page
 
 
+def full_report(folder: Path) -> ProfileReport:
+    """A report with every part filled in, as no single run gives one."""
+    summary = Summary(
+        span_ns=2_000_000, busy_ns=1_500_000, kernel_ns=1_000_000, kernel_count=10,
+        h2d=TransferStat("host → device", 2, 8_000_000, 400_000, "pageable"),
+        d2h=TransferStat("device → host", 1, 4_000_000, 100_000, "pinned"),
+        d2d=TransferStat("device → device"), memset_ns=1_000, memset_count=1, memset_bytes=4096,
+        sync_ns=50_000, sync_count=3, queues=2,
+        top_kernels=(KernelStat("main_42_gpu", "main, line 42", 10, 1_000_000, 200_000, 1.0),))
+    link = Peak(64e9, "PCIe 5.0 x16", "table: NVIDIA H200 datasheet")
+    rates = Rates("NVIDIA H200", 2_000_000, 1_500_000,
+                  kernels=(KernelRate("main_42_gpu", "main, line 42", 10, 1_000_000, 0.666),),
+                  copies=(CopyRate("host → device", HTOD, 2, 8_000_000, 400_000, 0.266, "pageable",
+                                   link),),
+                  memory=MemoryRate(1e6, 10, 1_000_000, Peak(4.8e12, "HBM3e", "table")))
+    table = Table("cuda_gpu_kern_sum", "CUDA kernels", ("Time (ns)", "Name"),
+                  tuple((str(100 * i), f"k{i}") for i in range(17)))
+    png = folder / "timeline.png"
+    png.write_bytes(b"\x89PNG not really")
+    return ProfileReport(
+        kind="nsys", trace=None, summary=summary, tables=(table,), timeline_png=png,
+        report_file=folder / "report.nsys-rep", message="the run was cut", notes=("a note",),
+        hints=(Hint("pageable_copies", "warning", "pin the memory", "2 copies from pageable memory"),),
+        rates=rates, trace_json=folder / "trace.json")
+
+
+def test_every_part_of_a_report_in_text(tmp_path: Path) -> None:
+    report = full_report(tmp_path)
+    rows = [f"  {100 * i:<9}  k{i}" for i in range(15)]
+    assert str(ProfileView(report)).split("\n") == [
+        "GPU profile (Nsight Systems): 2 queues, 2.000 ms from the first to the last GPU "
+        "operation, GPU busy 75.0% of it",
+        "the run was cut",
+        "                     time  share  count    data  bandwidth",
+        "  kernels        1.000 ms  66.6%     10",
+        "  host → device  400.0 µs  26.6%      2  8.0 MB  20.0 GB/s (pageable)",
+        "  device → host  100.0 µs   6.7%      1  4.0 MB  40.0 GB/s (pinned)",
+        "  memsets          1.0 µs   0.1%      1  4.1 kB",
+        "  the host waited for the GPU 50.0 µs in 3 synchronisations",
+        "hints:",
+        "  ! 2 copies from pageable memory",
+        "    → pin the memory",
+        "achieved rates (NVIDIA H200):",
+        "  GPU busy 75.0% of the 2.000 ms from its first operation to its last",
+        "  host → device: 20.0 GB/s (pageable), 31.2% of 64.0 GB/s (PCIe 5.0 x16, table: NVIDIA "
+        "H200 datasheet)",
+        "  kernels: 10.0 GB/s in device memory (1.0 MB per iteration × 10), 0.2% of 4.80 TB/s "
+        "(HBM3e, table)",
+        "top kernels (time, of kernel time, of GPU time, calls, average):",
+        "  1.000 ms  100.0%  66.6%  10×  100.0 µs  main_42_gpu  main, line 42",
+        "CUDA kernels (cuda_gpu_kern_sum):",
+        "  Time (ns)  Name",
+        *rows,
+        "  … 2 more rows",
+        "note: a note",
+        f"timeline: {tmp_path / 'timeline.png'}",
+        f"to zoom in, open in ui.perfetto.dev or chrome://tracing: {tmp_path / 'trace.json'}",
+        f"report: {tmp_path / 'report.nsys-rep'}",
+    ]
+
+
+def test_every_part_of_a_report_in_html(tmp_path: Path) -> None:
+    report = full_report(tmp_path)
+    page = ProfileView(report)._repr_html_()
+    parts = ["<b>GPU profile (Nsight Systems): 2 queues", "<p>the run was cut</p>",
+             "<td class='l'>host → device</td>", "<p>the host waited for the GPU 50.0 µs",
+             "<li class='warning'><b>2 copies from pageable memory</b><br/><span class='fix'>→ pin",
+             "<i>achieved rates (NVIDIA H200)</i><ul><li>GPU busy 75.0%",
+             "<th class='l'>in the source</th>", "<img alt='GPU timeline' src='data:image/png;base64,",
+             "<i>CUDA kernels</i> <code>cuda_gpu_kern_sum</code>", "<td class='l'>k14</td>",
+             "<div>note: a note</div>", f"ui.perfetto.dev</a>: <code>{tmp_path / 'trace.json'}</code>",
+             f"<div>report: <code>{tmp_path / 'report.nsys-rep'}</code></div></div>"]
+    at = [page.find(part) for part in parts]
+    assert -1 not in at and at == sorted(at), list(zip(parts, at))
+    assert "k15" not in page and page.endswith("</div></div>")
+    (tmp_path / "timeline.png").unlink()  # a picture that could not be drawn is not shown
+    assert "<img" not in ProfileView(report)._repr_html_()
+
+
+def test_a_report_without_gpu_work_shows_no_figures(tmp_path: Path) -> None:
+    report = replace(full_report(tmp_path), summary=EMPTY_SUMMARY, message=NO_GPU_ACTIVITY,
+                     tables=(), timeline_png=None, trace_json=None)
+    assert str(ProfileView(report)).split("\n") == [
+        "GPU profile (Nsight Systems)", NO_GPU_ACTIVITY, "note: a note",
+        f"report: {tmp_path / 'report.nsys-rep'}"]
+    assert ProfileView(report)._repr_html_().endswith(
+        f"<b>GPU profile (Nsight Systems)</b><p>{NO_GPU_ACTIVITY}</p><div>note: a note</div>"
+        f"<div>report: <code>{tmp_path / 'report.nsys-rep'}</code></div></div>")
+
+
 # ---------------------------------------------------------------------------------------
 # Rates
 
@@ -663,6 +756,44 @@ def test_a_window_s_columns_do_not_depend_on_the_order_of_the_operations() -> No
         assert [c for c, on in enumerate(timeline.presence(order, *window, width=20)["h2d"])
                 if on] == [1, 2, 3, 4, 11, 12, 13, 14]
 
+
+
+def test_a_window_s_columns_agree_with_a_count_by_hand() -> None:
+    """coverage() and presence() against their definitions, computed exactly for random
+    operations (overlapping, instants, touching the window's edges, outside it) and windows
+    whose columns are not whole nanoseconds."""
+    import random
+    from fractions import Fraction
+
+    rng = random.Random(17)
+    for _ in range(300):
+        start = rng.randrange(0, 50)
+        end = start + rng.randrange(1, 120)
+        width = rng.choice((1, 3, 7, 20))
+        ops = [(s, s + rng.choice((0, 0, 1, 2, 5, 13, 40, 200)), rng.choice(("kernel", "h2d")))
+               for s in (rng.randrange(-60, 200) for _ in range(rng.randrange(0, 9)))]
+        col = Fraction(end - start, width)
+        want_cover: dict[str, list[Fraction]] = {}
+        want_where: dict[str, list[bool]] = {}
+        for s, e, kind in ops:
+            if s >= end or e < start or (e == start and s < e):
+                continue  # outside, or ending where the window starts
+            first = min(int((max(s, start) - start) / col), width - 1)
+            last = min(int((min(e, end) - start) / col), width - 1)
+            flags = want_where.setdefault(kind, [False] * width)
+            for c in range(first, last + 1):
+                flags[c] = True
+            if e > s and e > start:
+                shares = want_cover.setdefault(kind, [Fraction(0)] * width)
+                for c in range(width):
+                    lo, hi = start + c * col, start + (c + 1) * col
+                    shares[c] += max(Fraction(0), min(hi, e) - max(lo, s)) / col
+        cover, where = timeline.columns(ops, start, end, width)
+        assert where == want_where, (ops, start, end, width)
+        assert set(cover) == set(want_cover), (ops, start, end, width)
+        for kind, shares in want_cover.items():
+            assert cover[kind] == pytest.approx([float(min(x, 1)) for x in shares], abs=1e-9), \
+                (ops, start, end, width)
 
 def test_busy_intervals_is_the_union_of_the_intervals() -> None:
     """Against a brute-force union over every nanosecond of random intervals (overlapping,

@@ -10,6 +10,7 @@ from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Too
 from idrrun.request.source import from_cell
 from idrrun.errors import UsageError
 from idrrun.toolchains import gcc, resolve
+from idrrun.toolchains.family import AccDecision
 
 GCC = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0")
 H100 = GpuInfo("NVIDIA H100 80GB HBM3", "9.0", "580.1")
@@ -120,6 +121,49 @@ def test_no_target_fits_the_gpu_is_a_clear_error() -> None:
     with pytest.raises(UsageError, match="newer than the GPU here .Tesla P100, sm_60."):
         resolve(request(("cc60",)), probe_targets((old,), (75, 80)), Settings())
 
+
+
+GCC12 = GCC.version
+
+
+def test_offload_host_in_the_config_builds_for_the_host_even_with_a_gpu() -> None:
+    for offload in (True, False):
+        decision = gcc.offload_flags(("cc80",), probe("gcc", (H100,), offload), GCC12, "host")
+        assert decision == AccDecision(("-fopenacc", "-foffload=disable"), "host",
+                                       ('building for the host (offload = "host" in the config)',))
+
+
+def test_a_gpu_word_in_accopts_offloads_without_a_gpu() -> None:
+    decision = gcc.offload_flags(("NVPTX", "fast"), probe("gcc", ()), GCC12, "auto")
+    assert decision.flags == ("-fopenacc", "-foffload=nvptx-none",
+                              "-foffload-options=nvptx-none=-misa=sm_80 -lm -latomic", gcc.LINK_QUIET)
+    assert decision.target == "host" and decision.notes == (
+        "gcc ignores these accopts (nvhpc options without a gcc equivalent): fast",
+        "no GPU found: built for a GPU as asked; here the program falls back to the host")
+    assert gcc.offload_flags((), probe("gcc", ()), GCC12, "gpu").flags == decision.flags
+
+
+def test_openmp_without_a_gpu_names_its_target_regions() -> None:
+    decision = gcc.offload_flags((), probe("gcc", ()), GCC12, "auto", model="-fopenmp")
+    assert decision.flags == ("-fopenmp", "-foffload=disable") and decision.target == "host"
+    assert decision.notes == ("no GPU found: building for the host (-foffload=disable); the OpenMP "
+                              "target regions run on the CPU. Add --accopts cc80 to build for a "
+                              "GPU anyway.",)
+
+
+def test_the_target_asked_else_the_gpu_s_own() -> None:
+    decision = gcc.offload_flags(("sm_75",), probe_targets((H100,), (70, 75, 80)), GCC12, "auto")
+    assert decision.flags[2] == "-foffload-options=nvptx-none=-misa=sm_75 -lm -latomic"
+    assert decision.target == "gpu" and decision.notes == ()
+    decision = gcc.offload_flags((), probe_targets((V100,), (70, 75, 80)), GCC12, "auto")
+    assert decision.flags[2].startswith("-foffload-options=nvptx-none=-misa=sm_70 ")
+    assert decision.notes == ()
+    gcc11 = "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0"
+    decision = gcc.offload_flags((), probe("gcc", (V100,)), gcc11, "auto")
+    assert decision.flags[2] == "-foffload-options=nvptx-none=-misa=sm_35 -lm"
+    assert decision.notes == ("sm_70 asked, GCC 11 can build for sm_35 at best (sm_30, sm_35): "
+                              "building for sm_35; the driver compiles that PTX for the GPU when "
+                              "the program starts",)
 
 def test_ptxas_targets_read_from_its_help_with_a_fake_ptxas(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:

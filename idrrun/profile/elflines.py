@@ -246,10 +246,9 @@ def _answer(addresses: list[int], files: list[str], lines: list[int], wanted: li
         found.setdefault(address, (files[i], lines[i]))
 
 
-def _line_unit(r: _Reader, line_str: bytes, debug_str: bytes, rows_left: int,
-               wanted: list[int], found: dict[int, tuple[str, int]]) -> int:
-    """Decode one line program (a compilation unit's), answering for the wanted addresses its
-    sequences cover; the rows it took. r is past it afterwards."""
+def _unit(r: _Reader) -> tuple[_Reader, int]:
+    """The next unit of the section and its offset size (8 in 64-bit DWARF, else 4); r is past
+    it afterwards."""
     length = r.u(4)
     offset_size = 4
     if length == 0xFFFFFFFF:
@@ -259,6 +258,34 @@ def _line_unit(r: _Reader, line_str: bytes, debug_str: bytes, rows_left: int,
         raise _Bad("unit past the section")
     unit = _Reader(r.data, r.at, unit_end)
     r.at = unit_end
+    return unit, offset_size
+
+
+@dataclass(frozen=True)
+class _LineHeader:
+    """What a line program's opcodes need of its header."""
+
+    min_inst: int
+    line_base: int
+    line_range: int
+    opcode_base: int
+    lengths: list[int]  # the operands of each standard opcode, from opcode 1
+    files: list[str]  # by the program's file number
+
+
+def _old_file_names(unit: _Reader) -> list[str]:
+    """DWARF 2 to 4: include directories, then file entries, each list ended by an empty name."""
+    while unit.cstr():  # include_directories: not needed
+        pass
+    files = [""]  # numbered from 1
+    while name := unit.cstr():
+        unit.uleb(), unit.uleb(), unit.uleb()  # directory, time, size
+        files.append(name.decode("utf-8", errors="replace"))
+    return files
+
+
+def _line_header(unit: _Reader, offset_size: int, line_str: bytes, debug_str: bytes) -> _LineHeader:
+    """Read a unit's header, leaving `unit` at the start of its line program."""
     version = unit.u(2)
     if not 2 <= version <= 5:
         raise _Bad(f"DWARF version {version}")
@@ -278,17 +305,17 @@ def _line_unit(r: _Reader, line_str: bytes, debug_str: bytes, rows_left: int,
         _entries(unit, offset_size, line_str, debug_str)  # directories: not needed
         files = _entries(unit, offset_size, line_str, debug_str)
     else:
-        while unit.cstr():  # include_directories
-            pass
-        files = [""]  # 1-based
-        while True:
-            name = unit.cstr()
-            if not name:
-                break
-            unit.uleb(), unit.uleb(), unit.uleb()
-            files.append(name.decode("utf-8", errors="replace"))
+        files = _old_file_names(unit)
     unit.at = program_at
+    return _LineHeader(min_inst, line_base, line_range, opcode_base, lengths, files)
 
+
+def _line_program(unit: _Reader, h: _LineHeader, rows_left: int, wanted: list[int],
+                  found: dict[int, tuple[str, int]]) -> int:
+    """Run a line program (DWARF's state machine: address, file, line), answering for the
+    wanted addresses its sequences cover; the rows it made."""
+    min_inst, line_base, line_range, opcode_base = h.min_inst, h.line_base, h.line_range, h.opcode_base
+    files = h.files
     addresses: list[int] = []
     row_files: list[str] = []
     row_lines: list[int] = []
@@ -336,9 +363,18 @@ def _line_unit(r: _Reader, line_str: bytes, debug_str: bytes, rows_left: int,
         elif op == 9:  # fixed_advance_pc
             address += unit.u(2)
         else:  # set_column, negate_stmt, basic_block, prologue_end, ...: skip their operands
-            for _ in range(lengths[op - 1]):
+            for _ in range(h.lengths[op - 1]):
                 unit.uleb()
     return rows
+
+
+def _line_unit(r: _Reader, line_str: bytes, debug_str: bytes, rows_left: int,
+               wanted: list[int], found: dict[int, tuple[str, int]]) -> int:
+    """Decode one line program (a compilation unit's), answering for the wanted addresses its
+    sequences cover; the rows it took. r is past it afterwards."""
+    unit, offset_size = _unit(r)
+    header = _line_header(unit, offset_size, line_str, debug_str)
+    return _line_program(unit, header, rows_left, wanted, found)
 
 
 def _lines(sections: Mapping[str, bytes], wanted: list[int]) -> dict[int, tuple[str, int]]:

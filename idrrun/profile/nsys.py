@@ -194,62 +194,82 @@ def _memory_kind(text: str) -> str:
     return text.strip().lower()
 
 
+# A kernel of the kernels report: (name, total ns, calls, longest ns).
+_KernelRow = tuple[str, int, int, int]
+
+
+def _kernel_rows(table: Table | None) -> list[_KernelRow]:
+    if table is None:
+        return []
+    h = table.header
+    tot_i, n_i = _column(h, "Total Time", "Total"), _column(h, "Instances", "Count", "Calls")
+    max_i, name_i = _column(h, "Max", "Maximum"), _column(h, "Name")
+    scale = _unit(h[tot_i], _TIME_UNITS, 1.0) if tot_i is not None else 1.0
+    return [(row[name_i] if name_i is not None else "?", _get(row, tot_i, scale) or 0,
+             _get(row, n_i) or 0, _get(row, max_i, scale) or 0) for row in table.rows]
+
+
+def _copy_rows(table: Table | None, units: Mapping[str, float],
+               default_unit: float) -> list[tuple[str, int, int]]:
+    """(direction or "memset", count, total in ns or bytes) of each row of a memory operations
+    report that names a kind of operation."""
+    if table is None:
+        return []
+    h = table.header
+    op_i = _column(h, "Operation", "Name")
+    n_i = _column(h, "Count", "Operations", "Instances")
+    tot_i = _column(h, "Total Time", "Total")
+    if op_i is None:
+        return []
+    scale = _unit(h[tot_i], units, default_unit) if tot_i is not None else 1.0
+    found = ((_direction(row[op_i]), row) for row in table.rows)
+    return [(direction, _get(row, n_i) or 0, _get(row, tot_i, scale) or 0)
+            for direction, row in found if direction is not None]
+
+
+def _copy_totals(times: Table | None, sizes: Table | None) -> dict[str, list[int]]:
+    """direction -> [count, ns, bytes]. The count is the time report's, else the size
+    report's; sizes are in MB when the header names no unit."""
+    per_op: dict[str, list[int]] = {}
+    for direction, count, ns in _copy_rows(times, _TIME_UNITS, 1.0):
+        entry = per_op.setdefault(direction, [0, 0, 0])
+        entry[0] = count or entry[0]
+        entry[1] = ns
+    for direction, count, size in _copy_rows(sizes, _SIZE_UNITS, 1e6):
+        entry = per_op.setdefault(direction, [0, 0, 0])
+        entry[0] = entry[0] or count
+        entry[2] = size
+    return per_op
+
+
+def _transfer(per_op: Mapping[str, list[int]], label: str, direction: str) -> TransferStat:
+    count, ns, size = per_op.get(direction, [0, 0, 0])
+    return TransferStat(label=label, count=count, bytes=size, total_ns=ns)
+
+
+def _top_kernels(rows: list[_KernelRow], top: int, source_name: str) -> tuple[KernelStat, ...]:
+    kernel_ns = sum(r[1] for r in rows)
+    return tuple(
+        KernelStat(name=name, where=where(name, source_name), calls=calls, total_ns=ns,
+                   max_ns=longest, share=ns / kernel_ns if kernel_ns else 0.0)
+        for name, ns, calls, longest in sorted(rows, key=lambda r: -r[1])[:top])
+
+
 def summary_from_tables(tables: Mapping[str, Table], top: int = 10,
                         source_name: str = "") -> Summary | None:
     """Totals from the summary reports, when there is no GPU trace to compute them from."""
-    kern = tables.get("kernels")
-    times = tables.get("copy_time")
-    sizes = tables.get("copy_size")
-    if kern is None and times is None:
+    if tables.get("kernels") is None and tables.get("copy_time") is None:
         return None
-    kernel_rows: list[tuple[str, int, int, int]] = []
-    if kern is not None:
-        h = kern.header
-        tot_i, n_i = _column(h, "Total Time", "Total"), _column(h, "Instances", "Count", "Calls")
-        max_i, name_i = _column(h, "Max", "Maximum"), _column(h, "Name")
-        scale = _unit(h[tot_i], _TIME_UNITS, 1.0) if tot_i is not None else 1.0
-        for row in kern.rows:
-            name = row[name_i] if name_i is not None else "?"
-            kernel_rows.append((name, _get(row, tot_i, scale) or 0, _get(row, n_i) or 0,
-                                _get(row, max_i, scale) or 0))
-    kernel_ns = sum(r[1] for r in kernel_rows)
-    per_op: dict[str, list[int]] = {}  # direction -> [count, ns, bytes]
-    for table, what in ((times, "time"), (sizes, "size")):
-        if table is None:
-            continue
-        h = table.header
-        op_i = _column(h, "Operation", "Name")
-        n_i = _column(h, "Count", "Operations", "Instances")
-        tot_i = _column(h, "Total Time", "Total")
-        scale = (_unit(h[tot_i], _TIME_UNITS if what == "time" else _SIZE_UNITS,
-                       1.0 if what == "time" else 1e6) if tot_i is not None else 1.0)
-        for row in table.rows:
-            direction = _direction(row[op_i]) if op_i is not None else None
-            if direction is None:
-                continue
-            entry = per_op.setdefault(direction, [0, 0, 0])
-            if what == "time":
-                entry[0] = _get(row, n_i) or entry[0]
-                entry[1] = _get(row, tot_i, scale) or 0
-            else:
-                entry[0] = entry[0] or (_get(row, n_i) or 0)
-                entry[2] = _get(row, tot_i, scale) or 0
-
-    def transfer(label: str, direction: str) -> TransferStat:
-        count, ns, size = per_op.get(direction, [0, 0, 0])
-        return TransferStat(label=label, count=count, bytes=size, total_ns=ns)
-
-    memset = per_op.get("memset", [0, 0, 0])
+    kernels = _kernel_rows(tables.get("kernels"))
+    per_op = _copy_totals(tables.get("copy_time"), tables.get("copy_size"))
+    memset_count, memset_ns, memset_bytes = per_op.get("memset", [0, 0, 0])
     return Summary(
-        span_ns=0, busy_ns=0, kernel_ns=kernel_ns, kernel_count=sum(r[2] for r in kernel_rows),
-        h2d=transfer("host → device", HTOD), d2h=transfer("device → host", DTOH),
-        d2d=transfer("device → device", DTOD),
-        memset_ns=memset[1], memset_count=memset[0], memset_bytes=memset[2],
-        sync_ns=0, sync_count=0, queues=0,
-        top_kernels=tuple(
-            KernelStat(name=name, where=where(name, source_name), calls=calls, total_ns=ns,
-                       max_ns=longest, share=ns / kernel_ns if kernel_ns else 0.0)
-            for name, ns, calls, longest in sorted(kernel_rows, key=lambda r: -r[1])[:top]),
+        span_ns=0, busy_ns=0, kernel_ns=sum(r[1] for r in kernels),
+        kernel_count=sum(r[2] for r in kernels),
+        h2d=_transfer(per_op, "host → device", HTOD), d2h=_transfer(per_op, "device → host", DTOH),
+        d2d=_transfer(per_op, "device → device", DTOD),
+        memset_ns=memset_ns, memset_count=memset_count, memset_bytes=memset_bytes,
+        sync_ns=0, sync_count=0, queues=0, top_kernels=_top_kernels(kernels, top, source_name),
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import html as _html
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from .model import Hint, Peak, ProfileReport, Rates, Summary, TransferStat
+from .model import Hint, Peak, ProfileReport, Rates, Summary, Table, TransferStat
 
 _KIND_TITLE = {
     "nsys": "Nsight Systems",
@@ -152,40 +152,94 @@ def _columns(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
                       for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
 
 
-def text(report: ProfileReport) -> str:
-    lines = [_headline(report)]
-    if report.message:
-        lines.append(report.message)
+def _shown(report: ProfileReport) -> Summary | None:
+    """The summary, when the GPU did something to show in it."""
     s = report.summary
     if s is not None and (s.kernel_count or s.h2d.count or s.d2h.count or s.memset_count):
-        table = [("", "time", "share", "count", "data", "bandwidth"), *summary_rows(s)]
-        lines += ["  " + line for line in _columns(table, (False, True, True, True, True, False))]
-        if _waits(s):
-            lines.append("  " + _waits(s))
-        if report.hints:
-            lines.append("hints:")
-            for h in report.hints:
-                lines += hint_lines(h)
-        if report.rates is not None:
-            lines.append(f"achieved rates{f' ({report.rates.gpu})' if report.rates.gpu else ''}:")
-            lines += ["  " + line for line in rate_lines(report.rates)]
-        if s.top_kernels:
-            lines.append("top kernels (time, of kernel time, of GPU time, calls, average):")
-            lines += ["  " + line for line in _columns(
-                _kernel_rows(report), (True, True, True, True, True, False, False))]
-    for t in report.tables:
-        lines.append(f"{t.title} ({t.report}):")
-        shown = [t.header, *t.rows[:MAX_TABLE_ROWS]]
-        lines += ["  " + line for line in _columns(shown, [False] * len(t.header))]
-        if len(t.rows) > MAX_TABLE_ROWS:
-            lines.append(f"  … {len(t.rows) - MAX_TABLE_ROWS} more rows")
-    lines += [f"note: {n}" for n in report.notes]
-    if report.timeline_png is not None:
-        lines.append(f"timeline: {report.timeline_png}")
-    if report.trace_json is not None:
-        lines.append(f"to zoom in, open in ui.perfetto.dev or chrome://tracing: {report.trace_json}")
-    if report.report_file is not None:
-        lines.append(f"report: {report.report_file}")
+        return s
+    return None
+
+
+# A part of the figures of the GPU's work: (the report, its summary) -> lines or HTML.
+_GpuPart = Callable[[ProfileReport, Summary], list[str]]
+
+
+def _gpu_figures(report: ProfileReport, parts: Sequence[_GpuPart]) -> list[str]:
+    """The totals, hints, rates and top kernels, none when the GPU did nothing to show."""
+    s = _shown(report)
+    return [line for part in parts for line in part(report, s)] if s is not None else []
+
+
+def _indented(lines: Sequence[str]) -> list[str]:
+    return ["  " + line for line in lines]
+
+
+def _rates_title(rates: Rates) -> str:
+    return f"achieved rates{f' ({rates.gpu})' if rates.gpu else ''}"
+
+
+def _text_message(report: ProfileReport) -> list[str]:
+    return [report.message] if report.message else []
+
+
+def _text_totals(report: ProfileReport, s: Summary) -> list[str]:
+    table = [("", "time", "share", "count", "data", "bandwidth"), *summary_rows(s)]
+    waits = _waits(s)
+    return _indented([*_columns(table, (False, True, True, True, True, False)),
+                      *([waits] if waits else [])])
+
+
+def _text_hints(report: ProfileReport, s: Summary) -> list[str]:
+    return ["hints:", *(line for h in report.hints for line in hint_lines(h))] if report.hints else []
+
+
+def _text_rates(report: ProfileReport, s: Summary) -> list[str]:
+    rates = report.rates
+    return [f"{_rates_title(rates)}:", *_indented(rate_lines(rates))] if rates is not None else []
+
+
+def _text_kernels(report: ProfileReport, s: Summary) -> list[str]:
+    if not s.top_kernels:
+        return []
+    return ["top kernels (time, of kernel time, of GPU time, calls, average):",
+            *_indented(_columns(_kernel_rows(report), (True, True, True, True, True, False, False)))]
+
+
+def _text_gpu(report: ProfileReport) -> list[str]:
+    return _gpu_figures(report, (_text_totals, _text_hints, _text_rates, _text_kernels))
+
+
+def _text_table(t: Table) -> list[str]:
+    shown = [t.header, *t.rows[:MAX_TABLE_ROWS]]
+    more = len(t.rows) - MAX_TABLE_ROWS
+    return [f"{t.title} ({t.report}):", *_indented(_columns(shown, [False] * len(t.header))),
+            *([f"  … {more} more rows"] if more > 0 else [])]
+
+
+def _text_tables(report: ProfileReport) -> list[str]:
+    return [line for t in report.tables for line in _text_table(t)]
+
+
+def _text_notes(report: ProfileReport) -> list[str]:
+    return [f"note: {n}" for n in report.notes]
+
+
+def _text_files(report: ProfileReport) -> list[str]:
+    named = (("timeline: ", report.timeline_png),
+             ("to zoom in, open in ui.perfetto.dev or chrome://tracing: ", report.trace_json),
+             ("report: ", report.report_file))
+    return [f"{label}{path}" for label, path in named if path is not None]
+
+
+# The text's parts after the headline, top to bottom; each gives no line when it has nothing.
+_TEXT_PARTS: tuple[Callable[[ProfileReport], list[str]], ...] = (
+    _text_message, _text_gpu, _text_tables, _text_notes, _text_files)
+
+
+def text(report: ProfileReport) -> str:
+    lines = [_headline(report)]
+    for part in _TEXT_PARTS:
+        lines += part(report)
     return "\n".join(lines)
 
 
@@ -210,43 +264,81 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def html(report: ProfileReport) -> str:
-    parts = [_STYLE, "<div class='idrrun-prof'>", f"<b>{_e(_headline(report))}</b>"]
-    if report.message:
-        parts.append(f"<p>{_e(report.message)}</p>")
-    s = report.summary
-    if s is not None and (s.kernel_count or s.h2d.count or s.d2h.count or s.memset_count):
-        parts.append(_table(("", "time", "share", "count", "data", "bandwidth"), summary_rows(s),
-                            (True, False, False, False, False, True)))
-        if _waits(s):
-            parts.append(f"<p>{_e(_waits(s))}</p>")
-        if report.hints:
-            items = "".join(f"<li class='{h.severity}'><b>{_e(h.figure)}</b><br/>"
-                            f"<span class='fix'>→ {_e(h.message)}</span></li>"
-                            for h in report.hints)
-            parts.append(f"<div><i>hints</i><ul>{items}</ul></div>")
-        if report.rates is not None:
-            gpu = f" ({report.rates.gpu})" if report.rates.gpu else ""
-            items = "".join(f"<li>{_e(line)}</li>" for line in rate_lines(report.rates))
-            parts.append(f"<div><i>achieved rates{_e(gpu)}</i><ul>{items}</ul></div>")
-        if s.top_kernels:
-            parts.append(_table(("time", "of kernels", "of GPU", "calls", "average", "kernel",
-                                 "in the source"), _kernel_rows(report),
-                                (False, False, False, False, False, True, True)))
-    if report.timeline_png is not None and report.timeline_png.is_file():
-        data = base64.b64encode(report.timeline_png.read_bytes()).decode("ascii")
-        parts.append(f"<img alt='GPU timeline' src='data:image/png;base64,{data}'/>")
-    for t in report.tables:
-        parts.append(f"<div><i>{_e(t.title)}</i> <code>{_e(t.report)}</code></div>")
-        parts.append(_table(t.header, t.rows[:MAX_TABLE_ROWS], [i == len(t.header) - 1
-                                                                  for i in range(len(t.header))]))
-    for n in report.notes:
-        parts.append(f"<div>note: {_e(n)}</div>")
+def _html_message(report: ProfileReport) -> list[str]:
+    return [f"<p>{_e(report.message)}</p>"] if report.message else []
+
+
+def _html_totals(report: ProfileReport, s: Summary) -> list[str]:
+    waits = _waits(s)
+    return [_table(("", "time", "share", "count", "data", "bandwidth"), summary_rows(s),
+                   (True, False, False, False, False, True)),
+            *([f"<p>{_e(waits)}</p>"] if waits else [])]
+
+
+def _html_hints(report: ProfileReport, s: Summary) -> list[str]:
+    if not report.hints:
+        return []
+    items = "".join(f"<li class='{h.severity}'><b>{_e(h.figure)}</b><br/>"
+                    f"<span class='fix'>→ {_e(h.message)}</span></li>" for h in report.hints)
+    return [f"<div><i>hints</i><ul>{items}</ul></div>"]
+
+
+def _html_rates(report: ProfileReport, s: Summary) -> list[str]:
+    rates = report.rates
+    if rates is None:
+        return []
+    items = "".join(f"<li>{_e(line)}</li>" for line in rate_lines(rates))
+    return [f"<div><i>{_e(_rates_title(rates))}</i><ul>{items}</ul></div>"]
+
+
+def _html_kernels(report: ProfileReport, s: Summary) -> list[str]:
+    if not s.top_kernels:
+        return []
+    return [_table(("time", "of kernels", "of GPU", "calls", "average", "kernel", "in the source"),
+                   _kernel_rows(report), (False, False, False, False, False, True, True))]
+
+
+def _html_gpu(report: ProfileReport) -> list[str]:
+    return _gpu_figures(report, (_html_totals, _html_hints, _html_rates, _html_kernels))
+
+
+def _html_timeline(report: ProfileReport) -> list[str]:
+    if report.timeline_png is None or not report.timeline_png.is_file():
+        return []
+    data = base64.b64encode(report.timeline_png.read_bytes()).decode("ascii")
+    return [f"<img alt='GPU timeline' src='data:image/png;base64,{data}'/>"]
+
+
+def _html_tables(report: ProfileReport) -> list[str]:
+    return [part for t in report.tables for part in (
+        f"<div><i>{_e(t.title)}</i> <code>{_e(t.report)}</code></div>",
+        _table(t.header, t.rows[:MAX_TABLE_ROWS], [i == len(t.header) - 1 for i in range(len(t.header))]))]
+
+
+def _html_notes(report: ProfileReport) -> list[str]:
+    return [f"<div>note: {_e(n)}</div>" for n in report.notes]
+
+
+def _html_files(report: ProfileReport) -> list[str]:
+    parts = []
     if report.trace_json is not None:
         parts.append(f"<div>to zoom in, open in <a href='https://ui.perfetto.dev' target='_blank'>"
                      f"ui.perfetto.dev</a>: <code>{_e(report.trace_json)}</code></div>")
     if report.report_file is not None:
         parts.append(f"<div>report: <code>{_e(report.report_file)}</code></div>")
+    return parts
+
+
+# The page's parts after the headline, top to bottom (the timeline, drawn, goes before the
+# tables); each gives nothing when it has nothing.
+_HTML_PARTS: tuple[Callable[[ProfileReport], list[str]], ...] = (
+    _html_message, _html_gpu, _html_timeline, _html_tables, _html_notes, _html_files)
+
+
+def html(report: ProfileReport) -> str:
+    parts = [_STYLE, "<div class='idrrun-prof'>", f"<b>{_e(_headline(report))}</b>"]
+    for part in _HTML_PARTS:
+        parts += part(report)
     parts.append("</div>")
     return "".join(parts)
 

@@ -28,7 +28,7 @@ import functools
 import itertools
 import math
 import statistics
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,15 +188,17 @@ def presence(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> di
     return columns(ops, start, end, width)[1]
 
 
-def columns(ops: Iterable[Span], start: int, end: int,
-            width: int = PLOT) -> tuple[dict[str, list[float]], dict[str, list[bool]]]:
-    """coverage() and presence() in one pass over the operations (a panel's row needs both)."""
+def _spread(ops: Iterable[Span], start: int, end: int,
+            width: int) -> tuple[dict[str, list[float]], dict[str, list[int]], dict[str, list[int]]]:
+    """Each operation spread over the window's columns, per kind: the time of the columns it
+    covers in part, and difference arrays of the columns it covers whole and of those it
+    touches (a long operation costs two entries, not one per column)."""
     col = (end - start) / width
     last = width - 1
-    partial: dict[str, list[float]] = {}
-    runs: dict[str, list[int]] = {}  # difference array of fully covered columns
-    marks: dict[str, list[int]] = {}  # difference array of the columns an operation touches
-    for s, e, kind in _within(ops, start, end):
+    partial: defaultdict[str, list[float]] = defaultdict(lambda: [0.0] * width)
+    runs: defaultdict[str, list[int]] = defaultdict(lambda: [0] * (width + 1))
+    marks: defaultdict[str, list[int]] = defaultdict(lambda: [0] * (width + 1))
+    for s, e, kind in ops:
         if e < start or s >= end or (e == start and s < e):
             continue
         # (conditional expressions, not min/max: this loop runs once per operation and panel)
@@ -206,48 +208,44 @@ def columns(ops: Iterable[Span], start: int, end: int,
         b = int(b_ns / col)
         a = a if a < last else last
         b = b if b < last else last
-        mark = marks.get(kind)
-        if mark is None:
-            mark = marks[kind] = [0] * (width + 1)
+        mark = marks[kind]
         mark[a] += 1
         mark[b + 1] -= 1
         if e <= start or e <= s:
             continue  # present (an instant, or ending where the window starts) but no time
-        part = partial.get(kind)
-        if part is None:
-            part = partial[kind] = [0.0] * width
+        part = partial[kind]
         if a == b:
             part[a] += b_ns - a_ns
             continue
         part[a] += (a + 1) * col - a_ns
         part[b] += b_ns - b * col
         if b > a + 1:
-            run = runs.get(kind)
-            if run is None:
-                run = runs[kind] = [0] * (width + 1)
+            run = runs[kind]
             run[a + 1] += 1
             run[b] -= 1
-    shares: dict[str, list[float]] = {}
-    for kind, part in partial.items():
-        full = runs.get(kind)
-        if full is None:
-            shares[kind] = [p / col if p < col else 1.0 for p in part]
-            continue
-        level = 0
-        out = []
-        for c in range(width):
-            level += full[c]
-            share = (part[c] + level * col) / col
-            out.append(share if share < 1.0 else 1.0)
-        shares[kind] = out
-    where: dict[str, list[bool]] = {}
-    for kind, mark in marks.items():
-        level = 0
-        flags = []
-        for c in range(width):
-            level += mark[c]
-            flags.append(level > 0)
-        where[kind] = flags
+    return partial, runs, marks
+
+
+def _shares(part: list[float], full: list[int] | None, col: float) -> list[float]:
+    """A kind's share of each column's time, at most 1: the time of the columns it covers in
+    part, and the whole columns it covers (full, a difference array) as one column each."""
+    if full is None:
+        return [p / col if p < col else 1.0 for p in part]
+    out = []
+    for p, level in zip(part, itertools.accumulate(full)):
+        share = (p + level * col) / col
+        out.append(share if share < 1.0 else 1.0)
+    return out
+
+
+def columns(ops: Iterable[Span], start: int, end: int,
+            width: int = PLOT) -> tuple[dict[str, list[float]], dict[str, list[bool]]]:
+    """coverage() and presence() in one pass over the operations (a panel's row needs both)."""
+    partial, runs, marks = _spread(_within(ops, start, end), start, end, width)
+    col = (end - start) / width
+    shares = {kind: _shares(part, runs.get(kind), col) for kind, part in partial.items()}
+    where = {kind: [level > 0 for level in itertools.accumulate(mark[:width])]
+             for kind, mark in marks.items()}
     return shares, where
 
 

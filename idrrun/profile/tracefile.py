@@ -14,9 +14,10 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from .model import Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
 from .perfetto import Prepared
@@ -119,66 +120,58 @@ class _Parser:
         self.truncated = False  # the file was longer than what could be read of it
 
     def feed(self, records: Iterable[object]) -> None:
-        kernels, copies, memsets, syncs = self.kernels, self.copies, self.memsets, self.syncs
-        process = self.process
+        bookkeeping, operations = self._BOOKKEEPING, _OPERATIONS
         for record in records:
-            if record is None:
-                self.skipped += 1
-                continue
             if not isinstance(record, dict):
-                self.skipped += 1
+                self.skipped += 1  # a line that is not JSON (None), or JSON that is no record
                 continue
             kind = record.get("type")
-            if kind == "header":
-                process = self.process = _int(record, "pid", process)
-                self.started = self.started or _int(record, "start")
-                continue
-            if kind == "end":
-                self.ended = True
-                continue
-            if kind == "dropped":
-                self.dropped += _int(record, "count")
-                continue
-            if kind == "error":
-                self.errors.append(f"{record.get('call', '?')}: {record.get('message', '?')}")
-                continue
-            if kind == "queue":
-                self.queue_records.append(record)
-                continue
-            if kind == "device":
-                self.devices.append(_device(record, process))
-                continue
-            start, end = _int(record, "start"), _int(record, "end")
-            if kind in ("kernel", "memcpy", "memset", "sync") and (start <= 0 or end < start):
-                self.skipped += 1  # CUPTI gives 0 when it could not time an operation
-                continue
-            stream = _int(record, "stream", -1)
-            if kind == "kernel":
-                kernels.append(Kernel(name=str(record.get("name", "?")), stream=stream,
-                                      device=_int(record, "device"),
-                                      context=_int(record, "context"),
-                                      correlation=_int(record, "correlation"),
-                                      grid=_dim3(record, "grid"), block=_dim3(record, "block"),
-                                      start=start, end=end, process=process))
-            elif kind == "memcpy":
-                copies.append(Copy(direction=str(record.get("copy", "unknown")),
-                                   bytes=_int(record, "bytes"), stream=stream,
-                                   device=_int(record, "device"),
-                                   context=_int(record, "context"),
-                                   correlation=_int(record, "correlation"),
-                                   src=str(record.get("src", "")), dst=str(record.get("dst", "")),
-                                   asynchronous=bool(record.get("async", False)), start=start,
-                                   end=end, process=process))
-            elif kind == "memset":
-                memsets.append(Memset(bytes=_int(record, "bytes"), stream=stream,
-                                      device=_int(record, "device"),
-                                      context=_int(record, "context"),
-                                      correlation=_int(record, "correlation"), start=start,
-                                      end=end, process=process))
-            elif kind == "sync":
-                syncs.append(Sync(kind=str(record.get("sync", "unknown")), stream=stream,
-                                  context=_int(record, "context", -1), start=start, end=end,
-                                  process=process))
+            if not isinstance(kind, str):
+                continue  # passed over, as types this reader does not know are
+            note = bookkeeping.get(kind)
+            if note is not None:
+                note(self, record)
+            elif kind in operations:
+                self._operation(kind, record)
+
+    def _operation(self, kind: str, record: dict[str, Any]) -> None:
+        start, end = _int(record, "start"), _int(record, "end")
+        if start <= 0 or end < start:
+            self.skipped += 1  # CUPTI gives 0 when it could not time an operation
+            return
+        stream, process = _int(record, "stream", -1), self.process
+        if kind == "kernel":
+            self.kernels.append(_kernel(record, start, end, stream, process))
+        elif kind == "memcpy":
+            self.copies.append(_copy(record, start, end, stream, process))
+        elif kind == "memset":
+            self.memsets.append(_memset(record, start, end, stream, process))
+        else:
+            self.syncs.append(_sync(record, start, end, stream, process))
+
+    def _header(self, record: dict[str, Any]) -> None:
+        self.process = _int(record, "pid", self.process)
+        self.started = self.started or _int(record, "start")
+
+    def _end(self, record: dict[str, Any]) -> None:
+        self.ended = True
+
+    def _dropped(self, record: dict[str, Any]) -> None:
+        self.dropped += _int(record, "count")
+
+    def _error(self, record: dict[str, Any]) -> None:
+        self.errors.append(f"{record.get('call', '?')}: {record.get('message', '?')}")
+
+    def _queue(self, record: dict[str, Any]) -> None:
+        self.queue_records.append(record)
+
+    def _device(self, record: dict[str, Any]) -> None:
+        self.devices.append(_device(record, self.process))
+
+    # The records that are not GPU operations, by type.
+    _BOOKKEEPING: ClassVar[dict[str, Callable[[_Parser, dict[str, Any]], None]]] = {
+        "header": _header, "end": _end, "dropped": _dropped, "error": _error, "queue": _queue,
+        "device": _device}
 
     def trace(self) -> tuple[Trace, int]:
         kernels, copies, memsets = self.kernels, self.copies, self.memsets
@@ -193,6 +186,36 @@ class _Parser:
                       complete=self.ended, dropped=self.dropped, errors=tuple(self.errors),
                       skipped=self.skipped, started=self.started, truncated=self.truncated)
         return trace, self.process
+
+
+# The records of GPU operations, by type (tracefile's docstring); the others are bookkeeping.
+_OPERATIONS = frozenset(("kernel", "memcpy", "memset", "sync"))
+
+
+def _kernel(record: Mapping[str, Any], start: int, end: int, stream: int, process: int) -> Kernel:
+    return Kernel(name=str(record.get("name", "?")), stream=stream, device=_int(record, "device"),
+                  context=_int(record, "context"), correlation=_int(record, "correlation"),
+                  grid=_dim3(record, "grid"), block=_dim3(record, "block"), start=start, end=end,
+                  process=process)
+
+
+def _copy(record: Mapping[str, Any], start: int, end: int, stream: int, process: int) -> Copy:
+    return Copy(direction=str(record.get("copy", "unknown")), bytes=_int(record, "bytes"),
+                stream=stream, device=_int(record, "device"), context=_int(record, "context"),
+                correlation=_int(record, "correlation"), src=str(record.get("src", "")),
+                dst=str(record.get("dst", "")), asynchronous=bool(record.get("async", False)),
+                start=start, end=end, process=process)
+
+
+def _memset(record: Mapping[str, Any], start: int, end: int, stream: int, process: int) -> Memset:
+    return Memset(bytes=_int(record, "bytes"), stream=stream, device=_int(record, "device"),
+                  context=_int(record, "context"), correlation=_int(record, "correlation"),
+                  start=start, end=end, process=process)
+
+
+def _sync(record: Mapping[str, Any], start: int, end: int, stream: int, process: int) -> Sync:
+    return Sync(kind=str(record.get("sync", "unknown")), stream=stream,
+                context=_int(record, "context", -1), start=start, end=end, process=process)
 
 
 def parse_lines(lines: Iterable[str], process: int = 0) -> tuple[Trace, int]:
@@ -234,18 +257,25 @@ def _stream_queues(records: Iterable[Mapping[str, Any]], by_correlation: Mapping
     return tuple(found.values())
 
 
+def _operations(parts: Sequence[Trace]) -> Trace:
+    """What the GPU did in every process, one file's after the other's."""
+    return Trace(
+        kernels=tuple(chain.from_iterable(t.kernels for t in parts)),
+        copies=tuple(chain.from_iterable(t.copies for t in parts)),
+        memsets=tuple(chain.from_iterable(t.memsets for t in parts)),
+        syncs=tuple(chain.from_iterable(t.syncs for t in parts)),
+        stream_queues=tuple(chain.from_iterable(t.stream_queues for t in parts)),
+        devices=tuple(chain.from_iterable(t.devices for t in parts)),
+    )
+
+
 def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
     parts = list(traces)
-    return Trace(
-        kernels=tuple(k for t in parts for k in t.kernels),
-        copies=tuple(c for t in parts for c in t.copies),
-        memsets=tuple(m for t in parts for m in t.memsets),
-        syncs=tuple(s for t in parts for s in t.syncs),
-        stream_queues=tuple(q for t in parts for q in t.stream_queues),
-        devices=tuple(d for t in parts for d in t.devices),
+    return dataclasses.replace(
+        _operations(parts),
         complete=all(t.complete for t in parts),
         dropped=sum(t.dropped for t in parts),
-        errors=tuple(dict.fromkeys(e for t in parts for e in t.errors)),
+        errors=tuple(dict.fromkeys(chain.from_iterable(t.errors for t in parts))),
         skipped=sum(t.skipped for t in parts),
         files=files,
         started=min((t.started for t in parts if t.started), default=0),

@@ -227,6 +227,64 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
+def _site_commands(entry: Mapping[str, Any]) -> dict[str, str]:
+    """A family's table of the site file: {"c": {"compiler": "nvc", ...}, ...} -> {"c": "nvc"}."""
+    commands: dict[str, str] = {}
+    for key in COMPILER_KEYS:
+        item = entry.get(key)
+        if isinstance(item, dict) and isinstance(item.get("compiler"), str):
+            commands[key] = item["compiler"]
+    return commands
+
+
+def _site_compilers(data: Mapping[str, Any]) -> dict[str, Any]:
+    compilers = {family: _site_commands(data[family]) for family in registry.names()
+                 if isinstance(data.get(family), dict)}
+    return {"compilers": compilers} if compilers else {}
+
+
+def _site_launcher(data: Mapping[str, Any]) -> dict[str, Any]:
+    launcher = data.get("launcher")
+    if not isinstance(launcher, dict) or not launcher.get("command"):
+        return {}
+    command = str(launcher["command"])
+    return {"launcher": {
+        "kind": "srun" if os.path.basename(command.split()[0]) == "srun" else "mpirun",
+        "command": command,
+        "tasks": str(launcher.get("tasks", "")),
+        "threads": str(launcher.get("threads", "")),
+        "gpus": str(launcher.get("gpus", "")),
+        "options": [str(o) for o in launcher.get("options", [])],
+    }}
+
+
+def _site_profiler(data: Mapping[str, Any]) -> dict[str, Any]:
+    profiling = data.get("profiling")
+    if not isinstance(profiling, dict) or not profiling.get("command"):
+        return {}
+    return {"profiler": str(profiling["command"]).split()
+            + [str(o) for o in profiling.get("default_options", [])]}
+
+
+def _site_defaults(data: Mapping[str, Any]) -> dict[str, Any]:
+    defaults = data.get("default_settings")
+    if not isinstance(defaults, dict):
+        return {}
+    out: dict[str, Any] = {}
+    if defaults.get("compilers") in registry.names():
+        out["family"] = defaults["compilers"]
+    if isinstance(defaults.get("language"), str):
+        out["language"] = defaults["language"]
+    if isinstance(defaults.get("gpus"), int) and defaults["gpus"] > 0:
+        out["gpus"] = defaults["gpus"]
+    return out
+
+
+# The parts of an IDRIS site file idrrun reads, each into our keys ({} when it is missing or
+# not of the shape IDRIS writes: the file is written for IDRIS's own tool).
+_SITE_PARTS = (_site_compilers, _site_launcher, _site_profiler, _site_defaults)
+
+
 def read_idris_site_file(path: Path) -> dict[str, Any]:
     """Translate an IDRIS JSON site file (compiler families, launcher, profiling) to our keys."""
     try:
@@ -236,44 +294,8 @@ def read_idris_site_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path} (IDR_CONFIG_FILE): expected a JSON object")
     out: dict[str, Any] = {}
-    compilers: dict[str, dict[str, Any]] = {}
-    families = registry.names()
-    for family in families:
-        entry = data.get(family)
-        if not isinstance(entry, dict):
-            continue
-        table: dict[str, Any] = {}
-        for key in COMPILER_KEYS:
-            item = entry.get(key)
-            if isinstance(item, dict) and isinstance(item.get("compiler"), str):
-                table[key] = item["compiler"]
-        compilers[family] = table
-    if compilers:
-        out["compilers"] = compilers
-    launcher = data.get("launcher")
-    if isinstance(launcher, dict) and launcher.get("command"):
-        command = str(launcher["command"])
-        out["launcher"] = {
-            "kind": "srun" if os.path.basename(command.split()[0]) == "srun" else "mpirun",
-            "command": command,
-            "tasks": str(launcher.get("tasks", "")),
-            "threads": str(launcher.get("threads", "")),
-            "gpus": str(launcher.get("gpus", "")),
-            "options": [str(o) for o in launcher.get("options", [])],
-        }
-    profiling = data.get("profiling")
-    if isinstance(profiling, dict) and profiling.get("command"):
-        out["profiler"] = str(profiling["command"]).split() + [
-            str(o) for o in profiling.get("default_options", [])
-        ]
-    defaults = data.get("default_settings")
-    if isinstance(defaults, dict):
-        if defaults.get("compilers") in families:
-            out["family"] = defaults["compilers"]
-        if isinstance(defaults.get("language"), str):
-            out["language"] = defaults["language"]
-        if isinstance(defaults.get("gpus"), int) and defaults["gpus"] > 0:
-            out["gpus"] = defaults["gpus"]
+    for part in _SITE_PARTS:
+        out.update(part(data))
     return out
 
 

@@ -24,6 +24,7 @@ from ..model import (
     CompilerInfo,
     DoctorLine,
     DependencyList,
+    GpuInfo,
     Preprocessing,
     Probe,
     RunRequest,
@@ -115,44 +116,67 @@ def has_offload(gcc_path: str | None) -> bool:
     return result.ok and os.path.isabs(found) and os.path.exists(found)
 
 
-def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
-                  offload_mode: str, model: str = "-fopenacc") -> AccDecision:
-    """gcc's OpenACC flags (or OpenMP's, model="-fopenmp": gcc offloads OpenMP target regions
-    the same way): offload to nvptx, or build for the host, and say why."""
-    notes: list[str] = []
+@dataclass(frozen=True)
+class _AccOpts:
+    """What gcc takes of --accopts: a compute capability, a word that asks for the GPU, and
+    the nvhpc options it has no equivalent for."""
+
+    requested: int | None
+    gpu_asked: bool
+    ignored: tuple[str, ...]
+
+
+def _read_accopts(accopts: Sequence[str]) -> _AccOpts:
     requested: int | None = None
+    gpu_asked = False
     ignored: list[str] = []
     for item in accopts:
         match = _CC_ITEM.match(item)
         if match:
             requested = int(match.group(1))
         elif item.lower() in _GPU_WORDS:
-            offload_mode = "gpu"
+            gpu_asked = True
         else:
             ignored.append(item)
-    if ignored:
-        notes.append(
-            f"gcc ignores these accopts (nvhpc options without a gcc equivalent): {', '.join(ignored)}"
-        )
-    flags: tuple[str, ...] = (model,)
-    want_gpu = offload_mode == "gpu" or requested is not None
-    if offload_mode == "host" or not probe.offload:
-        if not probe.offload and offload_mode != "host":
-            notes.append(
-                "gcc cannot offload to NVIDIA GPUs here (the nvptx offload compiler is missing): "
-                f"building for the host. To offload: {OFFLOAD_INSTALL_HINT}"
-            )
-        else:
-            notes.append("building for the host (offload = \"host\" in the config)")
-        return AccDecision(flags + ("-foffload=disable",), "host", tuple(notes))
+    return _AccOpts(requested, gpu_asked, tuple(ignored))
+
+
+def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str) -> str | None:
+    """Why the build is for the host (the note that says so); None when it is for a GPU."""
+    if mode == "host":
+        return "building for the host (offload = \"host\" in the config)"
+    if not probe.offload:
+        return ("gcc cannot offload to NVIDIA GPUs here (the nvptx offload compiler is missing): "
+                f"building for the host. To offload: {OFFLOAD_INSTALL_HINT}")
     if not probe.gpus and not want_gpu:
         regions = "OpenMP target regions" if model == "-fopenmp" else "OpenACC regions"
+        return (f"no GPU found: building for the host (-foffload=disable); the {regions} run "
+                "on the CPU. Add --accopts cc80 to build for a GPU anyway.")
+    return None
+
+
+def _target_notes(wanted: int, isa: int, major: int, shown: str, gpu: GpuInfo | None) -> list[str]:
+    """What to say when the target built differs from the one asked, or no GPU is here."""
+    notes = []
+    if isa < wanted:
         notes.append(
-            f"no GPU found: building for the host (-foffload=disable); the {regions} run "
-            "on the CPU. Add --accopts cc80 to build for a GPU anyway."
+            f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best ({shown}): building "
+            f"for sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
         )
-        return AccDecision(flags + ("-foffload=disable",), "host", tuple(notes))
-    major = gcc_major(gcc_version)
+    elif isa > wanted:
+        notes.append(
+            f"sm_{wanted} asked, but this CUDA's ptxas no longer accepts it (it takes {shown}): "
+            f"building for sm_{isa}, so the program runs on GPUs of compute capability "
+            f"{isa // 10}.{isa % 10} or newer" + (f" ({gpu.name} here: yes)" if gpu else ""))
+    if gpu is None:
+        notes.append("no GPU found: built for a GPU as asked; here the program falls back to the host")
+    return notes
+
+
+def _gpu_target(requested: int | None, probe: Probe, major: int) -> tuple[int, list[str]]:
+    """The sm_XY to build for: the one asked, else the GPU's, else sm_80, as near as this GCC
+    and ptxas allow; and what to say about it. UsageError when no program built here could
+    run on the GPU."""
     wanted = requested if requested is not None else (probe.gpus[0].sm if probe.gpus else 80)
     available = probe.offload_targets or gcc_isas(major)
     isa = best_isa(wanted, available)
@@ -166,24 +190,29 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
         raise UsageError(f"sm_{wanted} asked, and the oldest target this machine can build is "
                          f"sm_{isa} ({shown}), newer than the GPU here ({gpu.name}, "
                          f"sm_{gpu.sm}): no program built here can run on it")
-    if isa < wanted:
-        notes.append(
-            f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best ({shown}): building "
-            f"for sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
-        )
-    elif isa > wanted:
-        notes.append(
-            f"sm_{wanted} asked, but this CUDA's ptxas no longer accepts it (it takes {shown}): "
-            f"building for sm_{isa}, so the program runs on GPUs of compute capability "
-            f"{isa // 10}.{isa % 10} or newer" + (f" ({gpu.name} here: yes)" if gpu else ""))
-    if not probe.gpus:
-        notes.append("no GPU found: built for a GPU as asked; here the program falls back to the host")
+    return isa, _target_notes(wanted, isa, major, shown, gpu)
+
+
+def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
+                  offload_mode: str, model: str = "-fopenacc") -> AccDecision:
+    """gcc's OpenACC flags (or OpenMP's, model="-fopenmp": gcc offloads OpenMP target regions
+    the same way): offload to nvptx, or build for the host, and say why."""
+    opts = _read_accopts(accopts)
+    notes = [f"gcc ignores these accopts (nvhpc options without a gcc equivalent): "
+             f"{', '.join(opts.ignored)}"] if opts.ignored else []
+    # A GPU word in accopts asks for the GPU over the config's offload mode.
+    mode = "gpu" if opts.gpu_asked else offload_mode
+    host = _host_reason(mode, mode == "gpu" or opts.requested is not None, probe, model)
+    if host is not None:
+        return AccDecision((model, "-foffload=disable"), "host", (*notes, host))
+    major = gcc_major(gcc_version)
+    isa, target_notes = _gpu_target(opts.requested, probe, major)
     # -latomic (nvptx's, GCC 12 and later): two reductions of one construct (+ and max on
     # doubles) become one 16-byte compare-and-swap, which nvptx's libatomic provides.
     device_libs = "-lm -latomic" if major >= 12 else "-lm"
-    flags += ("-foffload=nvptx-none", f"-foffload-options=nvptx-none=-misa=sm_{isa} {device_libs}",
-              LINK_QUIET)
-    return AccDecision(flags, "gpu" if probe.gpus else "host", tuple(notes))
+    flags = (model, "-foffload=nvptx-none",
+             f"-foffload-options=nvptx-none=-misa=sm_{isa} {device_libs}", LINK_QUIET)
+    return AccDecision(flags, "gpu" if probe.gpus else "host", (*notes, *target_notes))
 
 
 @dataclass(frozen=True)
