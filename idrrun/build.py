@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .model import (BuildResult, DependencyList, Preprocessing, Protections, RunRequest, Source,
-                    Toolchain, temp_beside)
+                    Toolchain)
+from .files import temp_beside, write_atomic
 from .run import boundary, isolation, proc, sandbox, tools
 from .run.sandbox import Box
 
@@ -143,19 +144,6 @@ def rename_paths(output: str, source: Source) -> str:
     """Compiler diagnostics name the cell ("cell[3]:5:3: error") instead of a temporary file."""
     name = re.escape(source_file_name(source))
     return re.sub(rf'(?<![\w/.-]){name}(?=[:"(,])', source.name.replace("\\", r"\\"), output)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir: Path,

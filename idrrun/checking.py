@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import build as build_mod
+from .files import write_atomic
 from . import pipeline
 from .checks import kinds, specs
 from .checks.specs import Exercise
 from .errors import SpecError
-from .model import (CheckResult, Failure, FailureKind, Outcome, Probe, RunRequest, Settings, Source,
+from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
                     Toolchain)
-from .pipeline import NullReporter
+from .pipeline import NullReporter, Outcome
 from .profile.model import NO_GPU_ACTIVITY
 from .profile.summary import trace_values
 from .request import resolve
@@ -104,7 +105,7 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                 for name in exercise.solution_files:
                     if (written / name).is_file() and not (written / name).is_symlink():
                         shutil.copyfile(written / name, files / name)
-            build_mod.write_atomic(cached, outcome.run.proc.output)
+            write_atomic(cached, outcome.run.proc.output)
             return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None)
         finally:
             if scratch is not None:

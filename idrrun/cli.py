@@ -68,8 +68,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["run"]:
-        # `idrrun run` by the resident server when there is one (run/resident.py): no imports
-        from .run import resident
+        # `idrrun run` by the resident server when there is one (resident.py): no imports
+        from . import resident
 
         code = resident.call(argv)
         if code is not None:

@@ -12,7 +12,8 @@ from .checks import specs
 from .errors import SpecError
 from .model import DoctorLine, Settings
 from .profile.tracer import find_cupti
-from .run import isolation, proc, resident
+from . import resident
+from .run import isolation, proc
 from .toolchains import registry, select_family
 from .toolchains.family import INFO, MISSING, OK, WARN
 from .toolchains.machine import probe_gpus
@@ -139,7 +140,7 @@ def _sandbox() -> DoctorLine:
 
 
 def _resident() -> DoctorLine:
-    """The resident `idrrun run` (run/resident.py): on, off, or impossible here."""
+    """The resident `idrrun run` (resident.py): on, off, or impossible here."""
     topic = "resident run"
     if not resident.enabled():
         return DoctorLine(topic, INFO, f"off ({resident.ENV_SWITCH}=0): every `idrrun run` starts "

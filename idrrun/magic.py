@@ -18,7 +18,8 @@ from .display import TextReporter, VerdictView, color_allowed, render_failure
 from .errors import IdrrunError
 from .errors import UsageError as IdrrunUsage
 from .checking import run_with_options
-from .model import Failure, Outcome, Probe, Settings, Verdict
+from .model import Failure, Probe, Settings, Verdict
+from .pipeline import Outcome
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
 from .request import config, options, source

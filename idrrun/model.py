@@ -12,13 +12,11 @@ from __future__ import annotations
 import signal as _signal
 import enum
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .profile.model import ProfileReport
 
 Language = Literal["c", "c++", "fortran", "cuda"]
 LANGUAGES: tuple[Language, ...] = ("c", "c++", "fortran", "cuda")
@@ -45,13 +43,6 @@ class LauncherConfig:
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).absolute() / "idrrun"  # never read as an option on a tool's line
-
-
-def temp_beside(target: Path) -> Path:
-    """A name beside `target` for a file written whole, then renamed onto it: its own for each
-    process and each thread. (The threads of one grading or course check build the same tool at
-    once; with the process id alone, one's rename could take another's half-written file.)"""
-    return target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
 
 
 @dataclass(frozen=True)
@@ -540,21 +531,3 @@ class Verdict:
     @property
     def failed_checks(self) -> tuple[CheckResult, ...]:
         return tuple(c for c in self.checks if c.status == "fail")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """Everything one request produced."""
-
-    request: RunRequest
-    toolchain: Toolchain | None
-    build: BuildResult | None
-    run: RunResult | None
-    failure: Failure | None
-    verdict: Verdict | None = None
-    notes: tuple[str, ...] = field(default=())
-    profile: ProfileReport | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None and (self.verdict is None or self.verdict.passed)

@@ -21,17 +21,17 @@ import dataclasses
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from . import build as build_mod
+from . import files
 from .model import (
     BuildResult,
     DependencyList,
     Failure,
     FailureKind,
-    Outcome,
     Preprocessing,
     Probe,
     RunRequest,
@@ -55,6 +55,24 @@ from .toolchains.family import Family
 PROFILE_DIR = "idrrun-profile"  # profiled runs keep their report here, in the working directory
 # What the grader takes out of a graded run's folder for its checks and its profile, at most.
 OUTPUT_CAP = 256 << 20
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything one request produced: its stages' values, as data (a failure included)."""
+
+    request: RunRequest
+    toolchain: Toolchain | None
+    build: BuildResult | None
+    run: RunResult | None
+    failure: Failure | None
+    verdict: Verdict | None = None
+    notes: tuple[str, ...] = field(default=())
+    profile: ProfileReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and (self.verdict is None or self.verdict.passed)
 
 
 class Reporter(Protocol):
@@ -211,7 +229,7 @@ class Planned:
 
 def prepare(request: RunRequest, toolchain: Toolchain, environ: Mapping[str, str] | None) -> Prepared:
     if request.keep:
-        build_mod.write_atomic(request.workdir / request.keep, request.source.text)
+        files.write_atomic(request.workdir / request.keep, request.source.text)
     support = isolation.sandbox_support() if request.sandbox else None
     if support is not None and support.level == "none":
         raise UsageError(f"a sandbox was asked for ([sandbox] mode, --sandbox, or grading) but "

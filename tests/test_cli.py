@@ -131,7 +131,8 @@ def test_limit_then_timeout_exits_124() -> None:
     # words say: exit codes come from the failure's kind, never from its text.
     from idrrun.cli import EXIT_TIMEOUT
     from idrrun.commands.run import exit_code
-    from idrrun.model import FailureKind, Outcome, ProcResult, RunRequest, RunResult
+    from idrrun.model import FailureKind, ProcResult, RunRequest, RunResult
+    from idrrun.pipeline import Outcome
     from idrrun.pipeline import run_failure
     from idrrun.request.source import from_cell
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from idrrun import pipeline
-from idrrun.model import (BuildResult, FailureKind, Outcome, Probe, RunRequest, RunResult, Settings,
+from idrrun.pipeline import Outcome
+from idrrun.model import (BuildResult, FailureKind, Probe, RunRequest, RunResult, Settings,
                           Toolchain, Verdict)
 from idrrun.profile.model import ProfileReport
 from idrrun.request.source import from_cell

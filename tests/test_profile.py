@@ -25,7 +25,7 @@ from idrrun.profile.session import collect, plan
 from idrrun.profile.summary import summarize, trace_values, where
 from idrrun.profile.tracefile import read_trace
 from idrrun.profile.tracer import find_cupti
-from idrrun.model import temp_beside
+from idrrun.files import temp_beside
 from idrrun.run import proc
 
 ROOT = Path(__file__).resolve().parent.parent

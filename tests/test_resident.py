@@ -1,4 +1,4 @@
-"""The resident `idrrun run` (run/resident.py, run/server.py): a real server process, real calls
+"""The resident `idrrun run` (resident.py, server.py): a real server process, real calls
 from real `python -m idrrun` processes; each test has its own socket folder (TMPDIR)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from conftest import PYTHONPATH
 
-from idrrun.run import resident
+from idrrun import resident
 
 PROGRAM = r"""#include <stdio.h>
 #include <stdlib.h>
@@ -266,7 +266,7 @@ def test_files_written_in_a_folder_on_sys_path_do_not_change_the_key(tmp_path: P
     site = tmp_path / "lib" / "site-packages"
     site.mkdir(parents=True)
     code = ("import sys; sys.path[1:1] = [sys.argv[1], sys.argv[2]]; "
-            "from idrrun.run import resident; print(resident.key())")
+            "from idrrun import resident; print(resident.key())")
 
     def key() -> str:
         return subprocess.run([sys.executable, "-c", code, str(tmp_path), str(site)],

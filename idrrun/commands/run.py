@@ -17,7 +17,8 @@ from ..cli import EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT
 from ..display import TextReporter, color_allowed, render_failure
 from ..errors import UsageError
 from ..checking import run_with_options
-from ..model import FailureKind, Outcome
+from ..model import FailureKind
+from ..pipeline import Outcome
 from ..request import config, options, source
 
 PROG = "idrrun run"  # the option parser's name (the resident server builds it beforehand)

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import Any
 
-from .. import build as build_mod
+from .. import files
 from ..checking import check_language, execute_checked, solution_output
 from ..checks import specs
 from ..checks.specs import COURSE_DIRS, Exercise
@@ -246,5 +246,5 @@ def adopt_session(report: Path) -> list[str]:
                          f"killed grading ({', '.join(cancelled)})")
         if not gone:
             notes.append(f"job steps of an earlier grading (idrrun-{earlier}-*) are still listed by squeue")
-    build_mod.write_atomic(path, launch.SESSION + "\n")
+    files.write_atomic(path, launch.SESSION + "\n")
     return notes

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import build as build_mod
 from ..checks.specs import Exercise
 from ..errors import UsageError
-from ..model import CheckResult, FailureKind, Outcome, Settings, temp_beside
+from .. import files
+from ..files import temp_beside
+from ..model import CheckResult, FailureKind, Settings
+from ..pipeline import Outcome
 from ..run import boundary
 from .discover import Submission
 
@@ -287,8 +289,8 @@ def write_report(rows: Sequence[GradeRow], path: Path, key: bytes) -> None:
     records = [_record(r) for r in rows]
     for rec in records:
         rec["mac"] = _mac(rec, key)
-    build_mod.write_atomic(state_path(path), json.dumps(records, indent=1) + "\n")
-    build_mod.write_atomic(path, render_report(rows, path))
+    files.write_atomic(state_path(path), json.dumps(records, indent=1) + "\n")
+    files.write_atomic(path, render_report(rows, path))
 
 
 def _table_cell(text: str) -> str:
@@ -336,4 +338,4 @@ def feedback_names(students: Sequence[str]) -> dict[str, str]:
 def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path) -> None:
     names = feedback_names([row.student for row in rows])
     for row in rows:
-        build_mod.write_atomic(folder / names[row.student], feedback_markdown(row, exercise))
+        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise))

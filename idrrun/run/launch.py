@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import build as build_mod
+from .. import files
 from ..errors import ToolNotFound
 from ..model import LauncherConfig, ProcResult, RunRequest, Settings
 from . import boundary, proc
@@ -142,7 +142,7 @@ def task_prolog(cache_dir: Path) -> Path:
     except OSError:
         current = ""
     if current != TASK_PROLOG:
-        build_mod.write_atomic(path, TASK_PROLOG)
+        files.write_atomic(path, TASK_PROLOG)
     if path.stat().st_mode & 0o111 != 0o111:
         path.chmod(0o755)
     return path

@@ -17,7 +17,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from ..model import ProcResult, temp_beside
+from ..files import temp_beside
+from ..model import ProcResult
 from . import boundary
 
 DIGEST_SUFFIX = ".sha256"

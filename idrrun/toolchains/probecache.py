@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..model import CompilerInfo, GpuInfo, Settings, temp_beside
+from ..files import temp_beside
+from ..model import CompilerInfo, GpuInfo, Settings
 
 MAX_AGE = 24 * 3600.0
 _DRIVER = ("/proc/driver/nvidia/version", "/sys/module/nvidia/version")

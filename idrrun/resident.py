@@ -1,4 +1,4 @@
-"""A resident `idrrun run`: the caller's side. The server (run/server.py) has imported idrrun
+"""A resident `idrrun run`: the caller's side. The server (server.py) has imported idrrun
 once and forks a worker per call.
 
 Why: a Python start-up with idrrun's imports costs 0.2-0.4 s, two to four times a small
@@ -52,7 +52,7 @@ START_SECONDS = 15.0  # for a worker to say it started, after which the caller r
 # (a test in a folder of its own, a command typed once) leaves no process behind for IDLE_SECONDS.
 BURST_SECONDS = 120.0
 HEADER = "!I"  # the request's length, then the request (marshal)
-PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
 def enabled() -> bool:
@@ -296,7 +296,7 @@ def _start_server(folder: str, k: str) -> None:
         with open(path, mode) as log:
             # the caller's interpreter flags (-B, -X ...), as multiprocessing starts its own
             flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
-            subprocess.Popen([sys.executable, *flags, "-m", "idrrun.run.server", folder, k],
+            subprocess.Popen([sys.executable, *flags, "-m", "idrrun.server", folder, k],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
                              start_new_session=True, close_fds=True)
     except OSError:

@@ -1,8 +1,8 @@
-"""The resident `idrrun run` server (run/resident.py says why and how it is found): imports
+"""The resident `idrrun run` server (resident.py says why and how it is found): imports
 what a run needs once, then forks a worker per call that runs it with the caller's argv,
 folder, environment, umask and standard streams.
 
-    python -m idrrun.run.server FOLDER KEY     (started by resident.call, detached)
+    python -m idrrun.server FOLDER KEY     (started by resident.call, detached)
 """
 
 from __future__ import annotations
@@ -216,10 +216,10 @@ def _watch_caller(conn: socket.socket) -> None:
 
 def main(args: list[str]) -> int:
     folder, key = args
-    from ..cli import run_in_process
-    from ..commands import run as run_command  # what a run imports, once for all workers
-    from ..request import options
-    from ..toolchains import registry
+    from .cli import run_in_process
+    from .commands import run as run_command  # what a run imports, once for all workers
+    from .request import options
+    from .toolchains import registry
 
     # Work every call would repeat: the plug-ins' entry points (sys.path's packages are in the
     # key), the option parser and the regular expressions argparse compiles, ...
@@ -228,7 +228,7 @@ def main(args: list[str]) -> int:
     # and what a --profile run loads on first use: Pillow and the timeline's fonts
     from PIL import Image, ImageDraw  # noqa: F401
 
-    from ..profile import timeline
+    from .profile import timeline
 
     timeline.fonts()
     # Every object so far is left to the workers as is: a collection in a worker would write to
