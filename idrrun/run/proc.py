@@ -12,7 +12,6 @@ or cannot start is a result, not an exception. One run is three steps:
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import logging
 import os
 import pty
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..model import Limits, ProcResult, Protections
-from . import guard, jail as jail_mod, sandbox
+from . import compose, guard, jail as jail_mod, sandbox
 from .jail import Jail
 from .sandbox import Box
 
@@ -125,56 +124,26 @@ def spawn(
 ) -> Running | ProcResult:
     """Start argv (through the guard and its jail when protections and limits are given, in
     the sandbox `box` when one is given; `outer` is a launcher that must stay outside the box,
-    such as srun). Returns a ProcResult instead when it could not start."""
-    argv = tuple(str(a) for a in argv)
-    jail: Jail | None = None
-    pass_fds: tuple[int, ...] = ()
+    such as srun: compose.py composes the command). Returns a ProcResult instead when it could
+    not start."""
+    program = tuple(str(a) for a in argv)
+    jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run, cgroups) \
+        if protections is not None and limits is not None else None
     status_r = status_w = inner_w = -1
-    if box is not None and (protections is None or protections.guard is None or limits is None):
-        return ProcResult(argv=argv, returncode=None,
-                          start_error="a sandboxed run needs the run guard, which could not be built")
-    drop: tuple[str, ...] = ()
-    if box is not None and outer:
-        found = sandbox.drop_to(box)
-        if found is None:
-            return ProcResult(argv=argv, returncode=None,
-                              start_error="a sandboxed run through a launcher needs setpriv "
-                                          "(util-linux) to take the box's uid on the node")
-        drop = found
-    if protections is not None and limits is not None:
-        jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run, cgroups)
-        # Through a launcher, the launcher gets the run's whole environment (srun needs its own
-        # variables, the step's records) and the box its clean one, set on the node (env_argv).
-        in_box_env = box is not None and not outer
-        base_env = dict(box.env) if box is not None and in_box_env else \
-            (dict(env) if env is not None else dict(os.environ))
-        env = {**base_env, **jail.env}
-        if jail.guard is not None and jail.guard_args is not None:
-            status_r, status_w = os.pipe()
-            pass_fds = (status_w,)
-            args = dataclasses.replace(jail.guard_args, status_fd=status_w)
-            inner: tuple[str, ...] = ()
-            if box is not None:
-                if outer:
-                    # The launcher (srun) must start as idrrun's own user, whom the cluster
-                    # knows; the box's uid is taken on the node, just before the box.
-                    inner = (*sandbox.env_argv(env, {**box.env, **jail.env}), *drop)
-                else:
-                    args = dataclasses.replace(args, uid=box.uid, gid=box.gid)
-                args = dataclasses.replace(args, sweep=int(box.support.level != "namespaces"))
-                if box.support.level == "namespaces":
-                    in_box = box.inner_guard or jail.guard
-                    if outer:
-                        # No descriptor crosses srun: the program's status is the step's.
-                        inner += sandbox.bwrap_argv(box.support, box, in_box, -1)
-                    else:
-                        # A second writer on the same pipe: the inner guard, inside the box.
-                        inner_w = os.dup(status_w)
-                        pass_fds = (status_w, inner_w)
-                        inner = sandbox.bwrap_argv(box.support, box, in_box, inner_w)
-            argv = (*args.argv(jail.guard), *outer, *inner, *argv)
-    elif outer:
-        argv = (*outer, *argv)
+    if compose.guarded(jail):
+        status_r, status_w = os.pipe()
+        inner_w = os.dup(status_w)  # for the inner guard of a box, when it has one
+    composed = compose.compose(program, env if env is not None else os.environ, jail=jail,
+                               box=box, outer=outer, found=sandbox.look(box, outer),
+                               status_fd=status_w, inner_fd=inner_w)
+    if isinstance(composed, compose.Refused):
+        for fd in (status_r, status_w, inner_w):
+            if fd >= 0:
+                os.close(fd)
+        if jail is not None:
+            jail_mod.close_jail(jail, None)
+        return ProcResult(argv=program, returncode=None, start_error=composed.why)
+    argv, env, pass_fds = composed.argv, composed.env, composed.pass_fds
     stdin_file = limits.stdin if limits is not None else None
     if log.isEnabledFor(logging.INFO):  # quoting the argv is work wasted when nobody logs
         log.info("%s: %s", what, subprocess.list2cmdline(argv))
