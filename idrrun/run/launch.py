@@ -117,7 +117,8 @@ def _executable(launcher: LauncherConfig) -> list[str]:
 def _cluster_has_gpus(sinfo: str, slurm_conf: str) -> bool | None:
     """Whether any node of the cluster offers a gpu GRES; None when sinfo cannot tell."""
     env = dict(os.environ, SLURM_CONF=slurm_conf) if slurm_conf else None
-    result = proc.run([sinfo, "--noheader", "--format=%G"], what="probe", timeout=10, env=env)
+    result = proc.run([sinfo, "--noheader", "--format=%G"], what="probe", timeout=10,
+                      spec=proc.ProcSpec(env=env))
     if not result.ok:
         return None
     return any(line.strip().startswith("gpu") for line in result.output.splitlines())
@@ -279,7 +280,7 @@ def _listed(match: Callable[[str], bool], env: Mapping[str, str] | None) -> list
     ids: list[str] = []
     for what in ((), ("--steps",)):
         result = proc.run([shutil.which("squeue") or "squeue", "--me", "--noheader", "--format=%i %j", *what],
-                          what="cancel", timeout=10, env=env)
+                          what="cancel", timeout=10, spec=proc.ProcSpec(env=env))
         for line in result.output.splitlines():
             words = line.split(maxsplit=1)
             if len(words) == 2 and match(words[1].strip()):
@@ -294,7 +295,8 @@ def _cancel(match: Callable[[str], bool], env: Mapping[str, str] | None) -> tupl
     Returns (what was cancelled, whether nothing is listed any more)."""
     ids = _listed(match, env)
     if ids:
-        proc.run([shutil.which("scancel") or "scancel", *ids], what="cancel", timeout=15, env=env)
+        proc.run([shutil.which("scancel") or "scancel", *ids], what="cancel", timeout=15,
+                 spec=proc.ProcSpec(env=env))
     deadline = time.monotonic() + CANCEL_WAIT
     while True:
         left = _listed(match, env)
