@@ -62,9 +62,9 @@ def main() -> None:
     rows: list[tuple[str, float]] = []
 
     def run_true(box: Box | None = None, guarded: bool = True) -> None:
-        r = proc.run(["/bin/true"], what="run", timeout=10, cwd=box.workdir if box else work,
-                     protections=protections if guarded else None,
-                     limits=limits if guarded else None, box=box)
+        r = proc.run(["/bin/true"], what="run", timeout=10, spec=proc.ProcSpec(
+            cwd=box.workdir if box else work, protections=protections if guarded else None,
+            limits=limits if guarded else None, box=box))
         assert r.ok, r.describe()
 
     rows.append(("proc.run true, plain", median_ms(lambda: run_true(guarded=False), args.rounds)))
@@ -95,8 +95,8 @@ def main() -> None:
             box = Box(workdir=folder, writable=(folder,), readable=(sealed,),
                       env=sandbox.clean_env(os.environ, {}), uid=uid, gid=uid, support=support,
                       disk_caps=True, inner_guard=guard)
-            r = proc.run([str(program)], what="run", timeout=10, cwd=folder,
-                         protections=protections, limits=limits, box=box)
+            r = proc.run([str(program)], what="run", timeout=10, spec=proc.ProcSpec(
+                cwd=folder, protections=protections, limits=limits, box=box))
             assert r.ok, (r.describe(), r.output)
         fd = boundary.open_dir(folder)
         try:

@@ -120,8 +120,9 @@ def main() -> int:
             if kwargs is None:
                 subprocess.run(hello, stdout=subprocess.DEVNULL, check=True)
             else:
-                r = proc.run(hello, what="run", timeout=10, cwd=work, protections=protections,
-                             limits=Limits(), terminal=True, cgroups=kwargs)
+                r = proc.run(hello, what="run", timeout=10, spec=proc.ProcSpec(
+                    cwd=work, protections=protections, limits=Limits(), terminal=True,
+                    cgroups=kwargs))
                 assert r.ok, r.describe()
             times.setdefault(name, []).append(time.perf_counter() - start)
     print(f"{rounds} rounds, each after a gcc compile; medians (max), ms; cgroups: "

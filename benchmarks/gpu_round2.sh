@@ -60,7 +60,7 @@ for label, kw in (("plain", {}), ("guard+limits", dict(protections=prot, limits=
                   ("sandbox, own uid", dict(protections=prot, limits=Limits(), box=own))):
     ts = []
     for i in range(30):
-        t = time.perf_counter(); r = proc.run(["true"], what="run", timeout=10, cwd=w, **kw); ts.append(time.perf_counter() - t)
+        t = time.perf_counter(); r = proc.run(["true"], what="run", timeout=10, spec=proc.ProcSpec(cwd=w, **kw)); ts.append(time.perf_counter() - t)
         assert r.ok, r
     print(f"{label:18s} {1000 * statistics.median(ts):6.1f} ms")
 print(sup.describe())

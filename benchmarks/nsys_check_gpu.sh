@@ -119,8 +119,8 @@ for label, exe, args, expected in runs:
     p = plan("builtin", WORK / f"{label}-tracer", CACHE)
     if p.kind != "builtin":
         sys.exit(f"no built-in tracer: {p.notes}")
-    r = proc.run([str(exe), *args], what="run", timeout=300, cwd=p.run_dir,
-                 env={**os.environ, **p.env})
+    r = proc.run([str(exe), *args], what="run", timeout=300,
+                 spec=proc.ProcSpec(cwd=p.run_dir, env={**os.environ, **p.env}))
     outputs.append(f"== tracer: {r.describe()}\n{r.output}")
     if not r.ok or expected not in r.output:
         failures.append(f"{label} under the tracer: {r.describe()}, {expected!r} not printed")
@@ -136,8 +136,8 @@ for label, exe, args, expected in runs:
     # nsys, with idrrun's command line
     p = plan("nsys", WORK / f"{label}-nsys", CACHE, nsys_command=(NSYS,))
     started = time.time()
-    r = proc.run([*p.argv_prefix, str(exe), *args], what="run", timeout=600, cwd=p.run_dir,
-                 env={**os.environ, **p.env})
+    r = proc.run([*p.argv_prefix, str(exe), *args], what="run", timeout=600,
+                 spec=proc.ProcSpec(cwd=p.run_dir, env={**os.environ, **p.env}))
     outputs.append(f"== {' '.join(p.argv_prefix)}: {r.describe()}\n{r.output}")
     raw = qdstrm_of(p.run_dir, r.output, started)
     if expected not in r.output:

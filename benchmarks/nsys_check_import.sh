@@ -96,7 +96,7 @@ for report in sorted(WORK.glob("*.nsys-rep")):
     stats_dir = WORK / f"{label}-stats"
     stats_dir.mkdir()
     s = proc.run(nsys_mod.stats_argv(NSYS, database, names, stats_dir), what="profile stats",
-                 timeout=600, cwd=stats_dir)
+                 timeout=600, spec=proc.ProcSpec(cwd=stats_dir))
     tables = nsys_mod.read_stats(stats_dir, names)
     from_csv = nsys_mod.summary_from_tables(tables)
     if not b.kernel_count and not tables:

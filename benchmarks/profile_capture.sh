@@ -79,8 +79,8 @@ def profiled(exe: Path, args: list[str], label: str, timeout: float = 300.0):
     if p.kind != "builtin":
         sys.exit(f"no built-in tracer: {p.notes}")
     start = time.monotonic()
-    result = proc.run([str(exe), *args], what="run", timeout=timeout, cwd=run_dir,
-                      env={**os.environ, **p.env})
+    result = proc.run([str(exe), *args], what="run", timeout=timeout,
+                      spec=proc.ProcSpec(cwd=run_dir, env={**os.environ, **p.env}))
     wall = time.monotonic() - start
     report = collect(p, source_name=label)
     return result, report, wall
@@ -135,7 +135,8 @@ for i in range(3):
             result, report, wall = profiled(solution, [N, "1000"], f"overhead{i}")
         else:
             start = time.monotonic()
-            result = proc.run([str(solution), N, "1000"], what="run", timeout=300, cwd=WORK)
+            result = proc.run([str(solution), N, "1000"], what="run", timeout=300,
+                              spec=proc.ProcSpec(cwd=WORK))
             wall = time.monotonic() - start
         if not result.ok:
             say(f"(c) run failed: {result.describe()}: {result.output[-300:]}")

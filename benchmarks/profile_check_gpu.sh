@@ -92,8 +92,8 @@ def profiled(exe: Path, args: list[str], label: str, **work):
     if p.kind != "builtin":
         sys.exit(f"no built-in tracer: {p.notes}")
     start = time.monotonic()
-    result = proc.run([str(exe), *args], what="run", timeout=300, cwd=run_dir,
-                      env={**os.environ, **p.env})
+    result = proc.run([str(exe), *args], what="run", timeout=300,
+                      spec=proc.ProcSpec(cwd=run_dir, env={**os.environ, **p.env}))
     wall = time.monotonic() - start
     report = collect(p, source_name=label, gpu=gpu_name, **work)
     say(f"\n== {label} {' '.join(args)}: {result.describe()}, {wall:.2f} s wall")
@@ -161,12 +161,12 @@ plain: list[float] = []
 traced: list[float] = []
 for i in range(3):
     start = time.monotonic()
-    proc.run([str(solution), str(N), "1000"], what="run", timeout=300, cwd=WORK)
+    proc.run([str(solution), str(N), "1000"], what="run", timeout=300, spec=proc.ProcSpec(cwd=WORK))
     plain.append(time.monotonic() - start)
     p = plan("builtin", WORK / f"overhead{i}", CACHE)
     start = time.monotonic()
-    proc.run([str(solution), str(N), "1000"], what="run", timeout=300, cwd=p.run_dir,
-             env={**os.environ, **p.env})
+    proc.run([str(solution), str(N), "1000"], what="run", timeout=300,
+             spec=proc.ProcSpec(cwd=p.run_dir, env={**os.environ, **p.env}))
     traced.append(time.monotonic() - start)
 mp, mt = statistics.median(plain), statistics.median(traced)
 say(f"\n(c) data_laplace_solution {N} 1000, wall seconds: without tracer {plain}, with {traced}")

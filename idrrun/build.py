@@ -163,6 +163,18 @@ def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir
                uid=uid, gid=uid, support=support, inner_guard=inner_guard)
 
 
+def _compile_spec(request: RunRequest, work: Path, env: Mapping[str, str] | None,
+                 protections: Protections | None, box: Box | None,
+                 launcher: tuple[str, ...]) -> proc.ProcSpec:
+    """How a compiler runs: in its build folder, through the guard and the compile's limits
+    (a kernel killed mid-build takes the compiler along; a source that makes the compiler eat
+    memory or write a huge file is stopped), without cgroups (jail.open_jail), in its box, behind
+    the launcher when builds are job steps."""
+    return proc.ProcSpec(cwd=work, env=env, max_output=request.max_output,
+                         protections=protections, limits=request.compile_limits, cgroups=False,
+                         box=box, outer=launcher)
+
+
 # A compiler's dump files (gcc: prog-source.c.005t.original): the feedback reads them.
 _DUMP = re.compile(r"\.\d{3}[a-z]\.[\w-]+$")
 # A line marker of the preprocessor's output: `# 12 "source.c" 2`.
@@ -235,15 +247,10 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     start = time.monotonic()
     try:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
-        # Through the guard and its limits: a kernel killed mid-build takes the compiler along,
-        # and a source that makes the compiler eat memory or write a huge file is stopped.
         before = set(os.listdir(work))
-        result = proc.run(
-            (argv[0], *preprocess.compile_flags, *argv[1:]), what="compile",
-            timeout=request.compile_timeout, cwd=work, env=env,
-            max_output=request.max_output, protections=protections,
-            limits=request.compile_limits, box=box, cgroups=False, outer=launcher,
-        )
+        result = proc.run((argv[0], *preprocess.compile_flags, *argv[1:]), what="compile",
+                          timeout=request.compile_timeout,
+                          spec=_compile_spec(request, work, env, protections, box, launcher))
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / product).is_file()
         if ok and preprocess.saved:
@@ -324,10 +331,8 @@ def _build_in_room(request: RunRequest, toolchain: Toolchain, cache_dir: Path, k
     try:
         result = proc.run(
             (run_argv[0], *preprocess.compile_flags, *dependencies.flags, *run_argv[1:]),
-            what="compile", timeout=request.compile_timeout, cwd=work, env=env,
-            max_output=request.max_output, protections=protections,
-            limits=request.compile_limits, box=box, cgroups=False, outer=launcher,
-        )
+            what="compile", timeout=request.compile_timeout,
+            spec=_compile_spec(request, work, env, protections, box, launcher))
         output = rename_paths(result.output, request.source).replace(str(include), ".")
         owners = (uid if uid >= 0 else os.geteuid(),)
         taken = boundary.fresh(final.parent, f".{key}.tmp-")

@@ -345,11 +345,11 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
     followed = profile.follower(pplan) if staged.run_folder is None else None
     with followed or contextlib.nullcontext():
         p = proc.run(how.program if box is not None else how.argv, what="run",
-                     timeout=planned.timeout, cwd=staged.cwd, env=how.env,
-                     on_output=shown, terminal=True, max_output=request.max_output,
-                     protections=probe.protections, limits=request.limits,
-                     gpu_run=prepared.family.gpu_context(toolchain), box=box,
-                     outer=how.launcher if box is not None else ())
+                     timeout=planned.timeout, spec=proc.ProcSpec(
+                         cwd=staged.cwd, env=how.env, on_output=shown, terminal=True,
+                         max_output=request.max_output, protections=probe.protections,
+                         limits=request.limits, gpu_run=prepared.family.gpu_context(toolchain),
+                         box=box, outer=how.launcher if box is not None else ()))
     shown.finish()
     notes.add(p.notes)
     nodes, placed = launch.after(how, p)

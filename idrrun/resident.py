@@ -221,36 +221,56 @@ def _wait(conn: _socket.socket) -> int | None:
 
 
 def _exchange(conn: _socket.socket) -> int | None:
+    try:
+        data = _reply(conn)
+    except TimeoutError:
+        if _received:
+            return 130
+        print(f"idrrun: the resident server did not answer in {START_SECONDS:g} s: running "
+              f"in-process ({ENV_SWITCH}=0 turns the server off)", file=sys.stderr)
+        return None
+    for line in data.split(b"\n"):
+        if line.startswith(b"X"):
+            return int(line[1:])
+    return _ended_unsaid()
+
+
+def _reply(conn: _socket.socket) -> bytes:
+    """What the worker says, to its exit code or its end: "P<pid>" first (our streams then go
+    to it), "X<code>" last. TimeoutError: no worker said its pid within START_SECONDS (the
+    server gives up a request after 10 s itself)."""
     data = b""
-    # The worker says its pid first thing; the server gives up a request after 10 s itself.
     conn.settimeout(START_SECONDS)
     while not data.endswith(b"\n") or b"X" not in data:
-        try:
-            chunk = conn.recv(256)  # retried after our handler (PEP 475)
-        except TimeoutError:
-            if _received:
-                return 130
-            print(f"idrrun: the resident server did not answer in {START_SECONDS:g} s: running "
-                  f"in-process ({ENV_SWITCH}=0 turns the server off)", file=sys.stderr)
-            return None
+        chunk = conn.recv(256)  # retried after our handler (PEP 475)
         if not chunk:
             break
         data += chunk
         if not _worker and data.startswith(b"P") and b"\n" in data:
-            _worker.append(int(data[1:data.index(b"\n")]))
-            conn.settimeout(None)  # the run's own deadlines bound the rest
-            # Our streams go to the worker only now: had the server not answered, it would
-            # hold our pipes open (a `| tee` waiting for their end) while we ran in-process.
-            try:
-                conn.sendmsg([b"F"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
-                                       _struct.pack("3i", 0, 1, 2))])
-            except OSError:
-                break  # the worker is gone: said below
-            for signum in _received:  # those that came before the pid
-                os.kill(_worker[0], signum)
-    for line in data.split(b"\n"):
-        if line.startswith(b"X"):
-            return int(line[1:])
+            if not _hand_over(conn, int(data[1:data.index(b"\n")])):
+                break  # the worker is gone: said by _ended_unsaid
+    return data
+
+
+def _hand_over(conn: _socket.socket, pid: int) -> bool:
+    """The worker `pid` started: our streams to it, and the signals that came before it; False
+    when it is gone already."""
+    _worker.append(pid)
+    conn.settimeout(None)  # the run's own deadlines bound the rest
+    # Our streams go to the worker only now: had the server not answered, it would
+    # hold our pipes open (a `| tee` waiting for their end) while we ran in-process.
+    try:
+        conn.sendmsg([b"F"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                               _struct.pack("3i", 0, 1, 2))])
+    except OSError:
+        return False
+    for signum in _received:  # those that came before the pid
+        os.kill(pid, signum)
+    return True
+
+
+def _ended_unsaid() -> int:
+    """The worker ended without an exit code: why, and ours (a signal's: we die of it)."""
     if not _worker:
         print("idrrun: the resident server did not start a worker: run again, or with "
               f"{ENV_SWITCH}=0", file=sys.stderr)

@@ -156,51 +156,66 @@ def _worker(conn: socket.socket, request: dict[str, object],
     code = 1
     try:
         conn.sendall(f"P{os.getpid()}\n".encode())
-        fds = _streams(conn)  # within the 10 s the request had
-        conn.settimeout(None)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        streams = request["streams"]
-        assert isinstance(streams, list)
-        for target, name in enumerate(("stdin", "stdout", "stderr")):
-            encoding, errors, line_buffering, write_through = streams[target]
-            binary = open(target, "wb" if target else "rb", closefd=False)  # noqa: SIM115
-            stream = io.TextIOWrapper(binary, encoding=encoding, errors=errors,
-                                      line_buffering=line_buffering, write_through=write_through)
-            setattr(sys, name, stream)
-            setattr(sys, f"__{name}__", stream)
-        env = request["env"]
-        assert isinstance(env, dict)
-        os.environ.clear()
-        os.environ.update({str(k): str(v) for k, v in env.items()})
-        os.umask(int(str(request["umask"])))
-        os.chdir(str(request["cwd"]))
-        argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
-        sys.argv = ["idrrun", *argv]
+        argv = _become_caller(conn, request)
         threading.Thread(target=_watch_caller, args=(conn,), daemon=True).start()
-        try:
-            code = run(argv)
-        except SystemExit as exc:  # argparse's --help and usage errors
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except KeyboardInterrupt:
-            code = 130
-        except BaseException:  # noqa: BLE001 - shown to the caller as Python would show it
-            traceback.print_exc()
-        atexit._run_exitfuncs()
-        for out in (sys.stdout, sys.stderr):
-            try:
-                out.flush()
-            except (OSError, ValueError):
-                pass
+        code = _run(run, argv)
         conn.sendall(f"X{code}\n".encode())
     except BaseException:  # noqa: BLE001 - a worker that could not start: the server's log
         traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def _become_caller(conn: socket.socket, request: dict[str, object]) -> list[str]:
+    """The caller's standard streams (as its Python set them up), environment, umask and
+    folder, signals as a fresh process has them; the caller's argv."""
+    fds = _streams(conn)  # within the 10 s the request had
+    conn.settimeout(None)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    streams = request["streams"]
+    assert isinstance(streams, list)
+    for target, name in enumerate(("stdin", "stdout", "stderr")):
+        encoding, errors, line_buffering, write_through = streams[target]
+        binary = open(target, "wb" if target else "rb", closefd=False)  # noqa: SIM115
+        stream = io.TextIOWrapper(binary, encoding=encoding, errors=errors,
+                                  line_buffering=line_buffering, write_through=write_through)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    env = request["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    os.umask(int(str(request["umask"])))
+    os.chdir(str(request["cwd"]))
+    argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
+    sys.argv = ["idrrun", *argv]
+    return argv
+
+
+def _run(run: Callable[[list[str]], int], argv: list[str]) -> int:
+    """`idrrun run` as the caller's process would have run it: its exit code, what it printed
+    flushed, its exit functions run."""
+    code = 1
+    try:
+        code = run(argv)
+    except SystemExit as exc:  # argparse's --help and usage errors
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:  # noqa: BLE001 - shown to the caller as Python would show it
+        traceback.print_exc()
+    atexit._run_exitfuncs()
+    for out in (sys.stdout, sys.stderr):
+        try:
+            out.flush()
+        except (OSError, ValueError):
+            pass
+    return code
 
 
 def _watch_caller(conn: socket.socket) -> None:

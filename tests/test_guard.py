@@ -53,8 +53,9 @@ def test_the_program_does_not_inherit_the_status_pipe(tmp_path: Path) -> None:
     program.chmod(0o755)
     protections = isolation.probe(PROTECTIONS_CACHE)
     assert protections.guard is not None
-    r = proc.run([str(program)], what="run", timeout=10, terminal=True, protections=protections,
-                 limits=Limits(memory=None, tasks=None, file_size=None))
+    limits = Limits(memory=None, tasks=None, file_size=None)
+    r = proc.run([str(program)], what="run", timeout=10,
+                 spec=proc.ProcSpec(terminal=True, protections=protections, limits=limits))
     assert "/dev/pts/" in r.output and "pipe:" not in r.output, r.output
     assert r.returncode == -6 and r.signal_name == "SIGABRT"
 

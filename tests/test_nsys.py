@@ -287,8 +287,9 @@ def test_host_run_with_real_nsys(nsys: str, host_program: Path, tmp_path: Path) 
     assert p.kind == "nsys" and p.argv_prefix[0] == nsys
     shown: list[str] = []
     sink = output_filter(p, shown.append)
-    result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300, cwd=tmp_path,
-                      env={**os.environ, **p.env}, on_output=sink, terminal=True)
+    result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300,
+                      spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env},
+                                         on_output=sink, terminal=True))
     sink.finish()
     assert result.ok, result.output
     assert "\r[1/1] [" in result.output  # what nsys printed ...
@@ -312,7 +313,7 @@ def test_stats_of_real_nsys_on_an_export_with_gpu_operations(nsys: str, h200_exp
     names = nsys_mod.report_names(proc.run([nsys, "stats", "--help-reports"], what="probe",
                                            timeout=60).output)
     r = proc.run(nsys_mod.stats_argv(nsys, h200_export, names, tmp_path), what="profile stats",
-                 timeout=300, cwd=tmp_path)
+                 timeout=300, spec=proc.ProcSpec(cwd=tmp_path))
     assert r.ok, r.output
     tables = nsys_mod.read_stats(tmp_path, names)
     assert set(tables) == {"kernels", "copy_time", "copy_size"}  # no OpenACC events: gcc's

@@ -29,15 +29,17 @@ def test_deadline_kills_the_group() -> None:
 def test_output_streams_as_written_on_a_terminal() -> None:
     seen: list[tuple[float, str]] = []
     start = time.monotonic()
-    r = proc.run(["sh", "-c", "echo one; sleep 0.6; echo two"], what="run", timeout=10,
-                 terminal=True, on_output=lambda text: seen.append((time.monotonic() - start, text)))
+    spec = proc.ProcSpec(terminal=True,
+                         on_output=lambda text: seen.append((time.monotonic() - start, text)))
+    r = proc.run(["sh", "-c", "echo one; sleep 0.6; echo two"], what="run", timeout=10, spec=spec)
     assert r.ok and r.output == "one\ntwo\n"
     first = next(t for t, text in seen if "one" in text)
     assert first < 0.5  # the first line arrived before the program ended
 
 
 def test_output_cap_truncates_and_says_so() -> None:
-    r = proc.run(["sh", "-c", "yes | head -c 100000"], what="run", timeout=10, max_output=1000)
+    r = proc.run(["sh", "-c", "yes | head -c 100000"], what="run", timeout=10,
+                 spec=proc.ProcSpec(max_output=1000))
     assert r.truncated and "output truncated at 1000 bytes" in r.output
 
 
@@ -45,10 +47,11 @@ def test_stdin_file_and_closed_stdin(tmp_path: Path) -> None:
     data = tmp_path / "in.txt"
     data.write_text("42\n")
     limits = Limits(memory=None, tasks=None, file_size=None, stdin=data)
-    assert proc.run(["cat"], what="run", timeout=5, limits=limits).output == "42\n"
+    assert proc.run(["cat"], what="run", timeout=5,
+                    spec=proc.ProcSpec(limits=limits)).output == "42\n"
     assert proc.run(["cat"], what="run", timeout=5).output == ""  # /dev/null: EOF at once
     missing = Limits(memory=None, tasks=None, file_size=None, stdin=tmp_path / "nope")
-    r = proc.run(["cat"], what="run", timeout=5, limits=missing)
+    r = proc.run(["cat"], what="run", timeout=5, spec=proc.ProcSpec(limits=missing))
     assert r.start_error is not None and "standard input file" in r.start_error
 
 
@@ -95,6 +98,6 @@ def test_output_is_read_to_its_end_not_to_a_quiet_moment() -> None:
         start = time.monotonic()
         # (the main child waits until the writer has had time to leave its group)
         r = proc.run(["sh", "-c", "setsid sh -c 'sleep 0.5; echo late' & sleep 0.2; echo early"],
-                     what="run", timeout=10, terminal=terminal)
+                     what="run", timeout=10, spec=proc.ProcSpec(terminal=terminal))
         assert r.ok and "early" in r.output and "late" in r.output, (terminal, r.output)
         assert time.monotonic() - start < 5

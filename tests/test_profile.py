@@ -229,7 +229,7 @@ def test_injected_tracer_does_not_crash_or_hang_without_a_gpu(tmp_path: Path, tr
     run.mkdir()
     trace = run / "trace.jsonl"
     result = proc.run([str(injector), str(tracer_lib)], what="run", timeout=30,
-                      env={**os.environ, "IDRRUN_TRACE_FILE": str(trace)})
+                      spec=proc.ProcSpec(env={**os.environ, "IDRRUN_TRACE_FILE": str(trace)}))
     assert result.ok and "init=1" in result.output, result.output
     assert result.seconds < 10
     records = [json.loads(line) for line in trace.read_text().splitlines()]
@@ -247,7 +247,7 @@ def test_host_openacc_run_under_the_tracer_says_no_gpu_activity(
         tmp_path: Path, tracer_lib: Path, host_program: Path) -> None:
     p = plan("builtin", tmp_path / "run", tracer_lib.parent.parent)
     result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=60,
-                      cwd=tmp_path, env={**os.environ, **p.env, **ON_THE_HOST})
+                      spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env, **ON_THE_HOST}))
     assert result.ok and "sum = 499500" in result.output, result.output
     report = collect(p, source_name="cell[1]")
     assert report.message == NO_GPU_ACTIVITY
@@ -378,7 +378,8 @@ def fake_nsys_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run_under(p: ProfilePlan, program: Path) -> None:
     result = proc.run([*p.argv_prefix, str(program)], what="run", timeout=60,
-                      cwd=p.run_dir.parent, env={**os.environ, **p.env, **ON_THE_HOST})
+                      spec=proc.ProcSpec(cwd=p.run_dir.parent,
+                                         env={**os.environ, **p.env, **ON_THE_HOST}))
     assert result.ok and "sum = 499500" in result.output, result.output
 
 

@@ -301,15 +301,15 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
     # the report a second time.
     database = report.with_suffix(".sqlite")
     export = proc.run(_nsys.export_argv(plan.nsys, report, database), what="profile export",
-                      timeout=left(), cwd=plan.run_dir, max_output=256 * 1024)
+                      timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir, max_output=256 * 1024))
     if not export.ok or not database.is_file():
         notes.append(f"nsys export {export.describe()}: {_tail(export.output)}")
     probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
-                     timeout=min(30.0, left()), max_output=256 * 1024)
+                     timeout=min(30.0, left()), spec=proc.ProcSpec(max_output=256 * 1024))
     names = _nsys.report_names(probe.output)
     source = database if database.is_file() else report
     stats = proc.run(_nsys.stats_argv(plan.nsys, source, names, plan.run_dir),
-                     what="profile stats", timeout=left(), cwd=plan.run_dir)
+                     what="profile stats", timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir))
     if not stats.ok:
         notes.append(f"nsys stats {stats.describe()}: {_tail(stats.output)}")
     tables = _nsys.read_stats(plan.run_dir, names)

@@ -68,29 +68,49 @@ def _writable_dir(parent: Path, probe_file: str) -> bool:
 
 
 def probe_cgroups() -> Cgroups | None:
+    """Where this process can make a cgroup per run: cgroup v1's memory and pids hierarchies,
+    else a cgroup v2 hierarchy; None where it cannot."""
     own = _own_cgroup_paths()
     mounts = _mounts()
-    v1 = {opt: point for point, kind, opts in mounts if kind == "cgroup"
-          for opt in opts.split(",") if opt in ("memory", "pids")}
-    if v1:
-        mem = Path(v1["memory"]) / own.get("memory", "/").lstrip("/") if "memory" in v1 else None
-        pids = Path(v1["pids"]) / own.get("pids", "/").lstrip("/") if "pids" in v1 else None
-        mem = mem if mem is not None and _writable_dir(mem, "memory.limit_in_bytes") else None
-        pids = pids if pids is not None and _writable_dir(pids, "pids.max") else None
-        if mem or pids:
-            return Cgroups(1, mem, pids)
+    return _probe_v1(own, mounts) or _probe_v2(own, mounts)
+
+
+def _probe_v1(own: dict[str, str], mounts: list[tuple[str, str, str]]) -> Cgroups | None:
+    points = {opt: point for point, kind, opts in mounts if kind == "cgroup"
+              for opt in opts.split(",") if opt in ("memory", "pids")}
+    mem = _v1_parent(points, own, "memory", "memory.limit_in_bytes")
+    pids = _v1_parent(points, own, "pids", "pids.max")
+    return Cgroups(1, mem, pids) if mem or pids else None
+
+
+def _v1_parent(points: dict[str, str], own: dict[str, str], controller: str,
+               probe_file: str) -> Path | None:
+    """Our own cgroup in the controller's hierarchy, when a child made there has its file."""
+    if controller not in points:
+        return None
+    parent = Path(points[controller]) / own.get(controller, "/").lstrip("/")
+    return parent if _writable_dir(parent, probe_file) else None
+
+
+def _probe_v2(own: dict[str, str], mounts: list[tuple[str, str, str]]) -> Cgroups | None:
     for point, kind, _ in mounts:
-        if kind != "cgroup2":
-            continue
-        # Our own cgroup first (delegated to us); else the root of the hierarchy, where a
-        # process-holding parent does not forbid enabling controllers (root only).
-        for base in (Path(point) / own.get("", "/").lstrip("/"), Path(point)):
-            if base == Path(point):
-                try_write(base / "cgroup.subtree_control", "+memory +pids")
-            ok_mem = _writable_dir(base, "memory.max")
-            ok_pids = _writable_dir(base, "pids.max")
-            if ok_mem or ok_pids:
-                return Cgroups(2, base if ok_mem else None, base if ok_pids else None)
+        if kind == "cgroup2":
+            found = _v2_parent(Path(point), own)
+            if found is not None:
+                return found
+    return None
+
+
+def _v2_parent(point: Path, own: dict[str, str]) -> Cgroups | None:
+    # Our own cgroup first (delegated to us); else the root of the hierarchy, where a
+    # process-holding parent does not forbid enabling controllers (root only).
+    for base in (point / own.get("", "/").lstrip("/"), point):
+        if base == point:
+            try_write(base / "cgroup.subtree_control", "+memory +pids")
+        ok_mem = _writable_dir(base, "memory.max")
+        ok_pids = _writable_dir(base, "pids.max")
+        if ok_mem or ok_pids:
+            return Cgroups(2, base if ok_mem else None, base if ok_pids else None)
     return None
 
 

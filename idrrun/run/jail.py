@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import Limits, Protections
+from ..model import Cgroups, Limits, Protections
 from .guard import GuardArgs
 
 @dataclass(frozen=True)
@@ -40,53 +40,84 @@ def open_jail(protections: Protections, limits: Limits, workdir: Path, gpu_run: 
     """cgroups=False: limits by rlimits only (a compiler: creating, joining and removing two
     cgroups costs more than the compile of a small cell; its memory is capped by RLIMIT_AS)."""
     run_id = uuid.uuid4().hex
-    cg_dirs: list[Path] = []
-    procs: list[Path] = []
     cg = protections.cgroups if cgroups and _cgroups_pay(protections, limits) else None
-    if cg is not None:
-        wanted = (("memory", cg.memory_parent, limits.memory), ("pids", cg.pids_parent, limits.tasks))
-        for files, parent, limit in wanted:
-            if parent is None or not limit:
-                continue
-            d = parent / f"idrrun-{run_id}"
-            if d in cg_dirs:
-                continue
-            try:
-                d.mkdir()
-            except OSError:
-                continue
-            cg_dirs.append(d)
-            try:
-                if cg.version == 1 and files == "memory" and limits.memory:
-                    (d / "memory.limit_in_bytes").write_text(str(limits.memory))
-                    try_write(d / "memory.memsw.limit_in_bytes", str(limits.memory))
-                if cg.version == 1 and files == "pids" and limits.tasks:
-                    (d / "pids.max").write_text(str(limits.tasks))
-                if cg.version == 2:
-                    if limits.memory and (d / "memory.max").exists():
-                        (d / "memory.max").write_text(str(limits.memory))
-                        try_write(d / "memory.swap.max", "0")
-                    if limits.tasks and (d / "pids.max").exists():
-                        (d / "pids.max").write_text(str(limits.tasks))
-            except OSError:
-                pass
-            procs.append(d / "cgroup.procs")
-    args: GuardArgs | None = None
-    if protections.guard is not None:
-        in_cgroup = {parent for parent in (cg.memory_parent, cg.pids_parent) if parent is not None
-                     and any(d.parent == parent for d in cg_dirs)} if cg is not None else set()
-        has_pids = cg is not None and cg.pids_parent in in_cgroup
-        has_memory = cg is not None and cg.memory_parent in in_cgroup
-        nproc = 0
-        if limits.tasks and not protections.root and not has_pids:
-            # RLIMIT_NPROC counts every process of the user: leave room for the ones running.
-            nproc = limits.tasks + _user_process_count()
-        address = limits.memory if (limits.memory and not gpu_run and not has_memory) else 0
-        args = GuardArgs(status_fd=-1, parent=os.getpid(), file_size=limits.file_size or 0,
-                         nproc=nproc, address_space=address or 0, cgroups=tuple(procs),
-                         stack=-1 if limits.stack is None else limits.stack)
+    made = _make_cgroups(cg, run_id, limits) if cg is not None else ()
+    args = _guard_args(protections, limits, cg, made, gpu_run) \
+        if protections.guard is not None else None
     return Jail(run_id=run_id, workdir=workdir, guard=protections.guard, guard_args=args,
-                cgroup_dirs=tuple(cg_dirs), cgroup_version=cg.version if cg else 0, limits=limits)
+                cgroup_dirs=made, cgroup_version=cg.version if cg else 0, limits=limits)
+
+
+def _make_cgroups(cg: Cgroups, run_id: str, limits: Limits) -> tuple[Path, ...]:
+    """The run's cgroups, their limits written: one per controller with a limit to keep (v1),
+    one for both (v2, where both controllers have the same parent)."""
+    made: list[Path] = []
+    wanted = (("memory", cg.memory_parent, limits.memory), ("pids", cg.pids_parent, limits.tasks))
+    for controller, parent, limit in wanted:
+        if parent is None or not limit:
+            continue
+        d = parent / f"idrrun-{run_id}"
+        if d in made:
+            continue
+        try:
+            d.mkdir()
+        except OSError:
+            continue
+        made.append(d)
+        try:
+            if cg.version == 1:
+                _limit_v1(d, controller, limits)
+            elif cg.version == 2:
+                _limit_v2(d, limits)
+        except OSError:
+            pass
+    return tuple(made)
+
+
+def _limit_v1(d: Path, controller: str, limits: Limits) -> None:
+    if controller == "memory" and limits.memory:
+        (d / "memory.limit_in_bytes").write_text(str(limits.memory))
+        try_write(d / "memory.memsw.limit_in_bytes", str(limits.memory))
+    if controller == "pids" and limits.tasks:
+        (d / "pids.max").write_text(str(limits.tasks))
+
+
+def _limit_v2(d: Path, limits: Limits) -> None:
+    """Both limits in the one cgroup, where its parent enabled the controller."""
+    if limits.memory and (d / "memory.max").exists():
+        (d / "memory.max").write_text(str(limits.memory))
+        try_write(d / "memory.swap.max", "0")
+    if limits.tasks and (d / "pids.max").exists():
+        (d / "pids.max").write_text(str(limits.tasks))
+
+
+def _guard_args(protections: Protections, limits: Limits, cg: Cgroups | None,
+                made: tuple[Path, ...], gpu_run: bool) -> GuardArgs:
+    """The guard's limits: rlimits, where they stand in for a cgroup this run has not got."""
+    joined = {d.parent for d in made}
+    return GuardArgs(status_fd=-1, parent=os.getpid(), file_size=limits.file_size or 0,
+                     nproc=_rlimit_nproc(protections, limits,
+                                         cg is not None and cg.pids_parent in joined),
+                     address_space=_rlimit_as(limits, gpu_run,
+                                              cg is not None and cg.memory_parent in joined),
+                     cgroups=tuple(d / "cgroup.procs" for d in made),
+                     stack=-1 if limits.stack is None else limits.stack)
+
+
+def _rlimit_nproc(protections: Protections, limits: Limits, in_pids_cgroup: bool) -> int:
+    """The task cap for a user's run without a pids cgroup (RLIMIT_NPROC does not hold root);
+    0: none. RLIMIT_NPROC counts every process of the user: room is left for the ones running."""
+    if not limits.tasks or protections.root or in_pids_cgroup:
+        return 0
+    return limits.tasks + _user_process_count()
+
+
+def _rlimit_as(limits: Limits, gpu_run: bool, in_memory_cgroup: bool) -> int:
+    """The memory cap as an address-space limit, for a host run without a memory cgroup (a
+    CUDA context maps ~13 GiB of address space); 0: none."""
+    if not limits.memory or gpu_run or in_memory_cgroup:
+        return 0
+    return limits.memory
 
 
 def _cgroups_pay(protections: Protections, limits: Limits) -> bool:

@@ -117,7 +117,8 @@ def _executable(launcher: LauncherConfig) -> list[str]:
 def _cluster_has_gpus(sinfo: str, slurm_conf: str) -> bool | None:
     """Whether any node of the cluster offers a gpu GRES; None when sinfo cannot tell."""
     env = dict(os.environ, SLURM_CONF=slurm_conf) if slurm_conf else None
-    result = proc.run([sinfo, "--noheader", "--format=%G"], what="probe", timeout=10, env=env)
+    result = proc.run([sinfo, "--noheader", "--format=%G"], what="probe", timeout=10,
+                      spec=proc.ProcSpec(env=env))
     if not result.ok:
         return None
     return any(line.strip().startswith("gpu") for line in result.output.splitlines())
@@ -174,53 +175,73 @@ def command(
     """argv and environment of the run; base_env already holds what the build needs (the
     family's run environment)."""
     env = dict(base_env)
-    notes: list[str] = []
-    argv: list[str] = []
-    step: Step | None = None
     if request.threads is not None:
         env["OMP_NUM_THREADS"] = str(request.threads)
     launcher = launcher_for(request, settings)
-    if launcher is not None:
-        exe = _executable(launcher)
-        if launcher.kind == "srun":
-            gpus: tuple[str, ...] = ()
-            if request.gpus is not None:
-                gpus, note = _gpu_option(launcher, exe[0], request.gpus, env)
-                notes += [note] if note else []
-            argv, step, step_env = _srun(launcher, exe, settings.cache_dir,
-                                         tasks=request.mpi_ranks or 1, nodes=request.nodes,
-                                         threads=request.threads, seconds=request.timeout, gpus=gpus)
-            env.update(step_env)
-            argv.append("--unbuffered")
-            # Remote tasks write to a pipe, not a terminal: ask stdio and gfortran for lines.
-            env.setdefault("GFORTRAN_UNBUFFERED_PRECONNECTED", "y")
-            stdbuf = shutil.which("stdbuf")
-            if stdbuf:
-                argv += [stdbuf, "-oL", "-eL"]
-        else:
-            argv = [*exe, *launcher.options, *_flag(launcher.tasks, request.mpi_ranks or 1)]
-            if request.threads is not None:
-                argv += _flag(launcher.threads, request.threads)
-            if request.gpus is not None:
-                argv += _flag(launcher.gpus, request.gpus)
-            if request.nodes is not None:
-                notes.append("-N/--nodes only applies with srun; ignored")
-            # Open MPI refuses root and more ranks than cores unless told; course containers
-            # run as root and laptops have few cores. Set both Open MPI 4 and 5 spellings.
-            if os.geteuid() == 0:
-                env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-            env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+    argv: list[str] = []
+    step: Step | None = None
+    if launcher is None:
+        notes = _unlaunched(request)
+    elif launcher.kind == "srun":
+        argv, step, notes = _srun_launcher(request, launcher, settings.cache_dir, env)
     else:
-        if request.gpus is not None:
-            notes.append("-g/--gpus only applies with a launcher (srun); ignored")
-        if request.nodes is not None:
-            notes.append("-N/--nodes only applies with a launcher (srun); ignored")
+        argv, notes = _mpirun_launcher(request, launcher, env)
     # After the launcher, before the program: one profile per task under srun or mpirun.
     env.update(profiler_env or {})
     program = (*profiler_prefix, str(executable), *request.program_args)
     return Launch(launcher=tuple(argv), program=program, env=env, notes=tuple(notes), step=step)
+
+
+def _unlaunched(request: RunRequest) -> list[str]:
+    """What a run without launcher says of the launcher's options it was given."""
+    notes = []
+    if request.gpus is not None:
+        notes.append("-g/--gpus only applies with a launcher (srun); ignored")
+    if request.nodes is not None:
+        notes.append("-N/--nodes only applies with a launcher (srun); ignored")
+    return notes
+
+
+def _srun_launcher(request: RunRequest, launcher: LauncherConfig, cache_dir: Path,
+                   env: dict[str, str]) -> tuple[list[str], Step, list[str]]:
+    """srun's part of the run's argv, its step and notes; adds to `env` what the step needs."""
+    exe = _executable(launcher)
+    notes: list[str] = []
+    gpus: tuple[str, ...] = ()
+    if request.gpus is not None:
+        gpus, note = _gpu_option(launcher, exe[0], request.gpus, env)
+        notes += [note] if note else []
+    argv, step, step_env = _srun(launcher, exe, cache_dir, tasks=request.mpi_ranks or 1,
+                                 nodes=request.nodes, threads=request.threads,
+                                 seconds=request.timeout, gpus=gpus)
+    env.update(step_env)
+    argv.append("--unbuffered")
+    # Remote tasks write to a pipe, not a terminal: ask stdio and gfortran for lines.
+    env.setdefault("GFORTRAN_UNBUFFERED_PRECONNECTED", "y")
+    stdbuf = shutil.which("stdbuf")
+    if stdbuf:
+        argv += [stdbuf, "-oL", "-eL"]
+    return argv, step, notes
+
+
+def _mpirun_launcher(request: RunRequest, launcher: LauncherConfig,
+                     env: dict[str, str]) -> tuple[list[str], list[str]]:
+    """mpirun's part of the run's argv and notes; adds to `env` what Open MPI needs."""
+    argv = [*_executable(launcher), *launcher.options,
+            *_flag(launcher.tasks, request.mpi_ranks or 1)]
+    if request.threads is not None:
+        argv += _flag(launcher.threads, request.threads)
+    if request.gpus is not None:
+        argv += _flag(launcher.gpus, request.gpus)
+    notes = ["-N/--nodes only applies with srun; ignored"] if request.nodes is not None else []
+    # Open MPI refuses root and more ranks than cores unless told; course containers
+    # run as root and laptops have few cores. Set both Open MPI 4 and 5 spellings.
+    if os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+    return argv, notes
 
 
 def compile_launch(request: RunRequest, settings: Settings, base_env: Mapping[str, str]) -> Launch | None:
@@ -279,7 +300,7 @@ def _listed(match: Callable[[str], bool], env: Mapping[str, str] | None) -> list
     ids: list[str] = []
     for what in ((), ("--steps",)):
         result = proc.run([shutil.which("squeue") or "squeue", "--me", "--noheader", "--format=%i %j", *what],
-                          what="cancel", timeout=10, env=env)
+                          what="cancel", timeout=10, spec=proc.ProcSpec(env=env))
         for line in result.output.splitlines():
             words = line.split(maxsplit=1)
             if len(words) == 2 and match(words[1].strip()):
@@ -294,7 +315,8 @@ def _cancel(match: Callable[[str], bool], env: Mapping[str, str] | None) -> tupl
     Returns (what was cancelled, whether nothing is listed any more)."""
     ids = _listed(match, env)
     if ids:
-        proc.run([shutil.which("scancel") or "scancel", *ids], what="cancel", timeout=15, env=env)
+        proc.run([shutil.which("scancel") or "scancel", *ids], what="cancel", timeout=15,
+                 spec=proc.ProcSpec(env=env))
     deadline = time.monotonic() + CANCEL_WAIT
     while True:
         left = _listed(match, env)

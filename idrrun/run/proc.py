@@ -4,15 +4,16 @@ Every call names what it runs ("compile", "run", "probe"), takes an argv list (n
 string), has a deadline, and returns a ProcResult whatever happens: a program that crashes, hangs
 or cannot start is a result, not an exception. One run is three steps:
 
-    spawn(...)            -> Running     (the jail, the guard, the terminal, the process)
-    pump(running, deadline) -> Ending    (output forwarded until exit, deadline or Ctrl-C)
+    spawn(argv, what, spec) -> Running    (the jail, the command (compose.py), the process)
+    pump(running, deadline) -> Ending     (output forwarded until exit, deadline or Ctrl-C)
     finish(running, ending) -> ProcResult (drain, reap, the guard's status, cleanup)
+
+A ProcSpec says everything of a run but its argv, its name and its deadline.
 """
 
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import logging
 import os
 import pty
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..model import Limits, ProcResult, Protections
-from . import guard, jail as jail_mod, sandbox
+from . import compose, guard, jail as jail_mod, sandbox
 from .jail import Jail
 from .sandbox import Box
 
@@ -107,137 +108,143 @@ TIMED_OUT: Ending = "timed out"
 INTERRUPTED: Ending = "interrupted"
 
 
-def spawn(
-    argv: Sequence[str],
-    *,
-    what: str,
-    cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    on_output: OutputSink | None = None,
-    terminal: bool = False,
-    max_output: int = 1 << 20,
-    protections: Protections | None = None,
-    limits: Limits | None = None,
-    gpu_run: bool = False,
-    box: Box | None = None,
-    outer: Sequence[str] = (),
-    cgroups: bool = True,
-) -> Running | ProcResult:
-    """Start argv (through the guard and its jail when protections and limits are given, in
-    the sandbox `box` when one is given; `outer` is a launcher that must stay outside the box,
-    such as srun). Returns a ProcResult instead when it could not start."""
-    argv = tuple(str(a) for a in argv)
-    jail: Jail | None = None
-    pass_fds: tuple[int, ...] = ()
-    status_r = status_w = inner_w = -1
-    if box is not None and (protections is None or protections.guard is None or limits is None):
-        return ProcResult(argv=argv, returncode=None,
-                          start_error="a sandboxed run needs the run guard, which could not be built")
-    drop: tuple[str, ...] = ()
-    if box is not None and outer:
-        found = sandbox.drop_to(box)
-        if found is None:
-            return ProcResult(argv=argv, returncode=None,
-                              start_error="a sandboxed run through a launcher needs setpriv "
-                                          "(util-linux) to take the box's uid on the node")
-        drop = found
-    if protections is not None and limits is not None:
-        jail = jail_mod.open_jail(protections, limits, cwd or Path.cwd(), gpu_run, cgroups)
-        # Through a launcher, the launcher gets the run's whole environment (srun needs its own
-        # variables, the step's records) and the box its clean one, set on the node (env_argv).
-        in_box_env = box is not None and not outer
-        base_env = dict(box.env) if box is not None and in_box_env else \
-            (dict(env) if env is not None else dict(os.environ))
-        env = {**base_env, **jail.env}
-        if jail.guard is not None and jail.guard_args is not None:
-            status_r, status_w = os.pipe()
-            pass_fds = (status_w,)
-            args = dataclasses.replace(jail.guard_args, status_fd=status_w)
-            inner: tuple[str, ...] = ()
-            if box is not None:
-                if outer:
-                    # The launcher (srun) must start as idrrun's own user, whom the cluster
-                    # knows; the box's uid is taken on the node, just before the box.
-                    inner = (*sandbox.env_argv(env, {**box.env, **jail.env}), *drop)
-                else:
-                    args = dataclasses.replace(args, uid=box.uid, gid=box.gid)
-                args = dataclasses.replace(args, sweep=int(box.support.level != "namespaces"))
-                if box.support.level == "namespaces":
-                    in_box = box.inner_guard or jail.guard
-                    if outer:
-                        # No descriptor crosses srun: the program's status is the step's.
-                        inner += sandbox.bwrap_argv(box.support, box, in_box, -1)
-                    else:
-                        # A second writer on the same pipe: the inner guard, inside the box.
-                        inner_w = os.dup(status_w)
-                        pass_fds = (status_w, inner_w)
-                        inner = sandbox.bwrap_argv(box.support, box, in_box, inner_w)
-            argv = (*args.argv(jail.guard), *outer, *inner, *argv)
-    elif outer:
-        argv = (*outer, *argv)
-    stdin_file = limits.stdin if limits is not None else None
+@dataclass(frozen=True)
+class ProcSpec:
+    """How a process is started and watched: everything of one run but its argv, its name
+    ("compile", "run", "probe") and its deadline."""
+
+    cwd: Path | None = None
+    env: Mapping[str, str] | None = None  # None: this process's own
+    on_output: OutputSink | None = None  # its output, live, as it comes
+    terminal: bool = False  # a pseudo-terminal as stdout and stderr (line-buffered C stdio)
+    max_output: int = 1 << 20  # bytes kept; the rest is discarded, with a note
+    # With both: through the guard and its jail (jail.py, guard.c). limits.stdin: its input.
+    protections: Protections | None = None
+    limits: Limits | None = None
+    gpu_run: bool = False  # no address-space limit: a CUDA context maps ~13 GiB
+    cgroups: bool = True  # False: rlimits only (a compile: see jail.open_jail)
+    box: Box | None = None  # the sandbox (sandbox.py)
+    outer: tuple[str, ...] = ()  # a launcher that stays outside the box (srun)
+
+
+def spawn(argv: Sequence[str], *, what: str, spec: ProcSpec = ProcSpec()) -> Running | ProcResult:
+    """Start argv as `spec` says (compose.py composes the command: guard, launcher, box).
+    Returns a ProcResult instead when it could not start."""
+    program = tuple(str(a) for a in argv)
+    jail = _open_jail(spec)
+    status_r, status_w, inner_w = _status_pipe(jail)
+    composed = compose.compose(program, spec.env if spec.env is not None else os.environ,
+                               jail=jail, box=spec.box, outer=spec.outer,
+                               found=sandbox.look(spec.box, spec.outer),
+                               status_fd=status_w, inner_fd=inner_w)
+    if isinstance(composed, compose.Refused):
+        return _abandon(composed.why, program, jail, (status_r, status_w, inner_w))
     if log.isEnabledFor(logging.INFO):  # quoting the argv is work wasted when nobody logs
-        log.info("%s: %s", what, subprocess.list2cmdline(argv))
-    master = slave = -1
-    if terminal:
-        master, slave = pty.openpty()
-        attrs = termios.tcgetattr(slave)
-        attrs[1] &= ~termios.OPOST  # no "\n" -> "\r\n" translation
-        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        log.info("%s: %s", what, subprocess.list2cmdline(composed.argv))
+    master, slave = _open_terminal() if spec.terminal else (-1, -1)
+    popen = _start(composed, spec, slave)
+    _close(status_w, inner_w, slave)  # the child has its own copies
+    if isinstance(popen, str):
+        return _abandon(popen, composed.argv, jail, (status_r, master))
+    fd = master if spec.terminal else _stdout(popen)
+    selector, pidfd = _watch(popen, fd, status_r)
+    return Running(argv=composed.argv, what=what, popen=popen, fd=fd,
+                   collector=_Collector(spec.on_output, spec.max_output), selector=selector,
+                   start=time.monotonic(), terminal=spec.terminal, jail=jail, status_fd=status_r,
+                   box=spec.box, pidfd=pidfd)
 
-    def abandon(error: str) -> ProcResult:
-        for fd in (master, slave, status_r, status_w, inner_w):
-            if fd >= 0:
-                os.close(fd)
-        if jail is not None:
-            jail_mod.close_jail(jail, None)
-        return ProcResult(argv=argv, returncode=None, start_error=error)
 
+def _open_jail(spec: ProcSpec) -> Jail | None:
+    """The run's jail (its cgroups, its guard's arguments) when it has protections and limits."""
+    if spec.protections is None or spec.limits is None:
+        return None
+    return jail_mod.open_jail(spec.protections, spec.limits, spec.cwd or Path.cwd(), spec.gpu_run,
+                              spec.cgroups)
+
+
+def _status_pipe(jail: Jail | None) -> tuple[int, int, int]:
+    """The guard's status pipe, when the run has a guard: its read end, its write end and a
+    second write end for the inner guard of a box (the command inherits those compose.py
+    names); -1 for each when it has none."""
+    if not compose.guarded(jail):
+        return -1, -1, -1
+    read, write = os.pipe()
+    return read, write, os.dup(write)
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _abandon(error: str, argv: tuple[str, ...], jail: Jail | None,
+             fds: tuple[int, ...]) -> ProcResult:
+    """The run could not start: what was opened for it closed, its jail removed."""
+    _close(*fds)
+    if jail is not None:
+        jail_mod.close_jail(jail, None)
+    return ProcResult(argv=argv, returncode=None, start_error=error)
+
+
+def _stdout(popen: subprocess.Popen[bytes]) -> int:
+    assert popen.stdout is not None
+    return popen.stdout.fileno()
+
+
+def _open_terminal() -> tuple[int, int]:
+    """A pseudo-terminal (master, slave) that passes "\\n" as written, not as "\\r\\n"."""
+    master, slave = pty.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    return master, slave
+
+
+def _start(composed: compose.Composed, spec: ProcSpec,
+           slave: int) -> subprocess.Popen[bytes] | str:
+    """The composed command started in a session of its own (its output on the terminal
+    `slave`, else a pipe), or why it could not start."""
+    stdin_file = spec.limits.stdin if spec.limits is not None else None
     try:
         stdin = open(stdin_file, "rb") if stdin_file is not None else subprocess.DEVNULL
     except OSError as exc:
-        return abandon(f"cannot open the standard input file {stdin_file}: {exc.strerror}")
+        return f"cannot open the standard input file {stdin_file}: {exc.strerror}"
     try:
-        popen = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
+        return subprocess.Popen(
+            composed.argv,
+            cwd=spec.cwd,
+            env=dict(composed.env),
             stdin=stdin,
-            stdout=slave if terminal else subprocess.PIPE,
-            stderr=slave if terminal else subprocess.STDOUT,
+            stdout=slave if spec.terminal else subprocess.PIPE,
+            stderr=slave if spec.terminal else subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
-            pass_fds=pass_fds,
+            pass_fds=composed.pass_fds,
         )
     except OSError as exc:
-        return abandon(exc.strerror or str(exc))
+        return exc.strerror or str(exc)
     finally:
         if stdin is not subprocess.DEVNULL:
             stdin.close()  # type: ignore[union-attr]
-    for fd in (status_w, inner_w):
-        if fd >= 0:
-            os.close(fd)
-    if terminal:
-        os.close(slave)
-        fd = master
-    else:
-        assert popen.stdout is not None
-        fd = popen.stdout.fileno()
+
+
+def _watch(popen: subprocess.Popen[bytes], fd: int,
+           status_fd: int) -> tuple[selectors.BaseSelector, int]:
+    """A selector that wakes on output (`fd`), on the guard's news and, through a pidfd, on
+    the exit; and that pidfd (-1 on an old kernel: the exit is polled for)."""
     os.set_blocking(fd, False)
     selector = selectors.DefaultSelector()
     selector.register(fd, selectors.EVENT_READ)
-    if status_r >= 0:
-        os.set_blocking(status_r, False)
-        selector.register(status_r, selectors.EVENT_READ)
+    if status_fd >= 0:
+        os.set_blocking(status_fd, False)
+        selector.register(status_fd, selectors.EVENT_READ)
     try:
         pidfd = os.pidfd_open(popen.pid)
         selector.register(pidfd, selectors.EVENT_READ)
     except (OSError, AttributeError):
-        pidfd = -1  # an old kernel: the exit is polled for
-    return Running(argv=argv, what=what, popen=popen, fd=fd,
-                   collector=_Collector(on_output, max_output), selector=selector,
-                   start=time.monotonic(), terminal=terminal, jail=jail, status_fd=status_r,
-                   box=box, pidfd=pidfd)
+        pidfd = -1
+    return selector, pidfd
 
 
 def _read_status(running: Running) -> None:
@@ -372,39 +379,22 @@ def finish(running: Running, ending: Ending) -> ProcResult:
     )
 
 
-def run(
-    argv: Sequence[str],
-    *,
-    what: str,
-    timeout: float,
-    cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    on_output: OutputSink | None = None,
-    terminal: bool = False,
-    max_output: int = 1 << 20,
-    protections: Protections | None = None,
-    limits: Limits | None = None,
-    gpu_run: bool = False,
-    box: Box | None = None,
-    outer: Sequence[str] = (),
-    cgroups: bool = True,
-) -> ProcResult:
-    """Run argv to completion or deadline; stream its merged stdout/stderr to on_output.
+def run(argv: Sequence[str], *, what: str, timeout: float,
+        spec: ProcSpec = ProcSpec()) -> ProcResult:
+    """Run argv to completion or deadline; stream its merged stdout/stderr to spec.on_output.
 
-    terminal=True gives the child a pseudo-terminal as stdout and stderr: C stdio and the
+    spec.terminal gives the child a pseudo-terminal as stdout and stderr: C stdio and the
     gfortran runtime then flush at every line, so output reaches the notebook while the
     program runs, in the order it was written. Standard input is /dev/null unless
-    limits.stdin names a file: a kernel's stdin is a pipe nobody writes to, and a scanf on it
-    would wait forever.
+    spec.limits.stdin names a file: a kernel's stdin is a pipe nobody writes to, and a scanf
+    on it would wait forever.
 
     The child leads a new session; on timeout or interrupt its whole process group is killed.
-    With protections and limits, the run goes through the isolation layer (jail.py, guard.c):
-    the guard, a cgroup, resource limits, and a sweep of escaped processes at the end.
+    With spec.protections and spec.limits, the run goes through the isolation layer (jail.py,
+    guard.c): the guard, a cgroup, resource limits, and a sweep of escaped processes at the end.
     """
     deadline = Deadline.after(timeout)
-    started = spawn(argv, what=what, cwd=cwd, env=env, on_output=on_output, terminal=terminal,
-                    max_output=max_output, protections=protections, limits=limits, gpu_run=gpu_run,
-                    box=box, outer=outer, cgroups=cgroups)
+    started = spawn(argv, what=what, spec=spec)
     if isinstance(started, ProcResult):
         return started
     return finish(started, pump(started, deadline))
@@ -412,7 +402,7 @@ def run(
 
 def capture(argv: Sequence[str], *, what: str, timeout: float = 5.0) -> ProcResult:
     """Run a short probe (a --version, nvidia-smi) and keep its output."""
-    return run(argv, what=what, timeout=timeout, max_output=64 * 1024)
+    return run(argv, what=what, timeout=timeout, spec=ProcSpec(max_output=64 * 1024))
 
 
 class _Collector:

@@ -29,7 +29,7 @@ import glob
 import os
 import secrets
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,22 +155,57 @@ def visible_secrets(paths: Iterable[Path], readable: Iterable[Path] = ()) -> tup
     return tuple(out)
 
 
-def bwrap_argv(support: SandboxSupport, box: Box, guard: Path, inner_fd: int) -> tuple[str, ...]:
-    """bubblewrap's command line for `box`, ending with the inner guard (the program follows)."""
-    assert support.bwrap is not None
-    argv = [support.bwrap, "--unshare-all", "--die-with-parent"]
+@dataclass(frozen=True)
+class Found:
+    """What a box's command line depends on in this machine's file system, looked up by `look`
+    just before the run: the command's composer (compose.py) then reads no file itself."""
+
+    system: tuple[tuple[str, str | None], ...] = ()  # SYSTEM_DIRS here: (folder, link target or None)
+    etc: tuple[str, ...] = ()  # the names of ETC_ALLOWED that /etc holds
+    hidden: tuple[Path, ...] = ()  # visible_secrets of the box's hidden folders
+    gpu_devices: tuple[str, ...] = ()  # /dev/nvidia*, for a box with a GPU
+    sys: bool = False  # whether /sys is there, for a box with a GPU
+    setpriv: str | None = None  # setpriv's path, for a box of its own uid behind a launcher
+
+
+def look(box: Box | None, outer: Sequence[str]) -> Found:
+    """Look up what `bwrap_argv` and `drop_to` need for `box` (behind the launcher `outer`):
+    only what this box's level and uid use."""
+    if box is None:
+        return Found()
+    setpriv = shutil.which("setpriv") if outer and box.uid >= 0 else None
+    if box.support.level != "namespaces":
+        return Found(setpriv=setpriv)
+    return Found(system=_system_dirs(),
+                 etc=tuple(name for name in ETC_ALLOWED if os.path.lexists(f"/etc/{name}")),
+                 hidden=visible_secrets(box.hidden, box.readable),
+                 gpu_devices=tuple(sorted(glob.glob("/dev/nvidia*"))) if box.gpu else (),
+                 sys=box.gpu and os.path.isdir("/sys"), setpriv=setpriv)
+
+
+def _system_dirs() -> tuple[tuple[str, str | None], ...]:
+    found: list[tuple[str, str | None]] = []
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
-            # Merged /usr (/bin -> usr/bin): a symlink costs nothing, a bind mount ~2 ms.
-            argv += ["--symlink", os.readlink(d), d]
+            found.append((d, os.readlink(d)))
         elif os.path.isdir(d):
-            argv += ["--ro-bind", d, d]
+            found.append((d, None))
+    return tuple(found)
+
+
+def bwrap_argv(box: Box, guard: Path, inner_fd: int, found: Found) -> tuple[str, ...]:
+    """bubblewrap's command line for `box`, ending with the inner guard (the program follows);
+    `found`: what `look` saw of this machine."""
+    assert box.support.bwrap is not None
+    argv = [box.support.bwrap, "--unshare-all", "--die-with-parent"]
+    for d, target in found.system:
+        # Merged /usr (/bin -> usr/bin): a symlink costs nothing, a bind mount ~2 ms.
+        argv += ["--symlink", target, d] if target is not None else ["--ro-bind", d, d]
     argv += ["--dir", "/etc"]
-    for name in ETC_ALLOWED:
-        if os.path.lexists(f"/etc/{name}"):
-            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for name in found.etc:
+        argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(box.tmp_size), "--tmpfs", "/tmp"]
-    for h in visible_secrets(box.hidden, box.readable):
+    for h in found.hidden:
         argv += ["--tmpfs", str(h)]
     argv += ["--ro-bind", str(guard), str(guard)]
     for r in box.readable:
@@ -180,9 +215,9 @@ def bwrap_argv(support: SandboxSupport, box: Box, guard: Path, inner_fd: int) ->
     for w in box.writable:
         argv += ["--bind", str(w), str(w)]
     if box.gpu:
-        for dev in sorted(glob.glob("/dev/nvidia*")):
+        for dev in found.gpu_devices:
             argv += ["--dev-bind", dev, dev]
-        if os.path.isdir("/sys"):
+        if found.sys:
             argv += ["--ro-bind", "/sys", "/sys"]
     argv += ["--chdir", str(box.workdir), "--", str(guard), f"--inner-status-fd={inner_fd}", "--"]
     return tuple(argv)
@@ -198,13 +233,12 @@ def env_argv(passed: Mapping[str, str], box_env: Mapping[str, str]) -> tuple[str
     return ("env", *unset, *kept)
 
 
-def drop_to(box: Box) -> tuple[str, ...] | None:
+def drop_to(box: Box, setpriv: str | None) -> tuple[str, ...] | None:
     """The prefix that takes the box's uid where the box starts, when a launcher (srun) stands
     between the guard and the box: the launcher runs as idrrun's user, whom the cluster knows.
-    () when the box keeps idrrun's uid; None when setpriv is missing."""
+    () when the box keeps idrrun's uid; None when setpriv (`look`) is missing."""
     if box.uid < 0:
         return ()
-    setpriv = shutil.which("setpriv")
     if setpriv is None:
         return None
     return (setpriv, f"--reuid={box.uid}", f"--regid={box.gid}", "--clear-groups", "--")

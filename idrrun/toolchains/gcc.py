@@ -305,7 +305,8 @@ class GccFamily(CommandFamily):
             test_isa = max(targets(gcc_major(gcc.version), ptxas_isas()) or (80,))
             r = proc.run([gcc.path, "-fopenacc", "-foffload=nvptx-none",
                           f"-foffload-options=nvptx-none=-misa=sm_{test_isa} -lm", "-o",
-                          str(Path(tmp) / "t"), str(src)], what="doctor", timeout=60, cwd=Path(tmp))
+                          str(Path(tmp) / "t"), str(src)], what="doctor", timeout=60,
+                         spec=proc.ProcSpec(cwd=Path(tmp)))
         ptxas = ptxas_isas()
         available = targets(gcc_major(gcc.version), ptxas)
         shown = ", ".join(f"sm_{t}" for t in available) or "none"

@@ -100,8 +100,8 @@ def main() -> None:
     must(proc.run(["gcc", "-O1", "-fopenacc", "-foffload=disable", "-o", str(program), str(source)],
                   what="compile", timeout=120))
     plan = session.plan("nsys", work / "run", work / "cache")
-    run = must(proc.run([*plan.argv_prefix, str(program)], what="run", timeout=300, cwd=work,
-                        terminal=True, env=dict(os.environ)))
+    run = must(proc.run([*plan.argv_prefix, str(program)], what="run", timeout=300,
+                        spec=proc.ProcSpec(cwd=work, terminal=True, env=dict(os.environ))))
     (HERE / "profile_output.txt").write_text(run.output.replace(str(work), "/tmp/nsys-record"))
     assert plan.output is not None
     full, lazy = work / "full.sqlite", work / "lazy.sqlite"
