@@ -87,6 +87,8 @@ def test_without_guard_the_program_runs_as_given() -> None:
 
 def test_limits_without_a_guard_keep_the_program_and_mark_its_environment() -> None:
     assert composed(jail=NO_GUARD) == Composed(PROGRAM, {**ENV, "IDRRUN_RUN": "r1"})
+    # a compile meant for srun still goes through srun (it used to run here, the launcher lost)
+    assert composed(jail=NO_GUARD, outer=SRUN).argv == (*SRUN, *PROGRAM)
 
 
 def test_guard_without_box() -> None:

@@ -71,9 +71,9 @@ def compose(program: Sequence[str], env: Mapping[str, str], *, jail: Jail | None
         return Composed((*outer, *program), dict(env))
     run_env = _environment(env, jail, box, outer)
     if jail.guard is None or jail.guard_args is None:
-        # Limits without a guard to apply them (it could not be built): the cgroups only.
-        # `outer` is not used here, unlike everywhere else: as spawn always did.
-        return Composed(tuple(program), run_env)
+        # Limits without a guard to apply them (it could not be built): the cgroups only. The
+        # launcher stays (a compile meant for srun must not run here instead).
+        return Composed((*outer, *program), run_env)
     assert status_fd >= 0, "a guarded run needs the status pipe"
     args = dataclasses.replace(jail.guard_args, status_fd=status_fd)
     if box is None:
