@@ -17,10 +17,11 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from .model import (BuildResult, DependencyList, Preprocessing, Protections, RunRequest, Source,
-                    Toolchain)
+from .model import (BuildResult, DependencyList, Preprocessing, ProcResult, Protections, RunRequest,
+                    Source, Toolchain)
 from .files import temp_beside, write_atomic
 from .run import boundary, isolation, proc, sandbox, tools
 from .run.sandbox import Box
@@ -197,6 +198,41 @@ def keep_preprocessed(work: Path, before: set[str], product: str, saved: str) ->
     return True
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One build, decided before it starts: the request, its command and its place in the
+    cache, and how it runs (build()'s arguments)."""
+
+    request: RunRequest
+    toolchain: Toolchain
+    cache_dir: Path
+    argv: tuple[str, ...]  # the command shown and keyed: the compiler's own
+    key: str
+    final: Path  # where the build is kept
+    product: str
+    protections: Protections | None
+    preprocess: Preprocessing
+    uid: int
+    launcher: tuple[str, ...]
+    env: Mapping[str, str] | None
+    dependencies: DependencyList
+    feedback_files: tuple[str, ...]
+
+    def result(self, proc_result: ProcResult | None, output: str, start: float,
+               ok: bool = True, refused: str = "") -> BuildResult:
+        if not ok:
+            return BuildResult(ok=False, command=self.argv, proc=proc_result, output=output,
+                               cached=False, key=self.key, build_dir=None,
+                               seconds=time.monotonic() - start, refused=refused)
+        request = self.request
+        return BuildResult(
+            ok=True, command=self.argv, proc=proc_result, output=output,
+            cached=proc_result is None, key=self.key, build_dir=self.final,
+            executable=None if request.object_only else self.final / EXECUTABLE,
+            object_file=self.final / OBJECT if request.object_only else None,
+            seconds=time.monotonic() - start if proc_result is not None else 0.0)
+
+
 def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
           protections: Protections | None = None, preprocess: Preprocessing = Preprocessing(),
           uid: int = -1, launcher: tuple[str, ...] = (),
@@ -212,66 +248,78 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     with this environment; the command shown and the build's key stay the compiler's own.
     dependencies: how a graded build (request.room) lists the files it read, judged after it;
     feedback_files: what else it takes out of its folder (the family's feedback files)."""
-    argv = compile_argv(request, toolchain)
     key = build_key(request, toolchain)
     builds = boundary.own_dir(request.room / "builds", 0o700) if request.room is not None \
         else cache_dir / "builds"
-    final = builds / key
-    product = product_name(request)
-    if not request.force and (final / _MARKER).is_file() and (final / product).is_file() and \
-            (not preprocess.saved or (final / PREPROCESSED).is_file()):
-        try:
-            recorded = json.loads((final / _MARKER).read_text())
-            return BuildResult(
-                ok=True, command=argv, proc=None, output=recorded.get("output", ""), cached=True,
-                key=key, build_dir=final,
-                executable=None if request.object_only else final / EXECUTABLE,
-                object_file=final / OBJECT if request.object_only else None,
-            )
-        except (OSError, ValueError):
-            pass  # unreadable marker: build again
-    if request.room is not None:
-        return _build_in_room(request, toolchain, cache_dir, key, final, protections, preprocess,
-                              uid, launcher, env, dependencies, feedback_files)
+    job = _Job(request, toolchain, cache_dir, compile_argv(request, toolchain), key, builds / key,
+               product_name(request), protections, preprocess, uid, launcher, env, dependencies,
+               feedback_files)
+    cached = None if request.force else _cached(job)
+    if cached is not None:
+        return cached
+    return _build_in_room(job) if request.room is not None else _build_here(job)
+
+
+def _cached(job: _Job) -> BuildResult | None:
+    final = job.final
+    if not (final / _MARKER).is_file() or not (final / job.product).is_file() or \
+            (job.preprocess.saved and not (final / PREPROCESSED).is_file()):
+        return None
+    try:
+        recorded = json.loads((final / _MARKER).read_text())
+    except (OSError, ValueError):
+        return None  # unreadable marker: build again
+    return job.result(None, str(recorded.get("output", "")), 0.0)
+
+
+def _compile(job: _Job, argv: tuple[str, ...], work: Path, box: Box | None,
+             extra: tuple[str, ...]) -> ProcResult:
+    return proc.run((argv[0], *extra, *argv[1:]), what="compile",
+                    timeout=job.request.compile_timeout,
+                    spec=_compile_spec(job.request, work, job.env, job.protections, box,
+                                       job.launcher))
+
+
+def _keep(job: _Job, folder: Path, output: str) -> None:
+    """The finished build folder into the cache, under its key."""
+    (folder / _MARKER).write_text(json.dumps({"command": list(job.argv), "output": output}))
+    if job.request.force and job.final.exists():
+        _replace_dir(folder, job.final)
+    else:
+        _publish(folder, job.final)
+
+
+def _build_here(job: _Job) -> BuildResult:
+    """A notebook's or `idrrun run`'s build: in a temporary folder of the cache, renamed into
+    place when it succeeded."""
+    request = job.request
     # The student's code is saved before anything can go wrong: a kernel killed while compiling
     # loses nothing (the cell's name and the key say which one it was).
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(request.source.name).stem) or "cell"
-    write_atomic(cache_dir / "sources" / f"{safe}-{key}{request.source.suffix}", request.source.text)
-    builds.mkdir(parents=True, exist_ok=True)
+    write_atomic(job.cache_dir / "sources" / f"{safe}-{job.key}{request.source.suffix}",
+                 request.source.text)
+    job.final.parent.mkdir(parents=True, exist_ok=True)
     # A sandboxed build (a notebook's, [sandbox] mode = "on") compiles in the request's working
     # folder, which its box may write: the cache is hidden from it.
-    work = Path(tempfile.mkdtemp(dir=request.workdir if request.sandbox else builds,
-                                 prefix=f".{key}.tmp-"))
-    box = compile_box(request, toolchain, work, cache_dir, uid, (request.source.origin_dir,)) \
-        if request.sandbox else None
+    work = Path(tempfile.mkdtemp(dir=request.workdir if request.sandbox else job.final.parent,
+                                 prefix=f".{job.key}.tmp-"))
+    box = compile_box(request, job.toolchain, work, job.cache_dir, job.uid,
+                      (request.source.origin_dir,)) if request.sandbox else None
     start = time.monotonic()
     try:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
         before = set(os.listdir(work))
-        result = proc.run((argv[0], *preprocess.compile_flags, *argv[1:]), what="compile",
-                          timeout=request.compile_timeout,
-                          spec=_compile_spec(request, work, env, protections, box, launcher))
+        result = _compile(job, job.argv, work, box, job.preprocess.compile_flags)
         output = rename_paths(result.output, request.source)
-        ok = result.ok and (work / product).is_file()
-        if ok and preprocess.saved:
-            ok = keep_preprocessed(work, before, product, preprocess.saved)
+        ok = result.ok and (work / job.product).is_file()
+        if ok and job.preprocess.saved:
+            ok = keep_preprocessed(work, before, job.product, job.preprocess.saved)
             if not ok:
-                output += (f"idrrun: the compiler left no {preprocess.saved} (its preprocessed "
-                           "source, for the source checks)\n")
-        if not ok:
-            return BuildResult(ok=False, command=argv, proc=result, output=output, cached=False,
-                               key=key, build_dir=None, seconds=time.monotonic() - start)
-        (work / _MARKER).write_text(json.dumps({"command": list(argv), "output": output}))
-        if request.force and final.exists():
-            _replace_dir(work, final)
-        else:
-            _publish(work, final)
-        return BuildResult(
-            ok=True, command=argv, proc=result, output=output, cached=False, key=key,
-            build_dir=final, executable=None if request.object_only else final / EXECUTABLE,
-            object_file=final / OBJECT if request.object_only else None,
-            seconds=time.monotonic() - start,
-        )
+                output += (f"idrrun: the compiler left no {job.preprocess.saved} (its "
+                           "preprocessed source, for the source checks)\n")
+        if ok:
+            _keep(job, work, output)
+        return job.result(result, output, start, ok)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
@@ -301,88 +349,92 @@ BOX_TMP = ".tmp"  # a box's own temporary folder, at the "uid" level (no private
 INCLUDES = "src"  # a graded build folder's copy of the submission's files
 
 
-def _build_in_room(request: RunRequest, toolchain: Toolchain, cache_dir: Path, key: str,
-                   final: Path, protections: Protections | None, preprocess: Preprocessing,
-                   uid: int, launcher: tuple[str, ...], env: Mapping[str, str] | None,
-                   dependencies: DependencyList, feedback_files: tuple[str, ...]) -> BuildResult:
+def _build_in_room(job: _Job) -> BuildResult:
     """The compile of a graded request: a fresh folder in its room holding the source and a
     copy of the submission's files, given to the box's uid; the compiler runs in a box there;
     then only what the grader asks for (the product, the dumps, the preprocessed source, the
     list of files read) is taken out, as regular files of the box's uid, into a folder of the
     grader's own, and the box's folder is removed."""
+    request = job.request
     assert request.room is not None
-    room = request.room
-    support = isolation.sandbox_support() if request.sandbox else None
-    uid_level = support is not None and support.level == "uid"
-    source = (source_file_name(request.source), padded_text(request.source).encode("utf-8", "surrogateescape"))
-    work = boundary.box_folder(room, "build-", uid, uid, files_from=request.source.origin_dir,
-                               files_into=INCLUDES, put_files=(source,),
-                               tmp=BOX_TMP if uid_level else "")
+    work = _room_folder(job)
     include = work / INCLUDES
-    argv = compile_argv(request, toolchain)
-    run_argv = compile_argv(request, toolchain, include)
-    product = product_name(request)
     box = None
     if request.sandbox:
-        guard = protections.guard if protections is not None else None
-        inner = tools.place(guard, room / "tools") if guard is not None and uid >= 0 else None
-        box = compile_box(request, toolchain, work, cache_dir, uid, inner_guard=inner)
+        guard = job.protections.guard if job.protections is not None else None
+        inner = tools.place(guard, request.room / "tools") \
+            if guard is not None and job.uid >= 0 else None
+        box = compile_box(request, job.toolchain, work, job.cache_dir, job.uid, inner_guard=inner)
     start = time.monotonic()
     try:
-        result = proc.run(
-            (run_argv[0], *preprocess.compile_flags, *dependencies.flags, *run_argv[1:]),
-            what="compile", timeout=request.compile_timeout,
-            spec=_compile_spec(request, work, env, protections, box, launcher))
+        result = _compile(job, compile_argv(request, job.toolchain, include), work, box,
+                          (*job.preprocess.compile_flags, *job.dependencies.flags))
         output = rename_paths(result.output, request.source).replace(str(include), ".")
-        owners = (uid if uid >= 0 else os.geteuid(),)
-        taken = boundary.fresh(final.parent, f".{key}.tmp-")
-        failed = "" if result.ok else "the compiler failed"
-        refused = ""
-        fd = boundary.open_dir(work)
-        try:
-            if not failed:
-                failed = boundary.take_to(fd, product, taken / product, PRODUCT_CAP, owners, 0o700)
-                if failed:
-                    failed = f"its {product}: {failed}"
-            if not failed and dependencies.file:
-                listed = boundary.take(fd, dependencies.file, DEPENDENCIES_CAP, owners)
-                if listed.text is None:
-                    failed = f"the list of files it read: {listed.why}"
-                else:
-                    refused = judge_dependencies(parse_dependencies(listed.text), work,
-                                                 readable_roots(toolchain), box.hidden if box else ())
-            if not failed and preprocess.saved:
-                note = _take_preprocessed(fd, preprocess.saved, taken, owners)
-                if note:
-                    output += note
-            for name in boundary.names(fd):
-                if any(fnmatch.fnmatchcase(name, p) for p in feedback_files) and \
-                        name not in (product, _MARKER, PREPROCESSED):
-                    boundary.take_to(fd, name, taken / name, FEEDBACK_CAP, owners)
-        finally:
-            os.close(fd)
-        if refused:
-            output += f"idrrun: refused: {refused}\n"
-        elif failed and result.ok:
-            output += f"idrrun: the compile left nothing usable ({failed})\n"
-        if failed or refused:
+        taken = boundary.fresh(job.final.parent, f".{job.key}.tmp-")
+        said = _take_products(job, work, taken, box.hidden if box else ()) if result.ok \
+            else _Taken(failed="the compiler failed")
+        output += said.note
+        if said.refused:
+            output += f"idrrun: refused: {said.refused}\n"
+        elif said.failed and result.ok:
+            output += f"idrrun: the compile left nothing usable ({said.failed})\n"
+        if said.failed or said.refused:
             boundary.remove(taken)
-            return BuildResult(ok=False, command=argv, proc=result, output=output, cached=False,
-                               key=key, build_dir=None, seconds=time.monotonic() - start,
-                               refused=refused)
-        (taken / _MARKER).write_text(json.dumps({"command": list(argv), "output": output}))
-        if request.force and final.exists():
-            _replace_dir(taken, final)
-        else:
-            _publish(taken, final)
-        return BuildResult(
-            ok=True, command=argv, proc=result, output=output, cached=False, key=key,
-            build_dir=final, executable=None if request.object_only else final / EXECUTABLE,
-            object_file=final / OBJECT if request.object_only else None,
-            seconds=time.monotonic() - start,
-        )
+            return job.result(result, output, start, ok=False, refused=said.refused)
+        _keep(job, taken, output)
+        return job.result(result, output, start)
     finally:
         boundary.remove(work)
+
+
+def _room_folder(job: _Job) -> Path:
+    """The build's fresh box folder: the padded source, and the submission's files in
+    INCLUDES (where its own headers are found)."""
+    request = job.request
+    assert request.room is not None
+    support = isolation.sandbox_support() if request.sandbox else None
+    source = (source_file_name(request.source),
+              padded_text(request.source).encode("utf-8", "surrogateescape"))
+    return boundary.box_folder(request.room, "build-", job.uid, job.uid,
+                               files_from=request.source.origin_dir, files_into=INCLUDES,
+                               put_files=(source,),
+                               tmp=BOX_TMP if support is not None and support.level == "uid" else "")
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """What came out of a graded compile's folder."""
+
+    failed: str = ""  # why there is no usable build ("": there is one)
+    refused: str = ""  # what it read from outside the submission
+    note: str = ""  # for the build's output
+
+
+def _take_products(job: _Job, work: Path, taken: Path, hidden: tuple[Path, ...]) -> _Taken:
+    """The product, the list of files the compiler read (judged), the preprocessed source and
+    the family's feedback files, out of the box's folder into `taken` (the grader's)."""
+    owners = (job.uid if job.uid >= 0 else os.geteuid(),)
+    fd = boundary.open_dir(work)
+    try:
+        failed = boundary.take_to(fd, job.product, taken / job.product, PRODUCT_CAP, owners, 0o700)
+        if failed:
+            return _Taken(failed=f"its {job.product}: {failed}")
+        refused = ""
+        if job.dependencies.file:
+            listed = boundary.take(fd, job.dependencies.file, DEPENDENCIES_CAP, owners)
+            if listed.text is None:
+                return _Taken(failed=f"the list of files it read: {listed.why}")
+            refused = judge_dependencies(parse_dependencies(listed.text), work,
+                                         readable_roots(job.toolchain), hidden)
+        note = _take_preprocessed(fd, job.preprocess.saved, taken, owners) \
+            if job.preprocess.saved else ""
+        for name in boundary.names(fd):
+            if any(fnmatch.fnmatchcase(name, p) for p in job.feedback_files) and \
+                    name not in (job.product, _MARKER, PREPROCESSED):
+                boundary.take_to(fd, name, taken / name, FEEDBACK_CAP, owners)
+        return _Taken(refused=refused, note=note)
+    finally:
+        os.close(fd)
 
 
 def _take_preprocessed(fd: int, saved: str, taken: Path, owners: tuple[int, ...]) -> str:

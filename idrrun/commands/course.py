@@ -7,15 +7,19 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
 from ..checks import draw, specs
+from ..checks.specs import Exercise
 from ..cli import EXIT_FAILED, EXIT_OK
-from ..errors import UsageError
 from ..display import neutralise
+from ..errors import UsageError
 from ..grading import course, report
+from ..grading.report import GradeRow
+from ..model import Settings
 from ..request import config
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
@@ -75,20 +79,12 @@ def main(tokens: Sequence[str]) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """Parse, choose the exercises, check them, render."""
     workdir = Path.cwd()
     settings = config.load(workdir, project=args.config if args.config is not None else False)
     notes = unread_config(workdir, args.config)
     folder = specs.exercises_folder_or_fail(settings, workdir)
-    exercises = specs.all_exercises(folder)
-    if args.exercise:
-        unknown = set(args.exercise) - {e.name for e in exercises}
-        if unknown:
-            raise UsageError(f"unknown exercise(s): {', '.join(sorted(unknown))}")
-        exercises = [e for e in exercises if e.name in args.exercise]
-    if any(e.draw is not None for e in exercises):
-        # The hidden sets that `idrrun grade` would draw: the solutions must pass on them.
-        seed = report.grading_seed(settings, args.seed)[0]
-        exercises = [draw.drawn(e, seed) for e in exercises]
+    exercises = _chosen(specs.all_exercises(folder), args.exercise, settings, args.seed)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
@@ -97,44 +93,70 @@ def _check(args: argparse.Namespace) -> int:
             console.print(neutralise(note), markup=False)
         console.print(f"course check: {len(exercises)} exercises in {folder}, {probe.family} "
                       f"family, {where}", markup=False)
-    total = sum(2 * len([l for l in e.sources if not args.language or l in args.language]) for e in exercises)
+    total = sum(2 * len([lang for lang in e.sources if not args.language or lang in args.language])
+                for e in exercises)
     rows = _with_progress(console, total, "course check",
                           lambda done: course.course_check(exercises, args.language, settings,
                                                            probe, args.jobs, done),
                           quiet=args.json)
     bad = [r for r in rows if not r.ok]
-    partly = [r for r in rows if r.incomplete]
-    code = EXIT_OK if not bad and rows else EXIT_FAILED
     if args.json:
         print_json({
             "examples": str(folder), "family": probe.family, "where": where, "notes": notes,
-            "passed": len(rows) - len(bad), "incomplete": len(partly), "failed": len(bad),
+            "passed": len(rows) - len(bad), "incomplete": sum(r.incomplete for r in rows),
+            "failed": len(bad),
             "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
                       "incomplete": r.incomplete, "solution": row_dict(r.solution),
                       "start": row_dict(r.start)} for r in rows],
         })
-        return code
+    else:
+        _table(console, rows)
+    return EXIT_OK if not bad and rows else EXIT_FAILED
+
+
+def _chosen(exercises: list[Exercise], names: Sequence[str] | None, settings: Settings,
+            seed: str | None) -> list[Exercise]:
+    """The exercises asked for (all when none is named), with the hidden sets `idrrun grade`
+    would draw: the solutions must pass on them."""
+    if names:
+        unknown = set(names) - {e.name for e in exercises}
+        if unknown:
+            raise UsageError(f"unknown exercise(s): {', '.join(sorted(unknown))}")
+        exercises = [e for e in exercises if e.name in names]
+    if any(e.draw is not None for e in exercises):
+        drawn = report.grading_seed(settings, seed)[0]
+        exercises = [draw.drawn(e, drawn) for e in exercises]
+    return exercises
+
+
+def _table(console: Console, rows: Sequence[course.CourseRow]) -> None:
     table = Table(title="course check")
     for col in ("exercise", "language", "solution", "start file", "solution s", "start s", "ok"):
         table.add_column(col)
     for r in rows:
-        if r.solution.status == "incomplete":
-            missing = [c.name for c in r.solution.checks if c.status == "incomplete"]
-            sol = f"incomplete: {', '.join(missing)} not evaluated here"
-        else:
-            sol = r.solution.status + ("" if r.solution.status == "pass" else f": {r.solution.reasons}")
-        failed = [c.name for c in r.start.checks if c.status == "fail"]
-        start = r.start.status + (f" ({', '.join(failed)})" if failed else
-                                  ("" if r.start.status == "fail" else f": {r.start.reasons}"))
         ok = Text("yes", style="green") if r.ok and not r.incomplete else \
             Text("yes, here", style="yellow") if r.ok else Text("NO", style="red")
-        table.add_row(r.exercise, r.language, Text(sol), Text(start),
-                      f"{r.solution.run_seconds:.2f}", f"{r.start.run_seconds:.2f}", ok)
+        table.add_row(r.exercise, r.language, Text(_solution_cell(r.solution)),
+                      Text(_start_cell(r.start)), f"{r.solution.run_seconds:.2f}",
+                      f"{r.start.run_seconds:.2f}", ok)
     console.print(table)
-    console.print(f"{len(rows) - len(bad)} passed ({len(partly)} of them incomplete here: their "
-                  f"solution has checks this machine cannot evaluate, e.g. GPU traces), "
-                  f"{len(bad)} failed", markup=False)
-    return code
+    bad = sum(not r.ok for r in rows)
+    console.print(f"{len(rows) - bad} passed ({sum(r.incomplete for r in rows)} of them "
+                  f"incomplete here: their solution has checks this machine cannot evaluate, "
+                  f"e.g. GPU traces), {bad} failed", markup=False)
+
+
+def _solution_cell(row: GradeRow) -> str:
+    if row.status == "incomplete":
+        missing = [c.name for c in row.checks if c.status == "incomplete"]
+        return f"incomplete: {', '.join(missing)} not evaluated here"
+    return row.status + ("" if row.status == "pass" else f": {row.reasons}")
+
+
+def _start_cell(row: GradeRow) -> str:
+    failed = [c.name for c in row.checks if c.status == "fail"]
+    return row.status + (f" ({', '.join(failed)})" if failed else
+                         ("" if row.status == "fail" else f": {row.reasons}"))
 
 
 def _strip(paths: Sequence[Path], out: Path) -> int:
