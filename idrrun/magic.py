@@ -102,7 +102,6 @@ class IdrrunMagics(Magics):
         # Probing runs a few short commands; once per kernel and family is enough.
         self._probes: dict[tuple[str | None, str | None, str], Probe] = {}
         self._protection_shown = False
-        self.last_outcome: Outcome | None = None
         cleanup = getattr(shell, "input_transformers_cleanup", None)
         if isinstance(cleanup, list) and give_empty_cells_a_body not in cleanup:
             cleanup.append(give_empty_cells_a_body)
@@ -166,7 +165,6 @@ class IdrrunMagics(Magics):
         except IdrrunError as exc:
             # Exactly IPython's UsageError: the shell prints one line, no traceback.
             raise IPythonUsageError(str(exc)) from None
-        self.last_outcome = outcome
         if self.shell is not None:
             self.shell.user_ns["_idrrun"] = outcome
         if outcome.failure is not None:

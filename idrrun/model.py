@@ -244,7 +244,6 @@ class Probe:
     """What this machine offers, probed once per kernel (short timeouts, never raises)."""
 
     family: FamilyName
-    family_source: str  # "detected", "config", "flag"
     compilers: tuple[CompilerInfo, ...]
     gpus: tuple[GpuInfo, ...]
     offload: bool  # the family's compilers can build GPU code here (gcc: nvptx offloading installed)

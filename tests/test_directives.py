@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from idrrun.checks.directives import source_has_directives
+from idrrun.checks.directives import code_text, has_directives
 
 
 
@@ -28,4 +28,4 @@ from idrrun.checks.directives import source_has_directives
     ("!$acc parallel\n", "c", False),
 ])
 def test_source_has_directives(text: str, language: str, expected: bool) -> None:
-    assert source_has_directives(text, language) is expected
+    assert has_directives(code_text(text, language), language) is expected

@@ -35,7 +35,7 @@ def run_hello(tmp_path: Path, out: Counting) -> None:
     gcc = probe_compiler("gcc")
     toolchain = Toolchain(family="gcc", language="c", compiler=gcc, flags=("-O0",), link_flags=(),
                           target="none")
-    probe = Probe(family="gcc", family_source="flag", compilers=(gcc,), gpus=(), offload=False)
+    probe = Probe(family="gcc", compilers=(gcc,), gpus=(), offload=False)
     outcome = pipeline.execute(RunRequest(source=src, workdir=tmp_path), toolchain, probe,
                                Settings(cache_dir=tmp_path / "cache"), TextReporter(out))
     assert outcome.ok, outcome.failure

@@ -53,7 +53,7 @@ def run(tmp_path: Path, body: str, **kw: object) -> tuple[Recorder, Outcome]:
     toolchain = Toolchain(family="gcc", language="c", compiler=gcc, flags=("-O0",), link_flags=(),
                           target="none")
     request = dataclasses.replace(RunRequest(source=src, workdir=tmp_path), **kw)  # type: ignore[arg-type]
-    probe = Probe(family="gcc", family_source="flag", compilers=(gcc,), gpus=(), offload=False)
+    probe = Probe(family="gcc", compilers=(gcc,), gpus=(), offload=False)
     reporter = Recorder()
     outcome = pipeline.execute(request, toolchain, probe, Settings(cache_dir=tmp_path / "cache"),
                                reporter)

@@ -28,6 +28,8 @@ from idrrun.profile.tracer import find_cupti
 from idrrun.files import temp_beside
 from idrrun.run import proc
 
+import perfetto_oracle
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 FAKES = ROOT / "tests" / "fakes"
@@ -35,6 +37,16 @@ SYNTHETIC = DATA / "async_trace_synthetic.jsonl"
 HAS_CUDA = (Path("/usr/local/cuda/include/cupti.h").is_file()
             or os.environ.get("CUDA_HOME") is not None)
 needs_cupti = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA toolkit with CUPTI here")
+
+
+def _labels(trace: Trace) -> list[str]:
+    """The timeline's rows, top to bottom."""
+    return [r.name for r in timeline.rows(trace)]
+
+
+def _size(trace: Trace) -> tuple[int, int]:
+    return timeline.layout(trace).size
+
 
 HOST_PROGRAM = r"""
 #include <stdio.h>
@@ -322,11 +334,11 @@ def test_timeline_png_rows_size_and_colours(tmp_path: Path) -> None:
     report = collect(_synthetic_run(tmp_path))
     assert report.timeline_png == tmp_path / "run" / "timeline.png"
     assert report.trace is not None
-    assert list(timeline.row_labels(report.trace)) == ["stream 13", "stream 14", "stream 15",
+    assert list(_labels(report.trace)) == ["stream 13", "stream 14", "stream 15",
                                                        "stream 7", "host waits"]
     with Image.open(report.timeline_png) as image:
         assert image.format == "PNG"
-        assert image.size == timeline.image_size(report.trace)
+        assert image.size == _size(report.trace)
         colours = {c for _, c in image.convert("RGB").getcolors(maxcolors=1 << 16) or []}
     for kind in ("kernel", "h2d", "d2h", "memset", "sync"):
         assert timeline.COLOURS[kind] in colours, kind
@@ -534,7 +546,7 @@ def test_traces_of_several_processes_are_merged(tmp_path: Path) -> None:
     report = collect(p)
     assert report.trace is not None and len(report.trace.kernels) == 8
     assert report.summary is not None and report.summary.queues == 8
-    assert timeline.row_labels(report.trace)[:2] == ["pid 4242 stream 13", "pid 4243 stream 13"]
+    assert _labels(report.trace)[:2] == ["pid 4242 stream 13", "pid 4243 stream 13"]
 
 
 
@@ -636,10 +648,10 @@ def test_real_h200_trace_timeline(tmp_path: Path) -> None:
 
     trace = read_trace(REAL)
     png = timeline.draw(trace, tmp_path / "t.png")
-    assert list(timeline.row_labels(trace)) == ["stream 13", "stream 14", "stream 15", "stream 7",
+    assert list(_labels(trace)) == ["stream 13", "stream 14", "stream 15", "stream 7",
                                                "host waits"]
     with Image.open(png) as image:
-        assert image.size == timeline.image_size(trace)
+        assert image.size == _size(trace)
         colours = {c for _, c in image.convert("RGB").getcolors(maxcolors=1 << 16) or []}
     for kind in ("kernel", "h2d", "d2h"):
         assert timeline.COLOURS[kind] in colours, kind
@@ -721,7 +733,7 @@ def test_the_follower_reads_the_trace_as_it_grows_and_gives_what_a_reread_gives(
     assert follower.used and follower.prepared is not None
     assert len(follower.prepared.kernels) == len(again.kernels)
     assert perfetto.text(again, follower.prepared) == perfetto.text(again) == json.dumps(
-        perfetto.events(again), separators=(",", ":"))
+        perfetto_oracle.events(again), separators=(",", ":"))
     follower.prepared.kernels[0] = '{"ph":"X","name":"formatted during the run"}'
     assert "formatted during the run" in perfetto.text(again, follower.prepared)  # it is used
 
@@ -749,7 +761,7 @@ def test_events_formatted_during_the_run_are_used_only_for_their_own_trace(tmp_p
     merged = read_trace(path)
     assert merged is not None and merged.started == header["start"] - 1000
     assert perfetto.text(merged, prepared) == perfetto.text(merged) == json.dumps(
-        perfetto.events(merged), separators=(",", ":"))
+        perfetto_oracle.events(merged), separators=(",", ":"))
 
 
 def test_the_follower_thread_reads_during_the_run(tmp_path: Path) -> None:

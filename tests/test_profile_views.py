@@ -38,6 +38,28 @@ from idrrun.profile import rates as rates_mod
 from idrrun.profile.model import DTOH, HTOD, Device
 from idrrun.profile.tracefile import parse_lines
 
+import perfetto_oracle
+
+
+def _labels(trace: Trace) -> list[str]:
+    """The timeline's rows, top to bottom."""
+    return [r.name for r in timeline.rows(trace)]
+
+
+def _size(trace: Trace) -> tuple[int, int]:
+    return timeline.layout(trace).size
+
+
+def _coverage(ops: list[tuple[int, int, str]], start: int, end: int,
+              width: int) -> dict[str, list[float]]:
+    return timeline.columns(ops, start, end, width)[0]
+
+
+def _presence(ops: list[tuple[int, int, str]], start: int, end: int,
+              width: int) -> dict[str, list[bool]]:
+    return timeline.columns(ops, start, end, width)[1]
+
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 REAL = DATA / "async_trace_h200.jsonl"  # recorded on an H200 by the version-1 tracer
@@ -332,7 +354,7 @@ def test_queue_records_name_the_rows_with_the_stream_in_small_print(tmp_path: Pa
 
 
 def test_traces_without_queue_records_keep_the_stream_numbers() -> None:
-    assert list(timeline.row_labels(real())) == ["stream 13", "stream 14", "stream 15", "stream 7",
+    assert list(_labels(real())) == ["stream 13", "stream 14", "stream 15", "stream 7",
                                                  "host waits"]
 
 
@@ -347,7 +369,7 @@ def test_bad_or_unresolvable_queue_records_are_ignored() -> None:
     trace, _ = parse_lines(text.splitlines())
     assert trace.skipped == 0
     assert [(q.stream, q.queue) for q in trace.stream_queues] == [(15, 3)]  # the first one wins
-    assert list(timeline.row_labels(trace))[:3] == ["stream 13", "stream 14", "async(3)"]
+    assert list(_labels(trace))[:3] == ["stream 13", "stream 14", "async(3)"]
 
 
 def test_queue_names_with_several_processes(tmp_path: Path) -> None:
@@ -356,7 +378,7 @@ def test_queue_names_with_several_processes(tmp_path: Path) -> None:
     plan.output.with_name("trace.jsonl.491").write_text(real_v2_text().replace('"pid":490', '"pid":491'))
     trace = read_trace(plan.output)
     assert trace is not None
-    labels = list(timeline.row_labels(trace))
+    labels = list(_labels(trace))
     assert labels[:2] == ["pid 490 async(1)", "pid 491 async(1)"]
     assert "pid 491 synchronous" in labels
 
@@ -414,7 +436,7 @@ def test_perfetto_text_is_the_event_document_encoded() -> None:
         memsets=(Memset(bytes=64, start=30, end=33, stream=3, process=1),),
         syncs=(Sync(kind="stream", start=40, end=99, stream=3, process=1),))
     for trace in (real_v2(), odd):
-        assert perfetto.text(trace) == json.dumps(perfetto.events(trace), separators=(",", ":"))
+        assert perfetto.text(trace) == json.dumps(perfetto_oracle.events(trace), separators=(",", ":"))
 
 
 def test_collect_writes_trace_json_beside_the_png(tmp_path: Path) -> None:
@@ -746,14 +768,14 @@ def test_a_window_s_columns_do_not_depend_on_the_order_of_the_operations() -> No
     ops = [(0, 10_000, "kernel")] + [(s, s + 300, "h2d") for s in range(100, 10_000, 1_000)]
     window = (4_000, 6_000)
     for order in (ops, ops[::-1], ops[3:] + ops[:3]):
-        cover = timeline.coverage(order, *window, width=20)
+        cover = _coverage(order, *window, width=20)
         assert cover["kernel"] == [1.0] * 20  # the long kernel, started before the window
         # columns of 100 ns: the copies at 4100-4400 and 5100-5400
         assert [round(x, 6) for x in cover["h2d"]] == [
             0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
             0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
         # presence also marks the column where an operation ends
-        assert [c for c, on in enumerate(timeline.presence(order, *window, width=20)["h2d"])
+        assert [c for c, on in enumerate(_presence(order, *window, width=20)["h2d"])
                 if on] == [1, 2, 3, 4, 11, 12, 13, 14]
 
 

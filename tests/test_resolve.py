@@ -22,7 +22,7 @@ EXERCISE = Exercise(name="ex", title="ex", topic="t", path=Path("/ex.toml"), tim
 
 
 def probe(gpus: tuple[GpuInfo, ...] = (), offload: bool = True) -> Probe:
-    return Probe(family="gcc", family_source="flag", compilers=(GCC,), gpus=gpus, offload=offload)
+    return Probe(family="gcc", compilers=(GCC,), gpus=gpus, offload=offload)
 
 
 def req(line: str = "", settings: Settings = Settings(), exercise: Exercise | None = None,

@@ -20,7 +20,7 @@ V100 = GpuInfo("Tesla V100", "7.0", "525.1")
 def probe(family: str = "gcc", gpus: tuple[GpuInfo, ...] = (), offload: bool = True) -> Probe:
     compilers = (GCC, CompilerInfo("nvc", "/opt/nv/nvc", "nvc 24.3"),
                  CompilerInfo("pgcc", "/opt/pgi/pgcc", "pgcc 20.1"))
-    return Probe(family=family, family_source="flag", compilers=compilers, gpus=gpus,
+    return Probe(family=family, compilers=compilers, gpus=gpus,
                  offload=offload)
 
 
@@ -50,7 +50,7 @@ def test_gcc_links_nvptx_libatomic_from_gcc_12_on() -> None:
     # openmp_heat's two reductions of one construct need a 16-byte compare-and-swap (libatomic)
     assert device_options(resolve(request(), probe("gcc", (H100,)), Settings())).endswith("-lm -latomic")
     gcc11 = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0")
-    old = Probe(family="gcc", family_source="flag", compilers=(gcc11,), gpus=(H100,), offload=True)
+    old = Probe(family="gcc", compilers=(gcc11,), gpus=(H100,), offload=True)
     assert device_options(resolve(request(), old, Settings())).endswith(" -lm")
 
 
@@ -103,7 +103,7 @@ def test_accopts_without_acc_are_reported() -> None:
 # -- GPU targets that follow the toolkit (CUDA 13's ptxas has no sm_70) ----------------------
 
 def probe_targets(gpus: tuple[GpuInfo, ...], targets: tuple[int, ...]) -> Probe:
-    return Probe(family="gcc", family_source="flag", compilers=(GCC,), gpus=gpus, offload=True,
+    return Probe(family="gcc", compilers=(GCC,), gpus=gpus, offload=True,
                  offload_targets=targets)
 
 

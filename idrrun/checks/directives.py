@@ -128,11 +128,3 @@ def has_directives(code: str, language: str) -> bool:
     both = lang not in (*C_LIKE, "fortran")
     return any(pattern.search(line) or (both and _F_SENTINEL.search(line))
                for line in code.split("\n"))
-
-
-def source_has_directives(text: str, language: str) -> bool:
-    """Whether the source holds at least one OpenACC directive the compiler would read."""
-    try:
-        return has_directives(code_text(text, language), language)
-    except Exception:  # noqa: BLE001 - a check helper never breaks a run
-        return False

@@ -68,35 +68,6 @@ def _rows(trace: Trace) -> list[dict[str, Any]]:
     return out
 
 
-def events(trace: Trace) -> dict[str, Any]:
-    """The trace-event document (what write() writes, as data)."""
-    zero = origin(trace)
-    out = _rows(trace)
-
-    def event(name: str, cat: str, pid: int, tid: int, start: int, ns: int,
-              args: dict[str, Any]) -> None:
-        out.append({"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid,
-                    "ts": _us(start - zero), "dur": _us(ns), "args": args})
-
-    for k in trace.kernels:
-        event(k.name, "kernel", k.process, _tid(k.stream), k.start, k.ns,
-              {"stream": k.stream, "grid": list(k.grid), "block": list(k.block),
-               "correlation": k.correlation})
-    for c in trace.copies:
-        args: dict[str, Any] = {"bytes": c.bytes, "stream": c.stream, "src": c.src, "dst": c.dst,
-                                "async": c.asynchronous, "correlation": c.correlation}
-        if c.ns:
-            args["GB/s"] = round(c.bytes / c.ns, 3)
-        event(f"copy {c.direction}", "copy", c.process, _tid(c.stream), c.start, c.ns, args)
-    for m in trace.memsets:
-        event("memset", "memset", m.process, _tid(m.stream), m.start, m.ns,
-              {"bytes": m.bytes, "stream": m.stream})
-    for s in trace.syncs:
-        event(f"wait ({s.kind})", "wait", s.process, HOST_WAITS_TID, s.start, s.ns,
-              {"stream": s.stream})
-    return {"traceEvents": out, "displayTimeUnit": "ns", "otherData": _other_data(trace)}
-
-
 class Prepared:
     """Events formatted while the trace is read (tracefile.Follower calls add() after each
     piece, on its thread, while the program runs): text() then formats only what is left.
@@ -167,8 +138,9 @@ def _sync(s: Sync, zero: int, q: dict[str, str]) -> str:
 
 
 def text(trace: Trace, prepared: Prepared | None = None) -> str:
-    """events(trace) as compact JSON, formatted here operation by operation (building two dicts
-    per operation and encoding them was slow; a test compares the two). prepared: the first
+    """The trace-event document as compact JSON, formatted here operation by operation (building
+    two dicts per operation and encoding them was slow; a test compares this with the readable
+    definition of the document, tests/perfetto_oracle.py). prepared: the first
     operations of each kind, formatted already (Prepared, made while this trace was read)."""
     zero = origin(trace)
     if prepared is None or prepared.origin != zero:

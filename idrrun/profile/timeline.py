@@ -154,11 +154,6 @@ def rows(trace: Trace) -> tuple[Row, ...]:
     return tuple(out)
 
 
-def row_labels(trace: Trace) -> Sequence[str]:
-    """The rows' names, top to bottom."""
-    return [r.name for r in rows(trace)]
-
-
 # ---------------------------------------------------------------------------------------
 # Time per pixel column
 
@@ -174,18 +169,6 @@ def _within(ops: Iterable[Span], start: int, end: int) -> Sequence[Span]:
     hi = bisect.bisect_right([s for s, _, _ in ordered], end)
     reach = list(itertools.accumulate((e for _, e, _ in ordered[:hi]), max))
     return ordered[bisect.bisect_left(reach, start):hi]
-
-
-def coverage(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[float]]:
-    """Per kind, the share (0..1) of each column's time that its operations cover; columns split
-    [start, end) evenly. Overlapping operations of one kind count once per operation (a stream
-    runs one at a time; the host's waits may overlap, and are capped at 1 by shares())."""
-    return columns(ops, start, end, width)[0]
-
-
-def presence(ops: Iterable[Span], start: int, end: int, width: int = PLOT) -> dict[str, list[bool]]:
-    """Per kind, the columns where at least one of its operations runs, however short."""
-    return columns(ops, start, end, width)[1]
 
 
 def _spread(ops: Iterable[Span], start: int, end: int,
@@ -240,7 +223,10 @@ def _shares(part: list[float], full: list[int] | None, col: float) -> list[float
 
 def columns(ops: Iterable[Span], start: int, end: int,
             width: int = PLOT) -> tuple[dict[str, list[float]], dict[str, list[bool]]]:
-    """coverage() and presence() in one pass over the operations (a panel's row needs both)."""
+    """Per kind, the share (0..1) of each column's time that its operations cover (columns split
+    [start, end) evenly; overlapping operations of one kind count once per operation, capped at 1
+    by shares()), and the columns where at least one of them runs, however short: one pass over
+    the operations (a panel's row needs both)."""
     partial, runs, marks = _spread(_within(ops, start, end), start, end, width)
     col = (end - start) / width
     shares = {kind: _shares(part, runs.get(kind), col) for kind, part in partial.items()}
@@ -391,10 +377,6 @@ def layout(trace: Trace, zoom: bool = True) -> Layout:
         y += CAPTION + rows_h + AXIS
     return Layout(rows=all_rows, panels=tuple(panels), panel_tops=tuple(tops),
                   size=(WIDTH, y + LEGEND + BOTTOM))
-
-
-def image_size(trace: Trace) -> tuple[int, int]:
-    return layout(trace).size
 
 
 def _nice_step(span_ns: float, ticks: int = 8) -> float:

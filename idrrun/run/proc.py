@@ -71,9 +71,6 @@ class Deadline:
     def remaining(self) -> float:
         return self.at - time.monotonic()
 
-    def expired(self) -> bool:
-        return self.remaining() <= 0
-
 
 @dataclass
 class Running:

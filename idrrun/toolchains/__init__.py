@@ -33,7 +33,7 @@ def family_of(toolchain: Toolchain) -> Family:
 def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     """Look at the machine: family, its compilers and versions, GPUs, offloading, limits (what
     the commands answer is remembered between calls: probecache.py)."""
-    name, source = select_family(settings, family_flag)
+    name, _ = select_family(settings, family_flag)
     family = registry.get(name)
     commands = sorted({compiler_command(family, key, settings) for key in family.compilers})
     c_command = compiler_command(family, "c", settings)
@@ -50,7 +50,7 @@ def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     digest = probecache.key(name, commands, settings)
     compilers, gpus, warning, offload, targets = probecache.remembered(settings.cache_dir, digest, ask)
     return Probe(
-        family=name, family_source=source, compilers=compilers, gpus=gpus, offload=offload,
+        family=name, compilers=compilers, gpus=gpus, offload=offload,
         offload_targets=targets, warnings=(warning,) if warning else (),
         protections=isolation.probe(settings.cache_dir),
     )

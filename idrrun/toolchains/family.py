@@ -86,8 +86,6 @@ class Family(Protocol):
         """After the source file (libraries)."""
         ...
 
-    def openmp_flags(self) -> tuple[str, ...]: ...
-
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                settings: Settings, acc_target: Target) -> AccDecision:
         """The OpenMP flags (-t): threads, and target regions offloaded where the family can;
@@ -166,9 +164,6 @@ class CommandFamily:
 
     def link_flags(self, language: Language) -> tuple[str, ...]:
         return self.flags_link.get(language, ())
-
-    def openmp_flags(self) -> tuple[str, ...]:
-        return self.flags_openmp
 
     def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
         return ()
