@@ -76,27 +76,33 @@ class Outcome:
 
 
 class Reporter(Protocol):
-    """What the front end shows while the pipeline runs."""
+    """What the front end shows while the pipeline runs; each method shows nothing unless a
+    reporter says otherwise (NullReporter is the protocol as it is)."""
 
-    def started(self, request: RunRequest, toolchain: Toolchain) -> None: ...
-    def notes(self, notes: Sequence[str]) -> None: ...
-    def built(self, request: RunRequest, result: BuildResult) -> None: ...
-    def output(self, text: str) -> None: ...
-    def ran(self, request: RunRequest, result: RunResult) -> None: ...
-    def profile(self, report: ProfileReport) -> None: ...
-    def verdict(self, verdict: Verdict) -> None: ...
+    def started(self, request: RunRequest, toolchain: Toolchain) -> None:
+        return None
+
+    def notes(self, notes: Sequence[str]) -> None:
+        return None
+
+    def built(self, request: RunRequest, result: BuildResult) -> None:
+        return None
+
+    def output(self, text: str) -> None:
+        return None
+
+    def ran(self, request: RunRequest, result: RunResult) -> None:
+        return None
+
+    def profile(self, report: ProfileReport) -> None:
+        return None
+
+    def verdict(self, verdict: Verdict) -> None:
+        return None
 
 
-class NullReporter:
-    """Shows nothing: for the solution's runs and for grading."""
-
-    def started(self, request: RunRequest, toolchain: Toolchain) -> None: ...
-    def notes(self, notes: Sequence[str]) -> None: ...
-    def built(self, request: RunRequest, result: BuildResult) -> None: ...
-    def output(self, text: str) -> None: ...
-    def ran(self, request: RunRequest, result: RunResult) -> None: ...
-    def profile(self, report: ProfileReport) -> None: ...
-    def verdict(self, verdict: Verdict) -> None: ...
+class NullReporter(Reporter):
+    """Shows nothing (the protocol's methods do nothing): for the solution's runs and grading."""
 
 
 _SIGNAL_HINTS = {

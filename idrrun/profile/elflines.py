@@ -80,24 +80,22 @@ class _Reader:
         return int.from_bytes(self.take(1), "little", signed=True)
 
     def uleb(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.u(1)
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return value
-            if shift > 63:
-                raise _Bad("LEB128 too long")
+        return self._leb(signed=False)
 
     def sleb(self) -> int:
+        return self._leb(signed=True)
+
+    def _leb(self, signed: bool) -> int:
+        """A LEB128 number (DWARF's variable-length integers), at most 64 bits' worth."""
         value = shift = 0
         while True:
             byte = self.u(1)
             value |= (byte & 0x7F) << shift
             shift += 7
             if byte < 0x80:
-                return value - (1 << shift) if byte & 0x40 else value
+                return value - (1 << shift) if signed and byte & 0x40 else value
+            if shift > 63:
+                raise _Bad("LEB128 too long")
             if shift > 63:
                 raise _Bad("LEB128 too long")
 

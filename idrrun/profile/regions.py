@@ -29,7 +29,6 @@ import hashlib
 import os
 import re
 import secrets
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -82,8 +81,7 @@ def build_library(cache_dir: Path, cc: str | None = None,
     target = cache_dir / "regions" / f"idrrun-regions-{library_key()}.so"
     if tools.checked(target):
         return target, ""
-    search = env.get("PATH", os.defpath)
-    compiler = cc or shutil.which("cc", path=search) or shutil.which("gcc", path=search)
+    compiler = tools.c_compiler(env, cc)
     if compiler is None:
         return None, f"{NOT_BUILT}: no C compiler (cc or gcc)"
     return tools.build(target, lambda tmp: proc.run(build_command(compiler, tmp),

@@ -211,8 +211,7 @@ def build_tracer(cache_dir: Path, cc: str | None = None,
     target = cache_dir / "tracer" / f"idrrun-tracer-{tracer_key(found)}.so"
     if tools.checked(target):
         return target, ""
-    search = env.get("PATH", os.defpath)
-    compiler = cc or shutil.which("cc", path=search) or shutil.which("gcc", path=search)
+    compiler = tools.c_compiler(env, cc)
     if compiler is None:
         return None, "no C compiler (cc or gcc) to build the GPU tracer: install gcc"
     return tools.build(target, lambda tmp: proc.run(build_command(compiler, found, tmp),

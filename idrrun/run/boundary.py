@@ -42,7 +42,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,9 +267,33 @@ def usage(folder: Path, max_bytes: int, max_files: int) -> str | None:
     bound is passed, so that 100 000 files do not cost the grader a full walk."""
     size = files = 0
     try:
-        stack = [open_dir(folder)]
+        top = open_dir(folder)
     except OSError:
         return None
+    try:
+        with contextlib.closing(_descend(top)) as entries:
+            for _, entry in entries:
+                files += 1
+                if files > max_files:
+                    return f"more than {max_files} files"
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
+                    size += st.st_blocks * 512
+                if size > max_bytes:
+                    return f"more than {max_bytes >> 20} MiB of files"
+    finally:
+        os.close(top)
+    return None
+
+
+def _descend(dirfd: int) -> Generator[tuple[int, os.DirEntry[str]], None, None]:
+    """Every entry below the folder `dirfd` (which stays the caller's), through descriptors,
+    never following a link: (the descriptor of its folder, open while the entry is handled,
+    the entry)."""
+    stack = [os.dup(dirfd)]
     try:
         while stack:
             fd = stack.pop()
@@ -277,27 +301,17 @@ def usage(folder: Path, max_bytes: int, max_files: int) -> str | None:
                 with os.scandir(fd) as it:
                     entries = list(it)
                 for entry in entries:
-                    files += 1
+                    yield fd, entry
                     try:
-                        st = entry.stat(follow_symlinks=False)
-                        if stat.S_ISDIR(st.st_mode):
+                        if entry.is_dir(follow_symlinks=False):
                             stack.append(os.open(entry.name, _DIR_FLAGS, dir_fd=fd))
-                        else:
-                            size += st.st_blocks * 512
                     except OSError:
                         continue
-                    if files > max_files:
-                        return f"more than {max_files} files"
-                    if size > max_bytes:
-                        return f"more than {max_bytes >> 20} MiB of files"
-            except OSError:
-                continue
             finally:
                 os.close(fd)
     finally:
         for fd in stack:
             os.close(fd)
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,29 +392,10 @@ def put(dirfd: int, name: str, data: bytes, mode: int = 0o644) -> None:
 def hand_over(dirfd: int, uid: int, gid: int) -> None:
     """Give a fresh folder the grader filled, and everything in it, to the box's uid, through
     descriptors (the folder and its content are the grader's own until this returns)."""
-    _walk_owned(dirfd, uid, gid)
-
-
-def _walk_owned(dirfd: int, uid: int, gid: int) -> None:
-    """hand_over's walk: descriptors all the way, depth bounded by what the grader made."""
-    stack = [os.dup(dirfd)]
-    try:
-        while stack:
-            fd = stack.pop()
-            try:
-                with os.scandir(fd) as it:
-                    entries = list(it)
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(os.open(entry.name, _DIR_FLAGS, dir_fd=fd))
-                    else:
-                        os.chown(entry.name, uid, gid, dir_fd=fd, follow_symlinks=False)
-                os.fchown(fd, uid, gid)
-            finally:
-                os.close(fd)
-    finally:
-        for fd in stack:
-            os.close(fd)
+    with contextlib.closing(_descend(dirfd)) as entries:
+        for parent, entry in entries:
+            os.chown(entry.name, uid, gid, dir_fd=parent, follow_symlinks=False)
+    os.fchown(dirfd, uid, gid)
 
 
 def remove(path: Path) -> None:

@@ -121,7 +121,7 @@ def build_guard(cache_dir: Path, cc: str | None) -> tuple[Path | None, str]:
     target = cache_dir / "guard" / f"idrrun-guard-{digest}"
     if tools.checked(target):
         return target, ""
-    compiler = cc or shutil.which("cc") or shutil.which("gcc")
+    compiler = tools.c_compiler(None, cc)
     if compiler is None:
         return None, "no C compiler to build the run guard"
     return tools.build(target, lambda tmp: proc.run([compiler, "-O2", "-o", str(tmp), str(GUARD_SOURCE)],

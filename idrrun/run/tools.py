@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..files import temp_beside
@@ -22,6 +23,12 @@ from ..model import ProcResult
 from . import boundary
 
 DIGEST_SUFFIX = ".sha256"
+
+
+def c_compiler(environ: Mapping[str, str] | None = None, cc: str | None = None) -> str | None:
+    """The C compiler that builds idrrun's tools: `cc` when given, else cc or gcc on PATH."""
+    search = (os.environ if environ is None else environ).get("PATH", os.defpath)
+    return cc or shutil.which("cc", path=search) or shutil.which("gcc", path=search)
 
 
 def digest_of(path: Path) -> str:
