@@ -33,18 +33,7 @@ DATA = ROOT / "tests" / "data"
 RECORDED = DATA / "nsys-2022.4"
 H200 = DATA / "async_trace_h200.jsonl"  # the built-in tracer's, on an H200 (test_profile.py)
 
-HOST_PROGRAM = r"""
-#include <stdio.h>
-int main(void) {
-    double a[1000], s = 0.0;
-    #pragma acc parallel loop copyout(a)
-    for (int i = 0; i < 1000; i++) a[i] = i;
-    #pragma acc parallel loop reduction(+:s) copyin(a)
-    for (int i = 0; i < 1000; i++) s += a[i];
-    printf("sum = %.0f\n", s);
-    return 0;
-}
-"""
+HOST_PROGRAM = (DATA / "acc_sum.c").read_text()  # sum = 499500
 
 
 def _h200() -> Trace:
