@@ -112,10 +112,10 @@ GPU_RECORDED = RECORDED / "gpu_async.sql"
 
 
 @pytest.mark.skipif(not GPU_RECORDED.is_file(),
-                    reason="not recorded yet: benchmarks/nsys_check_import.sh FOLDER --record")
+                    reason="not recorded yet: benchmarks/nsys_check.py compare FOLDER --for-tests")
 def test_recorded_gpu_run_agrees_with_the_tracer(tmp_path: Path) -> None:
     # nsys 2022.4 and the built-in tracer on the same program (async_matmul_solution, GCC) on an
-    # H100, two runs (benchmarks/nsys_check_gpu.sh): the same operations and bytes, kernel times
+    # H100, two runs (benchmarks/nsys_check.py gpu): the same operations and bytes, kernel times
     # within 5 %. The one 32 MB device->host copy to pageable memory took 19.0 ms in the tracer's
     # run and 26.1 ms in nsys's: first touches of pageable pages differ between runs, so that time
     # is held to the same order only.

@@ -1,5 +1,5 @@
 /* Jacobi 2-D, five ways of writing the same iterations, to find what makes GCC's OpenACC
- * runtime keep the GPU busy (benchmarks/jacobi/run_gpu.sh). Build with -DVARIANT=N.
+ * runtime keep the GPU busy (benchmarks/course_gpu.py variants). Build with -DVARIANT=N.
  *   1 the course's first solution: stencil + max reduction, then a copy kernel; the error is
  *     read by the host after every iteration (a wait per iteration)
  *   2 as 1, but the error is computed only every CHECK iterations
