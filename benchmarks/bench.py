@@ -50,10 +50,12 @@ OFFLOAD = ("-foffload=nvptx-none", "-foffload-options=nvptx-none=-misa=sm_80 -lm
 # Options
 
 
-def parser(doc: str | None) -> argparse.ArgumentParser:
-    """A driver's parser: its module docstring as the help (laid out as written), and --record."""
+def parser(doc: str | None, *, record: bool = True) -> argparse.ArgumentParser:
+    """A driver's parser: its module docstring as the help (laid out as written), and --record
+    (record=False for a driver with subcommands: each of them takes it)."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    record_option(p)
+    if record:
+        record_option(p)
     return p
 
 

@@ -213,7 +213,7 @@ def graded_class(args: argparse.Namespace) -> tuple[list[str], bool]:
 
 
 def main() -> int:
-    p = bench.parser(__doc__)
+    p = bench.parser(__doc__, record=False)
     add = bench.subcommands(p)
     sub = add("table", "Every exercise checked (idrrun course check): verdicts, times, GPU checks.")
     sub.add_argument("-j", "--jobs", type=int, default=4, help="programs at once (default 4)")

@@ -339,7 +339,7 @@ def compare(args: argparse.Namespace) -> tuple[list[str], bool]:
 
 
 def main() -> int:
-    p = bench.parser(__doc__)
+    p = bench.parser(__doc__, record=False)
     add = bench.subcommands(p)
     add("pack", "Here: nsys's target part packed for the GPU machine (.gpu-nsys/).")
     sub = add("gpu", "There: the programs under the tracer and under nsys; the raw files to $OUT.")

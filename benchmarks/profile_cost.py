@@ -481,7 +481,7 @@ class Timelines:
 
 
 def main() -> int:
-    p = bench.parser(__doc__)
+    p = bench.parser(__doc__, record=False)
     add = bench.subcommands(p)
     subs = {
         "steps": add("steps", "Bare, traced, followed; what idrrun does after the run, step by step."),

@@ -420,7 +420,7 @@ def where(args: argparse.Namespace) -> list[str]:
 
 
 def main() -> int:
-    p = bench.parser(__doc__)
+    p = bench.parser(__doc__, record=False)
     add = bench.subcommands(p)
     sub = add("files", "Many small programs, one `idrrun run` each or one for all, against bare.")
     sub.add_argument("--programs", type=int, default=240, help="programs in the suite (default 240)")
