@@ -21,6 +21,7 @@ import csv
 import datetime
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -155,6 +156,8 @@ def grade(label: str, env: dict[str, str], work: Path, examples: Path, files: li
                         "--launcher", launcher, "--report", str(report)],
                        cwd=work, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - t0
+    if not report.exists():
+        raise RuntimeError(f"{label}: exit {r.returncode}, no report\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
     rows = list(csv.DictReader(report.open()))
     bad = [row for row in rows if row["verdict"] != "pass"]
     if r.returncode != 0 or bad:
@@ -199,6 +202,7 @@ def main() -> int:
     say(f"# {datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores · {version.strip()} · "
           f"load average {os.getloadavg()[0]:.1f}")
     work = Path(tempfile.mkdtemp(prefix="idrrun-slurm-bench-", dir="/var/tmp"))
+    os.chmod(work, 0o711)  # the boxes' users reach the grader's cache below it (not list it)
     examples, files = make_class(work, args.count)
     results = []
     try:
@@ -213,7 +217,10 @@ def main() -> int:
                 # As many tasks as the allocation's CPUs (2 per node): its steps then run side by side.
                 alloc = cluster.run("salloc", "--no-shell", f"--nodes={nodes}",
                                     f"--ntasks={min(args.jobs, 2 * nodes)}")
-                jobid = next(w for w in alloc.stderr.split() if w.isdigit())
+                granted = re.search(r"Granted job allocation (\d+)", alloc.stderr)
+                if granted is None:
+                    raise RuntimeError(f"salloc: {alloc.stderr}")
+                jobid = granted.group(1)  # (a warning before it may hold numbers too)
                 step, *step_cpu = latency(cluster, ["srun", "--quiet", f"--jobid={jobid}", "--ntasks=1"],
                                           args.repeat)
                 say(f"  srun true, one after the other (median of {args.repeat}; CPU ms per step of "
