@@ -6,10 +6,12 @@
 #   source .gpu/activate.sh && bash benchmarks/run.sh --budget 570 gpu
 # and on a development machine without a GPU the host suites (PYTHON names the interpreter):
 #   PYTHON=.venv/bin/python bash benchmarks/run.sh host
-# Each driver's whole log goes to $OUT/NAME.log ($OUT: the GPU machine's result folder, else a new
-# folder under /tmp); its figures go to $OUT/section.md, printed last as a short table, and that
-# section is inserted into benchmarks/RESULTS.md (newest first) with the command, the date and
-# the machine (CPU, cores, GPU, compilers). From another machine's run, bring it in with
+# Each driver's whole log goes to $OUT/logs/NAME.log (else to a new folder under /tmp); its figures
+# go to $OUT/section.md, printed last as a short table, and that section is inserted into
+# benchmarks/RESULTS.md (newest first) with the command, the date and the machine (CPU, cores,
+# GPU, compilers). Where $OUT was given (the GPU machine's result folder, of which at most 8 files
+# of 16 MiB come back), the logs end packed as $OUT/logs.tgz.part-* (cat them | tar -xz). From
+# another machine's run, bring its section in with
 #   python3 benchmarks/bench.py insert FILES_AT/section.md
 # --quick: small counts, to check the suites (its figures are not recorded unless --record).
 # --budget: stop starting steps when the time is spent (a device call lasts 10 minutes at most).
@@ -29,7 +31,7 @@ describe() {
     grade) echo "grading a class -j1, -j2 against bare xargs -P2 (grade_bench.py; 6 min)" ;;
     sandbox) echo "the guard, the sandbox, the boundary, the cgroup per run (box_cost.py; 1 min)" ;;
     profile) echo "GPU: what --profile costs, phase by phase, tracer part by part (profile_cost.py; 4 min)" ;;
-    timelines) echo "GPU: the course's runs under the tracer, pictures in \$OUT (profile_cost.py timelines; 1 min)" ;;
+    timelines) echo "GPU: the course's runs under the tracer, pictures with the logs (profile_cost.py timelines; 1 min)" ;;
     course-gpu) echo "the course checked, a class graded on the GPU (course_gpu.py table, class; 7 min)" ;;
     versus-host) echo "GPU: each solution on the GPU and on one host core (course_gpu.py versus-host; 6 min)" ;;
     variants) echo "GPU: GCC's nvptx code, Jacobi and dot-product variants (course_gpu.py variants; 2 min)" ;;
@@ -90,9 +92,11 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} IDRRUN_EXAMPLES=$PWD/examples 
 export XDG_CACHE_HOME=${BENCH_CACHE:-/tmp/idrrun-bench-cache}
 "$PY" -m compileall -q idrrun > /dev/null 2>&1
 [[ -d /tmp/gpu-site ]] && "$PY" -m compileall -q /tmp/gpu-site > /dev/null 2>&1
-OUT=${OUT:-$(mktemp -d /tmp/idrrun-bench-XXXXXX)}
+pack=0
+if [[ -n ${OUT:-} ]]; then pack=1; else OUT=$(mktemp -d /tmp/idrrun-bench-XXXXXX); fi
 export OUT
-mkdir -p "$OUT"
+logs=$OUT/logs
+mkdir -p "$logs"
 export BENCH_SECTION=$OUT/section.md
 command="bash benchmarks/run.sh"
 (( quick )) && command+=" --quick"
@@ -100,7 +104,6 @@ command="bash benchmarks/run.sh"
 command+=" ${wanted[*]}"
 "$PY" benchmarks/bench.py begin "$BENCH_SECTION" --command "$command" \
   || { echo "run.sh: $PY cannot run benchmarks/bench.py (PYTHON names another interpreter)" >&2; exit 2; }
-"$PY" benchmarks/bench.py machine > "$OUT/machine.txt"
 gpu=0
 [[ -n $(nvidia-smi -L 2>/dev/null) ]] && gpu=1
 cpus=${BENCH_CPUS-}
@@ -115,7 +118,7 @@ started=$SECONDS failed=0
 note() { "$PY" benchmarks/bench.py note "$*"; }
 q() { if (( quick )); then echo "$1"; else echo "$2"; fi; }
 
-# step NAME SECONDS [pin] COMMAND...: one driver, its log in $OUT/NAME.log, its figures (--record)
+# step NAME SECONDS [pin] COMMAND...: one driver, its log in $logs/NAME.log, its figures (--record)
 # in the run's section; cut at SECONDS, or at what the budget leaves.
 step() {
   local name=$1 limit=$2 status s
@@ -129,13 +132,13 @@ step() {
   fi
   echo "== $name: $*"
   s=$SECONDS
-  "${how[@]}" timeout "$limit" "$@" --record > "$OUT/$name.log" 2>&1
+  "${how[@]}" timeout "$limit" "$@" --record > "$logs/$name.log" 2>&1
   status=$?
-  echo "   exit $status, $(( SECONDS - s )) s; log $OUT/$name.log"
+  echo "   exit $status, $(( SECONDS - s )) s; log $logs/$name.log"
   if (( status == 124 )); then
     note "$name: stopped after $limit s (its log: $name.log)."; failed=1
   elif (( status != 0 )); then
-    note "$name: exit $status: $(tail -3 "$OUT/$name.log" | tr '\n' ' ' | cut -c1-300)"; failed=1
+    note "$name: exit $status: $(tail -3 "$logs/$name.log" | tr '\n' ' ' | cut -c1-300)"; failed=1
   fi
 }
 gpu_only() {
@@ -165,7 +168,7 @@ run_suite() {
       step profile-steps 200 pin "$PY" benchmarks/profile_cost.py steps --rounds "$(q 2 5)" ;;
     timelines)
       gpu_only timelines || return 0
-      step timelines 300 "$PY" benchmarks/profile_cost.py timelines --out "$OUT/timelines" ;;
+      step timelines 300 "$PY" benchmarks/profile_cost.py timelines --out "$logs/timelines" ;;
     course-gpu)
       (( quick )) && extra=(--exercise intro_pi --exercise async_matmul)
       step course 560 "$PY" benchmarks/course_gpu.py table -j 4 "${extra[@]}"
@@ -190,5 +193,10 @@ if (( record )); then
 else
   echo "(not recorded in benchmarks/RESULTS.md: --quick; --record to keep it)"
 fi
-echo "logs in $OUT; from another machine: python3 benchmarks/bench.py insert FILES_AT/section.md"
+if (( pack )); then
+  rm -f "$OUT"/logs.tgz.part-*
+  tar -C "$OUT" -czf - logs | split -b 15M - "$OUT/logs.tgz.part-" && rm -rf "$logs"
+  logs="$OUT/logs.tgz.part-* (cat them | tar -xz)"
+fi
+echo "logs: $logs; from another machine: python3 benchmarks/bench.py insert FILES_AT/section.md"
 exit "$failed"
