@@ -45,7 +45,7 @@ from pathlib import Path
 
 import bench
 
-sys.path[:0] = [str(bench.ROOT), str(bench.ROOT / "tests")]
+sys.path.insert(0, str(bench.ROOT))
 
 from idrrun.profile import nsys as nsys_mod  # noqa: E402
 from idrrun.profile import nsysdb  # noqa: E402
