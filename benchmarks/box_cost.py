@@ -233,12 +233,14 @@ def main() -> int:
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="box-cost-"))
     os.chmod(work, 0o711)
-    protections = isolation.probe(work / "cache")
-    bench.report("a run's protections and the grader's boundary", per_run(work, protections, args.rounds),
-                 record=args.record)
-    if args.cgroup:
-        bench.report("the run's cgroup", cgroup_rows(work, protections, args.rounds), record=args.record)
-    boundary.remove(work)
+    try:
+        protections = isolation.probe(work / "cache")
+        bench.report("a run's protections and the grader's boundary",
+                     per_run(work, protections, args.rounds), record=args.record)
+        if args.cgroup:
+            bench.report("the run's cgroup", cgroup_rows(work, protections, args.rounds), record=args.record)
+    finally:
+        boundary.remove(work)
     return 0
 
 

@@ -19,9 +19,11 @@ compiles (issue 13's target: at most 5 ms); `cached` is a cell whose build is ca
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -75,6 +77,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=20, help="interleaved rounds (default 20)")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-cell-bench-"))
+    atexit.register(shutil.rmtree, work, True)
     lines = [f"{args.rounds} interleaved rounds, medians, ms; {len(os.sched_getaffinity(0))} cores, "
              f"load {os.getloadavg()[0]:.1f}"]
     with started(work, bench.idrrun_env()) as kernel:

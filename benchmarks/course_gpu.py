@@ -32,9 +32,11 @@ driver, not figures).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,6 +148,7 @@ def versus_host(args: argparse.Namespace) -> list[str]:
 
 def variants(args: argparse.Namespace) -> list[str]:
     work = Path(tempfile.mkdtemp(prefix="idrrun-variants-"))
+    atexit.register(shutil.rmtree, work, True)
     gpu = bench.gpu_name()
     peak = args.peak_gbs or (3350.0 if "H100" in gpu else 4300.0)  # HBM3; stream-like on H200
     lines = [f"GCC 12 nvptx, {gpu or 'host build (--host)'}; Jacobi {args.n}^2 x {args.iterations}, "
@@ -189,6 +192,7 @@ def variants(args: argparse.Namespace) -> list[str]:
 
 def graded_class(args: argparse.Namespace) -> tuple[list[str], bool]:
     folder = Path(tempfile.mkdtemp(prefix="idrrun-async-class-"))
+    atexit.register(shutil.rmtree, folder, True)
     solution = (bench.EXAMPLES / "C" / "async_matmul_solution.c").read_text()
     (folder / "ann.c").write_text(solution)
     (folder / "bob.f90").write_text((bench.EXAMPLES / "Fortran" / "async_matmul_solution.f90").read_text())

@@ -19,6 +19,7 @@ medians, then the two ratios against their targets.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import shutil
@@ -63,6 +64,7 @@ def main() -> int:
     ex = draw.drawn(ex, SEED) if ex.draw is not None else ex
     solution = ex.sources["c"].solution.read_text()
     work = Path(tempfile.mkdtemp(prefix="idrrun-bench-"))
+    atexit.register(shutil.rmtree, work, True)  # also after a failed grading's sys.exit
     subs = work / "class"
     subs.mkdir()
     for i in range(args.count):
