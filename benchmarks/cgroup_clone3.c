@@ -1,7 +1,7 @@
 /* One child into the cgroup folder argv[1], timed (ms on stdout), argv[2] saying how:
  *   procs   fork, then the child writes its pid to cgroup.procs (a migration)
  *   clone3  the child born there with clone3(CLONE_INTO_CGROUP) (cgroup v2, Linux >= 5.7)
- * For benchmarks/cgroup_join.py: Python has no clone3. */
+ * For benchmarks/box_cost.py --cgroup: Python has no clone3. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/sched.h>

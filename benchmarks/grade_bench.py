@@ -1,20 +1,25 @@
-"""Benchmark: grading 30 submissions with -j1 and -j2, against the bare compile-and-run (the
-same compile, then the program with each argument set a grading runs: the host's and the hidden
-ones).
+"""Grading throughput: a class of submissions graded with -j1 and -j2, against the bare compile
+and run of every submission (issue 11: -j2 at least 1.8x -j1 on 2 cores; -j2 at most 1.2x bare).
 
-    python benchmarks/grade_bench.py [--exercise NAME] [--count 30] [--cold]
+    python3 benchmarks/grade_bench.py [--exercise data_laplace] [--count 30] [--repeat 3] [--cold]
 
-Prints the wall times and two ratios: -j1/-j2 (target >= 1.8 on 2 cores) and idrrun -j2 over
-`xargs -P2` running the same gcc command and program (target <= 1.15). Every submission differs
-by a comment so no build is shared. Each grading starts without builds and without the
-solution's outputs (idrrun builds and runs the solution again: its cost); the guard and the probe
-of the machine's compilers are made once before the rounds, as on a course machine (vv_bench.py
-does the same), or, with --cold, for every grading too (an empty cache each time).
+The class: COUNT copies of the exercise's C solution, each differing by a comment so that no
+build is shared, graded by `idrrun grade` with the seed "grade-bench". The bare side is
+`xargs -P2` running, for each submission, the compiler command `idrrun run -a` prints and the
+program with every argument set the grading runs (the host's and the hidden ones drawn with that
+seed); the solution's own runs, once per set for the whole class, are left to idrrun's side:
+they are its cost. Host builds on both sides (IDRRUN_OFFLOAD=host): the figures are the
+grader's, not the GPU's.
+
+Each grading starts without builds and without the solution's outputs; the guard and the probe
+of the machine's compilers are made once before the rounds, as on a course machine, or, with
+--cold, for every grading too (an empty cache each time). Rounds are interleaved; figures are
+medians, then the two ratios against their targets.
 """
 
 from __future__ import annotations
 
-import argparse
+import atexit
 import os
 import shlex
 import shutil
@@ -25,11 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import bench
+
+ROOT = bench.ROOT
 SEED = "grade-bench"
 
 
-def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def grading(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     """Wall time of a grading; a grading that did not grade every row stops the benchmark (its
     time would measure a failure)."""
     start = time.monotonic()
@@ -42,10 +49,10 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exercise", default="data_laplace")
-    ap.add_argument("--count", type=int, default=30)
-    ap.add_argument("--repeat", type=int, default=3, help="rounds; medians are printed")
+    ap = bench.parser(__doc__)
+    ap.add_argument("--exercise", default="data_laplace", help="the exercise (default data_laplace)")
+    ap.add_argument("--count", type=int, default=30, help="submissions in the class (default 30)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds (default 3)")
     ap.add_argument("--cold", action="store_true",
                     help="an empty cache for every grading (the guard and the probe made again)")
     args = ap.parse_args()
@@ -57,26 +64,26 @@ def main() -> int:
     ex = draw.drawn(ex, SEED) if ex.draw is not None else ex
     solution = ex.sources["c"].solution.read_text()
     work = Path(tempfile.mkdtemp(prefix="idrrun-bench-"))
+    atexit.register(shutil.rmtree, work, True)  # also after a failed grading's sys.exit
     subs = work / "class"
     subs.mkdir()
     for i in range(args.count):
         (subs / f"student{i:02d}.c").write_text(f"/* submission {i} */\n" + solution)
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, PYTHONPATH=path, IDRRUN_EXAMPLES=str(ROOT / "examples"))
+    env = bench.idrrun_env(IDRRUN_EXAMPLES=str(ROOT / "examples"), IDRRUN_OFFLOAD="host")
     files = sorted(str(p) for p in subs.iterdir())
-    # The bare equivalent: the same compiler flags idrrun uses on this machine, then the program.
-    flags = "-O2 -fopenacc -foffload=disable -fopt-info-optimized-omp"
+    # The bare equivalent: the compiler command idrrun uses on this machine, then the program.
+    compile_argv = bench.compile_command(ex.sources["c"].solution, env).of(Path("s.c"), Path("prog"))
     # Every argument set a grading runs: the host's, then the hidden ones (the solution's runs,
     # once per set for the whole class, are left to idrrun's side: they are its cost).
     runs = " && ".join("./prog " + " ".join(shlex.quote(a) for a in args) + " >/dev/null"
                        for args in (ex.host_args, *ex.hidden_args))
-    script = (f'd=$(mktemp -d) && cd "$d" && cp "$0" s.c && gcc {flags} -o prog s.c -lm 2>/dev/null '
+    script = (f'd=$(mktemp -d) && cd "$d" && cp "$0" s.c && {shlex.join(compile_argv)} 2>/dev/null '
               f'&& {runs}; cd / && rm -rf "$d"')
     rounds: dict[str, list[float]] = {"idrrun -j1": [], "idrrun -j2": [], "bare xargs -P2": []}
     cache = work / "cache"
     if not args.cold:  # the guard and the probe, once
         env["IDRRUN_CACHE_DIR"] = str(cache)
-        timed([sys.executable, "-m", "idrrun.cli", "grade", ex.name, *files[:1], "--seed", SEED,
+        grading([sys.executable, "-m", "idrrun.cli", "grade", ex.name, *files[:1], "--seed", SEED,
                "--report", str(work / "warm-up.csv")], env, work)
     for r in range(args.repeat):  # interleaved, so machine noise hits all three alike
         for jobs in (1, 2):
@@ -85,7 +92,7 @@ def main() -> int:
             else:
                 for emptied in ("builds", "solutions", "sources"):
                     shutil.rmtree(cache / emptied, ignore_errors=True)
-            rounds[f"idrrun -j{jobs}"].append(timed(
+            rounds[f"idrrun -j{jobs}"].append(grading(
                 [sys.executable, "-m", "idrrun.cli", "grade", ex.name, *files, "-j", str(jobs),
                  "--seed", SEED, "--report", str(work / f"report-{r}-j{jobs}.csv")], env, work))
         start = time.monotonic()
@@ -93,12 +100,16 @@ def main() -> int:
                        text=True, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         rounds["bare xargs -P2"].append(time.monotonic() - start)
     results = {name: statistics.median(times) for name, times in rounds.items()}
+    lines = [f"{args.count} submissions of {ex.name}, host builds, {args.repeat} rounds, "
+             f"{'an empty cache each time' if args.cold else 'guard and probe made before the rounds'}; "
+             f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}"]
     for name, times in rounds.items():
-        print(f"{name:16s} median {results[name]:6.2f} s  rounds: {', '.join(f'{t:.2f}' for t in times)}")
-    print(f"({args.count} submissions of {ex.name}, {args.repeat} rounds, "
-          f"{'an empty cache each time' if args.cold else 'guard and probe made before the rounds'})")
-    print(f"speed-up -j2 over -j1:      {results['idrrun -j1'] / results['idrrun -j2']:.2f}x  (target >= 1.8)")
-    print(f"idrrun -j2 / bare xargs -P2: {results['idrrun -j2'] / results['bare xargs -P2']:.2f}x  (target <= 1.2)")
+        lines.append(f"  {name:16s} median {results[name]:6.2f} s  rounds {bench.spread(times)}")
+    lines.append(f"  speed-up -j2 over -j1:       {results['idrrun -j1'] / results['idrrun -j2']:.2f}x  "
+                 "(target >= 1.8)")
+    lines.append(f"  idrrun -j2 / bare xargs -P2: {results['idrrun -j2'] / results['bare xargs -P2']:.2f}x  "
+                 "(target <= 1.2)")
+    bench.report("grading throughput", lines, record=args.record)
     return 0
 
 

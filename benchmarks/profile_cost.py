@@ -1,91 +1,112 @@
-"""Where `--profile` (the built-in CUPTI tracer) spends its time, on a GPU machine (issue 13).
+"""The profiler on a GPU: what `--profile` (the built-in CUPTI tracer) costs, and what it shows
+(issue 13: the profiler's cost at most 5 % of the whole run).
 
-    python benchmarks/profile_cost.py [--source examples/C/data_laplace_solution.c]
-                                      [--args "4096 1000"] [--rounds 5]
+    python3 benchmarks/profile_cost.py steps     [--source FILE] [--args "4096 1000"] [--rounds 5]
+    python3 benchmarks/profile_cost.py tracer    [...] [--rounds 7]
+    python3 benchmarks/profile_cost.py phases    [...] [--rounds 5] [--checks] [--bare]
+    python3 benchmarks/profile_cost.py where     [...] [--top 40]
+    python3 benchmarks/profile_cost.py timelines [--n 4096] [--out DIR] [--docs DIR]
 
-Builds the program once (gcc, nvptx offloading), then, interleaved rounds, medians:
-- bare:        the program alone
-- traced:      the program with the tracer injected (CUDA_INJECTION64_PATH, as idrrun sets it):
-               CUPTI's cost inside the program, and the trace file written; once as before
-               (flushed every 500 ms, nothing read during the run), once as idrrun does now
-               (every 100 ms, read during the run by a tracefile.Follower)
-and, after each followed run, what idrrun does after the run (session.collect with the
-follower: the rest of the trace, summary, rates and hints, timeline PNG, Perfetto JSON with the
-events formatted during the run); on the last trace, each step on the whole trace, as it was
-before the follower.
+The program is the Jacobi solution of data_laplace (4096 x 1000) unless --source/--args say
+otherwise, built once with gcc's nvptx offloading. Rounds are interleaved; figures are medians.
+Each command needs a GPU; --host builds for the host instead and runs without one, to check the
+driver itself (its figures then measure nothing).
+- steps: the program bare, traced with the trace read after the run (flushed every 500 ms) and
+  traced with it followed during the run (every 100 ms, as idrrun does); then what idrrun does
+  after a followed run (session.collect), and each step of it on the whole trace. Read
+  "traced+after" against "bare": the profiler's whole cost.
+- tracer: copies of idrrun/profile/tracer.c with one part taken out (synchronisation records,
+  the driver-API callbacks naming streams, all but kernels; and the full tracer never flushed):
+  which part of CUPTI's work in the program costs what. Read each row against "alone".
+- phases: the same `idrrun run` with and without --profile, in one process (cli.run_in_process),
+  idrrun's stages timed with perf_counter (build, profile plan, the program's run, the follower's
+  stop, collect's steps), and --profile with the trace not followed; with --bare also the
+  program alone and traced outside idrrun. Read the column "profile - plain".
+- where: one `idrrun run -a --profile` in-process under cProfile, idrrun's functions by
+  cumulative time (the wait for the program included).
+- timelines: the course's runs under the tracer as `--profile` runs them (the data-management
+  start file and solution at 100 and 1000 iterations, the asynchronism solution) and a run
+  killed by its timeout: per run the summary's share of GPU time per kind against the share of
+  the timeline's coloured area, the hints, ms per iteration and the kernels' bandwidth against
+  the device's peak; checks that the async solution's streams are named async(1..3) and
+  synchronous, that the tracer wrote a device record, that the start file gets the data_region
+  hint and that a killed run's partial trace still reads. Pictures, trace.json and trace.jsonl
+  go to --out (default $OUT, else a temporary folder), and with --docs to that folder as
+  NAME_h100.png (the GPU's short name). Exits 1 when a check fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
+import cProfile
+import functools
+import io
+import json
 import os
+import pstats
+import re
 import shlex
-import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import bench
 
-from idrrun.profile import perfetto, session  # noqa: E402
-from idrrun.profile.model import Trace  # noqa: E402
+sys.path.insert(0, str(bench.ROOT))
+
+from idrrun import build, cli, pipeline  # noqa: E402
+from idrrun.display import TextReporter  # noqa: E402
+from idrrun.profile import perfetto, session, timeline, tracefile, tracer  # noqa: E402
 from idrrun.profile.hints import find_hints  # noqa: E402
+from idrrun.profile.model import ProfilePlan, Trace  # noqa: E402
 from idrrun.profile.rates import achieved_rates  # noqa: E402
 from idrrun.profile.summary import summarize  # noqa: E402
 from idrrun.profile.timeline import draw  # noqa: E402
 from idrrun.profile.tracefile import Follower, read_trace  # noqa: E402
+from idrrun.run import proc  # noqa: E402
+
+C = bench.EXAMPLES / "C"
 
 
-def build(source: Path, exe: Path) -> None:
-    """The program with gcc's nvptx offloading, as a student's GPU build (timelines_gpu.py too)."""
-    subprocess.run(["gcc", "-O2", "-fopenacc", "-foffload=nvptx-none",
-                    "-foffload-options=nvptx-none=-misa=sm_80 -lm", "-o", str(exe), str(source),
-                    "-lm"], check=True, stderr=subprocess.DEVNULL)
+def traced_plan(work: Path, label: str) -> ProfilePlan:
+    p = session.plan("builtin", work / label, work / "cache")
+    if p.kind != "builtin":
+        sys.exit(f"profile_cost: no built-in tracer here: {p.notes}")
+    return p
 
 
-def timed(fn, rounds: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
-    times, result = [], None
-    for _ in range(rounds):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
-def arguments(rounds: int | None = 5) -> argparse.ArgumentParser:
-    """The options of the benchmarks that time one program (this one, tracer_cost.py,
-    profile_phases.py, profile_where.py): its source, its arguments, and the rounds."""
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--source", default=str(ROOT / "examples" / "C" / "data_laplace_solution.c"))
-    ap.add_argument("--args", default="4096 1000")
-    if rounds is not None:
-        ap.add_argument("--rounds", type=int, default=rounds)
-    return ap
-
-
-def main() -> int:
-    args = arguments().parse_args()
-    work = Path(tempfile.mkdtemp(prefix="idrrun-profile-cost-"))
+def program(args: argparse.Namespace, work: Path) -> list[str]:
+    """The program built once (for the GPU unless --host), as argv with its arguments."""
     exe = work / "prog"
-    build(Path(args.source), exe)
-    plan = session.plan("builtin", work / "profile", work / "cache")
-    if plan.kind != "builtin":
-        sys.exit(f"profile_cost: no built-in tracer here: {plan.notes}")
-    argv = [str(exe), *shlex.split(args.args)]
+    bench.build_acc(args.source, exe, gpu=not args.host)
+    return [str(exe), *shlex.split(args.args)]
+
+
+# ---------------------------------------------------------------------------------------------
+# steps
+
+
+def steps(args: argparse.Namespace, work: Path) -> list[str]:
+    argv = program(args, work)
+    plan = traced_plan(work, "profile")
+    assert plan.output is not None
     env = {**os.environ, **plan.env}
     unfollowed = {**env, "IDRRUN_TRACE_FLUSH_MS": "500"}  # as before the follower
     bare: list[float] = []
     alone: list[float] = []
     traced: list[float] = []
     collected: list[float] = []  # session.collect() after a followed run
-    last: tuple[object, object] = (None, None)
-    assert plan.output is not None
+    last: tuple[Trace | None, Follower | None] = (None, None)
     for _ in range(args.rounds):
-        for target, environment in ((bare, os.environ), (alone, unfollowed), (traced, env)):
+        for target, environment in ((bare, dict(os.environ)), (alone, unfollowed), (traced, env)):
             # one run's trace: a trace.jsonl left there makes the next run write trace.jsonl.PID
             # beside it (another process of the same run), and read_trace merges them all
             for old in plan.output.parent.glob(plan.output.name + "*"):
@@ -100,41 +121,415 @@ def main() -> int:
                 report = session.collect(plan, followed=follower)
                 collected.append(time.perf_counter() - start)
                 last = (report.trace, follower)
-    lines = sum(1 for _ in open(plan.output, encoding="utf-8"))
-    t_read, trace = timed(lambda: read_trace(plan.output), args.rounds)
-    assert trace is not None
     followed, follower = last
-    assert isinstance(followed, Trace) and isinstance(follower, Follower) and follower.used
-    t_prepared, _ = timed(lambda: perfetto.write(followed, work / "p.json", follower.prepared),
-                          args.rounds)
-    t_sum, summary = timed(lambda: summarize(trace), args.rounds)
-    t_hints, _ = timed(lambda: find_hints(trace, summary, achieved_rates(trace, summary)),
-                       args.rounds)
-    t_png, _ = timed(lambda: draw(trace, work / "t.png", title="t"), args.rounds)
-    t_json, _ = timed(lambda: perfetto.write(trace, work / "t.json"), args.rounds)
-    b, t = statistics.median(bare), statistics.median(traced)
+    if followed is None or follower is None or not plan.output.exists():
+        sys.exit("profile_cost steps: the tracer wrote no trace (no GPU work?)")
+    lines = sum(1 for _ in open(plan.output, encoding="utf-8"))
+    t_read, trace = bench.timed(lambda: read_trace(plan.output), args.rounds)
+    assert trace is not None
+    t_prepared, _ = bench.timed(lambda: perfetto.write(followed, work / "p.json", follower.prepared),
+                                args.rounds)
+    t_sum, summary = bench.timed(lambda: summarize(trace), args.rounds)
+    t_hints, _ = bench.timed(lambda: find_hints(trace, summary, achieved_rates(trace, summary)),
+                             args.rounds)
+    t_png, _ = bench.timed(lambda: draw(trace, work / "t.png", title="t"), args.rounds)
+    t_json, _ = bench.timed(lambda: perfetto.write(trace, work / "t.json"), args.rounds)
+    b, t, a = bench.median(bare), bench.median(traced), bench.median(alone)
     after = t_read + t_sum + t_hints + t_png + t_json
-    idrrun_after = statistics.median(collected)
-    print(f"{Path(args.source).name} {args.args}: {args.rounds} rounds, medians; trace "
-          f"{lines} lines, {len(trace.kernels)} kernels, {len(trace.copies)} copies")
-    print(f"  bare program        {b:7.3f} s")
-    a = statistics.median(alone)
-    print(f"  traced, not read    {a:7.3f} s   (+{a - b:.3f} s, +{100 * (a - b) / b:.1f} %: "
-          "flushed every 500 ms, read after the run)")
-    print(f"  traced, followed    {t:7.3f} s   (+{t - b:.3f} s, +{100 * (t - b) / b:.1f} %: "
-          "flushed every 100 ms, read meanwhile)")
-    print("  each step on the whole trace, as if nothing had been done during the run:")
-    for name, value in (("read trace", t_read), ("summary", t_sum), ("rates + hints", t_hints),
-                        ("timeline PNG", t_png), ("Perfetto JSON", t_json)):
-        print(f"  {name:18s}  {value:7.3f} s")
-    print(f"  all                 {after:7.3f} s   (+{100 * after / b:.1f} % of the bare run)")
-    print("  what the follower leaves after the run:")
-    print(f"  Perfetto, prepared  {t_prepared:7.3f} s   (events formatted during the run)")
-    print(f"  idrrun after run    {idrrun_after:7.3f} s   (+{100 * idrrun_after / b:.1f} % of the "
-          "bare run: session.collect with the follower, read, summary, hints, PNG, Perfetto)")
-    print(f"  traced+after        {t + idrrun_after:7.3f} s   (+{100 * (t + idrrun_after - b) / b:.1f} "
-          "% over the bare run)")
-    return 0
+    idrrun_after = bench.median(collected)
+    return [
+        f"{args.source.name} {args.args}: {args.rounds} rounds, medians; trace {lines} lines, "
+        f"{len(trace.kernels)} kernels, {len(trace.copies)} copies",
+        f"  bare program        {b:7.3f} s",
+        f"  traced, not read    {a:7.3f} s   (+{a - b:.3f} s, {100 * (a - b) / b:+.1f} %: "
+        "flushed every 500 ms, read after the run)",
+        f"  traced, followed    {t:7.3f} s   (+{t - b:.3f} s, {100 * (t - b) / b:+.1f} %: "
+        "flushed every 100 ms, read meanwhile)",
+        "  each step on the whole trace, as if nothing had been done during the run:",
+        *(f"  {name:18s}  {value:7.3f} s" for name, value in (
+            ("read trace", t_read), ("summary", t_sum), ("rates + hints", t_hints),
+            ("timeline PNG", t_png), ("Perfetto JSON", t_json))),
+        f"  all                 {after:7.3f} s   (+{100 * after / b:.1f} % of the bare run)",
+        "  what the follower leaves after the run:",
+        f"  Perfetto, prepared  {t_prepared:7.3f} s   (events formatted during the run)",
+        f"  idrrun after run    {idrrun_after:7.3f} s   (+{100 * idrrun_after / b:.1f} % of the "
+        "bare run: session.collect with the follower)",
+        f"  traced+after        {t + idrrun_after:7.3f} s   "
+        f"(+{100 * (t + idrrun_after - b) / b:.1f} % over the bare run)",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# tracer
+
+SYNC = '        {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)"},\n'
+COPIES = ('        {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},\n'
+          '        {CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)"},\n')
+HOOK = "            report(hooks[i].call, cuptiEnableCallback(1, subscriber, hooks[i].domain, hooks[i].id));\n"
+NO_DRIVER_HOOK = ("            if (hooks[i].domain != CUPTI_CB_DOMAIN_DRIVER_API)\n"
+                  "                report(hooks[i].call, cuptiEnableCallback(1, subscriber, "
+                  "hooks[i].domain, hooks[i].id));\n")
+VARIANTS: dict[str, list[tuple[str, str]]] = {
+    "full": [],
+    "no sync": [(SYNC, "")],
+    "no callbacks": [(HOOK, NO_DRIVER_HOOK)],
+    "kernels only": [(SYNC, ""), (COPIES, ""), (HOOK, NO_DRIVER_HOOK)],
+}
+
+
+def build_variant(name: str, edits: list[tuple[str, str]], work: Path) -> Path:
+    """A copy of tracer.c with `edits` made (the product's source is not changed), built."""
+    text = tracer.TRACER_SOURCE.read_text()
+    for old, new in edits:
+        if old not in text:
+            sys.exit(f"profile_cost tracer: {name}: tracer.c changed, {old.strip()!r} not found")
+        text = text.replace(old, new)
+    source = work / f"tracer-{name.replace(' ', '-')}.c"
+    source.write_text(text)
+    cupti = tracer.find_cupti(os.environ)
+    if isinstance(cupti, str):
+        sys.exit(f"profile_cost tracer: {cupti}")
+    library = work / f"{source.stem}.so"
+    argv = list(tracer.build_command("gcc", cupti, library))
+    argv[argv.index(str(tracer.TRACER_SOURCE))] = str(source)
+    subprocess.run(argv, check=True)
+    return library
+
+
+def tracer_parts(args: argparse.Namespace, work: Path) -> list[str]:
+    argv = program(args, work)
+    libraries = {name: build_variant(name, edits, work) for name, edits in VARIANTS.items()}
+    runs: dict[str, dict[str, str]] = {"alone": {}}
+    for name, library in libraries.items():
+        runs[name] = {"CUDA_INJECTION64_PATH": str(library), "IDRRUN_TRACE_FLUSH_MS": "100"}
+    runs["not flushed"] = {"CUDA_INJECTION64_PATH": str(libraries["full"]), "IDRRUN_TRACE_FLUSH_MS": "0"}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    lines: dict[str, int] = {}
+    for _ in range(args.rounds + 1):  # the first round warms the GPU and the files up
+        for name, extra in runs.items():
+            trace = work / "trace.jsonl"
+            trace.unlink(missing_ok=True)
+            env = {**os.environ, **extra, "IDRRUN_TRACE_FILE": str(trace)}
+            start = time.perf_counter()
+            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
+            times[name].append(time.perf_counter() - start)
+            lines[name] = len(trace.read_bytes().splitlines()) if trace.exists() else 0
+    alone = bench.median(times["alone"][1:])
+    out = [f"{args.source.name} {args.args}, {args.rounds} rounds, medians; "
+           f"{len(os.sched_getaffinity(0))} cores"]
+    for name, ts in times.items():
+        t = bench.median(ts[1:])
+        out.append(f"  {name:14s} {t:7.3f} s  {100 * (t - alone) / alone:+6.1f} %  "
+                   f"({lines[name]} trace lines)  rounds {bench.spread(ts[1:], digits=3)}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# phases
+
+spent: dict[str, float] = defaultdict(float)
+kept: dict[str, Any] = {}  # the last result of the stages timed with keep=True
+
+
+def time_stage(owner: Any, name: str, label: str | Callable[..., str], keep: bool = False) -> bool:
+    """Wraps owner.name with a timer adding to spent[label]; False when idrrun has no such stage
+    any more (the table then has no row for it)."""
+    original = getattr(owner, name, None)
+    if original is None:
+        print(f"profile_cost phases: {getattr(owner, '__name__', owner)}.{name} not found: not timed")
+        return False
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            result = original(*args, **kwargs)
+            if keep:
+                kept[name] = result
+            return result
+        finally:
+            key = label(*args, **kwargs) if callable(label) else label
+            spent[key] += time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+    return True
+
+
+def phases(args: argparse.Namespace, work: Path) -> list[str]:
+    plain = ["run", *(["-a"] if args.checks else []), "--cliopts", args.args, str(args.source)]
+    profiled = plain[:1] + (["--profiler", args.profiler] if args.profiler else ["--profile"]) + plain[1:]
+    time_stage(build, "build", "build", keep=True)  # the executable and the tracer's
+    time_stage(session, "plan", "profile plan", keep=True)  # environment, for the bare runs
+    time_stage(proc, "run", lambda *a, **k: "program run" if k.get("what") == "run" else
+               f"proc.run {k.get('what')}")
+    time_stage(tracefile.Follower, "__exit__", "follower stop")
+    time_stage(session, "read_trace", "collect: read the rest")
+    time_stage(session, "summarize", "collect: summary")
+    time_stage(session, "draw_timeline", "collect: timeline PNG")
+    time_stage(session.perfetto, "write", "collect: Perfetto JSON")
+    time_stage(session, "achieved_rates", "collect: rates")
+    time_stage(session, "find_hints", "collect: hints")
+    time_stage(session, "collect", "collect (all)")
+    time_stage(TextReporter, "profile", "profile text")
+    time_stage(pipeline, "execute", "pipeline.execute")
+    follower = session.follower
+    modes = ("plain", "profile", "not followed")
+    rows: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in (*modes, "bare")}
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        cli.run_in_process(plain)
+        cli.run_in_process(profiled)
+        exe = kept["build"].executable
+        tracer_env = {**os.environ, **kept["plan"].env}
+        argv = [str(exe), *shlex.split(args.args)]
+        for _ in range(args.rounds):
+            for mode in modes:
+                spent.clear()
+                session.follower = (lambda plan: None) if mode == "not followed" else follower
+                start = time.perf_counter()
+                cli.run_in_process(plain if mode == "plain" else profiled)
+                spent["whole command"] = time.perf_counter() - start
+                for key, value in spent.items():
+                    rows[mode][key].append(value)
+            if args.bare:
+                for name, env in (("program alone", dict(os.environ)), ("program traced", tracer_env)):
+                    start = time.perf_counter()
+                    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, check=False)
+                    rows["bare"][name].append(time.perf_counter() - start)
+    session.follower = follower
+
+    def med(mode: str, key: str) -> float:
+        return 1000 * bench.median(rows[mode][key]) if rows[mode][key] else 0.0
+
+    out = [f"{args.source.name} {args.args}, {args.rounds} rounds, medians (ms), "
+           f"{os.cpu_count()} cores visible, affinity {len(os.sched_getaffinity(0))}",
+           f"  {'':28s} " + " ".join(f"{m:>12s}" for m in modes) + "   profile - plain"]
+    for key in dict.fromkeys([*rows["profile"], *rows["plain"]]):
+        out.append(f"  {key:28s} " + " ".join(f"{med(m, key):12.1f}" for m in modes) +
+                   f"   {med('profile', key) - med('plain', key):+8.1f}")
+    for name in rows["bare"]:
+        out.append(f"  {name:28s} {med('bare', name):12.1f}")
+    for mode in modes:
+        out.append(f"  {mode} rounds: " + " ".join(f"{1000 * w:.0f}" for w in rows[mode]["whole command"]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# where
+
+
+def where(args: argparse.Namespace, work: Path) -> list[str]:
+    argv = ["run", "-a", "--profile", "--cliopts", args.args, str(args.source)]
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        cli.run_in_process(argv)  # builds, makes the tracer, warms the caches
+        profiler = cProfile.Profile()
+        start = time.perf_counter()
+        profiler.enable()
+        code = cli.run_in_process(argv)
+        profiler.disable()
+        wall = time.perf_counter() - start
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(
+        r"idrrun|PIL|subprocess|json", args.top)
+    print(out.getvalue())
+    rows = [line for line in out.getvalue().splitlines() if re.match(r"\s*\d+(/\d+)?\s+\d+\.\d+", line)]
+    return [f"idrrun run -a --profile {args.source.name} {args.args} (in-process, under cProfile): "
+            f"{wall:.3f} s, exit {code}; idrrun's functions by cumulative time:",
+            "    ncalls  tottime  percall  cumtime  percall filename:lineno(function)", *rows[:15]]
+
+
+# ---------------------------------------------------------------------------------------------
+# timelines
+
+KINDS = ("kernel", "h2d", "d2h", "memset")
+
+
+def area_shares(png: Path, lay: timeline.Layout) -> dict[str, float]:
+    """Each kind's share of the coloured (not idle) area of the first panel's bars."""
+    from PIL import Image
+
+    counts: collections.Counter[object] = collections.Counter()
+    with Image.open(png) as image:
+        rgb = image.convert("RGB")
+        for row, r in enumerate(lay.rows):
+            if r.name == "host waits":
+                continue
+            x0, y0, x1, y1 = lay.bar_box(0, row)
+            for n, colour in rgb.crop((x0, y0, x1 + 1, y1 + 1)).getcolors(1 << 16) or []:
+                counts[colour] += n
+    coloured = {k: counts[timeline.COLOURS[k]] for k in KINDS if k in timeline.COLOURS}
+    total = sum(coloured.values())
+    return {k: v / total for k, v in coloured.items()} if total else {}
+
+
+def records(path: Path, kind: str) -> list[dict[str, Any]]:
+    """The tracer's records of one type in a trace.jsonl."""
+    found = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == kind:
+            found.append(record)
+    return found
+
+
+class Timelines:
+    """The course's runs under the tracer, what each shows, and the checks of what it must."""
+
+    def __init__(self, args: argparse.Namespace, work: Path, out: Path) -> None:
+        self.args, self.work, self.out = args, work, out
+        self.gpu = bench.gpu_name().split(",")[0]
+        model = re.search(r"\b([A-Z]\d{2,3})\b", self.gpu)  # H100, H200, A100
+        self.tag = model.group(1).lower() if model else "gpu"
+        self.floor_bytes = 32.0 * (args.n - 2) ** 2  # two kernels, each reads one array, writes one
+        self.lines: list[str] = []
+        self.failures: list[str] = []
+
+    def say(self, line: str) -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def run(self, name: str, source: str, argv: list[str], iterations: int | None,
+            timeout: float = 600) -> tuple[str, Any]:
+        exe = self.work / "bin" / Path(source).stem
+        exe.parent.mkdir(exist_ok=True)
+        if not exe.exists():
+            bench.build_acc(bench.EXAMPLES / source, exe, gpu=not self.args.host)
+        p = traced_plan(self.work, name)
+        followed = session.follower(p)
+        start = time.monotonic()
+        with followed or contextlib.nullcontext():  # proc.run: SIGTERM first, as idrrun stops a run
+            done = proc.run([str(exe), *argv], what="run", timeout=timeout, spec=proc.ProcSpec(cwd=p.run_dir, env={**os.environ, **p.env}))
+        wall = time.monotonic() - start
+        report = session.collect(p, source_name=source, gpu=self.gpu, iterations=iterations,
+                                 bytes_per_iteration=self.floor_bytes if iterations else None,
+                                 followed=followed)
+        self.say(f"{name}: {' '.join(argv)}, {done.describe()}, {wall:.2f} s wall")
+        if p.output is not None and p.output.is_file():
+            shutil.copyfile(p.output, self.out / f"{name}_trace.jsonl")
+        if report.trace_json:
+            shutil.copyfile(report.trace_json, self.out / f"{name}_trace.json")
+        if report.timeline_png:
+            shutil.copyfile(report.timeline_png, self.out / f"{name}_timeline.png")
+            if self.args.docs is not None:
+                self.args.docs.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(report.timeline_png, self.args.docs / f"{name}_{self.tag}.png")
+        self.shares(report, wall, iterations)
+        return done.output, report
+
+    def shares(self, report: Any, wall: float, iterations: int | None) -> None:
+        s, trace = report.summary, report.trace
+        if s is None or trace is None or report.timeline_png is None or not s.gpu_ns:
+            self.say(f"  no profile: {report.message}")
+            return
+        spent = {"kernel": s.kernel_ns, "h2d": s.h2d.total_ns, "d2h": s.d2h.total_ns,
+                 "memset": s.memset_ns}
+        area = area_shares(report.timeline_png, timeline.layout(trace))
+        shown = [f"{kind} {100 * spent[kind] / s.gpu_ns:.1f}/{100 * area.get(kind, 0.0):.1f}"
+                 for kind in KINDS if spent.get(kind) or area.get(kind)]
+        self.say(f"  % of GPU time, summary/timeline area: {', '.join(shown)}; "
+                 f"hints {[h.rule for h in report.hints]}")
+        if iterations:
+            memory = report.rates.memory if report.rates else None
+            rate = ""
+            if memory is not None and memory.peak is not None:
+                floor_ms = self.floor_bytes / memory.peak.bytes_per_s * 1e3
+                rate = (f"; kernels {memory.bytes_per_s / 1e9:.0f} GB/s = {100 * (memory.of_peak or 0):.0f} % "
+                        f"of {memory.peak.what}, {100 * floor_ms / (s.span_ns / 1e6 / iterations):.0f} % "
+                        "of the bandwidth floor")
+            self.say(f"  {1000 * wall / iterations:.3f} ms per iteration (wall), "
+                     f"{s.span_ns / 1e6 / iterations:.3f} ms (GPU span), GPU busy "
+                     f"{100 * s.busy_ns / s.span_ns:.0f} %{rate}")
+
+    def check(self, ok: bool, failure: str) -> None:
+        if not ok and not self.args.host:
+            self.failures.append(failure)
+
+    def all(self) -> list[str]:
+        n = str(self.args.n)
+        self.say(f"GPU {self.gpu or 'none (--host)'}; n = {n}; gcc offloading; built-in tracer, followed")
+        for iterations in (100, 1000):
+            _, report = self.run(f"laplace_exercise_{iterations}", "C/data_laplace_exercise.c",
+                                 [n, str(iterations)], iterations)
+            if iterations == 100:
+                self.check("data_region" in {h.rule for h in report.hints},
+                           "the start file did not get the data_region hint")
+        for iterations in (100, 1000):
+            self.run(f"laplace_solution_{iterations}", "C/data_laplace_solution.c", [n, str(iterations)],
+                     iterations)
+        output, report = self.run("async_solution", "C/async_matmul_solution.c", ["2000"], None)
+        self.check("C[0] = 42.000000" in output, "async: C[0] is not 42 (the tracer changed the result)")
+        t = report.trace
+        named = sorted((q.stream, q.label) for q in t.stream_queues) if t else []
+        labels = {label for _, label in named}
+        self.say(f"  streams -> queues: {named or 'none'}; device records: "
+                 f"{len(t.devices) if t else 0}")
+        self.check({"async(1)", "async(2)", "async(3)", "synchronous"} <= labels,
+                   f"async: the queues are not all named: {named}")
+        self.check(bool(t and t.devices), "async: no device record")
+        _, report = self.run("killed", "C/data_laplace_solution.c", [n, "100000"], 100000, timeout=4)
+        t = report.trace
+        self.say(f"  trace complete={t.complete if t else None} kernels={len(t.kernels) if t else 0} "
+                 f"notes={list(report.notes)}")
+        self.check(t is not None and not t.complete and bool(t.kernels),
+                   "a run killed by its timeout left no readable partial trace")
+        self.say("FAIL: " + "; ".join(self.failures) if self.failures else "every check passed")
+        return self.lines
+
+
+def main() -> int:
+    p = bench.parser(__doc__, record=False)
+    add = bench.subcommands(p)
+    subs = {
+        "steps": add("steps", "Bare, traced, followed; what idrrun does after the run, step by step."),
+        "tracer": add("tracer", "What each part of the tracer costs inside the program."),
+        "phases": add("phases", "`idrrun run` with and without --profile, stage by stage."),
+        "where": add("where", "`idrrun run --profile` in-process under cProfile."),
+        "timelines": add("timelines", "The course's runs under the tracer: shares, hints, checks."),
+    }
+    for name, sub in subs.items():
+        sub.add_argument("--host", action="store_true",
+                         help="build for the host, no GPU needed (checks the driver, measures nothing)")
+        if name != "timelines":
+            bench.program_options(sub, rounds={"steps": 5, "tracer": 7, "phases": 5}.get(name))
+    subs["phases"].add_argument("--checks", action="store_true", help="with -a (the exercise's checks)")
+    subs["phases"].add_argument("--bare", action="store_true", help="also the program alone, and traced")
+    subs["phases"].add_argument("--profiler", default="", help="auto, nsys, builtin (default: --profile's)")
+    subs["where"].add_argument("--top", type=int, default=40, help="rows of the profile (default 40)")
+    subs["timelines"].add_argument("--n", type=int, default=4096, help="the grid's side (default 4096)")
+    subs["timelines"].add_argument("--out", type=Path, help="where the pictures and traces go")
+    subs["timelines"].add_argument("--docs", type=Path, help="also the pictures, as NAME_h100.png")
+    args = p.parse_args()
+    if not args.host:
+        bench.require_gpu(f"profile_cost.py {args.command}")
+    work = Path(tempfile.mkdtemp(prefix=f"idrrun-profile-{args.command}-"))
+    for name in ("source", "out", "docs"):  # before the chdir below
+        if getattr(args, name, None) is not None:
+            setattr(args, name, getattr(args, name).resolve())
+    here = os.getcwd()
+    os.chdir(work)  # where an in-process `idrrun run --profile` leaves its idrrun-profile/
+    status = 0
+    if args.command == "steps":
+        bench.report("where --profile's time goes", steps(args, work), record=args.record)
+    elif args.command == "tracer":
+        bench.report("the tracer's parts inside the program", tracer_parts(args, work), record=args.record)
+    elif args.command == "phases":
+        bench.report("idrrun run --profile against idrrun run, phase by phase", phases(args, work),
+                     record=args.record)
+    elif args.command == "where":
+        bench.report("idrrun run --profile under cProfile", where(args, work), record=args.record)
+    else:
+        out = args.out or Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="idrrun-timelines-"))
+        out.mkdir(parents=True, exist_ok=True)
+        runs = Timelines(args, work, out)
+        bench.report("the course's runs under the tracer", runs.all(), record=args.record)
+        print(f"pictures and traces in {out}")
+        status = 1 if runs.failures else 0
+    os.chdir(here)
+    shutil.rmtree(work, ignore_errors=True)
+    return status
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""Benchmark: what srun costs per job step, and grading 60 submissions through srun on a cluster
-of 1 and of 3 nodes started here (tests/slurmcluster.py), against grading without a launcher.
+"""What srun costs per job step, and grading 60 submissions through srun on a cluster of 1 and
+of 3 nodes started here (tests/slurmcluster.py), against grading without a launcher (issue 16).
 
-    python3 benchmarks/slurm_bench.py [--count 60] [--jobs 6] [--repeat 20]   # as root
+    python3 benchmarks/slurm_bench.py [--count 60] [--jobs 6] [--repeat 20]   # as root, SLURM installed
 
 The nodes share this machine's cores: the figures are the overhead of a job step and where
 SLURM places steps, not a speed-up. Printed:
@@ -16,12 +16,12 @@ SLURM places steps, not a speed-up. Printed:
 
 from __future__ import annotations
 
-import argparse
 import collections
 import csv
 import datetime
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -32,7 +32,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import bench
+
+ROOT = bench.ROOT
 sys.path.insert(0, str(ROOT / "tests"))
 
 import slurmcluster  # noqa: E402  (tests/ holds the cluster, shared with the tests and CI)
@@ -154,6 +156,8 @@ def grade(label: str, env: dict[str, str], work: Path, examples: Path, files: li
                         "--launcher", launcher, "--report", str(report)],
                        cwd=work, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - t0
+    if not report.exists():
+        raise RuntimeError(f"{label}: exit {r.returncode}, no report\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
     rows = list(csv.DictReader(report.open()))
     bad = [row for row in rows if row["verdict"] != "pass"]
     if r.returncode != 0 or bad:
@@ -167,7 +171,7 @@ def grade(label: str, env: dict[str, str], work: Path, examples: Path, files: li
             "runs": dict(sorted(runs.items())), "builds": dict(sorted(builds.items()))}
 
 
-def show(result: dict[str, object], base: dict[str, object] | None) -> None:
+def show(result: dict[str, object], base: dict[str, object] | None) -> str:
     extra = ""
     if base is not None:
         extra = (f"  (+{result['build'] - base['build']:.3f} build, "  # type: ignore[operator]
@@ -175,20 +179,30 @@ def show(result: dict[str, object], base: dict[str, object] | None) -> None:
     place = ""
     if result["runs"]:
         place = f"\n{'':34s}runs {result['runs']}  builds {result['builds']}"
-    print(f"  {result['label']:32s}{result['wall']:6.2f} s wall  build {result['build']:.3f} s  "
-          f"run {result['run']:.3f} s / row{extra}{place}")
+    return (f"  {result['label']:32s}{result['wall']:6.2f} s wall  build {result['build']:.3f} s  "
+            f"run {result['run']:.3f} s / row{extra}{place}")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--count", type=int, default=60)
-    ap.add_argument("--jobs", type=int, default=6)
-    ap.add_argument("--repeat", type=int, default=20, help="sruns per latency figure")
+    ap = bench.parser(__doc__)
+    ap.add_argument("--count", type=int, default=60, help="submissions (default 60)")
+    ap.add_argument("--jobs", type=int, default=6, help="idrrun grade -j (default 6)")
+    ap.add_argument("--repeat", type=int, default=20, help="sruns per latency figure (default 20)")
     args = ap.parse_args()
+    if slurmcluster.missing_tools() or os.geteuid() != 0:
+        sys.exit("slurm_bench: needs SLURM (apt-get install slurm-wlm munge) and root: the test "
+                 "cluster runs its daemons as root")
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
     version = subprocess.run([str(slurmcluster.tool("slurmd")), "-V"], capture_output=True, text=True).stdout
-    print(f"# {datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores · {version.strip()} · "
+    say(f"# {datetime.date.today()} · {platform.node()} · {os.cpu_count()} cores · {version.strip()} · "
           f"load average {os.getloadavg()[0]:.1f}")
     work = Path(tempfile.mkdtemp(prefix="idrrun-slurm-bench-", dir="/var/tmp"))
+    os.chmod(work, 0o711)  # the boxes' users reach the grader's cache below it (not list it)
     examples, files = make_class(work, args.count)
     results = []
     try:
@@ -197,45 +211,49 @@ def main() -> int:
             cluster = slurmcluster.start(work / f"cluster-{nodes}", nodes=nodes, cpus=2)
             try:
                 env = dict(cluster.env)
-                print(f"\n{nodes} node(s) × 2 CPUs (oversubscribed up to 4 steps per CPU), "
+                say(f"\n{nodes} node(s) × 2 CPUs (oversubscribed up to 4 steps per CPU), "
                       f"private /tmp per node: {'yes' if cluster.private_tmp else 'no'}")
                 job, *job_cpu = latency(cluster, ["srun", "--quiet", "--ntasks=1"], args.repeat)
                 # As many tasks as the allocation's CPUs (2 per node): its steps then run side by side.
                 alloc = cluster.run("salloc", "--no-shell", f"--nodes={nodes}",
                                     f"--ntasks={min(args.jobs, 2 * nodes)}")
-                jobid = next(w for w in alloc.stderr.split() if w.isdigit())
+                granted = re.search(r"Granted job allocation (\d+)", alloc.stderr)
+                if granted is None:
+                    raise RuntimeError(f"salloc: {alloc.stderr}")
+                jobid = granted.group(1)  # (a warning before it may hold numbers too)
                 step, *step_cpu = latency(cluster, ["srun", "--quiet", f"--jobid={jobid}", "--ntasks=1"],
                                           args.repeat)
-                print(f"  srun true, one after the other (median of {args.repeat}; CPU ms per step of "
+                say(f"  srun true, one after the other (median of {args.repeat}; CPU ms per step of "
                       "srun / slurmctld / slurmd+slurmstepd):")
                 for what, wall, cpu in (("as a job", job, job_cpu), ("as a step of an allocation", step, step_cpu)):
-                    print(f"    {what:28s}{wall * 1000:5.0f} ms   CPU {cpu[0]:4.0f} / {cpu[1]:4.1f} / {cpu[2]:4.0f} ms")
+                    say(f"    {what:28s}{wall * 1000:5.0f} ms   CPU {cpu[0]:4.0f} / {cpu[1]:4.1f} / {cpu[2]:4.0f} ms")
                 wall = burst(cluster, args.count)
-                print(f"  {args.count} sruns at once: {wall:.2f} s, {args.count / wall:.1f} jobs/s")
+                say(f"  {args.count} sruns at once: {wall:.2f} s, {args.count / wall:.1f} jobs/s")
                 results.append(grade(f"srun, {nodes} node(s), jobs", env, work, examples, files,
                                      args.jobs, "srun"))
-                show(results[-1], base)
+                say(show(results[-1], base))
                 if nodes == 3:
                     results.append(grade("srun, 3 nodes, steps of 1 alloc",
                                          dict(env, SLURM_JOB_ID=jobid, SLURM_JOBID=jobid), work,
                                          examples, files, args.jobs, "srun"))
-                    show(results[-1], base)
+                    say(show(results[-1], base))
                     conf = work / "overlap.toml"
                     conf.write_text('[launcher]\nkind = "srun"\noptions = ["--overlap"]\n')
                     results.append(grade("srun, 3 nodes, alloc, --overlap",
                                          dict(env, SLURM_JOB_ID=jobid, SLURM_JOBID=jobid, IDRRUN_CONFIG=str(conf)), work,
                                          examples, files, args.jobs, "srun"))
-                    show(results[-1], base)
+                    say(show(results[-1], base))
                 cluster.run("scancel", jobid)
             finally:
                 left = slurmcluster.stop(cluster)
                 if left:
-                    print(f"  left after stop: {left}")
-        print(f"\nbaseline ({args.count} submissions, -j {args.jobs}):")
-        show(base, None)
-        print(f"# load average at the end {os.getloadavg()[0]:.1f}")
+                    say(f"  left after stop: {left}")
+        say(f"\nbaseline ({args.count} submissions, -j {args.jobs}):")
+        say(show(base, None))
+        say(f"# load average at the end {os.getloadavg()[0]:.1f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    bench.report("srun per step and grading across nodes", lines, record=args.record)
     return 0
 
 

@@ -2,9 +2,9 @@
 once and forks a worker per call.
 
 Why: a Python start-up with idrrun's imports costs 0.2-0.4 s, two to four times a small
-program's own compile and run (benchmarks/vv_bench.py). As Gradle's and Bazel's servers do, a
-second `idrrun run` within BURST_SECONDS starts one in the background (and runs in-process
-itself, as the first did: a lone call leaves nothing running); the next calls
+program's own compile and run (benchmarks/run_overhead.py files). As Gradle's and Bazel's
+servers do, a second `idrrun run` within BURST_SECONDS starts one in the background (and runs
+in-process itself, as the first did: a lone call leaves nothing running); the next calls
 hand it their argv, working folder, environment, umask and standard streams (file descriptors
 over a Unix socket, SCM_RIGHTS), and a forked worker runs `idrrun run` with them: it writes
 straight to the caller's terminal or pipes, and the caller exits with its exit code. The caller

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from jupyter_kernel import ANSI, CellResult, Kernel, started  # noqa: F401  (for the tests)
+
 ROOT = Path(__file__).resolve().parent.parent
 # For child processes (kernels, the CLI): the checkout first, and whatever the environment had.
 PYTHONPATH = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _version(cmd: str) -> str:
@@ -68,89 +66,11 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 
 
 # ---------------------------------------------------------------------------------------
-# A real Jupyter kernel
-
-
-@dataclass
-class Chunk:
-    at: float
-    stream: str
-    text: str
-
-
-@dataclass
-class CellResult:
-    status: str
-    chunks: list[Chunk] = field(default_factory=list)
-    error: dict[str, Any] | None = None
-    displays: list[dict[str, Any]] = field(default_factory=list)
-    started: float = 0.0
-    ended: float = 0.0
-
-    @property
-    def stdout(self) -> str:
-        return ANSI.sub("", "".join(c.text for c in self.chunks if c.stream == "stdout"))
-
-    @property
-    def stderr(self) -> str:
-        return ANSI.sub("", "".join(c.text for c in self.chunks if c.stream == "stderr"))
-
-    @property
-    def error_text(self) -> str:
-        if not self.error:
-            return ""
-        head = f"{self.error.get('ename')}: {self.error.get('evalue')}"
-        return ANSI.sub("", "\n".join([head, *self.error.get("traceback", [])]))
-
-    @property
-    def seconds(self) -> float:
-        return self.ended - self.started
-
-
-class Kernel:
-    def __init__(self, km: Any, kc: Any, cwd: Path) -> None:
-        self.km, self.kc, self.cwd = km, kc, cwd
-
-    def run(self, code: str, timeout: float = 120) -> CellResult:
-        kc = self.kc
-        result = CellResult(status="?", started=time.monotonic())
-        msg_id = kc.execute(code)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"cell did not finish in {timeout} s: {code[:80]!r}")
-            try:
-                msg = kc.get_iopub_msg(timeout=remaining)
-            except Exception:  # queue.Empty
-                continue
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream":
-                result.chunks.append(Chunk(time.monotonic(), content["name"], content["text"]))
-            elif kind == "error":
-                result.error = content
-            elif kind in ("display_data", "execute_result"):
-                result.displays.append(content["data"])
-            elif kind == "status" and content["execution_state"] == "idle":
-                break
-        while True:
-            reply = kc.get_shell_msg(timeout=30)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                break
-        result.status = reply["content"]["status"]
-        result.ended = time.monotonic()
-        return result
-
-    def alive(self) -> bool:
-        return self.run("1 + 1", timeout=30).status == "ok"
+# A real Jupyter kernel (jupyter_kernel.py, which the benchmarks use too)
 
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    from jupyter_client.manager import start_new_kernel
-
     cwd = tmp_path_factory.mktemp("nb")
     home = tmp_path_factory.getbasetemp() / "home"
     env = dict(os.environ)
@@ -158,15 +78,8 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
                PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
     for var in ("IDRRUN_CONFIG", "IDR_CONFIG_FILE", "IDRRUN_FAMILY"):
         env.pop(var, None)
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd), env=env, startup_timeout=60)
-    k = Kernel(km, kc, cwd)
-    setup = k.run("%load_ext idrrun")
-    assert setup.status == "ok", setup.error_text
-    try:
+    with started(cwd, env) as k:
         yield k
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def write(path: Path, text: str) -> Path:

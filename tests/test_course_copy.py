@@ -13,9 +13,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.manager import start_new_kernel
 
-from conftest import ROOT, Kernel
+from conftest import ROOT, Kernel, started
 from idrrun.checks import specs
 from idrrun.errors import SpecError, UsageError
 from idrrun.grading import course
@@ -164,14 +163,8 @@ def students_kernel(students: Path) -> Iterator[Kernel]:
     cwd = students / "notebooks" / "C"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("IDRRUN_EXAMPLES", None)
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd), env=env, startup_timeout=60)
-    k = Kernel(km, kc, cwd)
-    assert k.run("%load_ext idrrun").status == "ok"
-    try:
+    with started(cwd, env) as k:
         yield k
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def _cell(notebook: Path, tag: str, check: str) -> str:

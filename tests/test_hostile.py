@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Kernel, PYTHONPATH, ROOT, has_gpu
+from conftest import Kernel, PYTHONPATH, ROOT, has_gpu, started
 from idrrun.grading import report as report_mod
 from idrrun.run import isolation, jail
 from idrrun.model import Limits
@@ -264,21 +264,6 @@ def test_row_11_compile_bomb_hits_the_compile_limit(tmp_path: Path) -> None:
 
 # -- rows 12 and 13: interrupt, restart, kill -------------------------------------------------------
 
-def _start_cell(kernel: Kernel, cell: str, wait_for: str) -> str:
-    msg_id = kernel.kc.execute(cell)
-    seen = ""
-    deadline = time.monotonic() + 30
-    while wait_for not in seen and time.monotonic() < deadline:
-        try:
-            msg = kernel.kc.get_iopub_msg(timeout=1)
-        except Exception:
-            continue
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
-            seen += msg["content"]["text"]
-    assert wait_for in seen
-    return msg_id
-
-
 TREE = ("%%idrrun --timeout 60\n#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\nint main(void){\n"
         "  for (int i = 0; i < 3; i++) if (fork() == 0) { execlp(\"sleep\", \"sleep\", \"{tag}\", (char*)0); }\n"
         "  system(\"setsid sleep {tag} &\");\n  printf(\"tree started\\n\"); fflush(stdout);\n"
@@ -287,74 +272,49 @@ TREE = ("%%idrrun --timeout 60\n#include <stdio.h>\n#include <stdlib.h>\n#includ
 
 def test_row_12_interrupt_removes_the_whole_tree(kernel: Kernel) -> None:
     tag = "777.25"
-    msg_id = _start_cell(kernel, TREE.replace("{tag}", tag).replace("}}", "}"), "tree started")
+    cell = kernel.start(TREE.replace("{tag}", tag).replace("}}", "}"))
+    cell.wait_for("tree started")
     assert len(with_tag(tag)) >= 4
     kernel.km.interrupt_kernel()
     left = gone_within(tag, 2.0)
     print(f"interrupt: run tree gone after {left} s")
     assert left is not None
-    error = None
-    while True:  # the cell ends, failed, saying so
-        msg = kernel.kc.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "error":
-            error = "\n".join(msg["content"]["traceback"])
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    assert error is not None and "run failed: interrupted" in error
+    r = cell.finish(timeout=30)  # the cell ends, failed, saying so
+    assert r.error is not None and "run failed: interrupted" in r.error_text
     assert kernel.alive()
 
 
 def test_row_12_kernel_restart_removes_the_whole_tree(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from jupyter_client.manager import start_new_kernel
-
     tag = "888.25"
     cwd = tmp_path_factory.mktemp("restart")
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd),
-                              env=dict(os.environ, PYTHONPATH=PYTHONPATH))
-    try:
-        k = Kernel(km, kc, cwd)
-        assert k.run("%load_ext idrrun").status == "ok"
-        _start_cell(k, TREE.replace("{tag}", tag).replace("}}", "}"), "tree started")
+    with started(cwd, dict(os.environ, PYTHONPATH=PYTHONPATH)) as k:
+        k.start(TREE.replace("{tag}", tag).replace("}}", "}")).wait_for("tree started")
         assert len(with_tag(tag)) >= 4
-        km.restart_kernel(now=True)
+        k.km.restart_kernel(now=True)
         left = gone_within(tag, 2.0)
         print(f"kernel restart: run tree gone after {left} s")
         assert left is not None, f"survivors: {with_tag(tag)}"
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def test_row_13_kernel_killed_while_compiling_loses_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from jupyter_client.manager import start_new_kernel
-
     cwd = tmp_path_factory.mktemp("killed")
     cache = tmp_path_factory.mktemp("killed-cache")
     (cwd / "idrrun.toml").write_text("compile_timeout = 60\n")
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd),
-                              env=dict(os.environ, PYTHONPATH=PYTHONPATH, XDG_CACHE_HOME=str(cache)))
-    try:
-        k = Kernel(km, kc, cwd)
-        assert k.run("%load_ext idrrun").status == "ok"
+    with started(cwd, dict(os.environ, PYTHONPATH=PYTHONPATH, XDG_CACHE_HOME=str(cache))) as k:
         body = "// precious work 8d1f\n#include __FILE__\n#include __FILE__\nint main(void){return 0;}\n"
-        kc.execute("%%idrrun -l c\n" + body)
+        k.start("%%idrrun -l c\n" + body)
         sources = cache / "idrrun" / "sources"
         deadline = time.monotonic() + 30
         while not list(sources.glob("*.c")) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.5)  # compiling now
         assert with_tag(str(cache)) or with_tag("cc1")
-        km.signal_kernel(signal.SIGKILL)
+        k.km.signal_kernel(signal.SIGKILL)
         saved = list((cache / "idrrun" / "sources").glob("*.c"))
         assert [p.read_text() for p in saved] == [body]
         left = gone_within("cc1", 2.0)
         print(f"kernel killed while compiling: compiler gone after {left} s")
         assert left is not None
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 # -- row 14: bytes that are not UTF-8 -------------------------------------------------------------
@@ -444,36 +404,16 @@ def test_row_15_class_of_50_killed_and_resumed(tmp_path: Path) -> None:
 # -- row 16: two notebooks, one folder ----------------------------------------------------------
 
 def test_row_16_two_kernels_one_folder(tmp_path: Path) -> None:
-    from jupyter_client.manager import start_new_kernel
-
-    started = [start_new_kernel(kernel_name="python3", cwd=str(tmp_path),
-                                env=dict(os.environ, PYTHONPATH=PYTHONPATH)) for _ in range(2)]
-    try:
-        kernels = [Kernel(km, kc, tmp_path) for km, kc in started]
-        for k in kernels:
-            assert k.run("%load_ext idrrun").status == "ok"
-        cells = [("%%idrrun -k shared.c\n#include <stdio.h>\n#include <unistd.h>\n"
-                  f"int main(void){{ for (int i = 0; i < 5; i++) {{ printf(\"kernel {n} line %d\\n\", i); usleep(100000); }}"
-                  " return 0; }\n") for n in (1, 2)]
-        ids = [k.kc.execute(c) for k, c in zip(kernels, cells)]
-        outputs = ["", ""]
-        for i, (k, msg_id) in enumerate(zip(kernels, ids)):
-            while True:
-                msg = k.kc.get_iopub_msg(timeout=60)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                if msg["msg_type"] == "stream":
-                    outputs[i] += msg["content"]["text"]
-                if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                    break
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    with started(tmp_path, env) as first, started(tmp_path, env) as second:
+        cells = [k.start("%%idrrun -k shared.c\n#include <stdio.h>\n#include <unistd.h>\n"
+                         f"int main(void){{ for (int i = 0; i < 5; i++) {{ printf(\"kernel {n} line %d\\n\", i); usleep(100000); }}"
+                         " return 0; }\n") for n, k in ((1, first), (2, second))]
+        outputs = [cell.finish(timeout=60).stdout for cell in cells]
         for n, out in ((1, outputs[0]), (2, outputs[1])):
             other = 3 - n
             assert f"kernel {n} line 4" in out and f"kernel {other} line" not in out
         assert (tmp_path / "shared.c").read_text().startswith("#include")  # whole, one of the two
-    finally:
-        for km, kc in started:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
 
 
 # -- row 17: bad input ---------------------------------------------------------------------------

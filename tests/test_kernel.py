@@ -199,29 +199,13 @@ def test_idrrunfile(kernel: Kernel) -> None:
 def test_interrupt_kills_the_program_and_keeps_output(kernel: Kernel) -> None:
     cell = ("%%idrrun --timeout 60\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n"
             "  printf(\"started\\n\");\n  sleep(100);\n  return 0;\n}\n")
-    kc = kernel.kc
-    msg_id = kc.execute(cell)
-    seen = ""
-    deadline = time.monotonic() + 30
-    while "started" not in seen and time.monotonic() < deadline:
-        msg = kc.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
-            seen += msg["content"]["text"]
+    running = kernel.start(cell)
+    running.wait_for("started")
     t0 = time.monotonic()
     kernel.km.interrupt_kernel()
-    error = None
-    while True:
-        msg = kc.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "error":
-            error = msg["content"]
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    while kc.get_shell_msg(timeout=10)["parent_header"].get("msg_id") != msg_id:
-        pass
+    r = running.finish(timeout=30)
     assert time.monotonic() - t0 < 3
-    assert error is not None and "interrupted" in "\n".join(error["traceback"])
+    assert r.error is not None and "interrupted" in r.error_text
     assert kernel.alive()
 
 

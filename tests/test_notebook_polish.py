@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pexpect
 
-from conftest import ANSI, ROOT, Kernel
+from conftest import ROOT, Kernel
 
 START_C = (ROOT / "examples" / "C" / "intro_saxpy_exercise.c").read_text()
 
@@ -39,23 +38,9 @@ def test_help_alone_in_a_cell_and_as_a_line_magic(kernel: Kernel) -> None:
 
 def _execute(kernel: Kernel, code: str) -> tuple[int, str]:
     """The In [N] the front end shows for the cell (execute_input), and the cell's stdout."""
-    kc = kernel.kc
-    msg_id = kc.execute(code)
-    number, out = -1, ""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        msg = kc.get_iopub_msg(timeout=120)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "execute_input":
-            number = msg["content"]["execution_count"]
-        elif msg["msg_type"] == "stream":
-            out += msg["content"]["text"]
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    reply = kc.get_shell_msg(timeout=30)
-    assert reply["content"]["execution_count"] == number
-    return number, ANSI.sub("", out)
+    r = kernel.run(code)
+    assert r.execution_count is not None and r.reply["execution_count"] == r.execution_count
+    return r.execution_count, r.stdout
 
 
 def test_diagnostics_name_the_cell_as_the_user_sees_it(kernel: Kernel) -> None:

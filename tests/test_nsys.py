@@ -33,18 +33,7 @@ DATA = ROOT / "tests" / "data"
 RECORDED = DATA / "nsys-2022.4"
 H200 = DATA / "async_trace_h200.jsonl"  # the built-in tracer's, on an H200 (test_profile.py)
 
-HOST_PROGRAM = r"""
-#include <stdio.h>
-int main(void) {
-    double a[1000], s = 0.0;
-    #pragma acc parallel loop copyout(a)
-    for (int i = 0; i < 1000; i++) a[i] = i;
-    #pragma acc parallel loop reduction(+:s) copyin(a)
-    for (int i = 0; i < 1000; i++) s += a[i];
-    printf("sum = %.0f\n", s);
-    return 0;
-}
-"""
+HOST_PROGRAM = (DATA / "acc_sum.c").read_text()  # sum = 499500
 
 
 def _h200() -> Trace:
@@ -123,10 +112,10 @@ GPU_RECORDED = RECORDED / "gpu_async.sql"
 
 
 @pytest.mark.skipif(not GPU_RECORDED.is_file(),
-                    reason="not recorded yet: benchmarks/nsys_check_import.sh FOLDER --record")
+                    reason="not recorded yet: benchmarks/nsys_check.py compare FOLDER --for-tests")
 def test_recorded_gpu_run_agrees_with_the_tracer(tmp_path: Path) -> None:
     # nsys 2022.4 and the built-in tracer on the same program (async_matmul_solution, GCC) on an
-    # H100, two runs (benchmarks/nsys_check_gpu.sh): the same operations and bytes, kernel times
+    # H100, two runs (benchmarks/nsys_check.py gpu): the same operations and bytes, kernel times
     # within 5 %. The one 32 MB device->host copy to pageable memory took 19.0 ms in the tracer's
     # run and 26.1 ms in nsys's: first touches of pageable pages differ between runs, so that time
     # is held to the same order only.

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, started
 from idrrun.checking import NO_SOLUTION
 from idrrun.grading.course import init_course
 from idrrun.version import __version__
@@ -174,38 +174,8 @@ def test_sdist_runs_its_own_tests(dists: Path, tmp_path: Path) -> None:
     assert " passed" in r.stdout and "failed" not in r.stdout
 
 
-KERNEL_SCRIPT = r"""
-import json, sys
-from jupyter_client.manager import start_new_kernel
-km, kc = start_new_kernel(kernel_name="python3", startup_timeout=120)
-shown = []
-try:
-    for code in ("%load_ext idrrun", "import idrrun, sys; print(idrrun.__file__, sys.executable)",
-                 sys.stdin.read()):
-        msg_id = kc.execute(code)
-        texts = []
-        while True:
-            msg = kc.get_iopub_msg(timeout=300)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            content = msg["content"]
-            if msg["msg_type"] == "stream":
-                texts.append(content["text"])
-            elif msg["msg_type"] in ("display_data", "execute_result"):
-                texts.append(content["data"].get("text/plain", ""))
-            elif msg["msg_type"] == "error":
-                texts.append("ERROR " + content["evalue"])
-            elif msg["msg_type"] == "status" and content["execution_state"] == "idle":
-                break
-        shown.append("".join(texts))
-finally:
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-print(json.dumps(shown))
-"""
-
-
-def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_path: Path) -> None:
+def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python, idrrun = venv / "bin" / "python", venv / "bin" / "idrrun"
@@ -247,11 +217,17 @@ def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_pa
     del env["IDRRUN_EXAMPLES"]
     # A --check cell in a kernel of that venv, from a folder outside any course: the installed
     # (students') course has no solution to compare with, so a right answer is incomplete.
-    r = subprocess.run([str(python), "-c", KERNEL_SCRIPT], cwd=elsewhere, env=env,
-                       input="%%idrrun -a --check intro_saxpy\n" + SOLUTION_C,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    load, where, cell = json.loads(r.stdout.strip().splitlines()[-1])
+    # The kernel is the venv's own ipykernel (a kernel spec naming its python), driven from here.
+    spec = tmp_path / "jupyter" / "kernels" / "wheel-venv"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "the wheel's venv", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    with started(elsewhere, env, kernel_name="wheel-venv", startup_timeout=120) as k:
+        where = k.run("import idrrun, sys; print(idrrun.__file__, sys.executable)").stdout
+        r = k.run("%%idrrun -a --check intro_saxpy\n" + SOLUTION_C, timeout=300)
+    cell = r.stdout + r.stderr + "".join(d.get("text/plain", "") for d in r.displays) + r.error_text
     assert str(venv) in where and str(ROOT) not in where
     assert "intro_saxpy: INCOMPLETE" in cell and NO_SOLUTION in cell, cell
     # The students' copy, from the installed course (itself a students' copy).

@@ -39,6 +39,7 @@ HAS_CUDA = (Path("/usr/local/cuda/include/cupti.h").is_file()
 needs_cupti = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA toolkit with CUPTI here")
 
 
+
 def _labels(trace: Trace) -> list[str]:
     """The timeline's rows, top to bottom."""
     return [r.name for r in timeline.rows(trace)]
@@ -48,18 +49,7 @@ def _size(trace: Trace) -> tuple[int, int]:
     return timeline.layout(trace).size
 
 
-HOST_PROGRAM = r"""
-#include <stdio.h>
-int main(void) {
-    double a[1000], s = 0.0;
-    #pragma acc parallel loop copyout(a)
-    for (int i = 0; i < 1000; i++) a[i] = i;
-    #pragma acc parallel loop reduction(+:s) copyin(a)
-    for (int i = 0; i < 1000; i++) s += a[i];
-    printf("sum = %.0f\n", s);
-    return 0;
-}
-"""
+HOST_PROGRAM = (DATA / "acc_sum.c").read_text()  # sum = 499500
 
 # Stands in for the CUDA driver: loads the tracer and calls InitializeInjection, as the driver
 # does when CUDA_INJECTION64_PATH is set. Here there is no driver at all.

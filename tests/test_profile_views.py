@@ -182,7 +182,7 @@ def real() -> Trace:
 
 
 # The queue records the version-2 tracer adds to the recorded run (written here: the H200 run
-# of benchmarks/profile_check_gpu.sh records real ones). Streams 13, 14, 15 served async(1..3);
+# of benchmarks/profile_cost.py timelines records real ones). Streams 13, 14, 15 served async(1..3);
 # the product ran without async on the default stream, named by the correlation id of its launch
 # (cuLaunchKernel, correlation 120) because CUPTI may not give the default stream's id.
 QUEUE_RECORDS = (

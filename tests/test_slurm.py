@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHONPATH, CellResult, Kernel
+from conftest import PYTHONPATH, CellResult, Kernel, started
 import slurmcluster
 
 pytestmark = pytest.mark.slurm
@@ -101,22 +101,13 @@ def test_the_cluster_has_three_nodes_that_share_only_the_file_system(
 
 @pytest.fixture(scope="module")
 def srun_kernel(cluster: slurmcluster.Cluster) -> Iterator[Kernel]:
-    from jupyter_client.manager import start_new_kernel
-
     cwd = cluster.shared / "notebook"
     cwd.mkdir()
     # MPI programs start through PMIx, as on a real cluster; it needs each node's own /tmp.
     mpi = ', "--mpi=pmix"' if cluster.private_tmp else ""
     (cwd / "idrrun.toml").write_text(f'[launcher]\nkind = "srun"\noptions = ["--partition=debug"{mpi}]\n')
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(cwd), env=client_env(cluster),
-                              startup_timeout=60)
-    k = Kernel(km, kc, cwd)
-    assert k.run("%load_ext idrrun").status == "ok"
-    try:
+    with started(cwd, client_env(cluster)) as k:
         yield k
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def test_cell_runs_through_srun_and_streams(srun_kernel: Kernel) -> None:

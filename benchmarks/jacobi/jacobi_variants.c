@@ -1,5 +1,5 @@
 /* Jacobi 2-D, five ways of writing the same iterations, to find what makes GCC's OpenACC
- * runtime keep the GPU busy (benchmarks/jacobi/run_gpu.sh). Build with -DVARIANT=N.
+ * runtime keep the GPU busy (benchmarks/course_gpu.py variants). Build with -DVARIANT=N.
  *   1 the course's first solution: stencil + max reduction, then a copy kernel; the error is
  *     read by the host after every iteration (a wait per iteration)
  *   2 as 1, but the error is computed only every CHECK iterations
@@ -21,6 +21,12 @@
 #endif
 #define CHECK 100
 
+#if VARIANT == 3
+#define QUEUE async(1) /* variants 1 and 2: every kernel synchronous */
+#else
+#define QUEUE
+#endif
+
 #if VARIANT == 6
 #include <openacc.h>
 #define ON_DEVICE deviceptr(da, db)
@@ -38,6 +44,33 @@ static double now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+#if VARIANT >= 4
+/* One sweep src -> dst on queue 1: variants 4 to 6 alternate a -> b and b -> a. */
+#if VARIANT == 6
+#define ON_SWEEP deviceptr(src, dst)
+static void sweep(const double *src, double *dst, int n, size_t nn)
+#else
+#define ON_SWEEP present(src[0:nn], dst[0:nn])
+static void sweep(const double *restrict src, double *restrict dst, int n, size_t nn)
+#endif
+{
+    (void)nn;
+#if VARIANT >= 5
+#pragma acc parallel loop gang vector_length(128) ON_SWEEP async(1)
+    for (int j = 1; j < n - 1; j++) {
+#pragma acc loop vector
+        for (int i = 1; i < n - 1; i++)
+#else
+#pragma acc parallel loop collapse(2) ON_SWEEP async(1)
+    for (int j = 1; j < n - 1; j++) {
+        for (int i = 1; i < n - 1; i++)
+#endif
+            dst[j * (size_t)n + i] = 0.25 * (src[j * (size_t)n + i + 1] + src[j * (size_t)n + i - 1]
+                                          + src[(j - 1) * (size_t)n + i] + src[(j + 1) * (size_t)n + i]);
+    }
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -59,11 +92,7 @@ int main(int argc, char **argv)
             int check = VARIANT == 1 || (it + 1) % CHECK == 0 || it + 1 == iters;
             if (check) {
                 err = 0.0;
-#if VARIANT == 3
-#pragma acc parallel loop collapse(2) reduction(max:err) present(a[0:nn], b[0:nn]) async(1)
-#else
-#pragma acc parallel loop collapse(2) reduction(max:err) present(a[0:nn], b[0:nn])
-#endif
+#pragma acc parallel loop collapse(2) reduction(max:err) present(a[0:nn], b[0:nn]) QUEUE
                 for (int j = 1; j < n - 1; j++)
                     for (int i = 1; i < n - 1; i++) {
                         double v = 0.25 * (a[j * (size_t)n + i + 1] + a[j * (size_t)n + i - 1]
@@ -75,21 +104,13 @@ int main(int argc, char **argv)
 #pragma acc wait(1)
 #endif
             } else {
-#if VARIANT == 3
-#pragma acc parallel loop collapse(2) present(a[0:nn], b[0:nn]) async(1)
-#else
-#pragma acc parallel loop collapse(2) present(a[0:nn], b[0:nn])
-#endif
+#pragma acc parallel loop collapse(2) present(a[0:nn], b[0:nn]) QUEUE
                 for (int j = 1; j < n - 1; j++)
                     for (int i = 1; i < n - 1; i++)
                         b[j * (size_t)n + i] = 0.25 * (a[j * (size_t)n + i + 1] + a[j * (size_t)n + i - 1]
                                                     + a[(j - 1) * (size_t)n + i] + a[(j + 1) * (size_t)n + i]);
             }
-#if VARIANT == 3
-#pragma acc parallel loop collapse(2) present(a[0:nn], b[0:nn]) async(1)
-#else
-#pragma acc parallel loop collapse(2) present(a[0:nn], b[0:nn])
-#endif
+#pragma acc parallel loop collapse(2) present(a[0:nn], b[0:nn]) QUEUE
             for (int j = 1; j < n - 1; j++)
                 for (int i = 1; i < n - 1; i++)
                     a[j * (size_t)n + i] = b[j * (size_t)n + i];
@@ -103,19 +124,7 @@ int main(int argc, char **argv)
         while (it < iters) {
             /* Two sweeps per turn: a -> b, then b -> a (the error on the second, every CHECK). */
             int check = (it + 2) % CHECK == 0 || it + 2 >= iters;
-#if VARIANT >= 5
-#pragma acc parallel loop gang vector_length(128) ON_DEVICE async(1)
-            for (int j = 1; j < n - 1; j++) {
-#pragma acc loop vector
-                for (int i = 1; i < n - 1; i++)
-#else
-#pragma acc parallel loop collapse(2) ON_DEVICE async(1)
-            for (int j = 1; j < n - 1; j++) {
-                for (int i = 1; i < n - 1; i++)
-#endif
-                    B[j * (size_t)n + i] = 0.25 * (A[j * (size_t)n + i + 1] + A[j * (size_t)n + i - 1]
-                                                + A[(j - 1) * (size_t)n + i] + A[(j + 1) * (size_t)n + i]);
-            }
+            sweep(A, B, n, nn);
             if (check) {
                 err = 0.0;
 #pragma acc parallel loop collapse(2) reduction(max:err) ON_DEVICE async(1)
@@ -128,19 +137,7 @@ int main(int argc, char **argv)
                     }
 #pragma acc wait(1)
             } else {
-#if VARIANT >= 5
-#pragma acc parallel loop gang vector_length(128) ON_DEVICE async(1)
-                for (int j = 1; j < n - 1; j++) {
-#pragma acc loop vector
-                    for (int i = 1; i < n - 1; i++)
-#else
-#pragma acc parallel loop collapse(2) ON_DEVICE async(1)
-                for (int j = 1; j < n - 1; j++) {
-                    for (int i = 1; i < n - 1; i++)
-#endif
-                        A[j * (size_t)n + i] = 0.25 * (B[j * (size_t)n + i + 1] + B[j * (size_t)n + i - 1]
-                                                    + B[(j - 1) * (size_t)n + i] + B[(j + 1) * (size_t)n + i]);
-                }
+                sweep(B, A, n, nn);
             }
             it += 2;
         }

@@ -1,4 +1,4 @@
--- nsys 2022.4 on the GPU machine, imported and exported here (benchmarks/nsys_check_import.sh --record): the tables nsysdb.py reads
+-- nsys 2022.4 on the GPU machine, imported and exported here (by benchmarks/nsys_check_import.sh --record, now benchmarks/nsys_check.py compare --for-tests): the tables nsysdb.py reads
 CREATE TABLE StringIds (
     -- Consolidation of repetitive string values.
 

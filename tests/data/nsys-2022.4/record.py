@@ -38,18 +38,7 @@ from idrrun.profile.tracefile import read_trace  # noqa: E402
 from idrrun.run import proc  # noqa: E402
 import nsys_export  # noqa: E402
 
-PROGRAM = r"""
-#include <stdio.h>
-int main(void) {
-    double a[1000], s = 0.0;
-    #pragma acc parallel loop copyout(a)
-    for (int i = 0; i < 1000; i++) a[i] = i;
-    #pragma acc parallel loop reduction(+:s) copyin(a)
-    for (int i = 0; i < 1000; i++) s += a[i];
-    printf("sum = %.0f\n", s);
-    return 0;
-}
-"""
+PROGRAM = (HERE.parent / "acc_sum.c").read_text()  # the tests' small OpenACC program
 TABLES = ("StringIds", "TARGET_INFO_GPU", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
           "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
           "ENUM_CUDA_MEMCPY_OPER", "ENUM_CUDA_MEM_KIND", "ENUM_CUPTI_SYNC_TYPE")
