@@ -235,7 +235,9 @@ assert students == ["alice", "bob", "carol", "dave"], f"students graded: {studen
 verdicts = {r["student"]: (r["verdict"], r["reasons"]) for r in rows}
 assert verdicts["alice"][0] == verdicts["bob"][0] == "pass", f"the two solutions must pass: {verdicts}"
 assert verdicts["carol"][0] == "fail", f"an include of the teacher's solution must fail: {verdicts}"
-assert verdicts["dave"][0] != "pass" and "exit code 7" not in verdicts["dave"][1], \
+# dave computes as the solution does, and stops with exit code 7 if he could read it: he passes
+# only where he could not.
+assert verdicts["dave"][0] == "pass" and "exit code 7" not in verdicts["dave"][1], \
     f"the teacher's solution must not be readable from a box: {verdicts}"
 boxes = {r["student"]: r["sandbox"] for r in rows}
 assert set(boxes.values()) == {sys.argv[2]}, f"graded at the {sys.argv[2]} level: {boxes}"
