@@ -5,7 +5,9 @@ The course. `pip install idrrun` reaches every student: the wheel carries the st
 the course (as idrrun/course/), made here by the code of `idrrun course init --students`
 (idrrun/grading/course.py, imported from this source tree): the notebooks without their solution
 cells, the examples without the solutions (but those the notebooks show), the specs without
-hidden argument sets, draw ranges or grading-only checks. The teacher's course stays in the
+hidden argument sets, draw ranges or grading-only checks, and in the solutions' place their
+reference values for the public arguments (examples/reference/, made beforehand by `idrrun course
+references`: nothing is run here, the build stays fast). The teacher's course stays in the
 repository and the sdist (`idrrun course init DIR --from CHECKOUT`). An editable install
 (`pip install -e .`) carries nothing: idrrun finds the checkout's whole course beside itself.
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import kinds, specs
+from .checks import kinds, reference, specs
 from .checks.specs import Exercise
 from .errors import SpecError
 from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
@@ -58,6 +58,9 @@ class SolutionRun:
     output: str | None  # None when the solution failed
     files: Path | None = None  # folder holding Exercise.solution_files, when it has some
     problem: str = ""  # why output is None
+    # From the course's references (a students' copy has no solution to run): problem is then
+    # why there is none for these arguments, not a failure of the solution.
+    from_reference: bool = False
 
 
 def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
@@ -68,7 +71,11 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     idrrun's version."""
     pair = exercise.sources[request.source.language]
     if pair.solution is None:
-        return SolutionRun(None, None, NO_SOLUTION)
+        # A students' course: the solution's output for the public arguments travels instead.
+        ref = reference.lookup(exercise, request.source.language, request.program_args)
+        if ref is None:
+            return SolutionRun(None, None, NO_SOLUTION)
+        return SolutionRun(ref.output, ref.folder, ref.problem, from_reference=True)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
     # Keyed by the course's own file, wherever it is compiled from.
     sol_request = resolve.for_solution(request, sol_source, request.workdir)
@@ -79,7 +86,8 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     with _locks_guard:
         lock = _solution_locks.setdefault(str(cached), threading.Lock())
     with lock:
-        if cached.is_file():
+        # Kept with every file its checks compare now (a spec may have gained an image check).
+        if cached.is_file() and all((files / name).is_file() for name in exercise.solution_files):
             return SolutionRun(cached.read_text(), files if files.is_dir() else None)
         scratch = None
         if request.room is not None:
@@ -169,6 +177,8 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         acc=family_of(toolchain).feedback(built) if built is not None and built.ok else None,
         solution_output=solution.output if solution is not None else None,
         solution_problem=solution.problem if solution is not None else "",
+        from_reference=solution.from_reference if solution is not None else False,
+        target=toolchain.target,
         trace_values=trace, compiled_text=compiled, acc_requested=request.acc,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,

@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TextIO
 
+from .checks.kinds import passed_here
 from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
@@ -159,7 +160,7 @@ class TextReporter:
         self._step_done()
 
     def verdict(self, verdict: Verdict) -> None:
-        self._line(str(VerdictView(verdict)), "ok" if verdict.passed else "bad")
+        self._line(str(VerdictView(verdict)), "ok" if verdict.passed or verdict.passed_here else "bad")
         self._step_done()
 
 
@@ -167,6 +168,7 @@ class TextReporter:
 # Verdicts
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "incomplete": "n/a"}
+
 _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 
 
@@ -180,6 +182,8 @@ class VerdictView:
         v = self.verdict
         if v.passed:
             return f"{v.exercise}: PASS, {len(v.checks)} checks"
+        if v.passed_here:
+            return f"{v.exercise}: {passed_here(v.gpu_checks)}"
         if v.incomplete:
             missing = v.incomplete_checks
             return (f"{v.exercise}: INCOMPLETE, {len(v.checks) - len(missing)} checks passed, "

@@ -507,6 +507,9 @@ class CheckResult:
     # run, and the check's kind: a student's feedback shows those, never the values.
     hidden: int = 0
     kind: str = ""
+    # incomplete only because the run was not on a GPU (a GPU trace check on a host build): the
+    # verdict then says "PASS here" when nothing else was left unevaluated.
+    gpu_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -522,6 +525,17 @@ class Verdict:
     def incomplete(self) -> bool:
         """Nothing failed, but something could not be evaluated."""
         return not self.failed_checks and any(c.status == "incomplete" for c in self.checks)
+
+    @property
+    def passed_here(self) -> bool:
+        """INCOMPLETE as a machine without a GPU says it: every check it can evaluate passed,
+        and only checks that need a GPU were left (gpu_checks)."""
+        return self.incomplete and all(c.gpu_only for c in self.incomplete_checks)
+
+    @property
+    def gpu_checks(self) -> tuple[CheckResult, ...]:
+        """The checks left for a GPU to evaluate."""
+        return tuple(c for c in self.checks if c.status == "incomplete" and c.gpu_only)
 
     @property
     def incomplete_checks(self) -> tuple[CheckResult, ...]:

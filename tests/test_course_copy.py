@@ -181,14 +181,17 @@ def test_students_copy_checks_in_a_kernel(students: Path, students_kernel: Kerne
     assert str(students / "examples") in students_kernel.run(
         "from idrrun.checks import specs; from pathlib import Path; from idrrun.request import config;"
         "print(specs.examples_dir(config.load(Path.cwd()), Path.cwd()))").stdout
-    # A right answer, once solved: the check that compares with the solution cannot be made
-    # without it: incomplete, with the reason; the others pass; never a PASS.
+    # A right answer, once solved: the check that compares with the solution reads the
+    # solution's output the course carries for these arguments (examples/reference): PASS.
     solved = _cell(ROOT / "notebooks" / "C" / "03_loops.ipynb", "solution", "loops_matvec")
     r = students_kernel.run(solved)
     assert r.status == "ok", r.error_text
     verdict = "".join(d.get("text/plain", "") for d in r.displays)
-    assert "loops_matvec: INCOMPLETE" in verdict and NO_SOLUTION in verdict, verdict
-    assert ": PASS" not in verdict
+    assert "loops_matvec: PASS" in verdict and NO_SOLUTION not in verdict, verdict
+    # Other arguments than the exercise's: no reference for them, incomplete, saying why.
+    r = students_kernel.run(solved.replace("--check loops_matvec", "--check loops_matvec --cliopts '300 20'", 1))
+    verdict = "".join(d.get("text/plain", "") for d in r.displays)
+    assert "loops_matvec: INCOMPLETE" in verdict and "no reference for these arguments" in verdict, verdict
     # The worked example of 00_how_to_use checks the start file: not yet, as in the teacher's.
     nb = nbformat.read(students / "notebooks" / "C" / "00_how_to_use.ipynb", as_version=4)
     example = next(c.source for c in nb.cells if c.source.startswith("%idrrunfile -a --check tiling_laplace"))

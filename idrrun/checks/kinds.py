@@ -8,13 +8,13 @@ incomplete check is never a pass: the verdict is then incomplete, shown and coun
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, ConstructRan, RegionsRan,
                      RunResult, Verdict)
-from . import regex
+from . import loops, regex
 from .directives import code_text, has_directives
 from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
 
@@ -40,6 +40,10 @@ class Evidence:
     # The compute constructs the run executed (OpenACC profiling, profile/regions.py); None:
     # not counted (no run, not an OpenACC build).
     regions: RegionsRan | None = None
+    # solution_output came from the course's references (a students' copy): solution_problem
+    # is then why there is none for these arguments.
+    from_reference: bool = False
+    target: str | None = None  # where the build runs its regions (Toolchain.target), when known
 
     @property
     def code(self) -> str:
@@ -120,8 +124,8 @@ def _numbers(pattern: str, text: str) -> list[str]:
 def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None and spec.pattern is not None
     if ev.solution_output is None:
-        return CheckResult(spec.label, "incomplete", "", "",
-                           f"the solution could not be run: {ev.solution_problem or 'unknown reason'}")
+        return CheckResult(spec.label, "incomplete", "", "", ev.solution_problem if ev.from_reference
+                           else f"the solution could not be run: {ev.solution_problem or 'unknown reason'}")
     want = _numbers(spec.pattern, ev.solution_output)
     got = _numbers(spec.pattern, ev.run.proc.output)
     if not want:
@@ -202,6 +206,40 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     return CheckResult(spec.label, "fail", expected, str(ran.distinct),
                        f"{ran.distinct} of {want} compute regions ran (ran: {which})"
                        + _never_called(ev.acc))
+
+
+def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    """The loop around the statement spec.pattern names, in a compute construct that ran: the
+    constructs' lines come from the regions the run executed, their extents from the source."""
+    assert spec.pattern is not None
+    code = code_text(ev.source_text, ev.language)
+    expected = "in a compute region that ran"
+    statement = loops.statement_line(code, spec.pattern)
+    if statement is None:
+        return CheckResult(spec.label, "incomplete", expected, "not found",
+                           f"{spec.label} was not found in the source (no line matches "
+                           f"{spec.pattern!r})")
+    line = loops.enclosing_loop(code, statement, ev.language) or statement
+    where = f"{spec.label} (line {line})"
+    ran = ev.regions
+    if ran is None or not ran.counted:
+        return CheckResult(spec.label, "incomplete", expected, "",
+                           ran.why if ran is not None else "the regions that ran were not "
+                           "counted (only a checked OpenACC run counts them)")
+    for construct in ran.constructs:
+        extent = loops.construct_extent(code, construct.line, ev.language) \
+            if construct.line is not None else None
+        if extent is not None and extent[0] <= statement <= extent[1]:
+            return CheckResult(spec.label, "pass", expected, f"region at line {extent[0]}",
+                               f"{where} ran in the compute region at line {extent[0]}")
+    for directive in loops.compute_constructs(code, ev.language):
+        extent = loops.construct_extent(code, directive, ev.language)
+        if extent is not None and extent[0] <= statement <= extent[1]:
+            return CheckResult(spec.label, "fail", expected, "region never ran",
+                               f"{where} is in a compute region (line {directive}) that never "
+                               "ran: is the code that holds it called?")
+    return CheckResult(spec.label, "fail", expected, "host",
+                       f"{where} runs on the host: put it in a compute region")
 
 
 def _construct(c: ConstructRan) -> str:
@@ -308,18 +346,31 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image", "regions_ran")
+_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image", "regions_ran",
+              "loop_on_device")
 _EVALUATORS = {
     "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
     "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
     "image": _image, "uses_openmp": _uses_openmp, "regions_ran": _regions_ran,
+    "loop_on_device": _loop_on_device,
 }
 OPENACC_BUILD = "OpenACC build"
+# How INCOMPLETE reads where the run was built for the host and every other check passed
+# (Verdict.passed_here): the verdict, the course check and the grade report say it alike.
+PASSED_HERE = "PASS here; on a GPU also: {checks}"
+GPU_ONLY = "needs a GPU: this run was built for the host"
 RAN_METHOD = "counted as they ran, OpenACC profiling interface"
+
+
+def passed_here(gpu_checks: Sequence[CheckResult]) -> str:
+    return PASSED_HERE.format(checks=", ".join(dict.fromkeys(c.name for c in gpu_checks)))
 
 
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if spec.kind in TRACE_KINDS:
+        if ev.trace_values is None and ev.target not in (None, "gpu"):
+            # Built for the host: only a GPU can say; the verdict names it ("PASS here").
+            return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
         if ev.trace_values is None:
             return CheckResult(spec.label, "incomplete", "", "",
                                "needs a GPU trace: --profile, on a GPU")

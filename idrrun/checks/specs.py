@@ -20,7 +20,7 @@ from . import regex
 
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
-               "image", "uses_openmp", "regions_ran")
+               "image", "uses_openmp", "regions_ran", "loop_on_device")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
 # idrrun's own course: in the wheel as idrrun/course/{examples,notebooks}, the students' copy
@@ -330,6 +330,7 @@ _KIND_FIELDS: dict[str, Callable[[_Table], dict[str, Any]]] = {
     "source": lambda t: {"regex": t.pattern("regex")},
     "queues": lambda t: {"minimum": int(t.number("min", 1) or 1)},
     "regions_ran": _regions_fields,
+    "loop_on_device": lambda t: {"pattern": t.pattern("pattern")},
     "data_moved": _data_moved_fields,
     "gpu_busy": _gpu_busy_fields,
     "image": _image_fields,

@@ -12,17 +12,19 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import draw, specs
+from ..checks import draw, reference, specs
 from ..checks.specs import Exercise
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
 from ..grading import course, report
 from ..grading.report import GradeRow
+from ..model import CheckResult
 from ..model import Settings
-from ..request import config
+from ..request import config, options
 from ..toolchains import registry
-from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
+from .common import CONFIG_HELP, Parser, check_dict, console as _console, jobs as _jobs, print_json
+from .common import row_dict
 from .common import unread_config
 from .common import with_progress as _with_progress
 
@@ -49,6 +51,29 @@ def parser() -> argparse.ArgumentParser:
     chk.add_argument("--seed", metavar="TEXT",
                      help="the seed of the hidden argument sets drawn from the specs' ranges, as "
                           "`idrrun grade --seed` (default: the grader's, as there)")
+    refs = sub.add_parser("references", help="the solutions' outputs, kept for the students' course",
+                          description="Run every solution with the exercise's public arguments and "
+                                      "keep what it prints (and the pictures its image checks "
+                                      "compare) in examples/reference/NAME/: a students' course, "
+                                      "which has no solutions, compares with them. Nothing is kept "
+                                      "for hidden argument sets.")
+    refs.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N",
+                      help="solutions built and run at once (default 2)")
+    refs.add_argument("--language", "-l", choices=("c", "fortran"), action="append",
+                      help="only this language (repeat for several; default: all)")
+    refs.add_argument("--exercise", action="append", metavar="NAME",
+                      help="only this exercise (repeat for several; default: all)")
+    refs.add_argument("-c", "--compiler", choices=registry.names(),
+                      help="compiler family (default: from config, else detected)")
+    refs.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+    refs.add_argument("--gpu", action="store_true",
+                      help="also the GPU arguments where the solutions run on the host (long: "
+                           "each run within --gpu-timeout); on a GPU they are always made")
+    refs.add_argument("--host-only", action="store_true",
+                      help="only the host arguments, even on a GPU")
+    refs.add_argument("--gpu-timeout", type=options.seconds, metavar="S",
+                      help="seconds a GPU-size run may take on a host (default: the exercise's "
+                           "timeout); one that takes longer is recorded as missing, with why")
     strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells",
                            description="Copy notebooks without the cells tagged 'solution' and "
                                        "without outputs, into a new folder (all or nothing).")
@@ -75,7 +100,36 @@ def main(tokens: Sequence[str]) -> int:
         return _strip(args.notebooks, args.out)
     if args.action == "init":
         return _init(args.dest, args.students, args.source)
+    if args.action == "references":
+        return _references(args)
     return _check(args)
+
+
+def _references(args: argparse.Namespace) -> int:
+    workdir = Path.cwd()
+    settings = config.load(workdir, project=args.config if args.config is not None else False)
+    folder = specs.exercises_folder_or_fail(settings, workdir)
+    exercises = _chosen(specs.all_exercises(folder), args.exercise, settings, None)
+    probe = toolchains.probe(settings, args.compiler)
+    on_gpu = bool(probe.gpus)
+    targets = ("host",) if args.host_only else ("host", "gpu") if args.gpu or on_gpu else ("host",)
+    console = _console()
+    console.print(f"course references: {folder / reference.FOLDER}, {probe.family} family, "
+                  f"{'GPU: ' + probe.gpus[0].name if on_gpu else 'host (no GPU)'}; arguments: "
+                  f"{' and '.join(targets)}", markup=False)
+    rows = course.make_references(exercises, args.language, settings, probe, args.jobs, targets,
+                                  args.gpu_timeout,
+                                  lambda row: console.print(neutralise(
+                                      f"{row.exercise} {row.language} {row.target}: "
+                                      f"{row.made or row.missing}"), markup=False))
+    table = Table(title="course references")
+    for col in ("exercise", "language", "arguments", "reference"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r.exercise, r.language, f"{r.target}: {' '.join(r.args)}",
+                      Text(r.made, style="green") if r.made else Text(r.missing, style="yellow"))
+    console.print(table)
+    return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -107,7 +161,8 @@ def _check(args: argparse.Namespace) -> int:
             "failed": len(bad),
             "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
                       "incomplete": r.incomplete, "solution": row_dict(r.solution),
-                      "start": row_dict(r.start)} for r in rows],
+                      "start": row_dict(r.start),
+                      "reference": [check_dict(c) for c in r.reference]} for r in rows],
         })
     else:
         _table(console, rows)
@@ -131,14 +186,15 @@ def _chosen(exercises: list[Exercise], names: Sequence[str] | None, settings: Se
 
 def _table(console: Console, rows: Sequence[course.CourseRow]) -> None:
     table = Table(title="course check")
-    for col in ("exercise", "language", "solution", "start file", "solution s", "start s", "ok"):
+    for col in ("exercise", "language", "solution", "start file", "reference", "solution s",
+                "start s", "ok"):
         table.add_column(col)
     for r in rows:
         ok = Text("yes", style="green") if r.ok and not r.incomplete else \
             Text("yes, here", style="yellow") if r.ok else Text("NO", style="red")
         table.add_row(r.exercise, r.language, Text(_solution_cell(r.solution)),
-                      Text(_start_cell(r.start)), f"{r.solution.run_seconds:.2f}",
-                      f"{r.start.run_seconds:.2f}", ok)
+                      Text(_start_cell(r.start)), Text(_reference_cell(r.reference)),
+                      f"{r.solution.run_seconds:.2f}", f"{r.start.run_seconds:.2f}", ok)
     console.print(table)
     bad = sum(not r.ok for r in rows)
     console.print(f"{len(rows) - bad} passed ({sum(r.incomplete for r in rows)} of them "
@@ -146,7 +202,19 @@ def _table(console: Console, rows: Sequence[course.CourseRow]) -> None:
                   f"e.g. GPU traces), {bad} failed", markup=False)
 
 
+def _reference_cell(checks: Sequence[CheckResult]) -> str:
+    """How the solution's output here compares with its reference (- when it needs none)."""
+    if not checks:
+        return "-"
+    wrong = [c for c in checks if c.status != "pass"]
+    if not wrong:
+        return "matches"
+    return "; ".join(f"{c.status}: {c.name}: {c.reason}" for c in wrong)
+
+
 def _solution_cell(row: GradeRow) -> str:
+    if row.passed_here:
+        return row.reasons
     if row.status == "incomplete":
         missing = [c.name for c in row.checks if c.status == "incomplete"]
         return f"incomplete: {', '.join(missing)} not evaluated here"

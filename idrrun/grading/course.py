@@ -4,6 +4,7 @@ the whole course (`idrrun course init`, for teachers or for students)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -18,12 +19,15 @@ import tomlkit
 from tomlkit.container import Container
 from tomlkit.items import Comment, Whitespace
 
-from ..checks import specs
+from ..checking import SolutionRun, solution_output
+from ..checks import kinds, reference, specs
 from ..checks.specs import Exercise
-from ..errors import UsageError
-from ..model import FailureKind, Probe, Settings
-from ..request import notebook
+from ..errors import IdrrunError, UsageError
+from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunRequest, RunResult,
+                     Settings, Toolchain)
+from ..request import notebook, resolve
 from ..request import source as source_mod
+from ..request.options import Options
 from .classroom import grade_one
 from .discover import Submission
 from .report import GradeRow
@@ -45,18 +49,24 @@ class CourseRow:
     language: str
     solution: GradeRow
     start: GradeRow
+    # The solution's output held to its reference (the students' course compares with it):
+    # the exercise's checks that compare with the solution, on the solution's run here.
+    reference: tuple[CheckResult, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """The solution passes (or could not be judged fully here), the start file builds and
-        fails."""
+        """The solution passes (or could not be judged fully here) and still prints what its
+        reference says, the start file builds and fails."""
         return (self.solution.status in ("pass", "incomplete") and self.start.status == "fail"
-                and self.start.failure not in _COMPILE_FAILURES)
+                and self.start.failure not in _COMPILE_FAILURES
+                and not any(c.status == "fail" for c in self.reference))
 
     @property
     def incomplete(self) -> bool:
-        """OK as far as this machine can tell: some of the solution's checks need a GPU."""
-        return self.ok and self.solution.status == "incomplete"
+        """OK as far as this machine can tell: some of the solution's checks need a GPU, or its
+        reference for these arguments is missing."""
+        return self.ok and (self.solution.status == "incomplete"
+                            or any(c.status == "incomplete" for c in self.reference))
 
 
 def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None, settings: Settings,
@@ -86,8 +96,176 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
     rows: list[CourseRow] = []
     for i in range(0, len(subs), 2):
         ex, language = subs[i][0], subs[i][1]
-        rows.append(CourseRow(ex.name, language, solution=results[i], start=results[i + 1]))
+        rows.append(CourseRow(ex.name, language, solution=results[i], start=results[i + 1],
+                              reference=reference_checks(ex, language, settings, probe)))
     return rows
+
+
+# ---------------------------------------------------------------------------------------
+# Reference values: the solutions' outputs for the public arguments (checks/reference.py)
+
+# A reference for the GPU arguments made on a host: each run may take this many times the
+# exercise's timeout (a GPU-size run on one core is long), unless --gpu-timeout says.
+GPU_ON_HOST_FACTOR = 1.0
+# The course (and the wheel) carries no picture larger than this: its image check is then
+# incomplete for those arguments.
+MAX_REFERENCE_FILE = 4 << 20
+REFERENCE_NOTE = ("The solutions' outputs for the exercise's public arguments (idrrun course",
+                  "references): a students' course, which has no solutions, compares with them.")
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    """What `idrrun course references` did for one exercise, language and argument set."""
+
+    exercise: str
+    language: str
+    target: str  # "host" or "gpu"
+    args: tuple[str, ...]
+    made: str = ""  # how it was made, when it was
+    missing: str = ""  # why it was not
+    seconds: float = 0.0
+
+
+def _solution_request(exercise: Exercise, language: str, settings: Settings,
+                      probe: Probe) -> tuple[RunRequest, Toolchain]:
+    """The solution's request as a student's check would compare with it (OpenACC or OpenMP
+    as the exercise asks), run where solution_output runs it (a scratch folder)."""
+    pair = exercise.sources[language]
+    assert pair.solution is not None
+    src = source_mod.from_file(pair.solution, language, str(pair.solution))  # type: ignore[arg-type]
+    model = Options(acc=True) if exercise.model == "openacc" else Options()
+    return resolve.resolve(model, src, pair.solution.parent, settings, probe, exercise)
+
+
+def _made(toolchain: Toolchain) -> str:
+    return f"{toolchain.compiler.version}, built for the {toolchain.target}"
+
+
+def make_reference(exercise: Exercise, language: str, target: str, settings: Settings,
+                   probe: Probe, gpu_timeout: float | None = None) -> tuple[ReferenceRow, SolutionRun | None]:
+    """The solution run with the target's public arguments (a GPU-size run on a host within
+    gpu_timeout seconds); the row says how, or why not."""
+    args = reference.target_args(exercise)[target]
+    try:
+        request, toolchain = _solution_request(exercise, language, settings, probe)
+    except IdrrunError as exc:
+        return ReferenceRow(exercise.name, language, target, args, missing=str(exc)), None
+    request = resolve.with_args(request, args)
+    if target == "gpu" and toolchain.target != "gpu":
+        limit = gpu_timeout if gpu_timeout is not None else exercise.timeout * GPU_ON_HOST_FACTOR
+        request = dataclasses.replace(request, timeout=limit)
+    run = solution_output(request, toolchain, exercise, probe, settings)
+    if run.output is None:
+        where = "on a host without a GPU" if toolchain.target != "gpu" else "here"
+        return ReferenceRow(exercise.name, language, target, args,
+                            missing=f"not made {where}: {run.problem}"), None
+    return ReferenceRow(exercise.name, language, target, args, made=_made(toolchain)), run
+
+
+def write_references(exercise: Exercise, made: Sequence[tuple[ReferenceRow, SolutionRun | None]]) -> Path:
+    """The exercise's reference folder from what make_reference returned: every entry given
+    replaced (an entry not made keeps the one already there, when it was made for the same
+    arguments: a host without a GPU does not forget what a GPU made)."""
+    base = reference.folder(exercise)
+    base.mkdir(parents=True, exist_ok=True)
+    index = reference.read_index(exercise) or {}
+    for row, run in made:
+        old = index.get(row.language, {}).get(row.target)
+        kept = isinstance(old, dict) and "missing" not in old and \
+            tuple(str(a) for a in old.get("args", ())) == row.args
+        if run is None and kept:
+            continue
+        entry: dict[str, object] = {"args": list(row.args)}
+        folder = reference.entry_folder(exercise, row.language, row.target)
+        shutil.rmtree(folder, ignore_errors=True)
+        if run is None or run.output is None:
+            entry["missing"] = row.missing
+        else:
+            entry["made"] = row.made
+            folder.mkdir(parents=True)
+            (folder / reference.OUTPUT).write_text(run.output, encoding="utf-8")
+            left_out = []
+            for name in exercise.solution_files:
+                picture = run.files / name if run.files is not None else None
+                if picture is None or not picture.is_file():
+                    continue
+                if picture.stat().st_size > MAX_REFERENCE_FILE:
+                    left_out.append(f"{name} ({picture.stat().st_size / 1e6:.1f} MB: larger than "
+                                    f"the {MAX_REFERENCE_FILE >> 20} MiB a reference keeps)")
+                else:
+                    shutil.copyfile(picture, folder / name)
+            if left_out:
+                entry["left_out"] = left_out
+        index.setdefault(row.language, {})[row.target] = entry
+    doc = tomlkit.document()
+    for line in REFERENCE_NOTE:
+        doc.add(tomlkit.comment(line))
+    for language in sorted(index):
+        table = tomlkit.table(is_super_table=True)
+        for target in reference.TARGETS:
+            if target in index[language]:
+                table.add(target, index[language][target])
+        doc.add(language, table)
+    (base / reference.INDEX).write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return base
+
+
+def make_references(exercises: Sequence[Exercise], languages: Sequence[str] | None,
+                    settings: Settings, probe: Probe, jobs: int, targets: Sequence[str],
+                    gpu_timeout: float | None = None,
+                    on_done: Callable[[ReferenceRow], None] | None = None) -> list[ReferenceRow]:
+    """Every exercise that compares with its solution: the solution run with each of the
+    targets' public arguments, its output (and pictures) written as the exercise's references."""
+    work = [(ex, language, target) for ex in exercises if ex.needs_solution
+            for language, pair in ex.sources.items()
+            if pair.solution is not None and (not languages or language in languages)
+            for target in reference.target_args(ex) if target in targets]
+    done: dict[int, tuple[ReferenceRow, SolutionRun | None]] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(make_reference, ex, language, target, settings, probe,
+                               gpu_timeout): i for i, (ex, language, target) in enumerate(work)}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            if on_done is not None:
+                on_done(done[futures[future]][0])
+    for ex in exercises:
+        mine = [done[i] for i, w in enumerate(work) if w[0] is ex]
+        if mine:
+            write_references(ex, mine)
+    return [done[i][0] for i in range(len(work))]
+
+
+def reference_checks(exercise: Exercise, language: str, settings: Settings,
+                     probe: Probe) -> tuple[CheckResult, ...]:
+    """The exercise's checks that compare with the solution, evaluated on the solution's own run
+    here against its reference for the same arguments: a solution that no longer prints what
+    its reference says fails them (make the references again)."""
+    if not exercise.needs_solution or exercise.sources[language].solution is None:
+        return ()
+    try:
+        request, toolchain = _solution_request(exercise, language, settings, probe)
+    except IdrrunError as exc:
+        return (CheckResult("reference", "fail", reason=str(exc)),)
+    ref = reference.lookup(exercise, language, request.program_args)
+    if ref is None:
+        return (CheckResult("reference", "fail", "reference values", "none", NO_REFERENCE),)
+    ran = solution_output(request, toolchain, exercise, probe, settings)
+    if ran.output is None:
+        return (CheckResult("reference", "incomplete",
+                            reason=f"the solution did not run: {ran.problem}"),)
+    built = BuildResult(ok=True, command=(), proc=None, output="", cached=True, key="",
+                        build_dir=None)
+    run = RunResult(("solution",), ProcResult(("solution",), 0, output=ran.output))
+    evidence = kinds.Evidence(source_text="", language=language, build=built, run=run, acc=None,
+                              solution_output=ref.output, solution_problem=ref.problem,
+                              from_reference=True, run_dir=ran.files, solution_dir=ref.folder)
+    return tuple(dataclasses.replace(kinds.evaluate_one(c, evidence), name=f"{c.label} (reference)")
+                 for c in exercise.checks if c.kind in ("matches_solution", "image"))
+
+
+NO_REFERENCE = ("no reference values: run `idrrun course references` (the students' course "
+                "compares with them)")
 
 
 # ---------------------------------------------------------------------------------------

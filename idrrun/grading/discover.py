@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -49,6 +50,9 @@ class Submission:
     problem: str = ""  # why source is None
     options: Options = Options()  # a notebook's magic line (the grader's policy keeps what it allows)
     chosen: Path | None = None  # in a folder handed in, the file that is graded
+    # sha256 of what was handed in (the file's bytes; a folder's files, names and bytes): a
+    # resumed grading keeps a row only for the same content (report.resume).
+    digest: str = ""
 
 
 def notebook_cell(nb: dict[str, Any], name: str, exercise: str) -> tuple[Options, str]:
@@ -112,7 +116,21 @@ def _read(dirfd: int, rel: str, path: Path, student: str, exercise: Exercise,
         return Submission(student, path, None, f"refused: {path.name}: {taken.why} (a submission "
                                                f"is a regular file of at most "
                                                f"{MAX_SOURCE_BYTES >> 20} MiB)")
-    return _parse(taken.data, path, student, exercise, language)
+    return dataclasses.replace(_parse(taken.data, path, student, exercise, language),
+                               digest=hashlib.sha256(taken.data).hexdigest())
+
+
+def _folder_digest(dirfd: int, files: Sequence[str], cap: int) -> str:
+    """sha256 of a handed-in folder's files, names and bytes, read as its copy will be; "" when
+    one cannot be read (the row is then graded again whenever it is resumed)."""
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        taken = boundary.take(dirfd, rel, cap)
+        if taken.data is None:
+            return ""
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(hashlib.sha256(taken.data).digest())
+    return digest.hexdigest()
 
 
 def _is_candidate(rel: str, language: Language | None) -> bool:
@@ -187,7 +205,8 @@ def _discover_one(path: Path, exercise: Exercise, language: Language | None,
         if choice is None:
             return Submission(path.name, path, None, "no source file or notebook in the folder")
         sub = _read(top, choice, path / choice, path.name, exercise, language)
-        return dataclasses.replace(sub, path=path, chosen=path / choice)
+        return dataclasses.replace(sub, path=path, chosen=path / choice,
+                                   digest=_folder_digest(top, files, budget.size))
     finally:
         os.close(top)
 

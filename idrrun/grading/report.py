@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..checks.kinds import passed_here
 from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
@@ -27,10 +28,40 @@ from ..files import temp_beside
 from ..model import CheckResult, FailureKind, Settings
 from ..pipeline import Outcome
 from ..run import boundary
+from ..version import __version__
 from .discover import Submission
 
 
 GradeStatus = Literal["pass", "fail", "incomplete", "error"]
+
+
+@dataclass(frozen=True)
+class ContentKey:
+    """What a row's verdict depends on, the key a resumed grading keeps rows by: the content of
+    what was handed in (Submission.digest), of the exercise (its spec, solutions and data files:
+    exercise_digest) and idrrun's version; never the student's name or path."""
+
+    submission: str
+    exercise: str
+    idrrun: str
+
+
+def exercise_digest(exercise: Exercise) -> str:
+    """sha256 of the exercise as a grading uses it: its spec, its solutions, its data files."""
+    digest = hashlib.sha256()
+    paths = [exercise.path, *(p.solution for p in exercise.sources.values()
+                              if p.solution is not None), *exercise.files]
+    for path in paths:
+        digest.update(path.name.encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            digest.update(b"unreadable")
+    return digest.hexdigest()
+
+
+def content_key(sub: Submission, exercise: Exercise) -> ContentKey:
+    return ContentKey(sub.digest, exercise_digest(exercise), __version__)
 
 
 @dataclass(frozen=True)
@@ -54,12 +85,15 @@ class GradeRow:
     # The hidden argument sets its checks ran with (drawn ones included): for the instructor's
     # report (JSON, state), never for a student's feedback.
     hidden_args: tuple[tuple[str, ...], ...] = ()
+    content: ContentKey | None = None  # what the verdict was made of (resume keeps rows by it)
 
     @property
     def reasons(self) -> str:
         """One line for the report: the failure, then each failed check with its reason."""
         if self.status == "error":
             return self.error
+        if self.passed_here:
+            return passed_here([c for c in self.checks if c.status == "incomplete"])
         parts = []
         if self.failure is not None and self.failure is not FailureKind.CHECK:
             parts.append(f"{self.failure.step} failed: {self.failure_what}")
@@ -67,6 +101,12 @@ class GradeRow:
         parts += [f"{c.name}: not evaluated ({c.reason})" for c in self.checks
                   if c.status == "incomplete"]
         return "; ".join(parts)
+
+    @property
+    def passed_here(self) -> bool:
+        """Incomplete only for checks that need a GPU (Verdict.passed_here)."""
+        left = [c for c in self.checks if c.status == "incomplete"]
+        return self.status == "incomplete" and bool(left) and all(c.gpu_only for c in left)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -80,29 +120,57 @@ class GradeRow:
 
 def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
            key: bytes) -> tuple[dict[str, GradeRow], list[str]]:
-    """The rows an earlier grading with this report left that are kept (load_report), and what
-    to say of them. A row graded with other hidden sets (another seed, another spec) is graded
-    again: one class, one set of hidden cases; a row that could not be graded ran none."""
+    """The rows an earlier grading with this report left that are kept, by the submission each
+    now stands for (resumed), and what to say of them. A row is kept for a submission of the
+    same content, graded with the same exercise (spec, solutions, data), idrrun version and
+    hidden argument sets (one class, one set of hidden cases): a changed file is graded again,
+    an unchanged one is kept, whatever its name. A row that could not be graded is never kept
+    (the files may have changed since: one of two removed, a folder trimmed)."""
     already = load_report(path, exercise.name, key)
-    redrawn = [p for p, r in already.items()
-               if r.status != "error" and r.hidden_args != exercise.hidden_args]
-    for gone in redrawn:
-        del already[gone]
+    by_content = {row.content: row for row in already.values()
+                  if row.status != "error" and row.content is not None
+                  and row.hidden_args == exercise.hidden_args}
+    kept: dict[str, GradeRow] = {}
+    again: collections.Counter[str] = collections.Counter()
+    for sub in subs:
+        if sub.source is None:
+            continue
+        now = content_key(sub, exercise)
+        row = by_content.get(now) if sub.digest else None
+        if row is not None:
+            kept[str(sub.path)] = dataclasses.replace(row, student=sub.student,
+                                                      submission=str(sub.path))
+        elif str(sub.path) in already:
+            again[_why_again(already[str(sub.path)], now, exercise)] += 1
     said = []
-    kept = sum(resumed(s, already) is not None for s in subs)
     if kept:
-        said.append(f"resuming: {kept} rows kept from {path} (--fresh grades them again)")
-    if redrawn:
-        said.append(f"{len(redrawn)} rows of {path} graded again: their hidden argument sets "
-                    "were others (another seed or spec)")
-    return already, said
+        said.append(f"resuming: {len(kept)} rows kept from {path} (the same submission, exercise "
+                    "and idrrun as when they were graded; --fresh grades them again)")
+    if again:
+        said.append(f"{sum(again.values())} rows of {path} graded again: " +
+                    ", ".join(f"{n} {why}" for why, n in sorted(again.items())))
+    return kept, said
+
+
+def _why_again(old: GradeRow, now: ContentKey, exercise: Exercise) -> str:
+    """Why the row an earlier grading left for this path is not kept, in words."""
+    if old.status == "error":
+        return "could not be graded before"
+    if old.content is None:
+        return "were graded before rows kept their content (no key)"
+    if old.content.submission != now.submission:
+        return "changed submission(s)"
+    if old.content.exercise != now.exercise:
+        return "graded with another exercise spec, solution or data"
+    if old.content.idrrun != now.idrrun:
+        return f"graded by idrrun {old.content.idrrun}"
+    return "graded with other hidden argument sets (another seed or spec)"
 
 
 def resumed(sub: Submission, already: dict[str, GradeRow] | None) -> GradeRow | None:
-    """The row an earlier grading left for `sub`, when it is kept: not for a submission that
-    cannot be read now (alice.ipynb came beside the alice.c graded before), and not when that
-    row said it could not be graded (the files may have changed since: one of two removed, a
-    folder trimmed; such a row costs little to make again)."""
+    """The row kept for `sub` (resume), when there is one: not for a submission that cannot be
+    read now (alice.ipynb came beside the alice.c graded before), nor a row that said it could
+    not be graded."""
     row = already.get(str(sub.path)) if already and sub.source is not None else None
     return row if row is not None and row.status != "error" else None
 
@@ -128,7 +196,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         checks=outcome.verdict.checks if outcome.verdict is not None else (),
         node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
         build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
-        hidden_args=exercise.hidden_args,
+        hidden_args=exercise.hidden_args, content=content_key(sub, exercise),
     )
 
 
@@ -139,7 +207,14 @@ def _check_from(record: Any) -> CheckResult:
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
                        str(record.get("reason", "")), int(record.get("hidden") or 0),
-                       str(record.get("kind") or ""))
+                       str(record.get("kind") or ""), bool(record.get("gpu_only", False)))
+
+
+def _content_from(record: Any) -> ContentKey | None:
+    """A row's content key as the state keeps it; None for rows of older states."""
+    if not isinstance(record, dict):
+        return None
+    return ContentKey(str(record["submission"]), str(record["exercise"]), str(record["idrrun"]))
 
 
 def state_path(report: Path) -> Path:
@@ -201,7 +276,9 @@ def _record(row: GradeRow) -> dict[str, Any]:
     return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
                             "failure_what": row.failure_what,
                             "checks": [dataclasses.asdict(c) for c in row.checks],
-                            "hidden_args": [list(args) for args in row.hidden_args]}
+                            "hidden_args": [list(args) for args in row.hidden_args],
+                            "content": dataclasses.asdict(row.content)
+                            if row.content is not None else None}
 
 
 def _mac(record: dict[str, Any], key: bytes) -> str:
@@ -243,6 +320,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 # Absent from states written before rows had nodes: those resume too.
                 node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
                 hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
+                content=_content_from(rec.get("content")),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
