@@ -247,8 +247,9 @@ class Probe:
     compilers: tuple[CompilerInfo, ...]
     gpus: tuple[GpuInfo, ...]
     offload: bool  # the family's compilers can build GPU code here (gcc: nvptx offloading installed)
-    # The GPU targets (sm_XY as XY) the family can build for here; () when it does not say.
-    offload_targets: tuple[int, ...] = ()
+    # The GPU targets (sm_XY as XY) the family can build for here: None when it does not say,
+    # () when none (gcc: this machine's ptxas accepts none of the targets GCC knows).
+    offload_targets: tuple[int, ...] | None = None
     warnings: tuple[str, ...] = ()
     protections: Protections | None = None
 

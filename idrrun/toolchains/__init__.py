@@ -39,13 +39,13 @@ def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     c_command = compiler_command(family, "c", settings)
 
     def ask() -> tuple[tuple[CompilerInfo, ...], tuple[GpuInfo, ...], str | None, bool,
-                       tuple[int, ...]]:
+                       tuple[int, ...] | None]:
         compilers = tuple(probe_compiler(c) for c in commands)
         gpus, warning = probe_gpus()
         c_info = next((c for c in compilers if c.command == c_command), None) or \
             probe_compiler(c_command)
         offload = family.can_offload(c_info)
-        return compilers, gpus, warning, offload, family.offload_targets(c_info) if offload else ()
+        return compilers, gpus, warning, offload, family.offload_targets(c_info) if offload else None
 
     digest = probecache.key(name, commands, settings)
     compilers, gpus, warning, offload, targets = probecache.remembered(settings.cache_dir, digest, ask)

@@ -96,8 +96,9 @@ class Family(Protocol):
         """Whether the family's C compiler can build GPU code on this machine (probed once)."""
         ...
 
-    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
-        """The GPU targets (sm_XY as XY) it can build for here (probed once); () if unknown."""
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
+        """The GPU targets (sm_XY as XY) it can build for here (probed once); None if it cannot
+        say, () when it can build for none."""
         ...
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
@@ -165,8 +166,8 @@ class CommandFamily:
     def link_flags(self, language: Language) -> tuple[str, ...]:
         return self.flags_link.get(language, ())
 
-    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
-        return ()
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
+        return None
 
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                settings: Settings, acc_target: Target) -> AccDecision:

@@ -155,10 +155,29 @@ def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str) -> str | N
     return None
 
 
+def _available(probe: Probe, major: int) -> tuple[int, ...]:
+    """The targets this machine can build: the probe's (GCC's that its ptxas accepts, maybe
+    none), else, when the probe did not say, GCC's own."""
+    return gcc_isas(major) if probe.offload_targets is None else probe.offload_targets
+
+
+def _choose_isa(wanted: int, available: Sequence[int], gpu: GpuInfo | None) -> int | None:
+    """best_isa, but never newer than the GPU here when an older target can be built: a
+    program built for a newer target than its GPU cannot run on it."""
+    isa = best_isa(wanted, available)
+    if isa is not None and gpu is not None and isa > gpu.sm:
+        runnable = [t for t in available if t <= gpu.sm]
+        return max(runnable) if runnable else isa
+    return isa
+
+
 def _target_notes(wanted: int, isa: int, major: int, shown: str, gpu: GpuInfo | None) -> list[str]:
     """What to say when the target built differs from the one asked, or no GPU is here."""
     notes = []
-    if isa < wanted:
+    if gpu is not None and isa < wanted and wanted > gpu.sm:
+        notes.append(f"sm_{wanted} asked, newer than the GPU here ({gpu.name}, sm_{gpu.sm}): "
+                     f"building for sm_{isa}, which it can run")
+    elif isa < wanted:
         notes.append(
             f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best ({shown}): building "
             f"for sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
@@ -173,22 +192,27 @@ def _target_notes(wanted: int, isa: int, major: int, shown: str, gpu: GpuInfo | 
     return notes
 
 
+def _wanted(requested: int | None, probe: Probe) -> int:
+    """The target asked for: the line's, else the GPU's own, else sm_80."""
+    return requested if requested is not None else (probe.gpus[0].sm if probe.gpus else 80)
+
+
 def _gpu_target(requested: int | None, probe: Probe, major: int) -> tuple[int, list[str]]:
     """The sm_XY to build for: the one asked, else the GPU's, else sm_80, as near as this GCC
     and ptxas allow; and what to say about it. UsageError when no program built here could
     run on the GPU."""
-    wanted = requested if requested is not None else (probe.gpus[0].sm if probe.gpus else 80)
-    available = probe.offload_targets or gcc_isas(major)
-    isa = best_isa(wanted, available)
+    wanted = _wanted(requested, probe)
+    available = _available(probe, major)
+    gpu = probe.gpus[0] if probe.gpus else None
+    isa = _choose_isa(wanted, available, gpu)
     shown = ", ".join(f"sm_{t}" for t in available)
     if isa is None:
         raise UsageError(f"GCC {major} and this machine's ptxas share no GPU target "
                          f"(GCC: {', '.join(f'sm_{t}' for t in gcc_isas(major))}): build for the "
                          "host (offload = \"host\") or install a CUDA toolkit that accepts one")
-    gpu = probe.gpus[0] if probe.gpus else None
     if gpu is not None and isa > gpu.sm:
         raise UsageError(f"sm_{wanted} asked, and the oldest target this machine can build is "
-                         f"sm_{isa} ({shown}), newer than the GPU here ({gpu.name}, "
+                         f"sm_{min(available)} ({shown}), newer than the GPU here ({gpu.name}, "
                          f"sm_{gpu.sm}): no program built here can run on it")
     return isa, _target_notes(wanted, isa, major, shown, gpu)
 
@@ -220,7 +244,7 @@ class GccFamily(CommandFamily):
     def can_offload(self, c_compiler: CompilerInfo) -> bool:
         return has_offload(c_compiler.path)
 
-    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
         return targets(gcc_major(c_compiler.version), ptxas_isas())
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
