@@ -9,6 +9,7 @@ an executable that could run, and two notebooks building at once never clobber e
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -121,14 +122,35 @@ def object_name(request: RunRequest) -> str:
     return f"{stem if stem and '[' not in stem else 'cell'}.o"
 
 
+# Flags that build for the processor the compiler runs on (-fast on gcc: -march=native): the
+# same cache seen from two nodes of a cluster must not hand one's program to the other.
+_NATIVE = re.compile(r"-m(?:arch|tune|cpu)=native")
+
+
+@functools.cache
+def processor() -> str:
+    """This machine's processor: its model and its instruction sets (/proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo", errors="replace") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return os.uname().machine
+    wanted = ("model name", "flags", "Features", "CPU part")
+    seen = dict(line.split(":", 1) for line in text.splitlines()
+                if ":" in line and line.split(":", 1)[0].strip() in wanted)
+    return "\0".join(f"{k.strip()}={v.strip()}" for k, v in sorted(seen.items()))
+
+
 def build_key(request: RunRequest, toolchain: Toolchain) -> str:
     h = hashlib.sha256()
+    native = any(_NATIVE.fullmatch(f) for f in toolchain.flags)
     for part in (
         padded_text(request.source),
         request.source.suffix,
         toolchain.compiler.path or "",
         toolchain.compiler.version,
         "\0".join(compile_argv(request, toolchain)[1:]),
+        *((processor(),) if native else ()),
     ):
         h.update(part.encode("utf-8", errors="surrogateescape"))
         h.update(b"\0")

@@ -52,6 +52,17 @@ class AccDecision:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Translation:
+    """What a family makes of compiler options written for another family (the IDRIS notebooks'
+    nvc options reaching gcc): the request as it reads them (its own flags in their place, the
+    models and target options they ask for), what goes after the source, what to say."""
+
+    request: RunRequest
+    link_flags: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
 class Family(Protocol):
     """One compiler family (gcc, nvhpc, pgi, ...): register an instance with registry.register."""
 
@@ -99,6 +110,13 @@ class Family(Protocol):
     def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
         """The GPU targets (sm_XY as XY) it can build for here (probed once); None if it cannot
         say, () when it can build for none."""
+        ...
+
+    def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                  settings: Settings) -> Translation:
+        """The request with the options of its line that belong to another family's compilers
+        translated into this family's, with a note for each; UsageError naming those that
+        have no meaning here (they never reach the compiler). Translation(request) for none."""
         ...
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
@@ -168,6 +186,10 @@ class CommandFamily:
 
     def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
         return None
+
+    def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                  settings: Settings) -> Translation:
+        return Translation(request)
 
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                settings: Settings, acc_target: Target) -> AccDecision:
