@@ -281,6 +281,9 @@ class Toolchain:
     link_flags: tuple[str, ...]  # after it
     target: Target
     notes: tuple[str, ...] = ()  # what the student should know: host fallback, ignored accopts
+    # What the header calls it: the family, or the compiler of a language that no family's
+    # model covers (CUDA: nvcc, whichever family is in use).
+    label: str = ""
 
 
 @dataclass(frozen=True)

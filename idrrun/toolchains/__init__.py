@@ -9,6 +9,8 @@ probing the machine once, and turning a request into the Toolchain that builds i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import ToolNotFound
 from ..model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Target, Toolchain
 from ..run import isolation
@@ -119,4 +121,5 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings,
         link_flags=link,
         target=target,
         notes=tuple(notes),
+        label=family.name if language != "cuda" else Path(command).name,
     )

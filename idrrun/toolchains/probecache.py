@@ -24,6 +24,9 @@ from ..files import temp_beside
 from ..model import CompilerInfo, GpuInfo, Settings
 
 MAX_AGE = 24 * 3600.0
+# What an entry holds and how its answers were read: a change (a compiler's version taken from
+# another line of its --version, offload targets that may be None) makes every entry stale.
+FORMAT = "2"
 _DRIVER = ("/proc/driver/nvidia/version", "/sys/module/nvidia/version")
 
 
@@ -41,7 +44,7 @@ def _identity(path: str | None) -> str:
 
 def key(family: str, commands: Iterable[str], settings: Settings) -> str:
     h = hashlib.sha256()
-    parts = [family, os.environ.get("PATH", ""), json.dumps(settings.compilers, sort_keys=True,
+    parts = [FORMAT, family, os.environ.get("PATH", ""), json.dumps(settings.compilers, sort_keys=True,
                                                                default=str)]
     parts += [_identity(shutil.which(c)) for c in sorted(commands)]
     parts += [_identity(shutil.which(tool)) for tool in ("nvidia-smi", "ptxas")]
