@@ -357,6 +357,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                          limits=request.limits, gpu_run=prepared.family.gpu_context(toolchain),
                          box=box, outer=how.launcher if box is not None else ()))
     shown.finish()
+    p = profile.stopped(pplan, p)
     notes.add(p.notes)
     nodes, placed = launch.after(how, p)
     if len(nodes) > 1:
@@ -448,7 +449,8 @@ def execute(
             # its new uid has touched yet.
             pplan = profile.plan(request.profile, staged.cwd / profile_dir if staged.run_folder
                                  else profile.new_run_dir(request.workdir / PROFILE_DIR, label),
-                                 settings.cache_dir, nsys_command=settings.profiler)
+                                 settings.cache_dir, nsys_command=settings.profiler,
+                                 timeout=request.timeout)
         planned = plan_run(request, toolchain, settings, probe, prepared, staged, pplan, notes)
         ran, followed = run_stage(request, toolchain, probe, prepared, staged, planned, reporter,
                                   notes)
