@@ -353,6 +353,18 @@ class ProcResult:
 
 
 @dataclass(frozen=True)
+class StackFrame:
+    """One function's stack frame as its compiler measured it (gcc's -fstack-usage): what tells
+    a stack overflow (3 GB of local arrays in main) from a bad access when a program dies of
+    SIGSEGV."""
+
+    function: str  # as the compiler names it (gfortran's main program: MAIN__)
+    line: int | None  # in the cell or file
+    size: int  # bytes
+    dynamic: bool = False  # it also takes room known only at run time (VLAs, alloca)
+
+
+@dataclass(frozen=True)
 class BuildResult:
     ok: bool
     command: tuple[str, ...]
@@ -368,6 +380,8 @@ class BuildResult:
     # A graded build that read files from outside the submission and the system's folders:
     # what it read ("" when nothing such); the build is then not ok.
     refused: str = ""
+    # The largest stack frames of its functions, largest first, when the compiler said them.
+    frames: tuple[StackFrame, ...] = ()
 
 
 @dataclass(frozen=True)

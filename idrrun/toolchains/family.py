@@ -155,6 +155,11 @@ class Family(Protocol):
         source really included); DependencyList() when the family cannot say."""
         ...
 
+    def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
+        """Compile flags that make the compiler write each function's stack frame size
+        (gcc's -fstack-usage: NAME.su beside the product, build.FRAMES); () when it cannot."""
+        ...
+
     def gpu_context(self, toolchain: Toolchain) -> bool:
         """Whether the program may create a CUDA context (which maps ~13 GiB of address space,
         so no address-space limit may be put on it)."""
@@ -211,6 +216,9 @@ class CommandFamily:
 
     def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
         return DependencyList()
+
+    def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
+        return ()
 
     def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:
         """A doctor line per language (C and Fortran): found, or how to install it. Only the

@@ -63,6 +63,7 @@ DEPENDENCIES = "idrrun-deps.d"
 # as it was; measured on the course's 32 OpenACC solutions (C and Fortran, -O2 with the
 # checked build's dumps, minimum of 5 compiles each): 3.28 s without, 3.31 s with (+0.9 %).
 LINE_TABLES = ("-g1",)
+STACK_USAGE = ("-fstack-usage",)
 _OFFLOAD_TEST = "int main(void){ int x = 0;\n#pragma acc parallel copy(x)\nx = 1;\nreturn !x; }\n"
 
 
@@ -590,6 +591,12 @@ class GccFamily(CommandFamily):
         # builds the same with it.
         cpp = ("-cpp",) if toolchain.language == "fortran" else ()
         return DependencyList((*cpp, "-MD", "-MF", DEPENDENCIES), DEPENDENCIES)
+
+    def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
+        # A file per compiled source, the size of every function's frame: a SIGSEGV in a
+        # program whose main keeps 3 GB of arrays on a 1 GiB stack is a stack overflow, and
+        # the hint says so (pipeline.py). It leaves the code as it was.
+        return STACK_USAGE if toolchain.language in ("c", "c++", "fortran") else ()
 
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
         lines = self.compiler_lines(settings, active)
