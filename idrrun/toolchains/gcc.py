@@ -466,47 +466,60 @@ def _cc_said(cc: str, request: RunRequest, probe: Probe, major: int,
     return shown if isa == asked else f"{shown} (sm_{asked} cannot be built or run here: below)"
 
 
+def _line(request: RunRequest, cuda_roots: Sequence[Path]) -> _Line:
+    words = request.compiler_options
+    acc = request.acc or any(_MODEL_OPTION.fullmatch(w) and w.startswith("-acc") for w in words)
+    models = acc or request.openmp or any(_MODEL_OPTION.fullmatch(w) for w in words)
+    return _Line(acc=acc, models=models, fortran=request.source.language == "fortran",
+                 cuda_roots=tuple(cuda_roots))
+
+
+def _refuse(read: Sequence[tuple[str, _Meaning | None]]) -> None:
+    """UsageError naming every option gcc has no meaning for, with why where it is not plain."""
+    refused = [word if m.refused == NO_EQUIVALENT else f"{word} ({m.refused})"
+               for word, m in read if m is not None and m.refused]
+    if refused:
+        raise UsageError(REFUSED.format(options=", ".join(refused)))
+
+
+def _applied(request: RunRequest, read: Sequence[tuple[str, _Meaning | None]]) -> RunRequest:
+    """The request with gcc's flags in the place of NVIDIA's, and the models and target words
+    they ask for (before the line's own --accopts, which keep the last word)."""
+    flags: list[str] = []
+    words: list[str] = []
+    for word, meaning in read:
+        flags += [word] if meaning is None else meaning.flags
+        words += meaning.accopts if meaning is not None else ()
+    meanings = [m for _, m in read if m is not None]
+    return dataclasses.replace(request, compiler_options=tuple(flags),
+                               accopts=(*words, *request.accopts),
+                               acc=request.acc or any(m.acc for m in meanings),
+                               openmp=request.openmp or any(m.openmp for m in meanings))
+
+
+def _note(word: str, meaning: _Meaning, translated: RunRequest, probe: Probe, major: int,
+          offload_mode: str) -> str:
+    """"OPTION → what became of it; ignored: its sub-options gcc has no use for"."""
+    cc = next((a for a in meaning.accopts if _CC_ITEM.match(a)), None)
+    said = _cc_said(cc, translated, probe, major, offload_mode) if cc is not None else meaning.said
+    ignored = f"ignored: {', '.join(meaning.ignored)} (no gcc equivalent)" if meaning.ignored else ""
+    return f"{word} → {'; '.join(p for p in (said, ignored) if p) or 'nothing'}"
+
+
 def translate_options(request: RunRequest, probe: Probe, gcc_version: str, offload_mode: str,
                       cuda_roots: Sequence[Path]) -> tuple[RunRequest, tuple[str, ...],
                                                             tuple[str, ...]]:
     """(the request with NVIDIA's options of its --options read as gcc's, the libraries to
     link after the source, the notes); UsageError naming those gcc has no meaning for."""
-    words = request.compiler_options
-    acc = request.acc or any(_MODEL_OPTION.fullmatch(w) and w.startswith("-acc") for w in words)
-    line = _Line(acc=acc, models=acc or request.openmp or any(_MODEL_OPTION.fullmatch(w) for w in words),
-                 fortran=request.source.language == "fortran", cuda_roots=tuple(cuda_roots))
-    read = [(word, _read_option(word, line)) for word in words]
-    refused = [word if m.refused == NO_EQUIVALENT else f"{word} ({m.refused})"
-               for word, m in read if m is not None and m.refused]
-    if refused:
-        raise UsageError(REFUSED.format(options=", ".join(refused)))
-    flags: list[str] = []
-    link: list[str] = []
-    accopts = list(request.accopts)
-    for word, meaning in read:
-        if meaning is None:
-            flags.append(word)
-            continue
-        flags += meaning.flags
-        link += meaning.link
-        accopts[:0] = meaning.accopts  # before the line's own: --accopts has the last word
-    translated = dataclasses.replace(
-        request, compiler_options=tuple(flags), accopts=tuple(accopts),
-        acc=request.acc or any(m.acc for _, m in read if m is not None),
-        openmp=request.openmp or any(m.openmp for _, m in read if m is not None))
+    line = _line(request, cuda_roots)
+    read = [(word, _read_option(word, line)) for word in request.compiler_options]
+    _refuse(read)
+    translated = _applied(request, read)
     major = gcc_major(gcc_version)
-    notes = []
-    for word, meaning in read:
-        if meaning is None:
-            continue
-        said = meaning.said
-        cc = next((a for a in meaning.accopts if _CC_ITEM.match(a)), None)
-        if cc is not None:
-            said = _cc_said(cc, translated, probe, major, offload_mode)
-        ignored = f"ignored: {', '.join(meaning.ignored)} (no gcc equivalent)" \
-            if meaning.ignored else ""
-        notes.append(f"{word} → {'; '.join(p for p in (said, ignored) if p) or 'nothing'}")
-    return translated, tuple(link), tuple(notes)
+    link = tuple(flag for _, m in read if m is not None for flag in m.link)
+    notes = tuple(_note(word, m, translated, probe, major, offload_mode)
+                  for word, m in read if m is not None)
+    return translated, link, notes
 
 
 @dataclass(frozen=True)
