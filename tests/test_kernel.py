@@ -179,7 +179,7 @@ def test_usage_error_is_one_line(kernel: Kernel) -> None:
     line = usage_error(kernel.run("%%idrrun --timeout soon\nint main(void){return 0;}\n"))
     assert "expected a number of seconds" in line
     line = usage_error(kernel.run('%%idrrun --clipots "1"\nint main(void){return 0;}\n'))
-    assert line.endswith("unrecognized arguments: --clipots (did you mean --cliopts?)")
+    assert line.endswith("unrecognized arguments: --clipots 1 (did you mean --cliopts?)")
     line = usage_error(kernel.run("%%idrrun -check intro_pi\nint main(void){return 0;}\n"))
     assert line.endswith("-check is not an option (it reads as -c heck): did you mean --check?")
 
