@@ -9,6 +9,7 @@ an executable that could run, and two notebooks building at once never clobber e
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .model import (BuildResult, DependencyList, Preprocessing, ProcResult, Protections, RunRequest,
-                    Source, Toolchain)
+                    Source, StackFrame, Toolchain)
 from .files import temp_beside, write_atomic
 from .run import boundary, isolation, proc, sandbox, tools
 from .run.sandbox import Box
@@ -121,14 +122,35 @@ def object_name(request: RunRequest) -> str:
     return f"{stem if stem and '[' not in stem else 'cell'}.o"
 
 
+# Flags that build for the processor the compiler runs on (-fast on gcc: -march=native): the
+# same cache seen from two nodes of a cluster must not hand one's program to the other.
+_NATIVE = re.compile(r"-m(?:arch|tune|cpu)=native")
+
+
+@functools.cache
+def processor() -> str:
+    """This machine's processor: its model and its instruction sets (/proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo", errors="replace") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return os.uname().machine
+    wanted = ("model name", "flags", "Features", "CPU part")
+    seen = dict(line.split(":", 1) for line in text.splitlines()
+                if ":" in line and line.split(":", 1)[0].strip() in wanted)
+    return "\0".join(f"{k.strip()}={v.strip()}" for k, v in sorted(seen.items()))
+
+
 def build_key(request: RunRequest, toolchain: Toolchain) -> str:
     h = hashlib.sha256()
+    native = any(_NATIVE.fullmatch(f) for f in toolchain.flags)
     for part in (
         padded_text(request.source),
         request.source.suffix,
         toolchain.compiler.path or "",
         toolchain.compiler.version,
         "\0".join(compile_argv(request, toolchain)[1:]),
+        *((processor(),) if native else ()),
     ):
         h.update(part.encode("utf-8", errors="surrogateescape"))
         h.update(b"\0")
@@ -217,6 +239,13 @@ class _Job:
     env: Mapping[str, str] | None
     dependencies: DependencyList
     feedback_files: tuple[str, ...]
+    stack_usage: tuple[str, ...] = ()
+
+    @property
+    def hidden_flags(self) -> tuple[str, ...]:
+        """Added to the compile, not to the command shown nor the key: what the build also
+        leaves for idrrun (the preprocessed source, the frame sizes)."""
+        return (*self.preprocess.compile_flags, *self.stack_usage)
 
     def result(self, proc_result: ProcResult | None, output: str, start: float,
                ok: bool = True, refused: str = "") -> BuildResult:
@@ -230,7 +259,44 @@ class _Job:
             cached=proc_result is None, key=self.key, build_dir=self.final,
             executable=None if request.object_only else self.final / EXECUTABLE,
             object_file=self.final / OBJECT if request.object_only else None,
-            seconds=time.monotonic() - start if proc_result is not None else 0.0)
+            seconds=time.monotonic() - start if proc_result is not None else 0.0,
+            frames=read_frames(self.final, request.source) if self.stack_usage else ())
+
+
+# What -fstack-usage writes (gcc and clang): one NAME.su per compiled source, a line per
+# function: "source.c:12:5:main<TAB>3200000016<TAB>static" (or dynamic, dynamic,bounded).
+FRAMES = "*.su"
+FRAMES_CAP = 4 << 20
+FRAMES_KEPT = 5
+
+
+def parse_frames(text: str, source: Source) -> list[StackFrame]:
+    out = []
+    for line in text.splitlines():
+        parts = line.rsplit("\t", 2)
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        where = parts[0].split(":", 3)
+        if len(where) != 4:
+            continue
+        at = int(where[1]) if where[1].isdigit() else None
+        mine = where[0] == source_file_name(source)
+        out.append(StackFrame(function=where[3], line=at if mine else None, size=int(parts[1]),
+                              dynamic=parts[2].startswith("dynamic")))
+    return out
+
+
+def read_frames(folder: Path, source: Source) -> tuple[StackFrame, ...]:
+    """The largest stack frames the compile measured, largest first (none when it left no
+    FRAMES file: a build cached before they were asked for)."""
+    frames: list[StackFrame] = []
+    for path in sorted(folder.glob(FRAMES)):
+        try:
+            with open(path, errors="replace") as f:
+                frames += parse_frames(f.read(FRAMES_CAP), source)
+        except OSError:
+            continue
+    return tuple(sorted(frames, key=lambda f: (-f.size, f.function))[:FRAMES_KEPT])
 
 
 def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
@@ -238,7 +304,8 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
           uid: int = -1, launcher: tuple[str, ...] = (),
           env: Mapping[str, str] | None = None,
           dependencies: DependencyList = DependencyList(),
-          feedback_files: tuple[str, ...] = ()) -> BuildResult:
+          feedback_files: tuple[str, ...] = (),
+          stack_usage: tuple[str, ...] = ()) -> BuildResult:
     """Compile (or take from the cache) the request's source.
 
     preprocess: how the build also leaves PREPROCESSED (the source as the compiler read it:
@@ -247,13 +314,14 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     launcher, env: run the compiler behind this prefix (a job step: launch.compile_launch),
     with this environment; the command shown and the build's key stay the compiler's own.
     dependencies: how a graded build (request.room) lists the files it read, judged after it;
-    feedback_files: what else it takes out of its folder (the family's feedback files)."""
+    feedback_files: what else it takes out of its folder (the family's feedback files);
+    stack_usage: flags that make the compile measure each function's stack frame (FRAMES)."""
     key = build_key(request, toolchain)
     builds = boundary.own_dir(request.room / "builds", 0o700) if request.room is not None \
         else cache_dir / "builds"
     job = _Job(request, toolchain, cache_dir, compile_argv(request, toolchain), key, builds / key,
                product_name(request), protections, preprocess, uid, launcher, env, dependencies,
-               feedback_files)
+               (*feedback_files, FRAMES) if stack_usage else feedback_files, stack_usage)
     cached = None if request.force else _cached(job)
     if cached is not None:
         return cached
@@ -309,7 +377,7 @@ def _build_here(job: _Job) -> BuildResult:
     try:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
         before = set(os.listdir(work))
-        result = _compile(job, job.argv, work, box, job.preprocess.compile_flags)
+        result = _compile(job, job.argv, work, box, job.hidden_flags)
         output = rename_paths(result.output, request.source)
         ok = result.ok and (work / job.product).is_file()
         if ok and job.preprocess.saved:
@@ -368,7 +436,7 @@ def _build_in_room(job: _Job) -> BuildResult:
     start = time.monotonic()
     try:
         result = _compile(job, compile_argv(request, job.toolchain, include), work, box,
-                          (*job.preprocess.compile_flags, *job.dependencies.flags))
+                          (*job.hidden_flags, *job.dependencies.flags))
         output = rename_paths(result.output, request.source).replace(str(include), ".")
         taken = boundary.fresh(job.final.parent, f".{job.key}.tmp-")
         said = _take_products(job, work, taken, box.hidden if box else ()) if result.ok \

@@ -11,6 +11,8 @@ Exit codes:
          course check: some exercise is not right; doctor: nothing can compile
     2    usage or configuration error: nothing was done
     3    run: the program failed (exit status, signal, limit) or its check did
+    4    run: the check is incomplete (INCOMPLETE): nothing failed, but some check could not
+         be evaluated here (a GPU trace without a GPU, no solution in a students' course)
     124  run: the program timed out
     130  interrupted (Ctrl-C)
     141  the output's reader went away (`idrrun doctor | head`), as a tool killed by SIGPIPE
@@ -22,7 +24,7 @@ import os
 import sys
 from importlib import import_module
 
-from .errors import IdrrunError, UsageError
+from .errors import IdrrunError, UsageError, did_you_mean
 from .version import __version__
 
 # argparse and collections cost 20 ms: `idrrun run` hands its argv to the resident server first
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 EXIT_OK, EXIT_BUILD, EXIT_USAGE, EXIT_RUN, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 124, 130
+EXIT_INCOMPLETE = 4  # run: a check that could not be evaluated, and none failed
 EXIT_FAILED = 1  # grade, course check, doctor: see the module's docstring
 EXIT_BROKEN_PIPE = 141
 # command -> (its module, what it does)
@@ -56,8 +59,8 @@ def parser() -> argparse.ArgumentParser:
         prog="idrrun", description="Compile, run and check OpenACC course code.",
         epilog="Commands: " + "; ".join(f"{name}: {what}" for name, (_, what) in COMMANDS.items())
         + ". 'idrrun COMMAND --help' for details. Exit codes: 0 done, 1 build failed / some "
-          "exercise or submission not right, 2 usage, 3 run failed, 124 timeout, 130 "
-          "interrupted (README.md, 'In a terminal').",
+          "exercise or submission not right, 2 usage, 3 run or check failed, 4 check incomplete, "
+          "124 timeout, 130 interrupted (README.md, 'In a terminal').",
     )
     p.add_argument("--version", action="version", version=f"idrrun {__version__}",
                    help="print idrrun's version and exit")
@@ -88,7 +91,8 @@ def run_in_process(argv: list[str]) -> int:
         name, rest = argv[0], argv[1:]
         try:
             if name not in COMMANDS:
-                raise UsageError(f"unknown command {name!r} (known: {', '.join(sorted(COMMANDS))})")
+                raise UsageError(f"unknown command {name!r}{did_you_mean(name, COMMANDS)} "
+                                 f"(known: {', '.join(sorted(COMMANDS))})")
             return command(name)(rest)
         except IdrrunError as exc:
             print(f"idrrun: {exc}", file=sys.stderr)

@@ -107,7 +107,7 @@ class TextReporter:
         src = request.source
         guess = ", guessed from the code (-l sets it)" if src.language_guessed else ""
         version = toolchain.compiler.version or toolchain.compiler.command
-        self._line(HEADER.format(family=toolchain.family, version=version,
+        self._line(HEADER.format(family=toolchain.label or toolchain.family, version=version,
                                  language=src.language, guess=guess,
                                  target=TARGETS[toolchain.target] if request.acc else TARGETS["none"]))
 

@@ -7,6 +7,8 @@ not installed, an exercise that does not exist, a broken config file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class IdrrunError(Exception):
     """Base class: a one-line message meant for the user, no traceback."""
@@ -28,3 +30,20 @@ class ToolNotFound(IdrrunError):
 
 class SpecError(IdrrunError):
     """An exercise spec that is missing or malformed; the message names the file and field."""
+
+
+def closest(word: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The one of `known` that `word` is most likely a typo of; None when none is close."""
+    # Late: only a typo pays for difflib (2 ms), not `idrrun --version` nor the resident caller,
+    # which import this module.
+    import difflib
+
+    found = difflib.get_close_matches(word, sorted(set(known)), n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
+def did_you_mean(word: str, known: Iterable[str], cutoff: float = 0.6) -> str:
+    """" (did you mean --cliopts?)" when `word` is a typo of one of `known`, else "": for the
+    message of an unknown flag, command or exercise."""
+    found = closest(word, known, cutoff)
+    return f" (did you mean {found}?)" if found is not None else ""

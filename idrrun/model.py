@@ -247,8 +247,9 @@ class Probe:
     compilers: tuple[CompilerInfo, ...]
     gpus: tuple[GpuInfo, ...]
     offload: bool  # the family's compilers can build GPU code here (gcc: nvptx offloading installed)
-    # The GPU targets (sm_XY as XY) the family can build for here; () when it does not say.
-    offload_targets: tuple[int, ...] = ()
+    # The GPU targets (sm_XY as XY) the family can build for here: None when it does not say,
+    # () when none (gcc: this machine's ptxas accepts none of the targets GCC knows).
+    offload_targets: tuple[int, ...] | None = None
     warnings: tuple[str, ...] = ()
     protections: Protections | None = None
 
@@ -280,6 +281,9 @@ class Toolchain:
     link_flags: tuple[str, ...]  # after it
     target: Target
     notes: tuple[str, ...] = ()  # what the student should know: host fallback, ignored accopts
+    # What the header calls it: the family, or the compiler of a language that no family's
+    # model covers (CUDA: nvcc, whichever family is in use).
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -349,6 +353,18 @@ class ProcResult:
 
 
 @dataclass(frozen=True)
+class StackFrame:
+    """One function's stack frame as its compiler measured it (gcc's -fstack-usage): what tells
+    a stack overflow (3 GB of local arrays in main) from a bad access when a program dies of
+    SIGSEGV."""
+
+    function: str  # as the compiler names it (gfortran's main program: MAIN__)
+    line: int | None  # in the cell or file
+    size: int  # bytes
+    dynamic: bool = False  # it also takes room known only at run time (VLAs, alloca)
+
+
+@dataclass(frozen=True)
 class BuildResult:
     ok: bool
     command: tuple[str, ...]
@@ -364,6 +380,8 @@ class BuildResult:
     # A graded build that read files from outside the submission and the system's folders:
     # what it read ("" when nothing such); the build is then not ok.
     refused: str = ""
+    # The largest stack frames of its functions, largest first, when the compiler said them.
+    frames: tuple[StackFrame, ...] = ()
 
 
 @dataclass(frozen=True)

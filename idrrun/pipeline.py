@@ -38,6 +38,7 @@ from .model import (
     RunResult,
     SandboxSupport,
     Settings,
+    StackFrame,
     Toolchain,
     Verdict,
 )
@@ -117,6 +118,12 @@ _SIGNAL_HINTS = {
 }
 
 
+STACK_OVERFLOW = ("the stack overflowed, most likely: {where} on the stack (its local arrays, as the "
+                  "compiler measured them), and the program's stack is {stack}. Raise it with "
+                  "--stack (e.g. --stack 8GiB, or --stack unlimited), or allocate these arrays "
+                  "(malloc, ALLOCATABLE)")
+
+
 _LIMIT_HINTS = {
     "memory": "the program used more memory than allowed ([limits] memory in the config, "
               "--memory on the line); check the sizes it allocates",
@@ -152,7 +159,40 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
                    compile_step=True)
 
 
-def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
+def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
+    """A SIGSEGV's hint: a stack overflow when the compiler measured a frame of at least half
+    the stack (a run-away recursion of small frames stays a bad access); array bounds otherwise,
+    and the stack too where the frame sizes are unknown or only known at run time."""
+    big = [f for f in frames if stack is not None and f.size >= stack // 2]
+    if big:
+        where = ", ".join(f"{_function(f)} keeps {_fmt_size(f.size)}" for f in big[:3])
+        return STACK_OVERFLOW.format(where=where, stack=_fmt_size(stack or 0))
+    dynamic = [f for f in frames if f.dynamic]
+    if not frames or dynamic:
+        sized = f" ({', '.join(_function(f) for f in dynamic[:3])} size arrays at run time)" \
+            if dynamic else ""
+        return f"{_SIGNAL_HINTS['SIGSEGV']}; or its stack overflowed{sized}: --stack raises the limit"
+    return _SIGNAL_HINTS["SIGSEGV"]
+
+
+def _function(frame: StackFrame) -> str:
+    name = "the main program" if frame.function == "MAIN__" else frame.function
+    return f"{name} (line {frame.line})" if frame.line is not None else name
+
+
+def _fmt_size(n: int) -> str:
+    """1073741824 -> "1 GiB", 3200000016 -> "3.0 GiB", 200 -> "200 B"."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+def run_failure(result: RunResult, request: RunRequest,
+                frames: Sequence[StackFrame] = ()) -> Failure | None:
+    """The run's failure, None when it went well. frames: the program's largest stack frames
+    (BuildResult.frames), which tell a stack overflow from a bad access."""
     p = result.proc
     if p.ok and not result.missing_files:
         return None
@@ -174,7 +214,8 @@ def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
                 "never comes? If it really needs longer, raise --timeout")
     elif p.signal_name is not None:
         kind, what = FailureKind.SIGNAL, f"killed by {p.signal_name}"
-        hint = _SIGNAL_HINTS.get(p.signal_name, "the program was stopped by a signal")
+        hint = _segv_hint(frames, request.limits.stack) if p.signal_name == "SIGSEGV" else \
+            _SIGNAL_HINTS.get(p.signal_name, "the program was stopped by a signal")
     elif p.returncode != 0:
         kind, what = FailureKind.EXIT_STATUS, f"exit code {p.returncode}"
         hint = "the program returned a non-zero status, which means failure"
@@ -258,7 +299,8 @@ def compile_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, setti
         request, toolchain, settings.cache_dir, probe.protections, preprocess, prepared.uid,
         launcher=via.launcher if via is not None else (), env=via.env if via is not None else None,
         dependencies=family.dependencies(toolchain, product) if graded else DependencyList(),
-        feedback_files=family.feedback_files(toolchain) if graded else ())
+        feedback_files=family.feedback_files(toolchain) if graded else (),
+        stack_usage=family.stack_usage(toolchain))
     if via is not None:
         nodes, placed = launch.after(via, built.proc)
         built = dataclasses.replace(built, nodes=nodes)
@@ -357,6 +399,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                          limits=request.limits, gpu_run=prepared.family.gpu_context(toolchain),
                          box=box, outer=how.launcher if box is not None else ()))
     shown.finish()
+    p = profile.stopped(pplan, p)
     notes.add(p.notes)
     nodes, placed = launch.after(how, p)
     if len(nodes) > 1:
@@ -448,7 +491,8 @@ def execute(
             # its new uid has touched yet.
             pplan = profile.plan(request.profile, staged.cwd / profile_dir if staged.run_folder
                                  else profile.new_run_dir(request.workdir / PROFILE_DIR, label),
-                                 settings.cache_dir, nsys_command=settings.profiler)
+                                 settings.cache_dir, nsys_command=settings.profiler,
+                                 timeout=request.timeout)
         planned = plan_run(request, toolchain, settings, probe, prepared, staged, pplan, notes)
         ran, followed = run_stage(request, toolchain, probe, prepared, staged, planned, reporter,
                                   notes)
@@ -463,5 +507,5 @@ def execute(
         report = profile.collect(pplan, timeout=120, source_name=request.source.name,
                                  gpu=probe.gpus[0].name if probe.gpus else "", followed=followed)
         reporter.profile(report)
-    return Outcome(request, toolchain, built, ran, run_failure(ran, request), notes=tuple(notes.all),
-                   profile=report)
+    return Outcome(request, toolchain, built, ran, run_failure(ran, request, built.frames),
+                   notes=tuple(notes.all), profile=report)

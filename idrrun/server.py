@@ -239,7 +239,7 @@ def main(args: list[str]) -> int:
     # Work every call would repeat: the plug-ins' entry points (sys.path's packages are in the
     # key), the option parser and the regular expressions argparse compiles, ...
     registry.names()
-    options.parse_files(["warm-up.c"], prog=run_command.PROG)
+    options.parse_files(["warm-up.c"], prog=run_command.PROG, epilog=run_command.EXIT_HELP)
     # and what a --profile run loads on first use: Pillow and the timeline's fonts
     from PIL import Image, ImageDraw  # noqa: F401
 

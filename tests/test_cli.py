@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,61 @@ def test_graded_notebook_keeps_its_profile_flag(tmp_path: Path) -> None:
     assert graded.profile == "auto" and graded.acc is True and graded.timeout == 7.0
     assert graded.memory is None and graded.program_args is None
     assert Settings().values == {}
+
+
+# -- words: what was meant, and the INCOMPLETE verdict's own exit code -------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (("run", "--clipots", "1", "p.c"), "idrrun run: unrecognized arguments: --clipots (did you mean --cliopts?)"),
+    (("run", "-check", "intro_pi", "p.c"),
+     "idrrun run: -check is not an option (it reads as -c heck): did you mean --check?"),
+    (("run", "-keep", "saved.c", "p.c"), "-keep is not an option (it reads as -k eep): did you mean --keep?"),
+    (("run", "-l", "fortan", "p.c"), "invalid choice: 'fortan' (choose from 'c', 'c++', 'fortran', "
+                                     "'cuda') (did you mean fortran?)"),
+    (("run", "--check", "intro_saxy", "p.c"), "unknown exercise 'intro_saxy' (did you mean intro_saxpy?) in "),
+    (("grde", "intro_pi", "p.c"), "idrrun: unknown command 'grde' (did you mean grade?) (known: course, doctor, grade, run)"),
+    (("course", "chek"), "invalid choice: 'chek' (choose from 'check', 'strip', 'init') (did you mean check?)"),
+    (("course", "check", "--exercise", "intro_p"), "unknown exercise(s): intro_p (did you mean intro_pi?)"),
+    (("grade", "intro_pi", "--frsh", "p.c"), "unrecognized arguments: --frsh (did you mean --fresh?)"),
+])
+def test_typos_get_what_was_meant(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    (tmp_path / "p.c").write_text("int main(void){return 0;}\n")
+    r = idrrun(*args, cwd=tmp_path, env={"IDRRUN_EXAMPLES": str(ROOT / "examples")})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_glued_short_options_and_dashed_values_still_work(tmp_path: Path) -> None:
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void){ puts("ran"); return 0; }\n')
+    r = idrrun("run", "-cgcc", "-lc", "--options", "-fast", "-at", "p.c", cwd=tmp_path)
+    assert r.returncode == 0 and "ran" in r.stdout, r.stdout + r.stderr
+    assert "unrecognized" not in r.stderr
+
+
+TINY_ACC = ('#include <stdio.h>\nint main(void) { double s = 0;\n#pragma acc parallel loop reduction(+:s)\n'
+            'for (int i = 0; i < 100; i++) s += i;\nprintf("s = %g\\n", s); return 0; }\n')
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU evaluates the trace check")
+def test_an_incomplete_check_has_its_own_exit_code(tmp_path: Path) -> None:
+    from idrrun.cli import EXIT_INCOMPLETE, EXIT_RUN
+
+    ex = tmp_path / "ex"
+    (ex / "C").mkdir(parents=True)
+    for role in ("exercise", "solution"):
+        (ex / "C" / f"tiny_{role}.c").write_text(TINY_ACC)
+    (ex / "tiny.toml").write_text(
+        'name = "tiny"\n[sources.c]\nexercise = "C/tiny_exercise.c"\nsolution = "C/tiny_solution.c"\n'
+        '[args]\nhost = []\n[[check]]\nkind = "exit_ok"\n[[check]]\nkind = "ran_on_gpu"\n')
+    (tmp_path / "tiny.c").write_text(TINY_ACC)
+    r = idrrun("run", "-c", "gcc", "-a", "--check", "tiny", "tiny.c", cwd=tmp_path,
+               env={"IDRRUN_EXAMPLES": str(ex)})
+    assert r.returncode == EXIT_INCOMPLETE == 4, r.stdout + r.stderr
+    assert "tiny: INCOMPLETE" in r.stdout
+    (tmp_path / "broken.c").write_text(TINY_ACC.replace("return 0", "return 1"))
+    r = idrrun("run", "-c", "gcc", "-a", "--check", "tiny", "broken.c", cwd=tmp_path,
+               env={"IDRRUN_EXAMPLES": str(ex)})
+    assert r.returncode == EXIT_RUN, r.stdout + r.stderr
+    # and the help says so
+    r = idrrun("run", "--help", cwd=tmp_path)
+    assert "4 the check is INCOMPLETE" in " ".join(r.stdout.split())

@@ -186,3 +186,74 @@ def test_flags_without_effect_get_a_note(tmp_path: Path) -> None:
     assert "note: --cliopts, --timeout: no effect with -n/--noexec, the program is not run" in r.stdout
     r = idrrun("run", "-g", "1", "p.c", cwd=tmp_path)  # the launcher's own note, still there
     assert "-g/--gpus only applies with a launcher (srun); ignored" in r.stdout
+
+
+BIG_STACK_C = """#include <stdio.h>
+#define N 4000
+
+int main(void)
+{
+    double a[N][N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            a[i][j] = i + j;
+    printf("a = %g\\n", a[N - 1][N - 1]);
+    return 0;
+}
+"""
+# As the IDRIS OpenMP notebooks have it: with OpenMP on (nvc's -mp, gfortran's -fopenmp), the
+# main program's arrays live on the stack.
+BIG_STACK_F90 = """program big_stack
+  implicit none
+  integer, parameter :: n = 4000
+  real(kind=8) :: a(n, n)
+  integer :: i, j
+  !$omp parallel do
+  do j = 1, n
+    do i = 1, n
+      a(i, j) = i + j
+    end do
+  end do
+  print '(a, f8.1)', 'a = ', a(n, n)
+end program big_stack
+"""
+
+
+def test_a_stack_overflow_is_told_from_a_bad_access(tmp_path: Path) -> None:
+    # 122 MiB of local arrays on a 32 MiB stack (the IDRIS program: 3.2 GB on the 1 GiB
+    # default; smaller here, for the machine's memory): the hint names the function, its frame
+    # as gcc measured it (-fstack-usage), the stack, and --stack.
+    for name, text, where in (("big.c", BIG_STACK_C, "main (line 4)"),
+                              ("big.f90", BIG_STACK_F90, "big_stack (line 1)")):
+        (tmp_path / name).write_text(text)
+        r = idrrun("run", "--options", "-mp", "--stack", "32MiB", name, cwd=tmp_path)
+        assert r.returncode == 3 and "killed by SIGSEGV" in r.stderr, r.stdout + r.stderr
+        assert (f"hint: the stack overflowed, most likely: {where} keeps 122.1 MiB on the stack "
+                "(its local arrays, as the compiler measured them), and the program's stack is "
+                "32 MiB. Raise it with --stack") in r.stderr, r.stderr
+        assert "array bounds" not in r.stderr and "-fstack-usage" not in r.stdout
+        r = idrrun("run", "--options", "-mp", "--stack", "256MiB", name, cwd=tmp_path)
+        assert r.returncode == 0 and ("a = 7998" in r.stdout or "a =   8000.0" in r.stdout), r.stdout + r.stderr
+    # A bad access with small frames keeps the hint about array bounds.
+    (tmp_path / "bad.c").write_text("#include <stdio.h>\nint main(void) { int *p = (int *)16; "
+                                    "printf(\"%d\\n\", *p); return 0; }\n")
+    r = idrrun("run", "bad.c", cwd=tmp_path)
+    assert r.returncode == 3 and "check array bounds" in r.stderr and "--stack" not in r.stderr
+
+
+def test_the_sigsegv_hint_without_frame_sizes_mentions_the_stack_too() -> None:
+    from idrrun.model import ProcResult, RunRequest, RunResult, StackFrame
+    from idrrun.pipeline import run_failure
+    from idrrun.request.source import from_cell
+
+    src = from_cell("int main(void){}\n", "cell[1]", "c", None, Path("/tmp"))
+    request = RunRequest(source=src, workdir=Path("/tmp"))
+    ran = RunResult(command=("prog",), proc=ProcResult(argv=("prog",), returncode=-11))
+    hint = lambda *frames: run_failure(ran, request, frames).hint  # noqa: E731
+    # nvc measures nothing: both causes are said
+    assert hint().endswith("; or its stack overflowed: --stack raises the limit")
+    assert hint(StackFrame("step", 12, 400, dynamic=True)).endswith(
+        "; or its stack overflowed (step (line 12) size arrays at run time): --stack raises the limit")
+    assert "--stack" not in hint(StackFrame("main", 3, 4096))
+    assert hint(StackFrame("MAIN__", 1, 3_200_000_016)).startswith(
+        "the stack overflowed, most likely: the main program (line 1) keeps 3.0 GiB on the stack")

@@ -178,6 +178,10 @@ def test_usage_error_is_one_line(kernel: Kernel) -> None:
     assert "unrecognized arguments: --bogus" in line
     line = usage_error(kernel.run("%%idrrun --timeout soon\nint main(void){return 0;}\n"))
     assert "expected a number of seconds" in line
+    line = usage_error(kernel.run('%%idrrun --clipots "1"\nint main(void){return 0;}\n'))
+    assert line.endswith("unrecognized arguments: --clipots 1 (did you mean --cliopts?)")
+    line = usage_error(kernel.run("%%idrrun -check intro_pi\nint main(void){return 0;}\n"))
+    assert line.endswith("-check is not an option (it reads as -c heck): did you mean --check?")
 
 
 def test_missing_compiler_names_it(kernel: Kernel) -> None:

@@ -39,6 +39,8 @@ ALLOWED_LATE_IMPORTS = {
     ("idrrun/server.py", "toolchains"), ("idrrun/server.py", "PIL"), ("idrrun/server.py", "profile"),
     ("idrrun/profile/timeline.py", "PIL"),
     ("idrrun/checks/kinds.py", "images"),
+    # difflib, for "did you mean": only a typo pays for it (the front ends import errors.py)
+    ("idrrun/errors.py", "difflib"),
 }
 
 # The rooms of the package, bottom first: a module may import from its own layer and the ones

@@ -322,3 +322,21 @@ def test_idrrun_run_profile_with_real_nsys_shows_one_line(nsys: str, tmp_path: P
     assert "sum = 499500" in r.stdout and nsys_mod.WRITING.strip() in r.stdout
     assert "\r" not in r.stdout and "[1/1]" not in r.stdout and "Generated:" not in r.stdout
     assert "GPU profile (Nsight Systems)" in r.stdout and NO_GPU_ACTIVITY in r.stdout
+
+
+def test_real_nsys_stops_the_program_at_its_timeout(nsys: str, tmp_path: Path) -> None:
+    """20 s asked under nsys, 80 s run, before: the profiler's grace was the program's too."""
+    import time
+
+    (tmp_path / "sleeper.c").write_text('#include <stdio.h>\n#include <unistd.h>\n'
+                                        'int main(void) { puts("started"); fflush(stdout); '
+                                        'for (;;) sleep(1); }\n')
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "run", "--profile", "--profiler", "nsys",
+                        "--timeout", "3", "sleeper.c"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, PYTHONPATH=PYTHONPATH))
+    took = time.monotonic() - started
+    assert r.returncode == 124, r.stdout + r.stderr
+    assert "run failed: timed out after 3 s" in r.stderr and "started" in r.stdout
+    assert took < 40, took  # nsys starts and writes its report in a few seconds; the grace is 60
+    assert "GPU profile (Nsight Systems)" in r.stdout  # the report was written and read

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -413,6 +414,38 @@ def test_nsys_command_line_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
                                                  "cuda_gpu_mem_size_sum", "openacc_sum"]
     kern = report.tables[0]
     assert kern.header[-1] == "Name" and kern.rows[0][-1] == "main$_omp_fn$0"
+
+
+SLEEPER = r"""#include <stdio.h>
+#include <unistd.h>
+int main(void) { puts("started"); fflush(stdout); for (;;) sleep(1); }
+"""
+
+
+def test_nsys_stops_the_program_at_its_timeout_with_fake_nsys(tmp_path: Path,
+                                                              fake_nsys_env: Path) -> None:
+    # A 2 s --timeout under nsys: nsys stops the program at 2 s (--duration, --kill) and then
+    # writes its report; its 60 s of grace are for that only. Before, the program itself ran
+    # until the grace was over too (20 s asked, 80 s run).
+    from conftest import PYTHONPATH
+
+    (tmp_path / "sleeper.c").write_text(SLEEPER)
+    started = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "idrrun", "run", "-c", "gcc", "--profile",
+                        "--profiler", "nsys", "--timeout", "2", "sleeper.c"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": PYTHONPATH})
+    took = time.monotonic() - started
+    assert r.returncode == 124, r.stdout + r.stderr
+    assert "run failed: timed out after 2 s" in r.stderr and "started" in r.stdout
+    assert took < 30, took
+    [profile_call] = [c for c in _logged(fake_nsys_env) if c[1] == "profile"]
+    assert "--duration=2" in profile_call and "--kill=sigkill" in profile_call
+    assert plan("nsys", tmp_path / "run", tmp_path / "cache", timeout=2.5).duration == 3
+    # A configured command cannot take the program's time limit away
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache", ("nsys", "profile", "-d", "999",
+                                                             "--kill=none"), timeout=5)
+    assert "--duration=5" in p.argv_prefix and "--kill=sigkill" in p.argv_prefix
+    assert "999" not in p.argv_prefix and "--kill=none" not in p.argv_prefix
 
 
 def test_nsys_tables_and_summary_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,82 @@ def test_the_probe_is_remembered_until_a_tool_changes(tmp_path: Path,
     third = probe(settings, "gcc")
     info = third.compiler("gcc")
     assert info is not None and "13.1.0" in info.version
+
+
+# -- ptxas and the GPU decide the target too ---------------------------------------------------
+
+def test_a_ptxas_that_accepts_none_of_gcc_s_targets_is_a_clear_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A ptxas newer than anything GCC 12 emits (fake: it lists sm_100 and sm_120 only): the
+    # probe finds no common target, and the build stops with the reason instead of failing
+    # inside ptxas; before, the empty list fell back to GCC's own (sm_80 here).
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\necho \"--gpu-name <gpu name>  Allowed values for this option:  "
+                    "'sm_100','sm_120'.\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    targets = gcc.GCC.offload_targets(GCC)
+    assert targets == ()
+    with pytest.raises(UsageError, match="GCC 12 and this machine's ptxas share no GPU target"):
+        resolve(request(("cc80",)), probe_targets((H100,), targets), Settings())
+    # Not probed (None) is not "none": GCC's own list then.
+    assert device_options(resolve(request(("cc80",)), probe("gcc", (H100,)), Settings())) \
+        .startswith("-misa=sm_80 ")
+
+
+def test_a_target_newer_than_the_gpu_builds_the_newest_it_runs() -> None:
+    # sm_75 asked on a V100 (sm_70), sm_70 buildable: sm_70, said; before: "the oldest target
+    # this machine can build is sm_75 (sm_70, sm_75, sm_80)".
+    tc = resolve(request(("sm_75",)), probe_targets((V100,), (70, 75, 80)), Settings())
+    assert device_options(tc).startswith("-misa=sm_70 ") and tc.target == "gpu"
+    assert tc.notes == ("sm_75 asked, newer than the GPU here (Tesla V100, sm_70): building for "
+                        "sm_70, which it can run",)
+    # Nothing the GPU runs: the message names the oldest target there is.
+    with pytest.raises(UsageError, match=r"the oldest target this machine can build is sm_75 "
+                                         r"\(sm_75, sm_80\), newer than the GPU here \(Tesla V100"):
+        resolve(request(("cc90",)), probe_targets((V100,), (75, 80)), Settings())
+
+
+# -- CUDA cells: nvcc's release and its name in the header --------------------------------------
+
+NVCC_VERSION = ("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n"
+                "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\nCuda compilation tools, release 13.0, "
+                "V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n")
+
+
+def test_cuda_cells_name_nvcc_and_its_release_with_a_fake_nvcc(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from idrrun.toolchains.machine import probe_compiler
+
+    fake = tmp_path / "nvcc"
+    fake.write_text(f"#!/bin/sh\ncat <<'EOF'\n{NVCC_VERSION}EOF\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    nvcc = probe_compiler("nvcc")
+    assert nvcc.version == "Cuda compilation tools, release 13.0, V13.0.88"
+    assert probe_compiler("gcc").version.startswith("gcc (")  # its first line, as before
+    src = from_cell("int main(){return 0;}\n", "cell[1]", "cuda", None, Path("/tmp"))
+    cuda = RunRequest(source=src, workdir=Path("/tmp"))
+    for family in ("gcc", "nvhpc"):
+        p = Probe(family=family, compilers=(GCC, nvcc), gpus=(), offload=True)
+        tc = resolve(cuda, p, Settings())
+        assert (tc.family, tc.label, tc.compiler.version) == (family, "nvcc", nvcc.version)
+    assert resolve(request(), probe("gcc"), Settings()).label == "gcc"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+def test_a_cuda_file_s_header_names_nvcc(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from conftest import PYTHONPATH
+
+    (tmp_path / "h.cu").write_text('#include <cstdio>\n__global__ void k() {}\n'
+                                   'int main() { printf("host ok\\n"); return 0; }\n')
+    r = subprocess.run([sys.executable, "-m", "idrrun", "run", "-l", "cuda", "h.cu"], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    header = r.stdout.splitlines()[0]
+    assert "[nvcc] · cuda" in header and "release" in header and "[gcc]" not in header, header

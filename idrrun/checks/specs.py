@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, did_you_mean
 from ..model import Settings
 from . import regex
 
@@ -546,8 +546,9 @@ def find(name: str, settings: Settings, workdir: Path | None) -> Exercise:
         raise SpecError(f"unknown exercise {name!r}: no examples/ folder found "
                         "(set examples_dir in idrrun.toml or IDRRUN_EXAMPLES)")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or not (folder / f"{name}.toml").is_file():
-        known = ", ".join(sorted(p.stem for p in folder.glob("*.toml"))) or "none"
-        raise SpecError(f"unknown exercise {name!r} in {folder} (known: {known})")
+        names = sorted(p.stem for p in folder.glob("*.toml"))
+        raise SpecError(f"unknown exercise {name!r}{did_you_mean(name, names)} in {folder} "
+                        f"(known: {', '.join(names) or 'none'})")
     return load(folder / f"{name}.toml")
 
 

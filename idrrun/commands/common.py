@@ -14,10 +14,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..display import neutralise
-from ..errors import UsageError
 from ..grading.report import GradeRow
 from ..model import CheckResult
-from ..request import config
+from ..request import config, options
 
 T = TypeVar("T")
 # Columns for rich when the output is not a terminal (a file, a pipe, a CI log): wide enough that
@@ -35,9 +34,7 @@ def jobs(text: str) -> int:
     return value
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+Parser = options.SuggestingParser  # its errors are UsageErrors that say what was meant
 
 
 CONFIG_HELP = ("the teacher's config, read where ./idrrun.toml would be: the grader reads none "

@@ -16,7 +16,7 @@ from ..checks import draw, reference, specs
 from ..checks.specs import Exercise
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
-from ..errors import UsageError
+from ..errors import UsageError, did_you_mean
 from ..grading import course, report
 from ..grading.report import GradeRow
 from ..model import CheckResult
@@ -29,7 +29,7 @@ from .common import unread_config
 from .common import with_progress as _with_progress
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> Parser:
     p = Parser(prog="idrrun course", description="The course's own checks and tools.",
                epilog="Exit codes: 0 done (check: every exercise is right), 1 check: some exercise "
                       "is not, 2 usage or configuration error, 130 interrupted.")
@@ -95,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(tokens: Sequence[str]) -> int:
-    args = parser().parse_args(list(tokens))
+    args = parser().parse_tokens(tokens)
     if args.action == "strip":
         return _strip(args.notebooks, args.out)
     if args.action == "init":
@@ -174,9 +174,11 @@ def _chosen(exercises: list[Exercise], names: Sequence[str] | None, settings: Se
     """The exercises asked for (all when none is named), with the hidden sets `idrrun grade`
     would draw: the solutions must pass on them."""
     if names:
-        unknown = set(names) - {e.name for e in exercises}
+        known = {e.name for e in exercises}
+        unknown = set(names) - known
         if unknown:
-            raise UsageError(f"unknown exercise(s): {', '.join(sorted(unknown))}")
+            raise UsageError("unknown exercise(s): " + ", ".join(
+                f"{name}{did_you_mean(name, known)}" for name in sorted(unknown)))
         exercises = [e for e in exercises if e.name in names]
     if any(e.draw is not None for e in exercises):
         drawn = report.grading_seed(settings, seed)[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +12,7 @@ from ..request import config
 from .common import Parser, print_json
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> Parser:
     p = Parser(prog="idrrun doctor", description="What this machine offers for the course: "
                                                  "compilers, GPU offloading, profilers, MPI, SLURM, "
                                                  "protections, config files, exercises.",
@@ -24,7 +23,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(tokens: Sequence[str]) -> int:
-    args = parser().parse_args(list(tokens))
+    args = parser().parse_tokens(tokens)
     workdir = Path.cwd()
     report = doctor.diagnose(config.load(workdir), workdir)
     if args.json:

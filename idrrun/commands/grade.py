@@ -29,7 +29,7 @@ from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, pri
 from .common import unread_config
 from .common import with_progress as _with_progress
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> Parser:
     p = Parser(prog="idrrun grade", description="Grade submissions of one exercise, each in its "
                                                 "own sandbox; the report says every verdict. "
                                                 "Submission names that start with '-' go after "
@@ -129,7 +129,7 @@ def main(tokens: Sequence[str]) -> int:
 
 def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
     try:
-        args = parser().parse_args(list(tokens))
+        args = parser().parse_tokens(tokens)
     except UsageError as exc:
         raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):

@@ -1,8 +1,8 @@
 """`idrrun run FILE`: compile, run (and check) one file in a terminal.
 
-Exit codes (EXIT_CODES, from the failure's kind): 0 ok, 1 build failed, 2 usage or configuration
-error, 3 run failed (or the check failed, or could not be completed), 124 timeout, 130
-interrupted.
+Exit codes (EXIT_CODES, from the failure's kind; EXIT_HELP says them): 0 ok, 1 build failed, 2
+usage or configuration error, 3 run failed or the check failed, 4 the check is incomplete, 124
+timeout, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import toolchains
-from ..cli import EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT
+from ..cli import (EXIT_BUILD, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT,
+                   EXIT_USAGE)
 from ..display import TextReporter, color_allowed, render_failure
 from ..errors import UsageError
 from ..checking import run_with_options
@@ -37,9 +38,21 @@ EXIT_CODES: dict[FailureKind, int] = {
 }
 
 
+# What `idrrun run --help` says of them, after the flags.
+EXIT_HELP = (f"exit codes: {EXIT_OK} built, ran and passed its check; {EXIT_BUILD} the build "
+             f"failed; {EXIT_USAGE} usage or configuration error; {EXIT_RUN} the program failed "
+             f"(exit status, signal, limit) or a check failed; {EXIT_INCOMPLETE} the check is "
+             f"INCOMPLETE: nothing failed, but some check could not be evaluated here; "
+             f"{EXIT_TIMEOUT} the program timed out; {EXIT_INTERRUPTED} interrupted. With several "
+             "files, the first file's that did not pass.")
+
+
 def exit_code(outcome: Outcome) -> int:
     if outcome.failure is None:
-        return EXIT_OK if outcome.ok else EXIT_RUN
+        if outcome.ok:
+            return EXIT_OK
+        return EXIT_INCOMPLETE if outcome.verdict is not None and outcome.verdict.incomplete \
+            else EXIT_RUN
     return EXIT_CODES[outcome.failure.kind]
 
 
@@ -47,7 +60,7 @@ def main(tokens: Sequence[str]) -> int:
     """Each file in turn, with the same flags; the exit code is the first failure's (0 when
     all passed)."""
     try:
-        parsed = options.parse_files(list(tokens), prog=PROG)
+        parsed = options.parse_files(list(tokens), prog=PROG, epilog=EXIT_HELP)
     except UsageError as exc:
         raise UsageError(str(exc) + options.dash_hint(tokens, f"{PROG} [flags]")) from None
     if parsed is None:

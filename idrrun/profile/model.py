@@ -38,6 +38,9 @@ class ProfilePlan:
     # How long the profiler may go on after the program's time limit (nsys writes its report
     # after the program ends).
     grace: float = 0.0
+    # The program's time limit as the profiler enforces it (nsys --duration, whole seconds):
+    # the program is stopped then, and only the profiler's report takes the grace.
+    duration: int | None = None
     # The profiler's own installation, when it runs in front of the program (nsys in an SDK):
     # a box shows it read-only.
     installation: Path | None = None

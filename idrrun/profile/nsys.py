@@ -1,7 +1,7 @@
 """Nsight Systems: the `nsys profile` command line, the export and the `nsys stats` reports,
 their CSV, and nsys's own messages in the program's output.
 
-    nsys profile --trace=openacc,cuda,osrt,nvtx --sample=none --cpuctxsw=none --stats=false -o RUNDIR/report --force-overwrite=true PROGRAM ARGS
+    nsys profile --trace=openacc,cuda,osrt,nvtx --sample=none --cpuctxsw=none --duration=T --kill=sigkill --stats=false -o RUNDIR/report --force-overwrite=true PROGRAM ARGS
     nsys export --type sqlite --force-overwrite=true -o RUNDIR/report.sqlite RUNDIR/report.nsys-rep
     nsys stats --format csv --output RUNDIR/stats --report R1,R2,... RUNDIR/report.sqlite
 
@@ -63,18 +63,25 @@ TITLES = {
 }
 SHOWN = ("kernels", "copy_time", "copy_size", "openacc")
 
-# Options of ours that a configured command must not override: where the report goes, and
-# that stats are ours to run.
-_OURS = {"-o", "--output", "-f", "--force-overwrite", "--stats"}
+# Options of ours that a configured command must not override: where the report goes, that
+# stats are ours to run, and when nsys stops the program (its --timeout).
+_OURS = {"-o", "--output", "-f", "--force-overwrite", "--stats", "-d", "--duration", "--kill"}
+# How nsys stops a program at the end of its --duration: SIGKILL to its process group, as a
+# timeout without a profiler ends (a program cannot ignore it). nsys then exits 128 + 9.
+KILL = "sigkill"
+KILLED_STATUS = 128 + 9
 
 
 def is_nsys(command: Sequence[str]) -> bool:
     return bool(command) and Path(command[0]).name.startswith("nsys")
 
 
-def profile_argv(command: Sequence[str], run_dir: Path) -> tuple[str, ...]:
+def profile_argv(command: Sequence[str], run_dir: Path,
+                 duration: int | None = None) -> tuple[str, ...]:
     """The prefix before the program. `command` is the configured profiler: ("nsys",), or
-    ("nsys", "profile", OPTIONS...) whose options replace DEFAULT_OPTIONS."""
+    ("nsys", "profile", OPTIONS...) whose options replace DEFAULT_OPTIONS. duration: the
+    program's time limit in whole seconds; nsys stops it then (--duration, --kill) and still
+    writes its report, so that the profiler's own time never lengthens the program's."""
     exe = command[0]
     given = list(command[2:]) if len(command) > 1 and command[1] == "profile" else list(command[1:])
     options: list[str] = []
@@ -90,7 +97,8 @@ def profile_argv(command: Sequence[str], run_dir: Path) -> tuple[str, ...]:
         options.append(word)
     named = {_SHORT_SPELLINGS.get(w.split("=", 1)[0], w.split("=", 1)[0]) for w in options}
     quiet = [option for name, option in QUIET_OPTIONS.items() if name not in named]
-    return (exe, "profile", *(options or DEFAULT_OPTIONS), *quiet, "--stats=false",
+    stop = (f"--duration={duration}", f"--kill={KILL}") if duration is not None else ()
+    return (exe, "profile", *(options or DEFAULT_OPTIONS), *quiet, *stop, "--stats=false",
             "-o", str(run_dir / REPORT_BASENAME), "--force-overwrite=true")
 
 

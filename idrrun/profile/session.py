@@ -37,6 +37,7 @@ For exercise checks: trace_values(report.trace, iterations) -> {"ran_on_gpu", "k
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import shutil
@@ -45,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model import ProcResult
 from ..run import proc
 from . import nsys as _nsys
 from . import nsysdb, perfetto
@@ -83,7 +85,8 @@ from .tracer import build_tracer, find_cupti
 
 
 TRACE_FILE = "trace.jsonl"
-# nsys writes its report after the program ends: it may go on this long past the time limit.
+# nsys writes its report after the program ends: it may go on this long past the time limit
+# (the program itself is stopped at its limit by nsys: --duration).
 NSYS_GRACE = 60.0
 # How often the tracer hands CUPTI's finished records over (its default 500): the follower
 # reads them during the run, so a shorter period leaves less to read after it.
@@ -138,12 +141,15 @@ def _none(run_dir: Path, *notes: str) -> ProfilePlan:
 
 
 def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str] = (), *,
-         environ: Mapping[str, str] | None = None, cc: str | None = None) -> ProfilePlan:
+         environ: Mapping[str, str] | None = None, cc: str | None = None,
+         timeout: float | None = None) -> ProfilePlan:
     """How to run the program under the profiler `choice` ("auto", "nsys", "builtin").
 
     nsys_command: the configured profiler ([profiler] command), e.g. ("nsys",) or ("nsys",
     "profile", "--trace=cuda,openacc") whose options replace the default ones; idrrun always
-    sets -o, --force-overwrite and --stats itself. May build the tracer (once; proc.run).
+    sets -o, --force-overwrite and --stats itself, and, given the program's `timeout`,
+    --duration and --kill: nsys stops the program at its time limit, then writes its report
+    (NSYS_GRACE). May build the tracer (once; proc.run).
     """
     env = os.environ if environ is None else environ
     try:
@@ -166,9 +172,10 @@ def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str
                                        "idrrun does not read its results"),))
         if command:
             report = run_dir / f"{_nsys.REPORT_BASENAME}.nsys-rep"
-            return ProfilePlan(kind="nsys", argv_prefix=_nsys.profile_argv(command, run_dir),
+            duration = math.ceil(timeout) if timeout is not None else None
+            return ProfilePlan(kind="nsys", argv_prefix=_nsys.profile_argv(command, run_dir, duration),
                                env={}, run_dir=run_dir, output=report, nsys=command[0],
-                               grace=NSYS_GRACE,
+                               grace=NSYS_GRACE, duration=duration,
                                installation=Path(command[0]).resolve().parent.parent)
         if choice == "nsys":
             return _none(run_dir, f"nsys is not on PATH: {NSYS_HINT}")
@@ -331,6 +338,15 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
                              notes=tuple(notes),
                              message="no GPU profile: nsys could not read its report")
     return _finish(plan, trace, summary, shown, report, notes, work)
+
+
+def stopped(plan: ProfilePlan | None, result: ProcResult) -> ProcResult:
+    """The run as it ended: a program that nsys stopped at its --duration (the program's time
+    limit) timed out, though what ended was nsys, with status 128 + SIGKILL."""
+    if plan is None or plan.duration is None or result.timed_out or \
+            result.returncode != _nsys.KILLED_STATUS or result.seconds < plan.duration:
+        return result
+    return dataclasses.replace(result, timed_out=True)
 
 
 def _tail(output: str, lines: int = 5) -> str:

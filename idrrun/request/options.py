@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, closest, did_you_mean
 from ..model import LANGUAGES, Language
 from ..toolchains import registry
 
@@ -32,9 +32,67 @@ NO_LIMIT = -1  # "--memory none": no limit, as opposed to None, "not given"
 SAME = "="  # `to` default: the RunRequest field of the same name
 
 
-class _Parser(argparse.ArgumentParser):
+def option_names(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of the parser and of its sub-commands' parsers."""
+    names: list[str] = []
+    for action in parser._actions:
+        names += action.option_strings
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names += option_names(sub)
+    return names
+
+
+# A word of one dash and a name: argparse reads `-check` as `-c heck` (a short option and its
+# glued value). When it is (nearly) a long option's name, it is a typo of that option.
+_ONE_DASH = re.compile(r"-([A-Za-z][A-Za-z0-9_-]+)(?:=.*)?")
+_UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def check_one_dash(parser: argparse.ArgumentParser, tokens: Sequence[str]) -> None:
+    """UsageError for a word of one dash that names a long option (`-check`: --check), before
+    argparse reads it as a short option and its value. Words after "--" are names."""
+    longs = [n for n in option_names(parser) if n.startswith("--")]
+    for token in tokens:
+        if token == "--":
+            return
+        match = _ONE_DASH.fullmatch(token)
+        if match is None or token in option_names(parser):
+            continue
+        meant = closest(f"-{token.split('=', 1)[0]}", longs, cutoff=0.85)
+        if meant is not None:
+            raise UsageError(f"{parser.prog}: {token} is not an option (it reads as "
+                             f"{token[:2]} {token[2:]}): did you mean {meant}?")
+
+
+def suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """What to add to argparse's error: the option or the choice meant."""
+    unknown = _UNRECOGNIZED.search(message)
+    if unknown:
+        said = [did_you_mean(word.split("=", 1)[0], option_names(parser))
+                for word in unknown.group(1).split() if word.startswith("-")]
+        return "".join(dict.fromkeys(s for s in said if s))
+    choice = _INVALID_CHOICE.search(message)
+    if choice:
+        return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+    return ""
+
+
+class SuggestingParser(argparse.ArgumentParser):
+    """argparse whose errors are UsageErrors that say what was meant: "did you mean
+    --cliopts?" for a typo of a flag or of a choice."""
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message}{suggestion(self, message)}")
+
+    def parse_tokens(self, tokens: Sequence[str]) -> argparse.Namespace:
+        """parse_args, after check_one_dash."""
+        check_one_dash(self, tokens)
+        return self.parse_args(list(tokens))
+
+
+_Parser = SuggestingParser
 
 
 class _HelpAsked(Exception):
@@ -336,8 +394,8 @@ def from_namespace(ns: argparse.Namespace) -> Options:
     return Options(**values)
 
 
-def make_parser(prog: str, with_file: bool) -> argparse.ArgumentParser:
-    parser = _Parser(prog=prog, add_help=False, allow_abbrev=False,
+def make_parser(prog: str, with_file: bool, epilog: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(prog=prog, add_help=False, allow_abbrev=False, epilog=epilog,
                      description="Compile and run C/C++/Fortran/CUDA code with OpenACC.")
     parser.add_argument("-h", "--help", action=_AskForHelp)
     add_arguments(parser)
@@ -372,8 +430,10 @@ def _parser(prog: str, with_file: bool) -> argparse.ArgumentParser:
 def parse_tokens(tokens: Sequence[str], prog: str, with_file: bool,
                  show_help: bool = True) -> Options | None:
     parser = _parser(prog, with_file)
+    glued = glue_word_lists(tokens)
+    check_one_dash(parser, glued)
     try:
-        ns = parser.parse_args(glue_word_lists(tokens))
+        ns = parser.parse_args(glued)
     except _HelpAsked:
         _help_asked(parser, show_help)
         return None
@@ -386,16 +446,20 @@ def _help_asked(parser: argparse.ArgumentParser, show_help: bool) -> None:
     sys.stdout.write(parser.format_help())
 
 
-def parse_files(tokens: Sequence[str], prog: str) -> tuple[Options, tuple[str, ...]] | None:
+def parse_files(tokens: Sequence[str], prog: str,
+                epilog: str | None = None) -> tuple[Options, tuple[str, ...]] | None:
     """`idrrun run [flags] FILE...`: the flags, and every file (built and run in turn, with the
-    same flags: one start-up of idrrun for a whole suite of small programs)."""
+    same flags: one start-up of idrrun for a whole suite of small programs). epilog: what its
+    --help says after the flags (the exit codes)."""
     key = (prog, True, ("files",) + registry.names())
     if key not in _parsers:
-        parser = make_parser(prog, with_file=False)
+        parser = make_parser(prog, with_file=False, epilog=epilog)
         parser.add_argument("files", nargs="+", metavar="FILE", help="the source files")
         _parsers[key] = parser
+    glued = glue_word_lists(tokens)
+    check_one_dash(_parsers[key], glued)
     try:
-        ns = _parsers[key].parse_args(glue_word_lists(tokens))
+        ns = _parsers[key].parse_args(glued)
     except _HelpAsked:
         _help_asked(_parsers[key], True)
         return None

@@ -83,12 +83,16 @@ def build_request(options: Options, source: Source, workdir: Path, settings: Set
 def resolve(options: Options, source: Source, workdir: Path, settings: Settings, probe: Probe,
             exercise: Exercise | None = None,
             policy: Policy | None = None) -> tuple[RunRequest, Toolchain]:
-    """The request, every layer applied, and the toolchain that builds it (resolved once); its
-    notes say which flags of the line can do nothing for it (unused.py)."""
+    """The request, every layer applied, and the toolchain that builds it (resolved once); the
+    options of the line written for another family's compilers read by this one (the IDRIS
+    notebooks' nvc options on gcc: Family.translate); its notes say what became of them, and
+    which flags of the line can do nothing for it (unused.py)."""
     line = options if policy is None else policy.line(options)
     completed = line if policy is None else policy.options(line)
     request = build_request(completed, source, workdir, settings, exercise)
-    toolchain = toolchains.resolve(request, probe, settings)
+    translation = toolchains.translate(request, probe, settings)
+    request = translation.request
+    toolchain = toolchains.resolve(request, probe, settings, translation)
     if exercise is not None and completed.program_args is None:
         args = exercise.gpu_args if toolchain.target == "gpu" else exercise.host_args
         request = dataclasses.replace(request, program_args=args)

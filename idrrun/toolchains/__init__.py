@@ -1,20 +1,25 @@
 """Compiler families, one module each (gcc, nvhpc/pgi) behind family.Family, named by a registry;
 probing the machine once, and turning a request into the Toolchain that builds it.
 
-    probe(settings, family)           -> Probe       (the family's compilers, GPUs, protections)
-    resolve(request, probe, settings) -> Toolchain   (the compiler and every flag)
+    probe(settings, family)               -> Probe        (the family's compilers, GPUs, protections)
+    translate(request, probe, settings)   -> Translation  (another family's options on the line
+                                                           read by this one: Family.translate)
+    resolve(request, probe, settings, t)  -> Toolchain    (the compiler and every flag)
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from ..errors import ToolNotFound
 from ..model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Target, Toolchain
 from ..run import isolation
 from . import probecache, registry
-from .family import Family, compiler_command, compiler_key
+from .family import Family, Translation, compiler_command, compiler_key
 from .machine import probe_compiler, probe_gpus
 
-__all__ = ["Family", "family_of", "probe", "registry", "resolve", "select_family"]
+__all__ = ["Family", "Translation", "family_of", "probe", "registry", "resolve", "select_family",
+           "translate"]
 
 
 def select_family(settings: Settings, flag: str | None) -> tuple[str, str]:
@@ -39,13 +44,13 @@ def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     c_command = compiler_command(family, "c", settings)
 
     def ask() -> tuple[tuple[CompilerInfo, ...], tuple[GpuInfo, ...], str | None, bool,
-                       tuple[int, ...]]:
+                       tuple[int, ...] | None]:
         compilers = tuple(probe_compiler(c) for c in commands)
         gpus, warning = probe_gpus()
         c_info = next((c for c in compilers if c.command == c_command), None) or \
             probe_compiler(c_command)
         offload = family.can_offload(c_info)
-        return compilers, gpus, warning, offload, family.offload_targets(c_info) if offload else ()
+        return compilers, gpus, warning, offload, family.offload_targets(c_info) if offload else None
 
     digest = probecache.key(name, commands, settings)
     compilers, gpus, warning, offload, targets = probecache.remembered(settings.cache_dir, digest, ask)
@@ -56,9 +61,10 @@ def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     )
 
 
-def resolve(request: RunRequest, probe_: Probe, settings: Settings) -> Toolchain:
-    """The compiler and every flag for this request, decided by the probe's family."""
-    family = registry.get(probe_.family)
+def _compiler(family: Family, request: RunRequest, probe_: Probe,
+              settings: Settings) -> tuple[str, CompilerInfo]:
+    """The command that compiles this request and what the probe knows of it; ToolNotFound
+    when it is not installed."""
     language = request.source.language
     key = compiler_key(language, request.mpi_ranks is not None)
     if key not in family.compilers:
@@ -71,8 +77,27 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings) -> Toolchain
         raise ToolNotFound(
             f"compiler '{command}' ({family.name} family, {language}) not found on PATH: {hint}"
         )
+    return command, info
+
+
+def translate(request: RunRequest, probe_: Probe, settings: Settings) -> Translation:
+    """The request as the probe's family reads it: options on the line written for another
+    family's compilers translated, or refused (UsageError) when they mean nothing here."""
+    family = registry.get(probe_.family)
+    _, info = _compiler(family, request, probe_, settings)
+    return family.translate(request, info, probe_, settings)
+
+
+def resolve(request: RunRequest, probe_: Probe, settings: Settings,
+            translation: Translation | None = None) -> Toolchain:
+    """The compiler and every flag for this request, decided by the probe's family.
+    translation: translate()'s answer for it (its request is `request`): its libraries go
+    after the source, its notes first."""
+    family = registry.get(probe_.family)
+    language = request.source.language
+    command, info = _compiler(family, request, probe_, settings)
     flags: list[str] = [*family.default_flags(language), *settings.extra_flags(family.name)]
-    notes: list[str] = []
+    notes: list[str] = list(translation.notes) if translation is not None else []
     target: Target = "none"
     if request.acc and language != "cuda":
         decision = family.openacc(request, info, probe_, settings)
@@ -87,12 +112,14 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings) -> Toolchain
         notes += decision.notes
         target = decision.target
     flags += request.compiler_options
+    link = family.link_flags(language) + (translation.link_flags if translation is not None else ())
     return Toolchain(
         family=family.name,
         language=language,
         compiler=info,
         flags=tuple(flags),
-        link_flags=family.link_flags(language),
+        link_flags=link,
         target=target,
         notes=tuple(notes),
+        label=family.name if language != "cuda" else Path(command).name,
     )

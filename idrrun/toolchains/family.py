@@ -52,6 +52,17 @@ class AccDecision:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Translation:
+    """What a family makes of compiler options written for another family (the IDRIS notebooks'
+    nvc options reaching gcc): the request as it reads them (its own flags in their place, the
+    models and target options they ask for), what goes after the source, what to say."""
+
+    request: RunRequest
+    link_flags: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
 class Family(Protocol):
     """One compiler family (gcc, nvhpc, pgi, ...): register an instance with registry.register."""
 
@@ -96,8 +107,16 @@ class Family(Protocol):
         """Whether the family's C compiler can build GPU code on this machine (probed once)."""
         ...
 
-    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
-        """The GPU targets (sm_XY as XY) it can build for here (probed once); () if unknown."""
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
+        """The GPU targets (sm_XY as XY) it can build for here (probed once); None if it cannot
+        say, () when it can build for none."""
+        ...
+
+    def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                  settings: Settings) -> Translation:
+        """The request with the options of its line that belong to another family's compilers
+        translated into this family's, with a note for each; UsageError naming those that
+        have no meaning here (they never reach the compiler). Translation(request) for none."""
         ...
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
@@ -136,6 +155,11 @@ class Family(Protocol):
         source really included); DependencyList() when the family cannot say."""
         ...
 
+    def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
+        """Compile flags that make the compiler write each function's stack frame size
+        (gcc's -fstack-usage: NAME.su beside the product, build.FRAMES); () when it cannot."""
+        ...
+
     def gpu_context(self, toolchain: Toolchain) -> bool:
         """Whether the program may create a CUDA context (which maps ~13 GiB of address space,
         so no address-space limit may be put on it)."""
@@ -165,8 +189,12 @@ class CommandFamily:
     def link_flags(self, language: Language) -> tuple[str, ...]:
         return self.flags_link.get(language, ())
 
-    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
-        return ()
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
+        return None
+
+    def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                  settings: Settings) -> Translation:
+        return Translation(request)
 
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                settings: Settings, acc_target: Target) -> AccDecision:
@@ -188,6 +216,9 @@ class CommandFamily:
 
     def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
         return DependencyList()
+
+    def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
+        return ()
 
     def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:
         """A doctor line per language (C and Fortran): found, or how to install it. Only the

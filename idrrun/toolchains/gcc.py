@@ -9,11 +9,12 @@ Its feedback is read from tree dumps (gccdumps.py); a host build runs with ACC_D
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,8 @@ from ..model import (
 )
 from ..run import proc
 from . import gccdumps
-from .family import INFO, MISSING, OK, WARN, AccDecision, CommandFamily
+from ..profile.tracer import candidate_roots
+from .family import INFO, MISSING, OK, WARN, AccDecision, CommandFamily, Translation
 from .machine import probe_compiler
 
 OFFLOAD_INSTALL_HINT = "apt-get install gcc-12-offload-nvptx libgomp-plugin-nvptx1"
@@ -48,6 +50,9 @@ _NVPTX_ISAS: dict[int, tuple[int, ...]] = {
 # accopts items that name a compute capability: cc80, sm_80, sm80.
 _CC_ITEM = re.compile(r"^(?:cc|sm_?)(\d{2,3})$", re.IGNORECASE)
 _GPU_WORDS = ("nvptx", "nvptx-none", "gpu", "tesla")
+# accopts words that ask for the host: nvc's -acc=host, and -acc=multicore, which gcc runs on
+# one core (it has no multicore OpenACC target).
+_HOST_WORDS = ("host", "multicore")
 # gcc's own report of what it offloaded, printed with the build: "optimized: assigned OpenACC
 # gang vector loop parallelism".
 FEEDBACK_FLAGS = ("-fopt-info-optimized-omp",)
@@ -58,6 +63,7 @@ DEPENDENCIES = "idrrun-deps.d"
 # as it was; measured on the course's 32 OpenACC solutions (C and Fortran, -O2 with the
 # checked build's dumps, minimum of 5 compiles each): 3.28 s without, 3.31 s with (+0.9 %).
 LINE_TABLES = ("-g1",)
+STACK_USAGE = ("-fstack-usage",)
 _OFFLOAD_TEST = "int main(void){ int x = 0;\n#pragma acc parallel copy(x)\nx = 1;\nreturn !x; }\n"
 
 
@@ -118,17 +124,18 @@ def has_offload(gcc_path: str | None) -> bool:
 
 @dataclass(frozen=True)
 class _AccOpts:
-    """What gcc takes of --accopts: a compute capability, a word that asks for the GPU, and
-    the nvhpc options it has no equivalent for."""
+    """What gcc takes of --accopts: a compute capability, a word that asks for the GPU or for
+    the host, and the nvhpc options it has no equivalent for."""
 
     requested: int | None
     gpu_asked: bool
     ignored: tuple[str, ...]
+    host_asked: bool = False
 
 
 def _read_accopts(accopts: Sequence[str]) -> _AccOpts:
     requested: int | None = None
-    gpu_asked = False
+    gpu_asked = host_asked = False
     ignored: list[str] = []
     for item in accopts:
         match = _CC_ITEM.match(item)
@@ -136,15 +143,26 @@ def _read_accopts(accopts: Sequence[str]) -> _AccOpts:
             requested = int(match.group(1))
         elif item.lower() in _GPU_WORDS:
             gpu_asked = True
+        elif item.lower() in _HOST_WORDS:
+            host_asked = True
         else:
             ignored.append(item)
-    return _AccOpts(requested, gpu_asked, tuple(ignored))
+    return _AccOpts(requested, gpu_asked, tuple(ignored), host_asked)
 
 
-def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str) -> str | None:
-    """Why the build is for the host (the note that says so); None when it is for a GPU."""
+def _mode(opts: _AccOpts, offload_mode: str) -> str:
+    """Where the line asks the regions to run, over the config's offload mode: a host word
+    (-acc=host) first, then a GPU word (-acc=gpu, --accopts gpu)."""
+    return "host" if opts.host_asked else "gpu" if opts.gpu_asked else offload_mode
+
+
+def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str,
+                 asked: bool = False) -> str | None:
+    """Why the build is for the host (the note that says so); None when it is for a GPU.
+    asked: the line asked for the host (a host word), not the config."""
     if mode == "host":
-        return "building for the host (offload = \"host\" in the config)"
+        return ("building for the host as asked (-foffload=disable)" if asked else
+                "building for the host (offload = \"host\" in the config)")
     if not probe.offload:
         return ("gcc cannot offload to NVIDIA GPUs here (the nvptx offload compiler is missing): "
                 f"building for the host. To offload: {OFFLOAD_INSTALL_HINT}")
@@ -155,10 +173,29 @@ def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str) -> str | N
     return None
 
 
+def _available(probe: Probe, major: int) -> tuple[int, ...]:
+    """The targets this machine can build: the probe's (GCC's that its ptxas accepts, maybe
+    none), else, when the probe did not say, GCC's own."""
+    return gcc_isas(major) if probe.offload_targets is None else probe.offload_targets
+
+
+def _choose_isa(wanted: int, available: Sequence[int], gpu: GpuInfo | None) -> int | None:
+    """best_isa, but never newer than the GPU here when an older target can be built: a
+    program built for a newer target than its GPU cannot run on it."""
+    isa = best_isa(wanted, available)
+    if isa is not None and gpu is not None and isa > gpu.sm:
+        runnable = [t for t in available if t <= gpu.sm]
+        return max(runnable) if runnable else isa
+    return isa
+
+
 def _target_notes(wanted: int, isa: int, major: int, shown: str, gpu: GpuInfo | None) -> list[str]:
     """What to say when the target built differs from the one asked, or no GPU is here."""
     notes = []
-    if isa < wanted:
+    if gpu is not None and isa < wanted and wanted > gpu.sm:
+        notes.append(f"sm_{wanted} asked, newer than the GPU here ({gpu.name}, sm_{gpu.sm}): "
+                     f"building for sm_{isa}, which it can run")
+    elif isa < wanted:
         notes.append(
             f"sm_{wanted} asked, GCC {major} can build for sm_{isa} at best ({shown}): building "
             f"for sm_{isa}; the driver compiles that PTX for the GPU when the program starts"
@@ -173,22 +210,27 @@ def _target_notes(wanted: int, isa: int, major: int, shown: str, gpu: GpuInfo | 
     return notes
 
 
+def _wanted(requested: int | None, probe: Probe) -> int:
+    """The target asked for: the line's, else the GPU's own, else sm_80."""
+    return requested if requested is not None else (probe.gpus[0].sm if probe.gpus else 80)
+
+
 def _gpu_target(requested: int | None, probe: Probe, major: int) -> tuple[int, list[str]]:
     """The sm_XY to build for: the one asked, else the GPU's, else sm_80, as near as this GCC
     and ptxas allow; and what to say about it. UsageError when no program built here could
     run on the GPU."""
-    wanted = requested if requested is not None else (probe.gpus[0].sm if probe.gpus else 80)
-    available = probe.offload_targets or gcc_isas(major)
-    isa = best_isa(wanted, available)
+    wanted = _wanted(requested, probe)
+    available = _available(probe, major)
+    gpu = probe.gpus[0] if probe.gpus else None
+    isa = _choose_isa(wanted, available, gpu)
     shown = ", ".join(f"sm_{t}" for t in available)
     if isa is None:
         raise UsageError(f"GCC {major} and this machine's ptxas share no GPU target "
                          f"(GCC: {', '.join(f'sm_{t}' for t in gcc_isas(major))}): build for the "
                          "host (offload = \"host\") or install a CUDA toolkit that accepts one")
-    gpu = probe.gpus[0] if probe.gpus else None
     if gpu is not None and isa > gpu.sm:
         raise UsageError(f"sm_{wanted} asked, and the oldest target this machine can build is "
-                         f"sm_{isa} ({shown}), newer than the GPU here ({gpu.name}, "
+                         f"sm_{min(available)} ({shown}), newer than the GPU here ({gpu.name}, "
                          f"sm_{gpu.sm}): no program built here can run on it")
     return isa, _target_notes(wanted, isa, major, shown, gpu)
 
@@ -200,9 +242,9 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
     opts = _read_accopts(accopts)
     notes = [f"gcc ignores these accopts (nvhpc options without a gcc equivalent): "
              f"{', '.join(opts.ignored)}"] if opts.ignored else []
-    # A GPU word in accopts asks for the GPU over the config's offload mode.
-    mode = "gpu" if opts.gpu_asked else offload_mode
-    host = _host_reason(mode, mode == "gpu" or opts.requested is not None, probe, model)
+    mode = _mode(opts, offload_mode)
+    host = _host_reason(mode, mode == "gpu" or opts.requested is not None, probe, model,
+                        asked=opts.host_asked)
     if host is not None:
         return AccDecision((model, "-foffload=disable"), "host", (*notes, host))
     major = gcc_major(gcc_version)
@@ -215,13 +257,286 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
     return AccDecision(flags, "gpu" if probe.gpus else "host", (*notes, *target_notes))
 
 
+# ---------------------------------------------------------------------------------------
+# NVIDIA's options on a gcc line. The IDRIS notebooks pass nvc's options in --options
+# ("-mp=gpu -gpu=cc70 -Minfo=all"): those with a gcc meaning are translated, each with a note
+# saying what became of it; the others are refused, all named in one message, before gcc
+# sees them (it would stop at the first with "unrecognized debug output level 'pu=cc70'").
+
+
+@dataclass(frozen=True)
+class _Meaning:
+    """What gcc makes of one NVIDIA option."""
+
+    flags: tuple[str, ...] = ()  # gcc's own, in its place on the line
+    link: tuple[str, ...] = ()  # after the source (libraries)
+    acc: bool = False  # turns OpenACC on, as -a
+    openmp: bool = False  # turns OpenMP on, as -t
+    accopts: tuple[str, ...] = ()  # for the offload decision: ccXY, a GPU or a host word
+    said: str = ""  # what became of it: the note is "OPTION → SAID"
+    ignored: tuple[str, ...] = ()  # its sub-options that gcc has no use for
+    refused: str = ""  # why gcc cannot take it ("": it can)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """What the readers need to know of the line and the machine."""
+
+    acc: bool  # OpenACC is on (-a, or -acc among the options)
+    models: bool  # OpenACC or OpenMP is on, by the line or its NVIDIA options
+    fortran: bool
+    cuda_roots: tuple[Path, ...]  # where -Mcudalib looks for CUDA's libraries
+
+
+_MODEL_OPTION = re.compile(r"-(acc|mp)(=.*)?")
+# nvc's -acc sub-options that only tune its own compiler or runtime: gcc has nothing to set.
+_ACC_TUNING = ("autopar", "noautopar", "routineseq", "noroutineseq", "sync", "wait", "nowait",
+               "strict", "verystrict", "legacy")
+_MP_TUNING = ("align", "noalign", "allcores", "bind", "numa", "nonuma")
+_NO_FTZ = ("nvc's -fast also flushes denormals to zero; gcc does that only with -ffast-math, "
+           "which relaxes IEEE rules as well: not added")
+
+
+NO_EQUIVALENT = "no gcc equivalent"
+REFUSED = ("gcc cannot take these NVIDIA compiler options (no gcc equivalent unless said): "
+           "{options}. Remove them from --options, or build with nvc (-c nvhpc)")
+
+
+def _subs(value: str) -> list[str]:
+    return [item for item in value.split(",") if item]
+
+
+def _acc(value: str, line: _Line) -> _Meaning:
+    subs = _subs(value)
+    unknown = [s for s in subs if s not in ("gpu", "host", "multicore", *_ACC_TUNING)]
+    if unknown:
+        return _Meaning(refused=f"unknown sub-option {', '.join(unknown)}")
+    ignored = tuple(s for s in subs if s in _ACC_TUNING)
+    if "host" in subs or "multicore" in subs:
+        serial = ("; gcc has no multicore target: the regions run serially on the host"
+                  if "multicore" in subs else ": OpenACC regions on the host")
+        return _Meaning(acc=True, accopts=("host",), ignored=ignored,
+                        said=f"-fopenacc -foffload=disable{serial}")
+    if "gpu" in subs:
+        return _Meaning(acc=True, accopts=("gpu",), ignored=ignored,
+                        said="-fopenacc, offloaded to the GPU with nvptx (as -a on a GPU)")
+    return _Meaning(acc=True, ignored=ignored, said="-fopenacc (as -a)")
+
+
+def _mp(value: str, line: _Line) -> _Meaning:
+    subs = _subs(value)
+    unknown = [s for s in subs if s not in ("gpu", "multicore", *_MP_TUNING)]
+    if unknown:
+        return _Meaning(refused=f"unknown sub-option {', '.join(unknown)}")
+    ignored = tuple(s for s in subs if s in _MP_TUNING)
+    if "gpu" in subs:
+        return _Meaning(openmp=True, ignored=ignored,
+                        said="-fopenmp, as -t: target regions offloaded with nvptx where the "
+                             "build is for a GPU")
+    if line.acc:
+        # Beside OpenACC, the OpenACC decision says where the code runs (gcc offloads one
+        # model per program).
+        return _Meaning(openmp=True, ignored=ignored, said="-fopenmp (as -t)")
+    return _Meaning(openmp=True, accopts=("host",), ignored=ignored,
+                    said="-fopenmp -foffload=disable: OpenMP threads, target regions on the host "
+                         "(nvc's -mp is -mp=multicore)")
+
+
+def _gpu(value: str, line: _Line) -> _Meaning:
+    subs = _subs(value)
+    if not subs:
+        return _Meaning(refused="no target given")
+    cc = tuple(s for s in subs if _CC_ITEM.match(s))
+    if not line.models:
+        return _Meaning(said="nothing: it sets the GPU target of -acc or -mp=gpu, and neither "
+                             "is on")
+    return _Meaning(accopts=cc[-1:], ignored=tuple(s for s in subs if s not in cc[-1:]))
+
+
+def _ta(value: str, line: _Line) -> _Meaning:
+    """PGI's -ta=tesla:LIST (-gpu=LIST's older name), -ta=host, -ta=multicore."""
+    target, _, rest = value.partition(":")
+    if target in ("tesla", "nvidia"):
+        meaning = _gpu(rest, line) if rest else _Meaning()
+        if meaning.accopts or not line.models:
+            return dataclasses.replace(meaning, refused="")
+        return dataclasses.replace(meaning, refused="", accopts=("gpu",),
+                                   said="nvptx offloading (as --accopts gpu)")
+    if target in ("host", "multicore") and not rest:
+        return _acc(target, line)
+    return _Meaning(refused=f"no gcc target for {target!r}")
+
+
+def _minfo(value: str, line: _Line) -> _Meaning:
+    if line.models:
+        return _Meaning(said=f"{FEEDBACK_FLAGS[0]}, already in idrrun's OpenACC and OpenMP flags "
+                             "(what gcc offloaded, shown with the build)")
+    return _Meaning(said=f"nothing: gcc's report of offloaded loops ({FEEDBACK_FLAGS[0]}) comes "
+                         "with -a, -t, -acc or -mp")
+
+
+def _cuda_libraries(names: Sequence[str], roots: Sequence[Path]) -> tuple[Path, Path] | str:
+    """(CUDA folder, its library folder) that holds every lib{name}.so, or why there is none."""
+    looked: list[str] = []
+    for root in dict.fromkeys(r.resolve() for r in roots):
+        for lib in (root / "lib64", root / "targets" / "x86_64-linux" / "lib", root / "lib"):
+            if not lib.is_dir():
+                continue
+            missing = [n for n in names if not (lib / f"lib{n}.so").exists()]
+            if not missing:
+                return root, lib
+            looked.append(f"{root} has no {', '.join(f'lib{n}' for n in missing)}")
+            break
+    where = "; ".join(looked) or "no CUDA toolkit found (CUDA_HOME, the nvcc on PATH, /usr/local/cuda)"
+    return (f"{where}: install CUDA's {', '.join(names)} (NVIDIA's packages "
+            f"{', '.join(f'lib{n}-dev-VERSION' for n in names)}) or set CUDA_HOME to a CUDA that has them")
+
+
+def _cudalib(value: str, line: _Line) -> _Meaning:
+    names = _subs(value)
+    if not names:
+        return _Meaning(refused="no library named")
+    found = _cuda_libraries(names, line.cuda_roots)
+    if isinstance(found, str):
+        return _Meaning(refused=found)
+    root, lib = found
+    include = root / "include"
+    flags = (f"-I{include}",) if include.is_dir() else ()
+    link = (f"-L{lib}", f"-Wl,-rpath,{lib}", *(f"-l{n}" for n in names))
+    fortran = (" (gfortran has no module for them: nvfortran's `use curand` and the like do not "
+               "exist here; call the C functions through ISO_C_BINDING interfaces)"
+               if line.fortran else "")
+    return _Meaning(flags=flags, link=link, said=f"{' '.join((*flags, *link))}{fortran}")
+
+
+def _fast(value: str, line: _Line) -> _Meaning:
+    return _Meaning(flags=FAST, said=f"{' '.join(FAST)}: optimised and vectorised for this "
+                                     f"processor, as nvc's -fast ({_NO_FTZ})")
+
+
+# What nvc's -fast (-O2 with vectorisation, unrolling and inlining, for the processor it runs
+# on) is in gcc: -O3 vectorises, unrolls and inlines; -march=native uses this processor's
+# vector units, as nvc does by default (its -tp is the host's).
+FAST = ("-O3", "-march=native")
+# The translation table: NVIDIA's option (a full match; the group is its value), its reader.
+NVIDIA_OPTIONS: tuple[tuple[re.Pattern[str], Callable[[str, _Line], _Meaning]], ...] = (
+    (re.compile(r"-acc(?:=(.*))?"), _acc),
+    (re.compile(r"-mp(?:=(.*))?"), _mp),
+    (re.compile(r"-gpu=(.*)"), _gpu),
+    (re.compile(r"-ta=(.*)"), _ta),
+    (re.compile(r"-Minfo(?:=(.*))?"), _minfo),
+    (re.compile(r"-M?cudalib=(.*)"), _cudalib),
+    (re.compile(r"-fast(sse)?"), _fast),
+)
+# NVIDIA's options that gcc does not know, whatever their value: nvc's -M... (gcc's own are
+# capitals: -MD, -MF), -gpu, -ta, -tp, -cuda..., -stdpar, -acc/-mp (their sub-options), PGI's
+# -K..., -noacc, -nomp, -static-nvidia, pgcc's -c99/-c11.
+NVIDIA_ONLY = re.compile(r"-(?:M[a-z]|gpu\b|ta\b|tp\b|cuda|stdpar|acc\b|mp\b|K[a-z]|noacc$|nomp$|"
+                         r"static-nvidia|c\d\d$)")
+
+
+def _read_option(word: str, line: _Line) -> _Meaning | None:
+    """What gcc makes of one word of the line; None when it is not NVIDIA's."""
+    for pattern, reader in NVIDIA_OPTIONS:
+        match = pattern.fullmatch(word)
+        if match:
+            return reader(match.group(1) or "", line)
+    if NVIDIA_ONLY.match(word):
+        return _Meaning(refused=NO_EQUIVALENT)
+    return None
+
+
+def _cc_said(cc: str, request: RunRequest, probe: Probe, major: int,
+             offload_mode: str) -> str:
+    """What a target option (-gpu=cc70) became: the nvptx -misa the build will use."""
+    opts = _read_accopts(request.accopts)
+    mode = _mode(opts, offload_mode)
+    model = "-fopenacc" if request.acc else "-fopenmp"
+    if _host_reason(mode, True, probe, model, opts.host_asked) is not None:
+        return "nothing: this build is for the host (below)"
+    match = _CC_ITEM.match(cc)
+    asked = int(match.group(1)) if match else None
+    if opts.requested != asked:
+        return f"nothing: --accopts sets the target (sm_{opts.requested})"
+    isa = _choose_isa(_wanted(asked, probe), _available(probe, major),
+                      probe.gpus[0] if probe.gpus else None)
+    if isa is None:
+        return "nothing: no GPU target can be built here (below)"
+    shown = f"-foffload-options=nvptx-none=-misa=sm_{isa}"
+    return shown if isa == asked else f"{shown} (sm_{asked} cannot be built or run here: below)"
+
+
+def _line(request: RunRequest, cuda_roots: Sequence[Path]) -> _Line:
+    words = request.compiler_options
+    acc = request.acc or any(_MODEL_OPTION.fullmatch(w) and w.startswith("-acc") for w in words)
+    models = acc or request.openmp or any(_MODEL_OPTION.fullmatch(w) for w in words)
+    return _Line(acc=acc, models=models, fortran=request.source.language == "fortran",
+                 cuda_roots=tuple(cuda_roots))
+
+
+def _refuse(read: Sequence[tuple[str, _Meaning | None]]) -> None:
+    """UsageError naming every option gcc has no meaning for, with why where it is not plain."""
+    refused = [word if m.refused == NO_EQUIVALENT else f"{word} ({m.refused})"
+               for word, m in read if m is not None and m.refused]
+    if refused:
+        raise UsageError(REFUSED.format(options=", ".join(refused)))
+
+
+def _applied(request: RunRequest, read: Sequence[tuple[str, _Meaning | None]]) -> RunRequest:
+    """The request with gcc's flags in the place of NVIDIA's, and the models and target words
+    they ask for (before the line's own --accopts, which keep the last word)."""
+    flags: list[str] = []
+    words: list[str] = []
+    for word, meaning in read:
+        flags += [word] if meaning is None else meaning.flags
+        words += meaning.accopts if meaning is not None else ()
+    meanings = [m for _, m in read if m is not None]
+    return dataclasses.replace(request, compiler_options=tuple(flags),
+                               accopts=(*words, *request.accopts),
+                               acc=request.acc or any(m.acc for m in meanings),
+                               openmp=request.openmp or any(m.openmp for m in meanings))
+
+
+def _note(word: str, meaning: _Meaning, translated: RunRequest, probe: Probe, major: int,
+          offload_mode: str) -> str:
+    """"OPTION → what became of it; ignored: its sub-options gcc has no use for"."""
+    cc = next((a for a in meaning.accopts if _CC_ITEM.match(a)), None)
+    said = _cc_said(cc, translated, probe, major, offload_mode) if cc is not None else meaning.said
+    ignored = f"ignored: {', '.join(meaning.ignored)} (no gcc equivalent)" if meaning.ignored else ""
+    return f"{word} → {'; '.join(p for p in (said, ignored) if p) or 'nothing'}"
+
+
+def translate_options(request: RunRequest, probe: Probe, gcc_version: str, offload_mode: str,
+                      cuda_roots: Sequence[Path]) -> tuple[RunRequest, tuple[str, ...],
+                                                            tuple[str, ...]]:
+    """(the request with NVIDIA's options of its --options read as gcc's, the libraries to
+    link after the source, the notes); UsageError naming those gcc has no meaning for."""
+    line = _line(request, cuda_roots)
+    read = [(word, _read_option(word, line)) for word in request.compiler_options]
+    _refuse(read)
+    translated = _applied(request, read)
+    major = gcc_major(gcc_version)
+    link = tuple(flag for _, m in read if m is not None for flag in m.link)
+    notes = tuple(_note(word, m, translated, probe, major, offload_mode)
+                  for word, m in read if m is not None)
+    return translated, link, notes
+
+
 @dataclass(frozen=True)
 class GccFamily(CommandFamily):
     def can_offload(self, c_compiler: CompilerInfo) -> bool:
         return has_offload(c_compiler.path)
 
-    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...]:
+    def offload_targets(self, c_compiler: CompilerInfo) -> tuple[int, ...] | None:
         return targets(gcc_major(c_compiler.version), ptxas_isas())
+
+    def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
+                  settings: Settings) -> Translation:
+        if request.source.language == "cuda":
+            return Translation(request)  # nvcc's options are its own
+        translated, link, notes = translate_options(request, probe, compiler.version,
+                                                    settings.offload, candidate_roots(os.environ))
+        return Translation(translated, link, notes)
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                 settings: Settings) -> AccDecision:
@@ -289,6 +604,12 @@ class GccFamily(CommandFamily):
         # builds the same with it.
         cpp = ("-cpp",) if toolchain.language == "fortran" else ()
         return DependencyList((*cpp, "-MD", "-MF", DEPENDENCIES), DEPENDENCIES)
+
+    def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
+        # A file per compiled source, the size of every function's frame: a SIGSEGV in a
+        # program whose main keeps 3 GB of arrays on a 1 GiB stack is a stack overflow, and
+        # the hint says so (pipeline.py). It leaves the code as it was.
+        return STACK_USAGE if toolchain.language in ("c", "c++", "fortran") else ()
 
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
         lines = self.compiler_lines(settings, active)

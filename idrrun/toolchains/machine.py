@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 from ..model import CompilerInfo, GpuInfo
 from ..run import proc
 
 PROBE_TIMEOUT = 5.0
+_VERSION = re.compile(r"\b\d+\.\d+")
 
 
 def probe_compiler(command: str) -> CompilerInfo:
@@ -16,7 +18,11 @@ def probe_compiler(command: str) -> CompilerInfo:
         return CompilerInfo(command=command, path=None, version="")
     result = proc.capture([path, "--version"], what="probe")
     lines = [ln.strip() for ln in result.output.splitlines() if ln.strip()]
-    return CompilerInfo(command=command, path=path, version=lines[0] if lines else "")
+    # The first line that holds a version number: gcc's and nvc's first, nvcc's fourth
+    # ("Cuda compilation tools, release 13.0, V13.0.88"; its first is a banner).
+    versioned = [ln for ln in lines if _VERSION.search(ln)]
+    return CompilerInfo(command=command, path=path,
+                        version=(versioned or lines or [""])[0])
 
 
 def probe_gpus() -> tuple[tuple[GpuInfo, ...], str | None]:

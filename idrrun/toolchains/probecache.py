@@ -24,6 +24,9 @@ from ..files import temp_beside
 from ..model import CompilerInfo, GpuInfo, Settings
 
 MAX_AGE = 24 * 3600.0
+# What an entry holds and how its answers were read: a change (a compiler's version taken from
+# another line of its --version, offload targets that may be None) makes every entry stale.
+FORMAT = "2"
 _DRIVER = ("/proc/driver/nvidia/version", "/sys/module/nvidia/version")
 
 
@@ -41,7 +44,7 @@ def _identity(path: str | None) -> str:
 
 def key(family: str, commands: Iterable[str], settings: Settings) -> str:
     h = hashlib.sha256()
-    parts = [family, os.environ.get("PATH", ""), json.dumps(settings.compilers, sort_keys=True,
+    parts = [FORMAT, family, os.environ.get("PATH", ""), json.dumps(settings.compilers, sort_keys=True,
                                                                default=str)]
     parts += [_identity(shutil.which(c)) for c in sorted(commands)]
     parts += [_identity(shutil.which(tool)) for tool in ("nvidia-smi", "ptxas")]
@@ -80,9 +83,9 @@ def save(cache_dir: Path, digest: str, data: dict[str, Any]) -> None:
 
 def remembered(cache_dir: Path, digest: str,
                probe: Callable[[], tuple[tuple[CompilerInfo, ...], tuple[GpuInfo, ...], str | None,
-                                         bool, tuple[int, ...]]]
+                                         bool, tuple[int, ...] | None]]
                ) -> tuple[tuple[CompilerInfo, ...], tuple[GpuInfo, ...], str | None, bool,
-                          tuple[int, ...]]:
+                          tuple[int, ...] | None]:
     """(compilers, GPUs, GPU warning, offload, offload targets): from the cache, else probed
     (and remembered unless the GPU probe warned: a warning is worth asking again)."""
     data = load(cache_dir, digest)
@@ -90,12 +93,12 @@ def remembered(cache_dir: Path, digest: str,
         try:
             return (tuple(CompilerInfo(**c) for c in data["compilers"]),
                     tuple(GpuInfo(**g) for g in data["gpus"]), None, bool(data["offload"]),
-                    tuple(int(t) for t in data["targets"]))
+                    None if data["targets"] is None else tuple(int(t) for t in data["targets"]))
         except (KeyError, TypeError, ValueError):
             pass
     compilers, gpus, warning, offload, targets = probe()
     if warning is None:
         save(cache_dir, digest, {
             "compilers": [c.__dict__ for c in compilers], "gpus": [g.__dict__ for g in gpus],
-            "offload": offload, "targets": list(targets)})
+            "offload": offload, "targets": None if targets is None else list(targets)})
     return compilers, gpus, warning, offload, targets
