@@ -507,12 +507,18 @@ class CheckResult:
     # run, and the check's kind: a student's feedback shows those, never the values.
     hidden: int = 0
     kind: str = ""
+    # The position of its [[check]] in the spec (check[N]): its points and what a student sees
+    # of it are the spec's, looked up when scored or shown; -1 for idrrun's own rows.
+    check: int = -1
 
 
 @dataclass(frozen=True)
 class Verdict:
     exercise: str
     checks: tuple[CheckResult, ...]
+    # As a student's notebook shows it: grading runs more than these checks (hidden cases,
+    # checks run at grading only or hidden from students), which the verdict says, not names.
+    more_at_grading: bool = False
 
     @property
     def passed(self) -> bool:

@@ -205,27 +205,34 @@ def _drop(table: Container, key: str) -> None:
 def students_spec(text: str, solutions_kept: Collection[str]) -> str:
     """A spec as the students' course carries it: the solutions it does not ship and every
     grading-only part (fixed hidden argument sets, the ranges of drawn ones, checks marked
-    grading_only) removed, with the comment lines right above them, marked `students = true`;
-    its other comments and its layout kept (tomlkit). A students' spec stays as it is."""
+    grading_only or hidden from students) removed, with the comment lines right above them,
+    marked `students = true` (and `more_at_grading = true` when something was removed: a
+    notebook says that grading runs more); its other comments and its layout kept (tomlkit).
+    A students' spec stays as it is."""
     doc = tomlkit.parse(text)
     for pair in doc.get("sources", {}).values():
         if "solution" in pair and str(pair["solution"]) not in solutions_kept:
             del pair["solution"]
+    removed = False
     args = doc.get("args")
     for key in ("hidden", "draw"):
         if args is not None and key in args:
             _drop(args.value, key)
+            removed = True
     checks = doc.get("check")
     if checks is not None:
         for i in reversed(range(len(checks))):
-            if checks[i].get("grading_only", False):
+            if checks[i].get("grading_only", False) or checks[i].get("visibility") == "hidden":
                 if i > 0:  # a comment above [[check]] ends the table before it
                     previous = checks[i - 1].value.body
                     _drop_comments_above(previous, len(previous))
                 del checks[i]
+                removed = True
     if "students" not in doc:
         doc.add(tomlkit.comment(STUDENTS_NOTE))
         doc.add("students", True)
+        if removed:
+            doc.add("more_at_grading", True)
     return tomlkit.dumps(doc)
 
 

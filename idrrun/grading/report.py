@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..checks import visibility
+from ..checks.score import Score, score
 from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
@@ -54,6 +56,8 @@ class GradeRow:
     # The hidden argument sets its checks ran with (drawn ones included): for the instructor's
     # report (JSON, state), never for a student's feedback.
     hidden_args: tuple[tuple[str, ...], ...] = ()
+    # Its points, from its checks and the spec's points (checks/score.py); None: not graded.
+    score: Score | None = None
 
     @property
     def reasons(self) -> str:
@@ -69,9 +73,15 @@ class GradeRow:
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
+        s = self.score
         return {
             "student": self.student, "exercise": self.exercise, "language": self.language,
-            "verdict": self.status, "reasons": self.reasons,
+            "verdict": self.status,
+            # Not graded (an error row): no score at all, rather than a zero it did not earn.
+            "score": s.earned if s is not None else None,
+            "points": s.possible if s is not None else None,
+            "not_evaluated": s.not_evaluated if s is not None else None,
+            "reasons": self.reasons,
             "build_seconds": round(self.build_seconds, 3), "run_seconds": round(self.run_seconds, 3),
             "submission": self.submission, "sandbox": self.sandbox, "node": self.node,
             "build_node": self.build_node,
@@ -88,6 +98,9 @@ def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
                if r.status != "error" and r.hidden_args != exercise.hidden_args]
     for gone in redrawn:
         del already[gone]
+    # Points are the spec's as it is now: a teacher who changes them scores the class again
+    # without running anything.
+    already = {p: scored(r, exercise) for p, r in already.items()}
     said = []
     kept = sum(resumed(s, already) is not None for s in subs)
     if kept:
@@ -105,6 +118,13 @@ def resumed(sub: Submission, already: dict[str, GradeRow] | None) -> GradeRow | 
     folder trimmed; such a row costs little to make again)."""
     row = already.get(str(sub.path)) if already and sub.source is not None else None
     return row if row is not None and row.status != "error" else None
+
+
+def scored(row: GradeRow, exercise: Exercise) -> GradeRow:
+    """The row with its score from the spec's points; an error row has none."""
+    if row.status == "error":
+        return dataclasses.replace(row, score=None)
+    return dataclasses.replace(row, score=score(exercise, row.checks, len(row.hidden_args)))
 
 
 def _nodes(nodes: Sequence[str]) -> str:
@@ -129,6 +149,8 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
         build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
         hidden_args=exercise.hidden_args,
+        score=score(exercise, outcome.verdict.checks if outcome.verdict is not None else (),
+                    len(exercise.hidden_args)),
     )
 
 
@@ -136,10 +158,12 @@ def _check_from(record: Any) -> CheckResult:
     status = str(record["status"])
     if status not in ("pass", "fail", "incomplete"):
         raise ValueError(status)
+    # A row written before checks named their [[check]] cannot be scored: it has none, and
+    # is graded again (KeyError).
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
                        str(record.get("reason", "")), int(record.get("hidden") or 0),
-                       str(record.get("kind") or ""))
+                       str(record.get("kind") or ""), int(record["check"]))
 
 
 def state_path(report: Path) -> Path:
@@ -249,8 +273,9 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
     return out
 
 
-REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build_seconds",
-                 "run_seconds", "submission", "sandbox", "node", "build_node")
+REPORT_FIELDS = ("student", "exercise", "language", "verdict", "score", "points", "not_evaluated",
+                 "reasons", "build_seconds", "run_seconds", "submission", "sandbox", "node",
+                 "build_node")
 
 
 # OWASP's rule against CSV injection: Excel, LibreOffice Calc and Google Sheets read a cell
@@ -300,19 +325,26 @@ def _table_cell(text: str) -> str:
 
 
 # What a student's feedback says of a check on a hidden argument set, instead of its values.
-HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
+HIDDEN_CASE = visibility.HIDDEN_CASE
 
 
-def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
-    """A student's feedback: every check with its values, but those of hidden runs, which say
-    only their result and their kind (the arguments, drawn or fixed, stay the instructor's)."""
-    lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**", ""]
+def feedback_markdown(row: GradeRow, exercise: Exercise,
+                      override: visibility.Override = "spec") -> str:
+    """A student's feedback: their score, and the checks as the spec (or the grader's
+    override) lets students see them (checks/visibility.py): hidden runs say only their result
+    and their kind (the arguments, drawn or fixed, stay the instructor's) unless `full`."""
+    lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**  "]
+    if row.score is not None:
+        lines.append(f"Score: **{row.score}**")
+    lines.append("")
+    shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
     if row.checks:
         lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
-        for c in row.checks:
-            cells = [c.name, c.status, c.expected, c.got, c.reason] if not c.hidden else \
-                [c.name, c.status, "", "", HIDDEN_CASE.format(kind=c.kind or "output")]
+        for c in (c for c in shown if c is not None):
+            cells = [c.name, c.status, c.expected, c.got, c.reason]
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
+        if None in shown:
+            lines += ["", visibility.NOT_SHOWN.format(count=shown.count(None))]
     elif row.reasons:
         lines.append(row.reasons)
     return "\n".join(lines) + "\n"
@@ -335,7 +367,8 @@ def feedback_names(students: Sequence[str]) -> dict[str, str]:
     return names
 
 
-def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path) -> None:
+def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path,
+                   override: visibility.Override = "spec") -> None:
     names = feedback_names([row.student for row in rows])
     for row in rows:
-        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise))
+        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise, override))
