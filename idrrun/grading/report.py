@@ -292,6 +292,13 @@ def inert(value: object) -> object:
     return value
 
 
+def uninert(value: str) -> str:
+    """A CSV report's cell as it was before inert() (the gradebook reads reports back)."""
+    if value.startswith("'") and value[1:].lstrip(" ").startswith(_FORMULA_START):
+        return value[1:]
+    return value
+
+
 def render_report(rows: Sequence[GradeRow], path: Path) -> str:
     """The report as people read it. JSON keeps every value as it is; in CSV every cell is
     inert and quoted (a spreadsheet set to another separator, the semicolon of a French Excel,
