@@ -43,7 +43,7 @@ COMMANDS = {
     "grade": ("idrrun.commands.grade", "grade a class of submissions of one exercise"),
     "gradebook": ("idrrun.commands.gradebook", "the scores of graded exercises, for Moodle, "
                                                "Canvas or a spreadsheet"),
-    "course": ("idrrun.commands.course", "course check | course strip | course init"),
+    "course": ("idrrun.commands.course", "course check | course new | course strip | course init"),
     "doctor": ("idrrun.commands.doctor", "what this machine offers for the course"),
 }
 

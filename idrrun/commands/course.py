@@ -1,5 +1,5 @@
-"""`idrrun course check|strip|init`: the course's own checks, students' copies of its notebooks,
-working copies of the whole course."""
+"""`idrrun course check|new|strip|init`: the course's own checks, a new exercise of the teacher's
+own, students' copies of its notebooks, working copies of the whole course."""
 
 from __future__ import annotations
 
@@ -49,6 +49,19 @@ def parser() -> argparse.ArgumentParser:
     chk.add_argument("--seed", metavar="TEXT",
                      help="the seed of the hidden argument sets drawn from the specs' ranges, as "
                           "`idrrun grade --seed` (default: the grader's, as there)")
+    new = sub.add_parser("new", help="a new exercise of your own: spec, start file, solution",
+                         description="Write a new exercise from idrrun's template into a course "
+                                     "folder of your own (its examples/): a spec with points, "
+                                     "hidden cases and a visibility, a start file and a solution "
+                                     "per language. Then edit them, and run `idrrun course check "
+                                     "--exercise NAME` (docs/teaching.md).")
+    new.add_argument("name", metavar="NAME", help="topic_name, e.g. loops_dot")
+    new.add_argument("--dir", type=Path, default=Path("."), metavar="FOLDER",
+                     help="the course folder: NAME.toml goes into FOLDER/examples/, the sources "
+                          "into FOLDER/examples/C and FOLDER/examples/Fortran (default: here)")
+    new.add_argument("--language", "-l", choices=("c", "fortran"), action="append",
+                     help="only this language (repeat for several; default: c and fortran)")
+    new.add_argument("--title", metavar="TEXT", help="a one-line title (default: from the name)")
     strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells",
                            description="Copy notebooks without the cells tagged 'solution' and "
                                        "without outputs, into a new folder (all or nothing).")
@@ -75,6 +88,8 @@ def main(tokens: Sequence[str]) -> int:
         return _strip(args.notebooks, args.out)
     if args.action == "init":
         return _init(args.dest, args.students, args.source)
+    if args.action == "new":
+        return _new(args.dir, args.name, args.title, args.language or ["c", "fortran"])
     return _check(args)
 
 
@@ -84,7 +99,7 @@ def _check(args: argparse.Namespace) -> int:
     settings = config.load(workdir, project=args.config if args.config is not None else False)
     notes = unread_config(workdir, args.config)
     folder = specs.exercises_folder_or_fail(settings, workdir)
-    exercises = _chosen(specs.all_exercises(folder), args.exercise, settings, args.seed)
+    exercises = _chosen(folder, args.exercise, settings, args.seed)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
@@ -100,6 +115,8 @@ def _check(args: argparse.Namespace) -> int:
                                                            probe, args.jobs, done),
                           quiet=args.json)
     bad = [r for r in rows if not r.ok]
+    by_name = {e.name: e for e in exercises}
+    found = {id(r): course.findings(r, by_name[r.exercise]) for r in rows}
     if args.json:
         print_json({
             "examples": str(folder), "family": probe.family, "where": where, "notes": notes,
@@ -107,22 +124,29 @@ def _check(args: argparse.Namespace) -> int:
             "failed": len(bad),
             "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
                       "incomplete": r.incomplete, "solution": row_dict(r.solution),
-                      "start": row_dict(r.start)} for r in rows],
+                      "start": row_dict(r.start), "findings": found[id(r)]} for r in rows],
         })
     else:
         _table(console, rows)
+        for r in rows:
+            for line in found[id(r)]:
+                console.print(neutralise(f"{r.exercise} ({r.language}): {line}"), markup=False)
     return EXIT_OK if not bad and rows else EXIT_FAILED
 
 
-def _chosen(exercises: list[Exercise], names: Sequence[str] | None, settings: Settings,
+def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,
             seed: str | None) -> list[Exercise]:
-    """The exercises asked for (all when none is named), with the hidden sets `idrrun grade`
-    would draw: the solutions must pass on them."""
+    """The exercises asked for (all when none is named: only those are read, so that another
+    spec being written does not stop the check of this one), with the hidden sets `idrrun
+    grade` would draw: the solutions must pass on them."""
     if names:
-        unknown = set(names) - {e.name for e in exercises}
+        unknown = sorted(n for n in set(names) if not (folder / f"{n}.toml").is_file())
         if unknown:
-            raise UsageError(f"unknown exercise(s): {', '.join(sorted(unknown))}")
-        exercises = [e for e in exercises if e.name in names]
+            known = ", ".join(sorted(p.stem for p in folder.glob("*.toml"))) or "none"
+            raise UsageError(f"unknown exercise(s) in {folder}: {', '.join(unknown)} (known: {known})")
+        exercises = [specs.load(folder / f"{n}.toml") for n in dict.fromkeys(names)]
+    else:
+        exercises = specs.all_exercises(folder)
     if any(e.draw is not None for e in exercises):
         drawn = report.grading_seed(settings, seed)[0]
         exercises = [draw.drawn(e, drawn) for e in exercises]
@@ -171,6 +195,18 @@ def _strip(paths: Sequence[Path], out: Path) -> int:
             raise UsageError(f"{path}: not a notebook or a folder")
     for rel, removed in course.strip_tree(notebooks, out):
         print(f"{out / rel}: {removed} solution cells removed", flush=True)
+    return EXIT_OK
+
+
+def _new(folder: Path, name: str, title: str | None, languages: Sequence[str]) -> int:
+    made = course.new_exercise(folder, name, title, languages)
+    print(f"{made.spec}: a new exercise from idrrun's template", flush=True)
+    for path in made.sources:
+        print(f"  {path}", flush=True)
+    examples = made.spec.parent.resolve()
+    print(f"Edit them (docs/teaching.md), then check the exercise: its solution must pass, its "
+          f"start file fail:\n  IDRRUN_EXAMPLES={examples} idrrun course check --exercise {name}",
+          flush=True)
     return EXIT_OK
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -21,6 +22,7 @@ from tomlkit.items import Comment, Whitespace
 from ..checks import specs
 from ..checks.specs import Exercise
 from ..errors import UsageError
+from ..files import write_atomic
 from ..model import FailureKind, Probe, Settings
 from ..request import notebook
 from ..request import source as source_mod
@@ -88,6 +90,63 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
         ex, language = subs[i][0], subs[i][1]
         rows.append(CourseRow(ex.name, language, solution=results[i], start=results[i + 1]))
     return rows
+
+
+def _where(exercise: Exercise, field: str) -> str:
+    """FILE:LINE of a field of the spec (as SpecErrors and compilers name places)."""
+    try:
+        line = specs.field_line(exercise.path.read_text(encoding="utf-8"), field)
+    except OSError:
+        line = None
+    return f"{exercise.path}:{line}" if line is not None else str(exercise.path)
+
+
+def _hidden_field(exercise: Exercise, case: int) -> str:
+    """The field a hidden case comes from: args.hidden[N] for the fixed ones (run first), else
+    the ranges of [args.draw]."""
+    fixed = len(specs.load(exercise.path).hidden_args)  # the spec as written: nothing drawn
+    return f"args.hidden[{case - 1}]" if case <= fixed else "args.draw.ranges"
+
+
+def findings(row: CourseRow, exercise: Exercise) -> list[str]:
+    """What is wrong with an exercise, each said where to change it: the spec's field and
+    line (a check the solution fails, a hidden case it fails on), or the source file."""
+    pair = exercise.sources[row.language]
+    out = []
+    sol, start = row.solution, row.start
+    if sol.status == "error":
+        out.append(f"{pair.solution}: the solution could not be graded: {sol.error}")
+    elif sol.failure in _COMPILE_FAILURES:
+        out.append(f"{pair.solution}: the solution does not build: {sol.failure_what}")
+    elif sol.status == "fail":
+        for c in sol.checks:
+            if c.status != "fail":
+                continue
+            field = f"check[{c.check}]" if c.check >= 0 else "check"
+            said = f"{_where(exercise, field)}: {field} ({c.name}): the solution fails it: {c.reason}"
+            if c.hidden:
+                args = " ".join(sol.hidden_args[c.hidden - 1]) if c.hidden <= len(sol.hidden_args) else ""
+                hidden = _hidden_field(exercise, c.hidden)
+                said += (f" (hidden case {c.hidden}, arguments {args}: choose {hidden} where the "
+                         f"solution passes, {_where(exercise, hidden)})")
+            out.append(said)
+        if not any(c.status == "fail" for c in sol.checks):
+            out.append(f"{pair.solution}: the solution fails: {sol.reasons}")
+    if start.status == "error":
+        out.append(f"{pair.exercise}: the start file could not be graded: {start.error}")
+    elif start.failure in _COMPILE_FAILURES:
+        out.append(f"{pair.exercise}: the start file does not build ({start.failure_what}): students "
+                   f"start from it, it must build and fail a check")
+    elif start.status == "pass":
+        out.append(f"{_where(exercise, 'check')}: the start file passes every check: add a check it "
+                   f"fails (the result of the work asked, uses_openacc, ...): examples/README.md")
+    elif start.status == "incomplete":
+        out.append(f"{_where(exercise, 'check')}: the start file fails no check this machine can "
+                   f"evaluate: add one it fails here (not only GPU-trace checks)")
+    if not any(c.points or c.points_hidden for c in exercise.checks):
+        out.append(f"{_where(exercise, 'check[0].points')}: every check is worth 0 points: every "
+                   f"score will be 0/0")
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -284,3 +343,71 @@ def init_course(source: Path, dest: Path, students: bool) -> CourseCopy:
                           tuple(kept) if students else ())
 
     return new_folder(dest, fill)
+
+
+# ---------------------------------------------------------------------------------------
+# An exercise of the teacher's own
+
+
+TEMPLATE = Path(__file__).resolve().parent / "template"
+# Every exercise is <topic>_<name> (examples/README.md): the topic is its first word.
+EXERCISE_NAME = re.compile(r"[a-z][a-z0-9]*_[a-z0-9_]+")
+# Where each language's sources go in a course's examples/, and their suffix.
+_LANGUAGE_FOLDERS = {"c": ("C", ".c"), "fortran": ("Fortran", ".f90")}
+
+
+@dataclass(frozen=True)
+class NewExercise:
+    """What `idrrun course new` wrote."""
+
+    spec: Path
+    sources: tuple[Path, ...]
+
+
+def _toml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def new_exercise(course: Path, name: str, title: str | None,
+                 languages: Sequence[str]) -> NewExercise:
+    """A new exercise NAME in the course folder `course` (its examples/, made when missing)
+    from idrrun's template: a spec with points, hidden cases and a visibility, a start file and
+    a solution per language. Nothing is overwritten: an exercise whose files exist is refused
+    before anything is written."""
+    if not EXERCISE_NAME.fullmatch(name):
+        raise UsageError(f"{name!r}: an exercise is named topic_name, in lower case, letters, "
+                         f"digits and _ (e.g. loops_dot): examples/README.md")
+    title = title or name.replace("_", " ")
+    if "\n" in title or "*/" in title or not title.isprintable():
+        raise UsageError("--title: one line of text (it goes into the sources' first comment)")
+    examples = course / "examples"
+    spec = examples / f"{name}.toml"
+    sources: dict[Path, str] = {}
+    tables = []
+    for language in languages:
+        folder, suffix = _LANGUAGE_FOLDERS[language]
+        tables.append(f"[sources.{language}]\n"
+                      f'exercise = "{folder}/{name}_exercise{suffix}"\n'
+                      f'solution = "{folder}/{name}_solution{suffix}"\n')
+        for role in ("exercise", "solution"):
+            sources[examples / folder / f"{name}_{role}{suffix}"] = f"{role}{suffix}"
+    taken = [p for p in (spec, *sources) if p.exists()]
+    if taken:
+        raise UsageError(f"{taken[0]}: exists; nothing was written (choose another name, or "
+                         f"remove the exercise's files first)")
+    values = {"name": name, "title": title, "topic": name.split("_")[0],
+              "sources": "\n" + "\n".join(tables)}
+
+    def fill(template: str, escape: bool = False) -> str:
+        text = (TEMPLATE / template).read_text(encoding="utf-8")
+        for key, value in values.items():
+            text = text.replace(f'"{{{{{key}}}}}"', _toml_string(value)) if escape else text
+            text = text.replace(f"{{{{{key}}}}}", value)
+        return text
+
+    for path, template in sources.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, fill(template))
+    write_atomic(spec, fill("spec.toml", escape=True))
+    specs.load(spec)  # the template makes a spec that loads: a SpecError here is idrrun's bug
+    return NewExercise(spec, tuple(sources))
