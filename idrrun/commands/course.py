@@ -114,24 +114,29 @@ def _check(args: argparse.Namespace) -> int:
                           lambda done: course.course_check(exercises, args.language, settings,
                                                            probe, args.jobs, done),
                           quiet=args.json)
-    bad = [r for r in rows if not r.ok]
     by_name = {e.name: e for e in exercises}
-    found = {id(r): course.findings(r, by_name[r.exercise]) for r in rows}
+    found = [course.findings(r, by_name[r.exercise]) for r in rows]
     if args.json:
+        bad = sum(not r.ok for r in rows)
         print_json({
             "examples": str(folder), "family": probe.family, "where": where, "notes": notes,
-            "passed": len(rows) - len(bad), "incomplete": sum(r.incomplete for r in rows),
-            "failed": len(bad),
+            "passed": len(rows) - bad, "incomplete": sum(r.incomplete for r in rows),
+            "failed": bad,
             "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
                       "incomplete": r.incomplete, "solution": row_dict(r.solution),
-                      "start": row_dict(r.start), "findings": found[id(r)]} for r in rows],
+                      "start": row_dict(r.start), "findings": said} for r, said in zip(rows, found)],
         })
     else:
         _table(console, rows)
-        for r in rows:
-            for line in found[id(r)]:
-                console.print(neutralise(f"{r.exercise} ({r.language}): {line}"), markup=False)
-    return EXIT_OK if not bad and rows else EXIT_FAILED
+        _findings(console, rows, found)
+    return EXIT_OK if rows and all(r.ok for r in rows) else EXIT_FAILED
+
+
+def _findings(console: Console, rows: Sequence[course.CourseRow], found: Sequence[list[str]]) -> None:
+    """Under the table: what to fix, each line naming the spec's line or the source file."""
+    for r, said in zip(rows, found):
+        for line in said:
+            console.print(neutralise(f"{r.exercise} ({r.language}): {line}"), markup=False)
 
 
 def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,

@@ -23,7 +23,7 @@ from ..checks import specs
 from ..checks.specs import Exercise
 from ..errors import UsageError
 from ..files import write_atomic
-from ..model import FailureKind, Probe, Settings
+from ..model import CheckResult, FailureKind, Probe, Settings
 from ..request import notebook
 from ..request import source as source_mod
 from .classroom import grade_one
@@ -111,42 +111,53 @@ def _hidden_field(exercise: Exercise, case: int) -> str:
 def findings(row: CourseRow, exercise: Exercise) -> list[str]:
     """What is wrong with an exercise, each said where to change it: the spec's field and
     line (a check the solution fails, a hidden case it fails on), or the source file."""
-    pair = exercise.sources[row.language]
-    out = []
-    sol, start = row.solution, row.start
-    if sol.status == "error":
-        out.append(f"{pair.solution}: the solution could not be graded: {sol.error}")
-    elif sol.failure in _COMPILE_FAILURES:
-        out.append(f"{pair.solution}: the solution does not build: {sol.failure_what}")
-    elif sol.status == "fail":
-        for c in sol.checks:
-            if c.status != "fail":
-                continue
-            field = f"check[{c.check}]" if c.check >= 0 else "check"
-            said = f"{_where(exercise, field)}: {field} ({c.name}): the solution fails it: {c.reason}"
-            if c.hidden:
-                args = " ".join(sol.hidden_args[c.hidden - 1]) if c.hidden <= len(sol.hidden_args) else ""
-                hidden = _hidden_field(exercise, c.hidden)
-                said += (f" (hidden case {c.hidden}, arguments {args}: choose {hidden} where the "
-                         f"solution passes, {_where(exercise, hidden)})")
-            out.append(said)
-        if not any(c.status == "fail" for c in sol.checks):
-            out.append(f"{pair.solution}: the solution fails: {sol.reasons}")
-    if start.status == "error":
-        out.append(f"{pair.exercise}: the start file could not be graded: {start.error}")
-    elif start.failure in _COMPILE_FAILURES:
-        out.append(f"{pair.exercise}: the start file does not build ({start.failure_what}): students "
-                   f"start from it, it must build and fail a check")
-    elif start.status == "pass":
-        out.append(f"{_where(exercise, 'check')}: the start file passes every check: add a check it "
-                   f"fails (the result of the work asked, uses_openacc, ...): examples/README.md")
-    elif start.status == "incomplete":
-        out.append(f"{_where(exercise, 'check')}: the start file fails no check this machine can "
-                   f"evaluate: add one it fails here (not only GPU-trace checks)")
+    out = _solution_findings(row.solution, exercise, row.language) + \
+        _start_findings(row.start, exercise, row.language)
     if not any(c.points or c.points_hidden for c in exercise.checks):
         out.append(f"{_where(exercise, 'check[0].points')}: every check is worth 0 points: every "
                    f"score will be 0/0")
     return out
+
+
+def _solution_findings(sol: GradeRow, exercise: Exercise, language: str) -> list[str]:
+    path = exercise.sources[language].solution
+    if sol.status == "error":
+        return [f"{path}: the solution could not be graded: {sol.error}"]
+    if sol.failure in _COMPILE_FAILURES:
+        return [f"{path}: the solution does not build: {sol.failure_what}"]
+    if sol.status != "fail":
+        return []
+    out = [_failed_check(c, sol, exercise) for c in sol.checks if c.status == "fail"]
+    return out or [f"{path}: the solution fails: {sol.reasons}"]
+
+
+def _failed_check(c: CheckResult, sol: GradeRow, exercise: Exercise) -> str:
+    """A check the solution fails, at its [[check]]; on a hidden case, with the field the case
+    comes from."""
+    field = f"check[{c.check}]" if c.check >= 0 else "check"
+    said = f"{_where(exercise, field)}: {field} ({c.name}): the solution fails it: {c.reason}"
+    if c.hidden:
+        args = " ".join(sol.hidden_args[c.hidden - 1]) if c.hidden <= len(sol.hidden_args) else ""
+        hidden = _hidden_field(exercise, c.hidden)
+        said += (f" (hidden case {c.hidden}, arguments {args}: choose {hidden} where the "
+                 f"solution passes, {_where(exercise, hidden)})")
+    return said
+
+
+def _start_findings(start: GradeRow, exercise: Exercise, language: str) -> list[str]:
+    path = exercise.sources[language].exercise
+    if start.status == "error":
+        return [f"{path}: the start file could not be graded: {start.error}"]
+    if start.failure in _COMPILE_FAILURES:
+        return [f"{path}: the start file does not build ({start.failure_what}): students start "
+                f"from it, it must build and fail a check"]
+    if start.status == "pass":
+        return [f"{_where(exercise, 'check')}: the start file passes every check: add a check it "
+                f"fails (the result of the work asked, uses_openacc, ...): examples/README.md"]
+    if start.status == "incomplete":
+        return [f"{_where(exercise, 'check')}: the start file fails no check this machine can "
+                f"evaluate: add one it fails here (not only GPU-trace checks)"]
+    return []
 
 
 # ---------------------------------------------------------------------------------------

@@ -136,20 +136,25 @@ def read_roster(path: Path) -> list[Student]:
     students: list[Student] = []
     seen: dict[tuple[str, str], int] = {}
     for number, cells in enumerate(reader, 2):
-        if not any(c.strip() for c in cells):
-            continue
-        values = {h: (cells[i].strip() if i < len(cells) else "") for i, h in enumerate(header)}
-        student = Student(**values, line=number)
-        if not student.submission:
-            raise UsageError(f"{path}:{number}: no submission name")
-        for key in ("submission", "id", "email", "login", "canvas_id"):
-            value = getattr(student, key)
-            if value and (key, value) in seen:
-                raise UsageError(f"{path}:{number}: {key} {value!r} is already on line "
-                                 f"{seen[key, value]}: one line per student")
-            seen[key, value] = number
-        students.append(student)
+        if any(c.strip() for c in cells):
+            students.append(_student(path, number, header, cells, seen))
     return students
+
+
+def _student(path: Path, number: int, header: Sequence[str], cells: Sequence[str],
+             seen: dict[tuple[str, str], int]) -> Student:
+    """A roster line; `seen` holds the identities of the lines above (one line per student)."""
+    values = {h: (cells[i].strip() if i < len(cells) else "") for i, h in enumerate(header)}
+    student = Student(**values, line=number)
+    if not student.submission:
+        raise UsageError(f"{path}:{number}: no submission name")
+    for key in ("submission", "id", "email", "login", "canvas_id"):
+        value = getattr(student, key)
+        if value and (key, value) in seen:
+            raise UsageError(f"{path}:{number}: {key} {value!r} is already on line "
+                             f"{seen[key, value]}: one line per student")
+        seen[key, value] = number
+    return student
 
 
 def _number(value: object) -> float | None:
@@ -211,10 +216,8 @@ def _cell(row: Marked | None, policy: Policy, possible: float) -> tuple[float | 
     return round(earned, 2), note
 
 
-def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Policy) -> Gradebook:
-    """Every roster student's grade for every exercise of the reports (in the order met)."""
-    exercises = tuple(dict.fromkeys(r.exercise for r in reports))
-    known = {s.submission for s in roster}
+def _by_student(reports: Sequence[Marked]) -> dict[tuple[str, str], Marked]:
+    """The rows by (submission, exercise): one each."""
     by_key: dict[tuple[str, str], Marked] = {}
     for r in reports:
         earlier = by_key.get((r.student, r.exercise))
@@ -222,6 +225,14 @@ def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Poli
             raise UsageError(f"{r.exercise}: {r.student} is in two reports ({earlier.report}, "
                              f"{r.report}): give one report per submission")
         by_key[r.student, r.exercise] = r
+    return by_key
+
+
+def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Policy) -> Gradebook:
+    """Every roster student's grade for every exercise of the reports (in the order met)."""
+    exercises = tuple(dict.fromkeys(r.exercise for r in reports))
+    known = {s.submission for s in roster}
+    by_key = _by_student(reports)
     possible = {e: _possible(e, [r for r in reports if r.exercise == e]) for e in exercises}
     cells: dict[tuple[str, str], float | None] = {}
     notes = []
