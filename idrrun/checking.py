@@ -19,7 +19,7 @@ from pathlib import Path
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import kinds, reference, specs
+from .checks import kinds, reference, specs, visibility
 from .checks.specs import Exercise
 from .errors import SpecError
 from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
@@ -214,6 +214,9 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             evidence = _evidence(again, toolchain, rerun, solution_for(again))
             extra += kinds.evaluate_hidden(exercise, evidence, i)
         verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))
+    if not hidden:
+        # A notebook's or a terminal's --check is the student's: what the spec lets them see.
+        verdict = visibility.student_verdict(verdict, exercise)
     reporter.verdict(verdict)
     failure = outcome.failure
     if failure is None and verdict.failed_checks:

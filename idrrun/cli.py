@@ -1,4 +1,5 @@
-"""The terminal front end: `idrrun run|grade|course|doctor`, thin over the pipeline and grading.
+"""The terminal front end: `idrrun run|grade|gradebook|course|doctor`, thin over the pipeline and
+grading.
 
 This module only dispatches: each command lives in idrrun/commands/ and is imported when it
 runs, so that `idrrun --version` answers at once and `idrrun run` loads only what a run needs.
@@ -6,8 +7,10 @@ runs, so that `idrrun --version` answers at once and `idrrun run` loads only wha
 Exit codes:
     0    done: run: the program built, ran (and passed its check); grade: every submission
          was graded, whatever its verdict (as nbgrader autograde and otter grade: the verdicts
-         are in the report); course check: every exercise is right; doctor: something compiles
+         are in the report); gradebook: written; course check: every exercise is right;
+         doctor: something compiles
     1    run: the build failed; grade: some submission could not be graded (an "error" row);
+         gradebook: written, but some graded submissions match no student of the roster;
          course check: some exercise is not right; doctor: nothing can compile
     2    usage or configuration error: nothing was done
     3    run: the program failed (exit status, signal, limit) or its check did
@@ -41,7 +44,9 @@ EXIT_BROKEN_PIPE = 141
 COMMANDS = {
     "run": ("idrrun.commands.run", "compile and run a source file (same flags as %%idrrun)"),
     "grade": ("idrrun.commands.grade", "grade a class of submissions of one exercise"),
-    "course": ("idrrun.commands.course", "course check | course strip | course init"),
+    "gradebook": ("idrrun.commands.gradebook", "the scores of graded exercises, for Moodle, "
+                                               "Canvas or a spreadsheet"),
+    "course": ("idrrun.commands.course", "course check | course new | course strip | course init"),
     "doctor": ("idrrun.commands.doctor", "what this machine offers for the course"),
 }
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .checks.kinds import passed_here
+from .checks.visibility import MORE_AT_GRADING
 from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
@@ -199,6 +200,8 @@ class VerdictView:
         for r in rows:
             cells = [r[i][:28].ljust(widths[i]) for i in range(4)]
             lines.append("  " + "  ".join(cells) + "  " + r[4])
+        if self.verdict.more_at_grading:
+            lines.append(MORE_AT_GRADING)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -214,7 +217,8 @@ class VerdictView:
         return (
             f"<div class='idrrun-verdict'><b style='color:{color}'>{html.escape(self.headline())}</b>"
             "<table><thead><tr><th>check</th><th>result</th><th>expected</th><th>got</th>"
-            f"<th>why</th></tr></thead><tbody>{body}</tbody></table></div>"
+            f"<th>why</th></tr></thead><tbody>{body}</tbody></table>"
+            + (f"<p>{html.escape(MORE_AT_GRADING)}</p>" if v.more_at_grading else "") + "</div>"
         )
 
     def _repr_pretty_(self, p: object, cycle: bool) -> None:

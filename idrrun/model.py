@@ -528,12 +528,18 @@ class CheckResult:
     # incomplete only because the run was not on a GPU (a GPU trace check on a host build): the
     # verdict then says "PASS here" when nothing else was left unevaluated.
     gpu_only: bool = False
+    # The position of its [[check]] in the spec (check[N]): its points and what a student sees
+    # of it are the spec's, looked up when scored or shown; -1 for idrrun's own rows.
+    check: int = -1
 
 
 @dataclass(frozen=True)
 class Verdict:
     exercise: str
     checks: tuple[CheckResult, ...]
+    # As a student's notebook shows it: grading runs more than these checks (hidden cases,
+    # checks run at grading only or hidden from students), which the verdict says, not names.
+    more_at_grading: bool = False
 
     @property
     def passed(self) -> bool:

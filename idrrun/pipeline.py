@@ -337,7 +337,8 @@ def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, prob
                             else None)
     base_env = {**prepared.environ, **family.run_env(request, toolchain), **counting.env}
     how = launch.command(request, staged.executable, settings, base_env,
-                         pplan.argv_prefix if pplan is not None else (),
+                         regions.under_profiler(counting,
+                                                pplan.argv_prefix if pplan is not None else ()),
                          pplan.env if pplan is not None else None)
     notes.add(how.notes)
     box = None

@@ -119,6 +119,8 @@ def test_wheel_metadata_and_course(dists: Path) -> None:
     assert any(r.startswith("nbformat") for r in requires)
     assert f"idrrun-{__version__}.dist-info/licenses/LICENSE" in names
     assert "idrrun/py.typed" in names and "idrrun/run/guard.c" in names
+    # `idrrun course new` works from the wheel: its template travels with it.
+    assert {f"idrrun/grading/template/{n}" for n in ("spec.toml", "exercise.c", "solution.f90")} <= set(names)
     assert any(n.endswith("labextensions/idrrun-highlight/static/style.js") for n in names)
 
 

@@ -4,6 +4,7 @@ and what the checks make of them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -162,6 +163,58 @@ def test_honest_port_passes(tmp_path: Path, library: Path) -> None:
         line_of(source, "#pragma acc"), "main", 1)
     result = evaluate_one(USES, prog.evidence(ran))
     assert (result.status, result.got) == ("pass", "1")
+
+
+# A profiler that takes ACC_PROFLIB for itself (nsys's OpenACC trace)
+
+PROFILER_LIB = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef void (*cb)(void *, void *, void *);
+typedef void (*reg_fn)(int, cb, int);
+static long events;
+static void on_start(void *p, void *e, void *a) { (void)p; (void)e; (void)a; events++; }
+static void report(void) {
+    FILE *f = fopen(getenv("PROFILER_OUT"), "w");
+    if (f) { fprintf(f, "%ld\n", events); fclose(f); }
+}
+void acc_register_library(reg_fn reg, reg_fn unreg, void *lookup) {
+    (void)unreg; (void)lookup;
+    atexit(report);
+    reg(16 /* acc_ev_compute_construct_start */, on_start, 0);
+}
+"""
+
+
+def test_a_profilers_own_library_keeps_its_events_beside_the_count(tmp_path: Path,
+                                                                    library: Path) -> None:
+    """A profiler sets ACC_PROFLIB to its own library after idrrun set it (nsys does): the shim
+    between them puts the regions library back and regions.c hands the registration on, so the
+    regions are counted and the profiler still sees every construct."""
+    profiler = tmp_path / "profiler.so"
+    (tmp_path / "profiler.c").write_text(PROFILER_LIB)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(profiler), str(tmp_path / "profiler.c")],
+                   check=True, timeout=60)
+    source = SERIAL_PI.replace("DEAD", "").replace(
+        "    for (long i = 0; i < n; i++) {", "#pragma acc parallel loop reduction(+:sum)\n"
+                                                "    for (long i = 0; i < n; i++) {")
+    prog = Run(tmp_path, source)
+    counting = prog.counting(library)
+    # What the profiler (its prefix: env) does to the environment it was given.
+    profiler_prefix = ("env", f"ACC_PROFLIB={profiler}", f"PROFILER_OUT={tmp_path / 'events'}")
+    argv = regions.under_profiler(
+        dataclasses.replace(counting, env={**counting.env, regions.LIBRARY_VAR: str(library)}),
+        profiler_prefix)
+    env = {**os.environ, "ACC_DEVICE_TYPE": "host", **counting.env,
+           regions.LIBRARY_VAR: str(library)}
+    done = subprocess.run([*argv, str(prog.executable), "1000"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "pi = 3.14" in done.stdout, done.stderr
+    assert (tmp_path / "events").read_text() == "1\n"  # the profiler's library: its event
+    ran = regions.collect(counting, tmp_path, -1, prog.executable)
+    assert ran is not None and [c.count for c in ran.constructs] == [1], ran
+    # Without a profiler, nothing is put before the program.
+    assert regions.under_profiler(counting, ()) == ()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -385,7 +385,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
 
 
 def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
-    checks = [evaluate_one(spec, ev) for spec in exercise.checks]
+    checks = [replace(evaluate_one(spec, ev), check=spec.index) for spec in exercise.checks]
     if not ev.acc_requested and exercise.model == "openacc":
         # Without -a the directives are comments: what the checks say is not about OpenACC.
         checks.insert(0, CheckResult(OPENACC_BUILD, "incomplete", "built with -a", "built without -a",
@@ -396,5 +396,5 @@ def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
 def evaluate_hidden(exercise: Exercise, ev: Evidence, index: int) -> tuple[CheckResult, ...]:
     """The output checks again, on a run with the index-th hidden argument set (grading)."""
     return tuple(replace(evaluate_one(spec, ev), name=f"{spec.label} (hidden run {index + 1})",
-                         hidden=index + 1, kind=spec.kind)
+                         hidden=index + 1, kind=spec.kind, check=spec.index)
                  for spec in exercise.checks if spec.kind in OUTPUT_KINDS)

@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from ..errors import SpecError, did_you_mean
 from ..model import Settings
@@ -48,6 +48,10 @@ OUTPUT_KINDS = ("exit_ok", "value", "line", "matches_solution", "image")
 SPEC_LANGUAGES = ("c", "c++", "fortran", "cuda")
 # [args.draw]: at most this many argument sets drawn (each one a run of every submission).
 MAX_DRAWN_SETS = 20
+# What a student sees of a check (its feedback, a notebook's --check): everything, its name and
+# result only, or nothing (graded, counted in the score, never shown; not run in a notebook).
+Visibility = Literal["shown", "summary", "hidden"]
+VISIBILITIES: tuple[Visibility, ...] = ("shown", "summary", "hidden")
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,17 @@ class CheckSpec:
     # Evaluated by `idrrun grade` (and `idrrun course check`) only: a notebook's --check and the
     # students' copy of the course do not carry it (e.g. a check that would give the answer away).
     grading_only: bool = False
+    # What passing it is worth in a grading's score: on the main run, and on each hidden run
+    # (output kinds only; None: as on the main run). The verdict does not depend on them.
+    points: float = 1.0
+    hidden_points: float | None = None
+    visibility: Visibility | None = None  # None: the exercise's
+    index: int = -1  # its place among the spec's [[check]] tables (check[index])
+
+    @property
+    def points_hidden(self) -> float:
+        """What passing it is worth on each hidden run."""
+        return self.points if self.hidden_points is None else self.hidden_points
 
 
 @dataclass(frozen=True)
@@ -130,12 +145,30 @@ class Exercise:
     # From a students' copy of the course (`idrrun course init --students`): no solutions (but
     # those its notebooks show), no grading-only data.
     students: bool = False
+    visibility: Visibility = "shown"  # what a student sees of a check that says nothing
+    # A students' copy whose grading-only parts were removed: grading runs more than it holds.
+    more_at_grading: bool = False
+
+    def shown(self, check: CheckSpec) -> Visibility:
+        """What a student sees of this check: its own visibility, else the exercise's."""
+        return check.visibility or self.visibility
+
+    def graded_only(self, check: CheckSpec) -> bool:
+        """Never run in a notebook nor kept in a students' copy: grading only, or hidden."""
+        return check.grading_only or self.shown(check) == "hidden"
+
+    def check_at(self, index: int) -> CheckSpec | None:
+        """The spec's check[index] (CheckResult.check), when it has one."""
+        return next((c for c in self.checks if c.index == index and index >= 0), None)
 
     def without_grading_only(self) -> Exercise:
         """The exercise as a notebook checks it: no hidden argument sets (fixed or drawn), no
-        grading-only checks."""
-        return dataclasses.replace(self, hidden_args=(), draw=None,
-                                   checks=tuple(c for c in self.checks if not c.grading_only))
+        grading-only or hidden checks; it says whether grading runs more."""
+        kept = tuple(c for c in self.checks if not self.graded_only(c))
+        more = self.more_at_grading or bool(self.hidden_args) or self.draw is not None or \
+            len(kept) < len(self.checks)
+        return dataclasses.replace(self, hidden_args=(), draw=None, checks=kept,
+                                   more_at_grading=more)
 
     @property
     def needs_solution(self) -> bool:
@@ -166,7 +199,55 @@ class Exercise:
 
 
 def _err(path: Path, where: str, message: str) -> SpecError:
-    return SpecError(f"{path}: field '{where}': {message}")
+    """A SpecError naming the file, the line of the field where it can be found (as compilers
+    do: FILE:LINE:, which editors follow), and the field."""
+    try:
+        line = field_line(path.read_text(encoding="utf-8"), where)
+    except (OSError, UnicodeDecodeError):
+        line = None
+    return SpecError(f"{path}:{line}: field '{where}': {message}" if line is not None else
+                     f"{path}: field '{where}': {message}")
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\s\"']+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-.\"' ]+?)\s*=")
+
+
+def _parts(name: str) -> list[str]:
+    return [part.strip().strip("\"'") for part in name.split(".")]
+
+
+def field_line(text: str, where: str) -> int | None:
+    """The line (1-based) of a spec's field as SpecErrors name it (`check[2].points`,
+    `args.draw.ranges[1]`, `sources.c.solution`), or of the closest table or key above it that
+    the text has (a missing field: its table); None when nothing matches."""
+    target: list[str | int] = []
+    for name, index in re.findall(r"([A-Za-z0-9_\-]+)(?:\[(\d+)\])?", where):
+        target.append(name)
+        if index:
+            target.append(int(index))
+    places: list[tuple[list[str | int], int]] = []
+    table: list[str | int] = []
+    arrays: dict[tuple[str | int, ...], int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header is not None:
+            table = list(_parts(header.group(2)))
+            if header.group(1) == "[[":
+                key = tuple(table)
+                arrays[key] = arrays.get(key, -1) + 1
+                table.append(arrays[key])
+            places.append((table, number))
+            continue
+        key_match = _KEY.match(line)
+        if key_match is not None:
+            places.append(([*table, *_parts(key_match.group(1))], number))
+    while target:
+        for path, number in places:
+            if path == target:
+                return number
+        target.pop()
+    return None
 
 
 def _str(data: Mapping[str, Any], key: str, path: Path, where: str, default: str | None = None) -> str:
@@ -337,7 +418,32 @@ _KIND_FIELDS: dict[str, Callable[[_Table], dict[str, Any]]] = {
 }
 _CHECK_FIELDS = frozenset({"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex",
                            "exact", "min", "max_bytes", "per_iteration", "reason", "file",
-                           "min_psnr", "max_diff", "width", "height", "dtype", "grading_only"})
+                           "min_psnr", "max_diff", "width", "height", "dtype", "grading_only",
+                           "points", "hidden_points", "visibility"})
+
+
+def _points(t: _Table, key: str, default: float | None) -> float | None:
+    value = t.number(key, default)
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise t.err(key, f"expected a number of points ≥ 0, got {t.raw.get(key)!r}")
+    return value
+
+
+def _visibility(raw: Mapping[str, Any], path: Path, where: str) -> Visibility | None:
+    value = raw.get("visibility")
+    if value is not None and value not in VISIBILITIES:
+        raise _err(path, where, f"expected one of {', '.join(VISIBILITIES)}, got {value!r}")
+    return cast("Visibility | None", value)
+
+
+def _grading_fields(t: _Table, kind: str) -> dict[str, Any]:
+    """What a check is worth and who sees it: points, hidden_points, visibility."""
+    hidden = _points(t, "hidden_points", None)
+    if hidden is not None and kind not in OUTPUT_KINDS:
+        raise t.err("hidden_points", f"only checks of what the program prints or writes run on "
+                                     f"hidden cases ({', '.join(OUTPUT_KINDS)}), not {kind}")
+    return {"points": _points(t, "points", 1.0), "hidden_points": hidden,
+            "visibility": _visibility(t.raw, t.path, f"{t.where}.visibility")}
 
 
 def _check(raw: Any, index: int, path: Path) -> CheckSpec:
@@ -360,7 +466,8 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     reader = _KIND_FIELDS.get(kind)
     return CheckSpec(kind=kind, label=label, abs_tol=t.number("abs_tol", 0.0) or 0.0,
                      rel_tol=t.number("rel_tol", 1e-9) or 0.0, reason=str(raw.get("reason", "")),
-                     grading_only=grading_only, **(reader(t) if reader is not None else {}))
+                     grading_only=grading_only, index=index, **_grading_fields(t, kind),
+                     **(reader(t) if reader is not None else {}))
 
 
 def _model(data: Mapping[str, Any], path: Path) -> str:
@@ -371,7 +478,8 @@ def _model(data: Mapping[str, Any], path: Path) -> str:
 
 
 _SPEC_FIELDS = frozenset({"name", "title", "topic", "timeout", "options", "sources", "args",
-                          "check", "ranks", "files", "model", "students"})
+                          "check", "ranks", "files", "model", "students", "visibility",
+                          "more_at_grading"})
 
 
 def load(path: Path) -> Exercise:
@@ -403,7 +511,19 @@ def load(path: Path) -> Exercise:
         files=_data_files(data, path),
         model=_model(data, path),
         students=students,
+        visibility=_exercise_visibility(data, path),
+        more_at_grading=_flag(data, "more_at_grading", path),
     )
+
+
+def _exercise_visibility(data: Mapping[str, Any], path: Path) -> Visibility:
+    """What students see of the checks that do not say: shown or summary. Not hidden: a
+    notebook would have nothing to check; hide checks one by one."""
+    value = _visibility(data, path, "visibility") or "shown"
+    if value == "hidden":
+        raise _err(path, "visibility", "an exercise's checks are shown or summary; hide "
+                                       "checks one by one (visibility = \"hidden\" in [[check]])")
+    return value
 
 
 def _toml(path: Path) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""`idrrun course check|strip|init`: the course's own checks, students' copies of its notebooks,
-working copies of the whole course."""
+"""`idrrun course check|new|strip|init`: the course's own checks, a new exercise of the teacher's
+own, students' copies of its notebooks, working copies of the whole course."""
 
 from __future__ import annotations
 
@@ -74,6 +74,19 @@ def parser() -> Parser:
     refs.add_argument("--gpu-timeout", type=options.seconds, metavar="S",
                       help="seconds a GPU-size run may take on a host (default: the exercise's "
                            "timeout); one that takes longer is recorded as missing, with why")
+    new = sub.add_parser("new", help="a new exercise of your own: spec, start file, solution",
+                         description="Write a new exercise from idrrun's template into a course "
+                                     "folder of your own (its examples/): a spec with points, "
+                                     "hidden cases and a visibility, a start file and a solution "
+                                     "per language. Then edit them, and run `idrrun course check "
+                                     "--exercise NAME` (docs/teaching.md).")
+    new.add_argument("name", metavar="NAME", help="topic_name, e.g. loops_dot")
+    new.add_argument("--dir", type=Path, default=Path("."), metavar="FOLDER",
+                     help="the course folder: NAME.toml goes into FOLDER/examples/, the sources "
+                          "into FOLDER/examples/C and FOLDER/examples/Fortran (default: here)")
+    new.add_argument("--language", "-l", choices=("c", "fortran"), action="append",
+                     help="only this language (repeat for several; default: c and fortran)")
+    new.add_argument("--title", metavar="TEXT", help="a one-line title (default: from the name)")
     strip = sub.add_parser("strip", help="students' copies of the notebooks, without solution cells",
                            description="Copy notebooks without the cells tagged 'solution' and "
                                        "without outputs, into a new folder (all or nothing).")
@@ -102,6 +115,8 @@ def main(tokens: Sequence[str]) -> int:
         return _init(args.dest, args.students, args.source)
     if args.action == "references":
         return _references(args)
+    if args.action == "new":
+        return _new(args.dir, args.name, args.title, args.language or ["c", "fortran"])
     return _check(args)
 
 
@@ -109,7 +124,7 @@ def _references(args: argparse.Namespace) -> int:
     workdir = Path.cwd()
     settings = config.load(workdir, project=args.config if args.config is not None else False)
     folder = specs.exercises_folder_or_fail(settings, workdir)
-    exercises = _chosen(specs.all_exercises(folder), args.exercise, settings, None)
+    exercises = _chosen(folder, args.exercise, settings, None)
     probe = toolchains.probe(settings, args.compiler)
     on_gpu = bool(probe.gpus)
     targets = ("host",) if args.host_only else ("host", "gpu") if args.gpu or on_gpu else ("host",)
@@ -138,7 +153,7 @@ def _check(args: argparse.Namespace) -> int:
     settings = config.load(workdir, project=args.config if args.config is not None else False)
     notes = unread_config(workdir, args.config)
     folder = specs.exercises_folder_or_fail(settings, workdir)
-    exercises = _chosen(specs.all_exercises(folder), args.exercise, settings, args.seed)
+    exercises = _chosen(folder, args.exercise, settings, args.seed)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
@@ -153,33 +168,47 @@ def _check(args: argparse.Namespace) -> int:
                           lambda done: course.course_check(exercises, args.language, settings,
                                                            probe, args.jobs, done),
                           quiet=args.json)
-    bad = [r for r in rows if not r.ok]
+    by_name = {e.name: e for e in exercises}
+    found = [course.findings(r, by_name[r.exercise]) for r in rows]
     if args.json:
+        bad = sum(not r.ok for r in rows)
         print_json({
             "examples": str(folder), "family": probe.family, "where": where, "notes": notes,
-            "passed": len(rows) - len(bad), "incomplete": sum(r.incomplete for r in rows),
-            "failed": len(bad),
+            "passed": len(rows) - bad, "incomplete": sum(r.incomplete for r in rows),
+            "failed": bad,
             "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
                       "incomplete": r.incomplete, "solution": row_dict(r.solution),
                       "start": row_dict(r.start),
-                      "reference": [check_dict(c) for c in r.reference]} for r in rows],
+                      "reference": [check_dict(c) for c in r.reference], "findings": said}
+                     for r, said in zip(rows, found)],
         })
     else:
         _table(console, rows)
-    return EXIT_OK if not bad and rows else EXIT_FAILED
+        _findings(console, rows, found)
+    return EXIT_OK if rows and all(r.ok for r in rows) else EXIT_FAILED
 
 
-def _chosen(exercises: list[Exercise], names: Sequence[str] | None, settings: Settings,
+def _findings(console: Console, rows: Sequence[course.CourseRow], found: Sequence[list[str]]) -> None:
+    """Under the table: what to fix, each line naming the spec's line or the source file."""
+    for r, said in zip(rows, found):
+        for line in said:
+            console.print(neutralise(f"{r.exercise} ({r.language}): {line}"), markup=False)
+
+
+def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,
             seed: str | None) -> list[Exercise]:
-    """The exercises asked for (all when none is named), with the hidden sets `idrrun grade`
-    would draw: the solutions must pass on them."""
+    """The exercises asked for (all when none is named: only those are read, so that another
+    spec being written does not stop the check of this one), with the hidden sets `idrrun
+    grade` would draw: the solutions must pass on them."""
     if names:
-        known = {e.name for e in exercises}
+        known = {p.stem for p in folder.glob("*.toml")}
         unknown = set(names) - known
         if unknown:
-            raise UsageError("unknown exercise(s): " + ", ".join(
+            raise UsageError(f"unknown exercise(s) in {folder}: " + ", ".join(
                 f"{name}{did_you_mean(name, known)}" for name in sorted(unknown)))
-        exercises = [e for e in exercises if e.name in names]
+        exercises = [specs.load(folder / f"{n}.toml") for n in dict.fromkeys(names)]
+    else:
+        exercises = specs.all_exercises(folder)
     if any(e.draw is not None for e in exercises):
         drawn = report.grading_seed(settings, seed)[0]
         exercises = [draw.drawn(e, drawn) for e in exercises]
@@ -241,6 +270,20 @@ def _strip(paths: Sequence[Path], out: Path) -> int:
             raise UsageError(f"{path}: not a notebook or a folder")
     for rel, removed in course.strip_tree(notebooks, out):
         print(f"{out / rel}: {removed} solution cells removed", flush=True)
+    return EXIT_OK
+
+
+def _new(folder: Path, name: str, title: str | None, languages: Sequence[str]) -> int:
+    made = course.new_exercise(folder, name, title, languages)
+    print(f"{made.spec}: a new exercise from idrrun's template", flush=True)
+    for path in made.sources:
+        print(f"  {path}", flush=True)
+    examples = made.spec.parent.resolve()
+    print(f"Edit them (docs/teaching.md), keep the solution's outputs for the students' course, "
+          f"then check the exercise: its solution must pass, its start file fail:\n"
+          f"  export IDRRUN_EXAMPLES={examples}\n"
+          f"  idrrun course references --exercise {name}\n"
+          f"  idrrun course check --exercise {name}", flush=True)
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import draw
+from ..checks import draw, visibility
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
@@ -47,6 +47,13 @@ def parser() -> Parser:
     p.add_argument("--report", type=Path, metavar="FILE.csv|FILE.json",
                    help="write the verdicts there after every row; the same command resumes")
     p.add_argument("--feedback", type=Path, metavar="DIR", help="write one Markdown file per student")
+    p.add_argument("--visibility", choices=[o for o in visibility.OVERRIDES if o != "spec"],
+                   help="what the feedback files show of the checks, instead of what each spec "
+                        "says (visibility): summary (every check's result only, e.g. before the "
+                        "deadline), shown (every check, hidden ones too), full (also the hidden "
+                        "cases' arguments and values, after the deadline). The report always "
+                        "has everything; run the same command again to rewrite the feedback "
+                        "(the rows are resumed, nothing is run)")
     p.add_argument("--timeout", type=options.seconds, metavar="S",
                    help="seconds each program may run (default: the exercise's)")
     p.add_argument("-c", "--compiler", choices=registry.names(),
@@ -168,7 +175,7 @@ def _write(args: argparse.Namespace, rows: list[report.GradeRow], exercise: Exer
         classroom.session_path(args.report).unlink(missing_ok=True)
         report.write_report(rows, args.report, key)
     if args.feedback is not None:
-        report.write_feedback(rows, exercise, args.feedback)
+        report.write_feedback(rows, exercise, args.feedback, args.visibility or "spec")
 
 
 def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeRow],
@@ -213,12 +220,14 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
     table = Table(title="verdicts")
     on_nodes = any(r.node or r.build_node for r in rows)
     node_column = ("node",) if on_nodes else ()
-    for col in ("student", "language", "verdict", "reasons", "build s", "run s", *node_column):
+    for col in ("student", "language", "verdict", "score", "reasons", "build s", "run s",
+                *node_column):
         table.add_column(col)
     for r in rows:
         style = {"pass": "green", "fail": "red", "incomplete": "yellow", "error": "magenta"}[r.status]
         # Students' text is never markup: Text cells are printed as they are, neutralised.
         table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
+                      str(r.score) if r.score is not None else "",
                       Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
                       *((r.node,) if on_nodes else ()))
     console.print(table)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -23,6 +24,7 @@ from ..checking import SolutionRun, solution_output
 from ..checks import kinds, reference, specs
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
+from ..files import write_atomic
 from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunRequest, RunResult,
                      Settings, Toolchain)
 from ..request import notebook, resolve
@@ -99,6 +101,74 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
         rows.append(CourseRow(ex.name, language, solution=results[i], start=results[i + 1],
                               reference=reference_checks(ex, language, settings, probe)))
     return rows
+
+
+def _where(exercise: Exercise, field: str) -> str:
+    """FILE:LINE of a field of the spec (as SpecErrors and compilers name places)."""
+    try:
+        line = specs.field_line(exercise.path.read_text(encoding="utf-8"), field)
+    except OSError:
+        line = None
+    return f"{exercise.path}:{line}" if line is not None else str(exercise.path)
+
+
+def _hidden_field(exercise: Exercise, case: int) -> str:
+    """The field a hidden case comes from: args.hidden[N] for the fixed ones (run first), else
+    the ranges of [args.draw]."""
+    fixed = len(specs.load(exercise.path).hidden_args)  # the spec as written: nothing drawn
+    return f"args.hidden[{case - 1}]" if case <= fixed else "args.draw.ranges"
+
+
+def findings(row: CourseRow, exercise: Exercise) -> list[str]:
+    """What is wrong with an exercise, each said where to change it: the spec's field and
+    line (a check the solution fails, a hidden case it fails on), or the source file."""
+    out = _solution_findings(row.solution, exercise, row.language) + \
+        _start_findings(row.start, exercise, row.language)
+    if not any(c.points or c.points_hidden for c in exercise.checks):
+        out.append(f"{_where(exercise, 'check[0].points')}: every check is worth 0 points: every "
+                   f"score will be 0/0")
+    return out
+
+
+def _solution_findings(sol: GradeRow, exercise: Exercise, language: str) -> list[str]:
+    path = exercise.sources[language].solution
+    if sol.status == "error":
+        return [f"{path}: the solution could not be graded: {sol.error}"]
+    if sol.failure in _COMPILE_FAILURES:
+        return [f"{path}: the solution does not build: {sol.failure_what}"]
+    if sol.status != "fail":
+        return []
+    out = [_failed_check(c, sol, exercise) for c in sol.checks if c.status == "fail"]
+    return out or [f"{path}: the solution fails: {sol.reasons}"]
+
+
+def _failed_check(c: CheckResult, sol: GradeRow, exercise: Exercise) -> str:
+    """A check the solution fails, at its [[check]]; on a hidden case, with the field the case
+    comes from."""
+    field = f"check[{c.check}]" if c.check >= 0 else "check"
+    said = f"{_where(exercise, field)}: {field} ({c.name}): the solution fails it: {c.reason}"
+    if c.hidden:
+        args = " ".join(sol.hidden_args[c.hidden - 1]) if c.hidden <= len(sol.hidden_args) else ""
+        hidden = _hidden_field(exercise, c.hidden)
+        said += (f" (hidden case {c.hidden}, arguments {args}: choose {hidden} where the "
+                 f"solution passes, {_where(exercise, hidden)})")
+    return said
+
+
+def _start_findings(start: GradeRow, exercise: Exercise, language: str) -> list[str]:
+    path = exercise.sources[language].exercise
+    if start.status == "error":
+        return [f"{path}: the start file could not be graded: {start.error}"]
+    if start.failure in _COMPILE_FAILURES:
+        return [f"{path}: the start file does not build ({start.failure_what}): students start "
+                f"from it, it must build and fail a check"]
+    if start.status == "pass":
+        return [f"{_where(exercise, 'check')}: the start file passes every check: add a check it "
+                f"fails (the result of the work asked, uses_openacc, ...): examples/README.md"]
+    if start.status == "incomplete":
+        return [f"{_where(exercise, 'check')}: the start file fails no check this machine can "
+                f"evaluate: add one it fails here (not only GPU-trace checks)"]
+    return []
 
 
 # ---------------------------------------------------------------------------------------
@@ -383,27 +453,34 @@ def _drop(table: Container, key: str) -> None:
 def students_spec(text: str, solutions_kept: Collection[str]) -> str:
     """A spec as the students' course carries it: the solutions it does not ship and every
     grading-only part (fixed hidden argument sets, the ranges of drawn ones, checks marked
-    grading_only) removed, with the comment lines right above them, marked `students = true`;
-    its other comments and its layout kept (tomlkit). A students' spec stays as it is."""
+    grading_only or hidden from students) removed, with the comment lines right above them,
+    marked `students = true` (and `more_at_grading = true` when something was removed: a
+    notebook says that grading runs more); its other comments and its layout kept (tomlkit).
+    A students' spec stays as it is."""
     doc = tomlkit.parse(text)
     for pair in doc.get("sources", {}).values():
         if "solution" in pair and str(pair["solution"]) not in solutions_kept:
             del pair["solution"]
+    removed = False
     args = doc.get("args")
     for key in ("hidden", "draw"):
         if args is not None and key in args:
             _drop(args.value, key)
+            removed = True
     checks = doc.get("check")
     if checks is not None:
         for i in reversed(range(len(checks))):
-            if checks[i].get("grading_only", False):
+            if checks[i].get("grading_only", False) or checks[i].get("visibility") == "hidden":
                 if i > 0:  # a comment above [[check]] ends the table before it
                     previous = checks[i - 1].value.body
                     _drop_comments_above(previous, len(previous))
                 del checks[i]
+                removed = True
     if "students" not in doc:
         doc.add(tomlkit.comment(STUDENTS_NOTE))
         doc.add("students", True)
+        if removed:
+            doc.add("more_at_grading", True)
     return tomlkit.dumps(doc)
 
 
@@ -455,3 +532,71 @@ def init_course(source: Path, dest: Path, students: bool) -> CourseCopy:
                           tuple(kept) if students else ())
 
     return new_folder(dest, fill)
+
+
+# ---------------------------------------------------------------------------------------
+# An exercise of the teacher's own
+
+
+TEMPLATE = Path(__file__).resolve().parent / "template"
+# Every exercise is <topic>_<name> (examples/README.md): the topic is its first word.
+EXERCISE_NAME = re.compile(r"[a-z][a-z0-9]*_[a-z0-9_]+")
+# Where each language's sources go in a course's examples/, and their suffix.
+_LANGUAGE_FOLDERS = {"c": ("C", ".c"), "fortran": ("Fortran", ".f90")}
+
+
+@dataclass(frozen=True)
+class NewExercise:
+    """What `idrrun course new` wrote."""
+
+    spec: Path
+    sources: tuple[Path, ...]
+
+
+def _toml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def new_exercise(course: Path, name: str, title: str | None,
+                 languages: Sequence[str]) -> NewExercise:
+    """A new exercise NAME in the course folder `course` (its examples/, made when missing)
+    from idrrun's template: a spec with points, hidden cases and a visibility, a start file and
+    a solution per language. Nothing is overwritten: an exercise whose files exist is refused
+    before anything is written."""
+    if not EXERCISE_NAME.fullmatch(name):
+        raise UsageError(f"{name!r}: an exercise is named topic_name, in lower case, letters, "
+                         f"digits and _ (e.g. loops_dot): examples/README.md")
+    title = title or name.replace("_", " ")
+    if "\n" in title or "*/" in title or not title.isprintable():
+        raise UsageError("--title: one line of text (it goes into the sources' first comment)")
+    examples = course / "examples"
+    spec = examples / f"{name}.toml"
+    sources: dict[Path, str] = {}
+    tables = []
+    for language in languages:
+        folder, suffix = _LANGUAGE_FOLDERS[language]
+        tables.append(f"[sources.{language}]\n"
+                      f'exercise = "{folder}/{name}_exercise{suffix}"\n'
+                      f'solution = "{folder}/{name}_solution{suffix}"\n')
+        for role in ("exercise", "solution"):
+            sources[examples / folder / f"{name}_{role}{suffix}"] = f"{role}{suffix}"
+    taken = [p for p in (spec, *sources) if p.exists()]
+    if taken:
+        raise UsageError(f"{taken[0]}: exists; nothing was written (choose another name, or "
+                         f"remove the exercise's files first)")
+    values = {"name": name, "title": title, "topic": name.split("_")[0],
+              "sources": "\n" + "\n".join(tables)}
+
+    def fill(template: str, escape: bool = False) -> str:
+        text = (TEMPLATE / template).read_text(encoding="utf-8")
+        for key, value in values.items():
+            text = text.replace(f'"{{{{{key}}}}}"', _toml_string(value)) if escape else text
+            text = text.replace(f"{{{{{key}}}}}", value)
+        return text
+
+    for path, template in sources.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, fill(template))
+    write_atomic(spec, fill("spec.toml", escape=True))
+    specs.load(spec)  # the template makes a spec that loads: a SpecError here is idrrun's bug
+    return NewExercise(spec, tuple(sources))

@@ -15,12 +15,15 @@ import json
 import os
 import re
 import secrets
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..checks.kinds import passed_here
+from ..checks import visibility
+from ..checks.score import Score, score
 from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
@@ -46,15 +49,37 @@ class ContentKey:
     idrrun: str
 
 
+# What a [[check]] says that only scores or shows a verdict: changing it re-scores the rows a
+# resumed grading keeps (resume) and never runs a submission again.
+SCORING_ONLY = frozenset({"points", "hidden_points", "visibility"})
+
+
+def _spec_bytes(path: Path) -> bytes:
+    """The spec as grading uses it: its tables without the scoring-only fields of its checks
+    (canonical JSON); the raw bytes when it cannot be read as TOML (a grading then fails)."""
+    raw = path.read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return raw
+    checks = data.get("check")
+    if isinstance(checks, list):
+        data["check"] = [{k: v for k, v in c.items() if k not in SCORING_ONLY}
+                         if isinstance(c, dict) else c for c in checks]
+    return json.dumps(data, sort_keys=True, default=str).encode()
+
+
 def exercise_digest(exercise: Exercise) -> str:
-    """sha256 of the exercise as a grading uses it: its spec, its solutions, its data files."""
+    """sha256 of the exercise as a grading uses it: its spec (but for what only scores or shows
+    a verdict), its solutions, its data files."""
     digest = hashlib.sha256()
     paths = [exercise.path, *(p.solution for p in exercise.sources.values()
                               if p.solution is not None), *exercise.files]
     for path in paths:
         digest.update(path.name.encode("utf-8", "surrogateescape") + b"\0")
         try:
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            data = _spec_bytes(path) if path == exercise.path else path.read_bytes()
+            digest.update(hashlib.sha256(data).digest())
         except OSError:
             digest.update(b"unreadable")
     return digest.hexdigest()
@@ -86,6 +111,8 @@ class GradeRow:
     # report (JSON, state), never for a student's feedback.
     hidden_args: tuple[tuple[str, ...], ...] = ()
     content: ContentKey | None = None  # what the verdict was made of (resume keeps rows by it)
+    # Its points, from its checks and the spec's points (checks/score.py); None: not graded.
+    score: Score | None = None
 
     @property
     def reasons(self) -> str:
@@ -109,9 +136,15 @@ class GradeRow:
         return self.status == "incomplete" and bool(left) and all(c.gpu_only for c in left)
 
     def as_dict(self) -> dict[str, object]:
+        s = self.score
         return {
             "student": self.student, "exercise": self.exercise, "language": self.language,
-            "verdict": self.status, "reasons": self.reasons,
+            "verdict": self.status,
+            # Not graded (an error row): no score at all, rather than a zero it did not earn.
+            "score": s.earned if s is not None else None,
+            "points": s.possible if s is not None else None,
+            "not_evaluated": s.not_evaluated if s is not None else None,
+            "reasons": self.reasons,
             "build_seconds": round(self.build_seconds, 3), "run_seconds": round(self.run_seconds, 3),
             "submission": self.submission, "sandbox": self.sandbox, "node": self.node,
             "build_node": self.build_node,
@@ -138,8 +171,10 @@ def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
         now = content_key(sub, exercise)
         row = by_content.get(now) if sub.digest else None
         if row is not None:
-            kept[str(sub.path)] = dataclasses.replace(row, student=sub.student,
-                                                      submission=str(sub.path))
+            # Points are the spec's as it is now: a teacher who changes them scores the class
+            # again without running anything.
+            kept[str(sub.path)] = scored(dataclasses.replace(row, student=sub.student,
+                                                             submission=str(sub.path)), exercise)
         elif str(sub.path) in already:
             again[_why_again(already[str(sub.path)], now, exercise)] += 1
     said = []
@@ -175,6 +210,13 @@ def resumed(sub: Submission, already: dict[str, GradeRow] | None) -> GradeRow | 
     return row if row is not None and row.status != "error" else None
 
 
+def scored(row: GradeRow, exercise: Exercise) -> GradeRow:
+    """The row with its score from the spec's points; an error row has none."""
+    if row.status == "error":
+        return dataclasses.replace(row, score=None)
+    return dataclasses.replace(row, score=score(exercise, row.checks, len(row.hidden_args)))
+
+
 def _nodes(nodes: Sequence[str]) -> str:
     return ",".join(dict.fromkeys(n for n in nodes if n))
 
@@ -197,6 +239,8 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
         build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
         hidden_args=exercise.hidden_args, content=content_key(sub, exercise),
+        score=score(exercise, outcome.verdict.checks if outcome.verdict is not None else (),
+                    len(exercise.hidden_args)),
     )
 
 
@@ -204,10 +248,13 @@ def _check_from(record: Any) -> CheckResult:
     status = str(record["status"])
     if status not in ("pass", "fail", "incomplete"):
         raise ValueError(status)
+    # A row written before checks named their [[check]] cannot be scored: it has none, and
+    # is graded again (KeyError).
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
                        str(record.get("reason", "")), int(record.get("hidden") or 0),
-                       str(record.get("kind") or ""), bool(record.get("gpu_only", False)))
+                       str(record.get("kind") or ""), gpu_only=bool(record.get("gpu_only", False)),
+                       check=int(record["check"]))
 
 
 def _content_from(record: Any) -> ContentKey | None:
@@ -327,8 +374,9 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
     return out
 
 
-REPORT_FIELDS = ("student", "exercise", "language", "verdict", "reasons", "build_seconds",
-                 "run_seconds", "submission", "sandbox", "node", "build_node")
+REPORT_FIELDS = ("student", "exercise", "language", "verdict", "score", "points", "not_evaluated",
+                 "reasons", "build_seconds", "run_seconds", "submission", "sandbox", "node",
+                 "build_node")
 
 
 # OWASP's rule against CSV injection: Excel, LibreOffice Calc and Google Sheets read a cell
@@ -342,6 +390,13 @@ def inert(value: object) -> object:
     quote first, which they show as text. Numbers pass (ours are never negative)."""
     if isinstance(value, str) and value.lstrip(" ").startswith(_FORMULA_START):
         return "'" + value
+    return value
+
+
+def uninert(value: str) -> str:
+    """A CSV report's cell as it was before inert() (the gradebook reads reports back)."""
+    if value.startswith("'") and value[1:].lstrip(" ").startswith(_FORMULA_START):
+        return value[1:]
     return value
 
 
@@ -378,19 +433,26 @@ def _table_cell(text: str) -> str:
 
 
 # What a student's feedback says of a check on a hidden argument set, instead of its values.
-HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
+HIDDEN_CASE = visibility.HIDDEN_CASE
 
 
-def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
-    """A student's feedback: every check with its values, but those of hidden runs, which say
-    only their result and their kind (the arguments, drawn or fixed, stay the instructor's)."""
-    lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**", ""]
+def feedback_markdown(row: GradeRow, exercise: Exercise,
+                      override: visibility.Override = "spec") -> str:
+    """A student's feedback: their score, and the checks as the spec (or the grader's
+    override) lets students see them (checks/visibility.py): hidden runs say only their result
+    and their kind (the arguments, drawn or fixed, stay the instructor's) unless `full`."""
+    lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**  "]
+    if row.score is not None:
+        lines.append(f"Score: **{row.score}**")
+    lines.append("")
+    shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
     if row.checks:
         lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
-        for c in row.checks:
-            cells = [c.name, c.status, c.expected, c.got, c.reason] if not c.hidden else \
-                [c.name, c.status, "", "", HIDDEN_CASE.format(kind=c.kind or "output")]
+        for c in (c for c in shown if c is not None):
+            cells = [c.name, c.status, c.expected, c.got, c.reason]
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
+        if None in shown:
+            lines += ["", visibility.NOT_SHOWN.format(count=shown.count(None))]
     elif row.reasons:
         lines.append(row.reasons)
     return "\n".join(lines) + "\n"
@@ -413,7 +475,8 @@ def feedback_names(students: Sequence[str]) -> dict[str, str]:
     return names
 
 
-def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path) -> None:
+def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path,
+                   override: visibility.Override = "spec") -> None:
     names = feedback_names([row.student for row in rows])
     for row in rows:
-        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise))
+        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise, override))

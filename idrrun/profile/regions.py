@@ -40,6 +40,16 @@ from . import elflines
 LIBRARY_SOURCE = Path(__file__).with_name("regions.c")
 RECORD_VAR = "IDRRUN_ACC_REGIONS"  # regions.c reads the same name
 PROFLIB_VAR = "ACC_PROFLIB"  # OpenACC 2.6, section 5.3.1
+LIBRARY_VAR = "IDRRUN_REGIONS_LIB"  # the library, for the shim under a profiler
+# Between a profiler and the program: a profiler that sets ACC_PROFLIB to a library of its own
+# (nsys's OpenACC trace) would leave the regions uncounted, and an OpenACC runtime loads one
+# library (libgomp takes a ";" list, NVIDIA's runtime says one path): the shim moves the
+# profiler's to IDRRUN_ACC_PROFLIB_NEXT, which regions.c registers in turn, and puts the regions
+# library in its place. exec keeps the program's pid, which the profiler follows.
+SHIM = ("/bin/sh", "-c",
+        'if [ "${ACC_PROFLIB-}" != "$IDRRUN_REGIONS_LIB" ]; then '
+        'IDRRUN_ACC_PROFLIB_NEXT=${ACC_PROFLIB-}; export IDRRUN_ACC_PROFLIB_NEXT; fi; '
+        'ACC_PROFLIB=$IDRRUN_REGIONS_LIB; export ACC_PROFLIB; exec "$0" "$@"')
 RECORD_PREFIX = ".idrrun-regions-"
 RECORD_CAP = 1 << 20  # bytes of one process's record: 256 constructs of at most 1.2 kB
 MAX_CONSTRUCTS = 256  # regions.c's table
@@ -69,7 +79,7 @@ def library_key() -> str:
 
 def build_command(compiler: str, output: Path) -> tuple[str, ...]:
     return (compiler, "-O2", "-shared", "-fPIC", "-o", str(output), str(LIBRARY_SOURCE),
-            "-lpthread")
+            "-lpthread", "-ldl")
 
 
 def build_library(cache_dir: Path, cc: str | None = None,
@@ -105,8 +115,16 @@ def plan(request: RunRequest, cache_dir: Path, folder: Path,
     # A name of its own per run: a record left by an earlier run (or made in advance by the
     # program) is never taken for this run's.
     prefix = RECORD_PREFIX + secrets.token_hex(8)
-    return Counting(env={PROFLIB_VAR: str(library), RECORD_VAR: str(folder / prefix)},
+    return Counting(env={PROFLIB_VAR: str(library), LIBRARY_VAR: str(library),
+                         RECORD_VAR: str(folder / prefix)},
                     readable=(library,), prefix=prefix)
+
+
+def under_profiler(counting: Counting, profiler_prefix: tuple[str, ...]) -> tuple[str, ...]:
+    """What runs before the program: the profiler, then (when regions are counted) SHIM."""
+    if not profiler_prefix or not counting.env:
+        return profiler_prefix
+    return (*profiler_prefix, *SHIM)
 
 
 # ---------------------------------------------------------------------------------------------

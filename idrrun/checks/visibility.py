@@ -1,0 +1,69 @@
+"""What a student sees of a verdict: in a notebook's --check, and in a feedback file. Pure.
+
+A check is `shown` (everything), `summary` (its name and result) or `hidden` (graded and
+counted in the score, never shown), as its spec or its exercise says (examples/README.md,
+"What students see"). A check on a hidden argument set never shows its arguments nor its values,
+only its result and its kind, unless the grader asks for everything (`full`, after the
+deadline). The instructor's report always has everything: nothing here is applied to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Sequence
+from typing import Literal
+
+from ..model import CheckResult, Verdict
+from .specs import Exercise, Visibility
+
+# `idrrun grade --visibility`: the spec's own (default); at most a summary of every check
+# (before the deadline); every check shown, but hidden cases' values; everything, hidden
+# cases' arguments and values too (after the deadline).
+Override = Literal["spec", "summary", "shown", "full"]
+OVERRIDES: tuple[Override, ...] = ("spec", "summary", "shown", "full")
+# What a student reads instead of a check's details.
+SUMMARY_ONLY = "result only: the details of this check are not shown"
+HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
+NOT_SHOWN = "{count} more check(s) were graded and are not shown here."
+MORE_AT_GRADING = ("Grading runs more checks than these (hidden cases, checks not shown here): "
+                   "a program that is right in general passes them.")
+
+
+def level(result: CheckResult, exercise: Exercise, override: Override = "spec") -> Visibility:
+    """What a student sees of this check, the grader's override applied."""
+    spec = exercise.check_at(result.check)
+    own: Visibility = exercise.shown(spec) if spec is not None else "shown"
+    if override == "summary":
+        return "hidden" if own == "hidden" else "summary"
+    if override in ("shown", "full"):
+        return "shown"
+    return own
+
+
+def seen(result: CheckResult, exercise: Exercise, override: Override = "spec",
+         hidden_args: Sequence[Sequence[str]] = ()) -> CheckResult | None:
+    """The check as a student sees it, or None when it is hidden from students. hidden_args:
+    the row's hidden argument sets, named only with `full`."""
+    shown = level(result, exercise, override)
+    if shown == "hidden":
+        return None
+    if result.hidden and override == "full":
+        args = hidden_args[result.hidden - 1] if result.hidden <= len(hidden_args) else ()
+        return dataclasses.replace(result, name=f"{result.name} (arguments: {shlex.join(args)})")
+    if result.hidden:
+        return dataclasses.replace(result, expected="", got="",
+                                   reason=HIDDEN_CASE.format(kind=result.kind or "output"))
+    if shown == "summary":
+        return dataclasses.replace(result, expected="", got="", reason=SUMMARY_ONLY)
+    return result
+
+
+def student_verdict(verdict: Verdict, exercise: Exercise) -> Verdict:
+    """A notebook's verdict as its student sees it: summarised checks without their details,
+    hidden ones left out (a notebook does not run them: Exercise.without_grading_only), and
+    whether grading runs more than these."""
+    kept = [c for c in (seen(r, exercise) for r in verdict.checks) if c is not None]
+    return dataclasses.replace(verdict, checks=tuple(kept),
+                               more_at_grading=exercise.more_at_grading or
+                               len(kept) < len(verdict.checks))

@@ -1,0 +1,105 @@
+"""`idrrun gradebook REPORT... --roster FILE`: the scores of graded exercises, for the LMS.
+
+Its own command rather than an option of `idrrun grade`: an LMS's import file holds a course's
+exercises, and `grade` grades one; this reads every report given, so one run writes the whole
+gradebook, from files the grader keeps anyway, again whenever a report changes (a regrading, a
+late submission) without grading anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cli import EXIT_FAILED, EXIT_OK
+from ..display import neutralise
+from ..errors import UsageError
+from ..files import write_atomic
+from ..checks.score import points
+from ..grading import gradebook
+from .common import Parser, print_json
+
+
+def _points(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of points, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of points above 0, got {text!r}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = Parser(prog="idrrun gradebook",
+               description="Write the scores of graded exercises (the reports of idrrun grade) "
+                           "as files an LMS imports: one row per student of the roster, one "
+                           "column per exercise. Run it again after a regrading: the files are "
+                           "written anew from the reports, never appended to.",
+               epilog="Exit codes: 0 written; 1 written, but some graded submissions match no "
+                      "student of the roster (they are listed, not written); 2 usage error.")
+    p.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
+                   help="reports of idrrun grade (.json or .csv), one or more per exercise")
+    p.add_argument("--roster", type=Path, required=True, metavar="FILE.csv",
+                   help="the class: a CSV whose first line names its columns: submission (the "
+                        "name idrrun grade gives a submission), and any of id, email, name, "
+                        "first_name, last_name, login, section, canvas_id")
+    p.add_argument("--moodle", type=Path, metavar="FILE.csv",
+                   help="Moodle's grade import (Grades > Import > CSV file; map Email address "
+                        "or ID number)")
+    p.add_argument("--canvas", type=Path, metavar="FILE.csv",
+                   help="Canvas's gradebook import (Grades > Import)")
+    p.add_argument("--csv", type=Path, metavar="FILE.csv",
+                   help="a plain CSV: the grade, out of, points not evaluated, verdict")
+    p.add_argument("--missing", choices=("blank", "zero"), default="blank",
+                   help="a roster student with no graded submission: no grade (default), or 0")
+    p.add_argument("--incomplete", choices=("blank", "earned"), default="blank",
+                   help="a score with points that could not be evaluated here (e.g. GPU checks "
+                        "graded on a CPU): no grade (default), or the points earned (those not "
+                        "evaluated counted as not earned)")
+    p.add_argument("--out-of", type=_points, metavar="N",
+                   help="every grade out of N points (e.g. 20, 100) instead of the exercise's own")
+    p.add_argument("--json", action="store_true",
+                   help="print what was written (grades, notes) as JSON on stdout")
+    return p
+
+
+def main(tokens: Sequence[str]) -> int:
+    args = parser().parse_args(list(tokens))
+    outputs = {name: getattr(args, name) for name in gradebook.FORMATS
+               if getattr(args, name) is not None}
+    if not outputs:
+        raise UsageError("idrrun gradebook: give at least one of --moodle, --canvas, --csv")
+    roster = gradebook.read_roster(args.roster)
+    marked = [row for path in args.reports for row in gradebook.read_report(path)]
+    book = gradebook.gradebook(roster, marked, gradebook.Policy(args.missing, args.incomplete,
+                                                                args.out_of))
+    texts = {name: gradebook.FORMATS[name](book) for name in outputs}  # all checked, then written
+    for name, path in outputs.items():
+        write_atomic(path, texts[name])
+    if args.json:
+        print_json({"exercises": list(book.exercises), "out_of": book.possible,
+                    "files": {name: str(path) for name, path in outputs.items()},
+                    "grades": {s.submission: {e: book.cells[s.submission, e] for e in book.exercises}
+                               for s in book.students},
+                    "notes": list(book.notes),
+                    "not_in_roster": [{"submission": r.student, "exercise": r.exercise,
+                                       "report": r.report} for r in book.unmatched]})
+    else:
+        _say(book, outputs)
+    return EXIT_FAILED if book.unmatched else EXIT_OK
+
+
+def _say(book: gradebook.Gradebook, outputs: dict[str, Path]) -> None:
+    print(f"gradebook: {len(book.students)} students, {len(book.exercises)} exercise(s) "
+          f"({', '.join(f'{e} /{points(book.possible[e])}' for e in book.exercises)})")
+    for name, path in outputs.items():
+        print(f"{name}: {path}")
+    if book.notes:
+        print("cells to look at:")
+    for note in book.notes:
+        print(f"  {note}")
+    for r in book.unmatched:
+        # Submission names are students' file names: printed neutralised.
+        print(neutralise(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})"))

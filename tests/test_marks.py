@@ -1,0 +1,225 @@
+"""Points and what students see, without processes: scores with partial credit (incomplete
+checks counted apart), spec errors that name the line, feedback and notebook verdicts that
+follow each check's visibility, resumed rows scored with the spec as it is now."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from idrrun.checks import score as score_mod
+from idrrun.checks import specs, visibility
+from idrrun.display import VerdictView
+from idrrun.errors import SpecError
+from idrrun.grading import course, report
+from idrrun.grading.discover import Submission
+from idrrun.model import CheckResult, Source, Verdict
+
+SPEC = r"""name = "demo_dot"
+title = "Dot"
+[sources.c]
+exercise = "ex.c"
+solution = "sol.c"
+[args]
+host = ["10"]
+hidden = [["4321"], ["98765"]]
+
+[[check]]
+kind = "exit_ok"
+points = 1
+
+[[check]]
+kind = "matches_solution"
+label = "dot"
+pattern = 'dot\s*=\s*(\S+)'
+points = 3
+hidden_points = 1
+
+[[check]]
+kind = "source"
+label = "reduction"
+regex = 'reduction'
+points = 2
+visibility = "summary"
+
+[[check]]                         # graded, never shown
+kind = "line"
+exact = "dot = 42"
+points = 2
+visibility = "hidden"
+
+[[check]]
+kind = "ran_on_gpu"
+points = 2
+"""
+
+
+def _exercise(tmp_path: Path, text: str = SPEC) -> specs.Exercise:
+    for name in ("ex.c", "sol.c"):
+        (tmp_path / name).write_text("int main(void) { return 0; }\n")
+    (tmp_path / "demo_dot.toml").write_text(text)
+    return specs.load(tmp_path / "demo_dot.toml")
+
+
+def _checks(**status: str) -> tuple[CheckResult, ...]:
+    """The checks as grading leaves them: main run, then the two hidden runs (output kinds)."""
+    main = [CheckResult("exit_ok", status.get("exit_ok", "pass"), "exit 0", "exit 0", "ended", check=0),
+            CheckResult("dot", status.get("dot", "pass"), "1234.5", "1234.5", "agrees", check=1),
+            CheckResult("reduction", status.get("reduction", "pass"), "/reduction/", "found",
+                        "found", check=2),
+            CheckResult("line", status.get("line", "pass"), "'dot = 42'", "found", "printed", check=3),
+            CheckResult("ran_on_gpu", status.get("gpu", "incomplete"), "", "", "needs a GPU trace",
+                        check=4)]
+    hidden = [CheckResult(f"{name} (hidden run {k})", status.get(f"{name}{k}", "pass"), "98765.5",
+                          "98765.5", "agrees", hidden=k, kind=kind, check=index)
+              for k in (1, 2) for name, kind, index in
+              (("exit_ok", "exit_ok", 0), ("dot", "matches_solution", 1), ("line", "line", 3))]
+    return (*main, *hidden)
+
+
+def test_a_score_gives_partial_credit_and_counts_incomplete_points_apart(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path)
+    # main run 1 + 3 + 2 + 2 + 2 = 10; each hidden run 1 + 1 + 2 (line keeps its 2 points)
+    assert score_mod.possible(ex, 2) == 18
+    full = score_mod.score(ex, _checks(), 2)
+    assert (full.earned, full.possible, full.not_evaluated) == (16, 18, 2)
+    assert str(full) == "16/18, 2 points not evaluated here"
+    near = score_mod.score(ex, _checks(reduction="fail", dot2="fail", gpu="pass"), 2)
+    assert str(near) == "15/18"
+    # The main run failed: no hidden run, nothing earned there, still out of 18.
+    crashed = tuple(c for c in _checks(exit_ok="fail", dot="fail", line="fail") if not c.hidden)
+    assert str(score_mod.score(ex, crashed, 2)) == "2/18, 2 points not evaluated here"
+    # idrrun's own rows (check -1) are worth nothing.
+    extra = (CheckResult("OpenACC build", "incomplete", check=-1),)
+    assert score_mod.score(ex, _checks() + extra, 2) == full
+    assert score_mod.points(1 / 3) == "0.33" and score_mod.points(2.0) == "2"
+
+
+@pytest.mark.parametrize("change, field", [
+    (("points = 3\n", "points = -3\n"), "check[1].points"),
+    (("points = 3\n", "points = 'three'\n"), "check[1].points"),
+    (("regex = 'reduction'\n", "regex = 'reduction'\nhidden_points = 1\n"), "check[2].hidden_points"),
+    (("kind = \"ran_on_gpu\"\npoints = 2", "kind = \"ran_on_gpu\"\npoints = 2\nhidden_points = 1"),
+     "check[4].hidden_points"),
+    (('visibility = "summary"', 'visibility = "secret"'), "check[2].visibility"),
+    (('title = "Dot"', 'title = "Dot"\nvisibility = "hidden"'), "visibility"),
+])
+def test_grading_fields_are_checked_and_errors_name_the_line(tmp_path: Path, change: tuple[str, str],
+                                                            field: str) -> None:
+    assert SPEC.count(change[0]) >= 1
+    text = SPEC.replace(change[0], change[1], 1)
+    with pytest.raises(SpecError) as err:
+        _exercise(tmp_path, text)
+    # FILE:LINE: as compilers write it, the line of the field itself
+    prefix, _, rest = str(err.value).partition(f": field '{field}': ")
+    assert rest, err.value
+    path, _, line = prefix.rpartition(":")
+    assert path.endswith("demo_dot.toml")
+    key = field.split(".")[-1]
+    assert text.splitlines()[int(line) - 1].startswith(f"{key} = "), (line, text)
+    if field.startswith("check[4]"):
+        assert sum(s.startswith("[[check]]") for s in text.splitlines()[:int(line)]) == 5
+
+
+def test_field_line_finds_tables_keys_and_the_closest_place_of_a_missing_field() -> None:
+    text = (ROOT / "examples" / "intro_pi.toml").read_text()
+    lines = text.splitlines()
+    assert lines[specs.field_line(text, "args.draw.ranges[0]") - 1].startswith("ranges")  # type: ignore[operator]
+    assert lines[specs.field_line(text, "sources.fortran.solution") - 1].startswith("solution")  # type: ignore[operator]
+    at = specs.field_line(text, "check[3].expected")  # absent: its [[check]]
+    assert at is not None and lines[at - 1].startswith("[[check]]")
+    assert sum(line.startswith("[[check]]") for line in lines[:at]) == 4
+    assert specs.field_line("", "name") is None
+
+
+def _row(ex: specs.Exercise, checks: tuple[CheckResult, ...]) -> report.GradeRow:
+    row = report.GradeRow("ann", ex.name, "c", "incomplete", 0.1, 0.1, "/class/ann.c", checks=checks,
+                          hidden_args=(("4321",), ("98765",)))
+    return report.scored(row, ex)
+
+
+def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path)
+    row = _row(ex, _checks(dot1="fail"))
+    text = report.feedback_markdown(row, ex)
+    assert "Score: **15/18, 2 points not evaluated here**" in text
+    assert "| dot | pass | 1234.5 | 1234.5 | agrees |" in text  # shown
+    assert f"| reduction | pass |  |  | {visibility.SUMMARY_ONLY} |" in text  # summary: no regex
+    assert "/reduction/" not in text
+    # A hidden check: not a word of it, but that there is one (three rows: main, two hidden runs).
+    assert "dot = 42" not in text and "| line" not in text
+    assert visibility.NOT_SHOWN.format(count=3) in text
+    # Hidden runs: their result and kind, never their arguments nor values.
+    assert "| dot (hidden run 1) | fail |  |  | matches_solution check on a hidden case" in text
+    for secret in ("4321", "98765"):
+        assert secret not in text
+    # Before the deadline: every check's result only.
+    summary = report.feedback_markdown(row, ex, "summary")
+    assert "1234.5" not in summary and "| dot | pass |  |  |" in summary and "| line" not in summary
+    # After: every check, the hidden one too; hidden cases' values only with `full`.
+    shown = report.feedback_markdown(row, ex, "shown")
+    assert "| line | pass | 'dot = 42' |" in shown and "/reduction/" in shown and "98765" not in shown
+    full = report.feedback_markdown(row, ex, "full")
+    assert "dot (hidden run 1) (arguments: 4321) | fail | 98765.5 |" in full
+    # The instructor's report keeps everything.
+    assert "'dot = 42'" in json.dumps(report._record(row))
+
+
+def test_a_notebook_verdict_hides_what_the_spec_hides_and_says_grading_runs_more(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path)
+    notebook = ex.without_grading_only()
+    assert [c.label for c in notebook.checks] == ["exit_ok", "dot", "reduction", "ran_on_gpu"]
+    assert notebook.more_at_grading and not notebook.hidden_args
+    main = tuple(c for c in _checks(reduction="fail") if not c.hidden and c.check != 3)
+    verdict = visibility.student_verdict(Verdict("demo_dot", main), notebook)
+    assert verdict.more_at_grading
+    reduction = next(c for c in verdict.checks if c.name == "reduction")
+    assert (reduction.expected, reduction.got, reduction.reason) == ("", "", visibility.SUMMARY_ONLY)
+    view = VerdictView(verdict)
+    assert visibility.MORE_AT_GRADING in str(view) and "/reduction/" not in str(view)
+    assert "/reduction/" not in view._repr_html_() and "Grading runs more checks" in view._repr_html_()
+    # An exercise with nothing held back says nothing more.
+    plain = _exercise(tmp_path, SPEC.replace('hidden = [["4321"], ["98765"]]\n', "")
+                      .replace('visibility = "hidden"', 'visibility = "shown"')).without_grading_only()
+    assert not plain.more_at_grading
+    assert visibility.MORE_AT_GRADING not in str(VerdictView(Verdict("demo_dot", main[:2])))
+
+
+def test_students_copy_drops_hidden_checks_and_says_grading_runs_more(tmp_path: Path) -> None:
+    text = course.students_spec(SPEC, solutions_kept=())
+    data = tomllib.loads(text)
+    assert "dot = 42" not in text and "hidden" not in data["args"]
+    assert [c.get("label", c["kind"]) for c in data["check"]] == ["exit_ok", "dot", "reduction", "ran_on_gpu"]
+    assert data["students"] is True and data["more_at_grading"] is True
+    assert course.students_spec(text, solutions_kept=()) == text
+
+
+def test_a_resumed_row_is_scored_with_the_points_the_spec_has_now(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path)
+    path, key = tmp_path / "r.csv", b"k" * 32
+    sub = Submission("ann", Path("/class/ann.c"), Source("int main(void) {}\n", "ann.c", "c", False, 1, Path("/class"), ".c"),
+                     digest="d" * 64)
+    row = dataclasses.replace(_row(ex, _checks()), content=report.content_key(sub, ex))
+    report.write_report([row], path, key)
+    assert next(csv.DictReader(path.open()))["score"] == "16.0"
+    cheaper = _exercise(tmp_path, SPEC.replace("points = 3\nhidden_points = 1", "points = 1\nhidden_points = 1"))
+    kept, said = report.resume(path, cheaper, [sub], key)
+    assert str(kept["/class/ann.c"].score) == "14/16, 2 points not evaluated here", said
+    # What a check tests is not scoring: changing it grades the row again.
+    stricter = _exercise(tmp_path, SPEC.replace("exact = \"dot = 42\"", "exact = \"dot = 43\""))
+    kept, said = report.resume(path, stricter, [sub], key)
+    assert kept == {} and "another exercise spec" in " ".join(said)
+    # A row written before checks named their [[check]]: it cannot be scored, so it is graded again.
+    state = report.state_path(path)
+    records = json.loads(state.read_text())
+    for check in records[0]["checks"]:
+        del check["check"]
+    records[0]["mac"] = report._mac(records[0], key)
+    state.write_text(json.dumps(records))
+    assert report.load_report(path, ex.name, key) == {}
