@@ -19,6 +19,8 @@ from idrrun.checks import specs
 from idrrun.errors import SpecError, UsageError
 from idrrun.grading import course
 from idrrun.checking import NO_SOLUTION
+from idrrun.request import notebook
+from test_notebook_form import form_problems
 
 # Solution sources the notebooks run in untagged cells (a worked example, a picture to compare):
 # the students' copy would keep them. The course runs every solution in cells tagged solution.
@@ -57,6 +59,9 @@ def test_teacher_copy_is_the_course(tmp_path: Path) -> None:
         assert _files(tmp_path / "mine") == set(tracked)
     assert (tmp_path / "mine" / "examples" / "intro_saxpy.toml").read_bytes() == \
         (ROOT / "examples" / "intro_saxpy.toml").read_bytes()
+    # Each notebook as JupyterLab saves it for this Python's kernel: it opens unmodified.
+    for path in (tmp_path / "mine" / "notebooks").rglob("*.ipynb"):
+        assert form_problems(path, notebook.python_version()) == [], path
 
 
 def test_students_copy_has_no_solutions(students: Path) -> None:
@@ -70,6 +75,7 @@ def test_students_copy_has_no_solutions(students: Path) -> None:
         nbformat.validate(nb)
         assert not any("solution" in _tags(c) for c in nb.cells), path
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+        assert form_problems(path, notebook.python_version()) == [], path
     exercises = specs.all_exercises(students / "examples")
     assert len(exercises) == len(list((ROOT / "examples").glob("*.toml")))
     for ex in exercises:
