@@ -73,19 +73,23 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings) -> Toolchain
         )
     flags: list[str] = [*family.default_flags(language), *settings.extra_flags(family.name)]
     notes: list[str] = []
+    machine_notes: list[str] = []
     target: Target = "none"
+    offload = False
     if request.acc and language != "cuda":
         decision = family.openacc(request, info, probe_, settings)
         flags += decision.flags
         notes += decision.notes
-        target = decision.target
+        machine_notes += decision.machine_notes
+        target, offload = decision.target, decision.offload
     elif request.accopts and not request.openmp:
         notes.append("--accopts is ignored without -a/--acc")
     if request.openmp and language != "cuda":
         decision = family.openmp(request, info, probe_, settings, target)
         flags += decision.flags
         notes += decision.notes
-        target = decision.target
+        machine_notes += decision.machine_notes
+        target, offload = decision.target, offload or decision.offload
     flags += request.compiler_options
     return Toolchain(
         family=family.name,
@@ -95,4 +99,6 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings) -> Toolchain
         link_flags=family.link_flags(language),
         target=target,
         notes=tuple(notes),
+        machine_notes=tuple(machine_notes),
+        offload=offload,
     )
