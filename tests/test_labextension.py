@@ -80,7 +80,11 @@ return cells.map(cell => {
 SETTLED_JS = """
 const done = arguments[arguments.length - 1];
 const panel = window.jupyterapp.shell.currentWidget;
-const kernel = panel.sessionContext.session.kernel;
+const session = panel && panel.sessionContext && panel.sessionContext.session;
+if (!session || !session.kernel || panel.context.path !== arguments[0]) {
+  done({error: 'not the notebook ' + arguments[0] + ' with its kernel'}); return;
+}
+const kernel = session.kernel;
 Promise.all([kernel.info, kernel.spec]).then(() => setTimeout(() => done({
   dirty: panel.context.model.dirty,
   marked: document.querySelectorAll('.jp-mod-dirty').length,
@@ -90,10 +94,13 @@ Promise.all([kernel.info, kernel.spec]).then(() => setTimeout(() => done({
 """
 
 
-def _kernel_idle(driver: Any) -> bool:
+def _kernel_idle(driver: Any, path: str | None = None) -> bool:
+    """The current notebook's kernel is idle (and the current notebook is `path`, if given)."""
     return bool(driver.execute_script(
-        "const s = window.jupyterapp.shell.currentWidget.sessionContext.session;"
-        "return !!(s && s.kernel && s.kernel.status === 'idle');"))
+        "const w = window.jupyterapp.shell.currentWidget;"
+        "const s = w && w.sessionContext && w.sessionContext.session;"
+        "return !!(s && s.kernel && s.kernel.status === 'idle'"
+        " && (arguments[0] === null || w.context.path === arguments[0]));", path))
 
 
 def _quiet_lab_settings(home: Path) -> None:
@@ -332,12 +339,16 @@ TYPED_FORTRAN = ("%%idrrun -a\nprogram typed\ninteger :: i\n!$acc parallel loop\
                  "print *, i\nend do\nend program typed")
 
 
-def _settled(browser: Any, page: Page, url: str) -> dict[str, Any]:
-    """Open the notebook, and its state once its kernel has answered."""
-    browser.get(url)
-    page.wait("the notebook open, its kernel idle", lambda cells: _kernel_idle(browser),
+def _settled(browser: Any, page: Page, path: str) -> dict[str, Any]:
+    """Open the notebook, alone (JupyterLab's `reset`: no tab of an earlier page comes back),
+    and its state once its kernel has answered."""
+    url = page.server.notebook_url(path)
+    browser.get(url + ("&reset" if page.server.frontend.module == "jupyterlab" else ""))
+    page.wait(f"{path} open, its kernel idle", lambda cells: _kernel_idle(browser, path),
               LOAD_TIMEOUT, index=0)
-    return dict(browser.execute_async_script(SETTLED_JS))
+    state = dict(browser.execute_async_script(SETTLED_JS, path))
+    assert "error" not in state, state
+    return state
 
 
 def _type_new_cell(browser: Any, text: str) -> None:
@@ -361,7 +372,7 @@ def test_course_notebook_opens_unmodified_and_takes_typed_idrrun_cells(
     started = time.monotonic()
 
     # What the form avoids: a copy saved by another Python's kernel opens modified.
-    other = _settled(browser, page, course_lab.notebook_url(OTHER_PYTHON))
+    other = _settled(browser, page, OTHER_PYTHON)
     assert other["dirty"], other
     assert other["language_info"] == notebook.language_info(notebook.python_version()), other
     browser.execute_script("return window.jupyterapp.commands.execute('docmanager:save')")
@@ -369,7 +380,7 @@ def test_course_notebook_opens_unmodified_and_takes_typed_idrrun_cells(
         "return window.jupyterapp.shell.currentWidget.context.model.dirty"), CHANGE_TIMEOUT, 0)
 
     # The students' copy opens unmodified: its metadata is what the kernel would write.
-    opened = _settled(browser, page, course_lab.notebook_url(COURSE_NOTEBOOK))
+    opened = _settled(browser, page, COURSE_NOTEBOOK)
     page.screenshot("course-notebook")
     assert not opened["dirty"] and opened["marked"] == 0, opened
     assert opened["kernelspec"] == notebook.KERNELSPEC, opened
