@@ -121,16 +121,16 @@ def free_port() -> int:
 
 
 def checkout_labextension() -> Path | None:
-    """This checkout's build of the extension, if it has one; AssertionError when its sources
-    changed after it was built."""
-    if not (CHECKOUT_LABEXTENSION / "package.json").is_file():
-        return None
+    """This checkout's build of the extension, if it has one."""
+    return CHECKOUT_LABEXTENSION if (CHECKOUT_LABEXTENSION / "package.json").is_file() else None
+
+
+def changed_since_built() -> list[str]:
+    """The extension's sources changed after this checkout's build of it (none: no build)."""
+    if checkout_labextension() is None:
+        return []
     built = (CHECKOUT_LABEXTENSION / "package.json").stat().st_mtime
-    newer = [p.name for p in LABEXTENSION_SOURCES.iterdir() if p.stat().st_mtime > built]
-    assert not newer, (f"labextension/src/{', '.join(newer)} changed after labextension/dist was "
-                       "built: `pip install -e .` (or `npm run build:prod` in labextension/) "
-                       "builds it again")
-    return CHECKOUT_LABEXTENSION
+    return sorted(p.name for p in LABEXTENSION_SOURCES.iterdir() if p.stat().st_mtime > built)
 
 
 def jupyter_env(home: Path) -> dict[str, str]:

@@ -31,7 +31,8 @@ import pytest
 
 from idrrun.grading import course
 from idrrun.request import notebook
-from jupyter_lab import C_CELL, LabServer, idrrun_notebook, labextensions, running_lab
+from jupyter_lab import (C_CELL, LabServer, changed_since_built, idrrun_notebook, labextensions,
+                         running_lab)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -113,6 +114,10 @@ def _quiet_lab_settings(home: Path) -> None:
 
 def _home(tmp_path: Path) -> Path:
     """The Jupyter folders of a test's server, with idrrun's extension in them."""
+    changed = changed_since_built()
+    assert not changed, (f"labextension/src/{', '.join(changed)} changed after labextension/dist "
+                         "was built: `pip install -e .` (or `npm run build:prod` in labextension/) "
+                         "builds it again")
     home = tmp_path / "home"
     home.mkdir()
     listing = labextensions(home)
