@@ -11,8 +11,9 @@ usage: install.sh PART [ARGUMENT]
   system          compilers (gcc, g++, gfortran, and GCC's nvptx offloading where the
                   distribution has it for its gcc), Open MPI, Python >= 3.11 with venv, tini,
                   bubblewrap (the grading sandbox)
-  dev             what the tests need besides: shellcheck, slurm-wlm, munge, and Node.js with
-                  npm (the JupyterLab extension's build) when npm is missing
+  dev             what the tests need besides: shellcheck, slurm-wlm, munge, chromium and
+                  chromium-driver (the browser tests, where Debian packages them), and Node.js
+                  with npm (the JupyterLab extension's build) when npm is missing
   nsys            optional, Debian only: Nsight Systems from Debian's contrib and non-free
                   components (nsight-systems, which pulls libcuda1), for --profile nsys; not
                   for the images, nor for a machine whose NVIDIA driver is not Debian's
@@ -124,6 +125,14 @@ part_dev() {
   # `pip install -e .` builds the JupyterLab extension with npm (hatch-jupyter-builder). A
   # Node.js of other origin (NodeSource's bundles its npm) is left as it is.
   command -v npm >/dev/null || ensure nodejs npm
+  # tests/test_labextension.py drives JupyterLab in a headless chromium through its driver
+  # (selenium). Debian packages both; Ubuntu's chromium is a snap, which this does not install:
+  # those tests are skipped there.
+  if available chromium-driver; then
+    ensure chromium chromium-driver
+  else
+    say "no chromium-driver package here: tests/test_labextension.py will be skipped"
+  fi
 }
 
 # --- Nsight Systems -----------------------------------------------------------------------

@@ -32,6 +32,10 @@ OBJECT = "prog.o"
 SOURCE_STEM = "source"
 PREPROCESSED = "source.pre"  # what the compiler read, for the source checks (C, C++)
 _MARKER = "build.json"
+# What build.json keeps of the compile's output: the compiler's own words, naming the temporary
+# source file; a cached build shows them with the name of the cell that runs it now ("cell[7]",
+# not the "cell[3]" that first built it).
+_COMPILER_OUTPUT = "compiler_output"
 
 _C_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 _F_INCLUDE = re.compile(r"^\s*include\s*['\"]([^'\"]+)['\"]", re.MULTILINE | re.IGNORECASE)
@@ -249,6 +253,9 @@ class _Job:
 
     def result(self, proc_result: ProcResult | None, output: str, start: float,
                ok: bool = True, refused: str = "") -> BuildResult:
+        """The build's result; output: the compiler's words, naming the temporary source file
+        (the result names the request's source instead)."""
+        output = rename_paths(output, self.request.source)
         if not ok:
             return BuildResult(ok=False, command=self.argv, proc=proc_result, output=output,
                                cached=False, key=self.key, build_dir=None,
@@ -337,7 +344,9 @@ def _cached(job: _Job) -> BuildResult | None:
         recorded = json.loads((final / _MARKER).read_text())
     except (OSError, ValueError):
         return None  # unreadable marker: build again
-    return job.result(None, str(recorded.get("output", "")), 0.0)
+    if not isinstance(recorded, dict) or not isinstance(recorded.get(_COMPILER_OUTPUT), str):
+        return None  # an older marker, which kept the output with the first cell's name in it
+    return job.result(None, recorded[_COMPILER_OUTPUT], 0.0)
 
 
 def _compile(job: _Job, argv: tuple[str, ...], work: Path, box: Box | None,
@@ -350,7 +359,7 @@ def _compile(job: _Job, argv: tuple[str, ...], work: Path, box: Box | None,
 
 def _keep(job: _Job, folder: Path, output: str) -> None:
     """The finished build folder into the cache, under its key."""
-    (folder / _MARKER).write_text(json.dumps({"command": list(job.argv), "output": output}))
+    (folder / _MARKER).write_text(json.dumps({"command": list(job.argv), _COMPILER_OUTPUT: output}))
     if job.request.force and job.final.exists():
         _replace_dir(folder, job.final)
     else:
@@ -378,7 +387,7 @@ def _build_here(job: _Job) -> BuildResult:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
         before = set(os.listdir(work))
         result = _compile(job, job.argv, work, box, job.hidden_flags)
-        output = rename_paths(result.output, request.source)
+        output = result.output
         ok = result.ok and (work / job.product).is_file()
         if ok and job.preprocess.saved:
             ok = keep_preprocessed(work, before, job.product, job.preprocess.saved)
@@ -437,7 +446,7 @@ def _build_in_room(job: _Job) -> BuildResult:
     try:
         result = _compile(job, compile_argv(request, job.toolchain, include), work, box,
                           (*job.hidden_flags, *job.dependencies.flags))
-        output = rename_paths(result.output, request.source).replace(str(include), ".")
+        output = result.output.replace(str(include), ".")
         taken = boundary.fresh(job.final.parent, f".{job.key}.tmp-")
         said = _take_products(job, work, taken, box.hidden if box else ()) if result.ok \
             else _Taken(failed="the compiler failed")

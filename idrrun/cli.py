@@ -63,9 +63,10 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="idrrun", description="Compile, run and check OpenACC course code.",
         epilog="Commands: " + "; ".join(f"{name}: {what}" for name, (_, what) in COMMANDS.items())
-        + ". 'idrrun COMMAND --help' for details. Exit codes: 0 done, 1 build failed / some "
-          "exercise or submission not right, 2 usage, 3 run or check failed, 4 check incomplete, "
-          "124 timeout, 130 interrupted (README.md, 'In a terminal').",
+        + ". 'idrrun COMMAND --help' for its flags and more ('%%idrrun --help' in a notebook: "
+          "the flags of 'idrrun run'). Exit codes: 0 done, 1 build failed / some exercise or "
+          "submission not right, 2 usage, 3 run or check failed, 4 check incomplete, 124 "
+          "timeout, 130 interrupted.",
     )
     p.add_argument("--version", action="version", version=f"idrrun {__version__}",
                    help="print idrrun's version and exit")

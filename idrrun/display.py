@@ -17,8 +17,12 @@ from .profile.render import ProfileView
 
 # Message templates, kept as constants so tests can check the rendered text.
 HEADER = "idrrun: {version} [{family}] · {language}{guess} · {target}"
-TARGETS = {"gpu": "OpenACC on the GPU", "host": "OpenACC on the host (no GPU offload)",
-           "none": "no OpenACC"}
+# Where the OpenACC regions run, as the header says it: (Toolchain.target, Toolchain.offload).
+# The notes below the header say why, never the contrary.
+TARGETS = {("gpu", True): "OpenACC on the GPU",
+           ("host", True): "OpenACC built for a GPU, none found here",
+           ("host", False): "OpenACC on the host (no GPU offload)"}
+NO_OPENACC = "no OpenACC"
 BUILD_DONE = "built in {seconds:.2f} s"
 BUILD_CACHED = "build cached, not recompiled (--force rebuilds)"
 RUN_DONE = "{status} · {seconds:.2f} s"
@@ -69,6 +73,14 @@ def neutralise(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
+def where_it_runs(request: RunRequest, toolchain: Toolchain) -> str:
+    """The header's words on where the OpenACC regions run."""
+    if not request.acc or toolchain.target == "none":
+        return NO_OPENACC
+    return TARGETS.get((toolchain.target, toolchain.offload or toolchain.target == "gpu"),
+                       NO_OPENACC)
+
+
 class TextReporter:
     """Writes the pipeline's events to a text stream (a notebook cell's stdout, a terminal).
 
@@ -110,7 +122,7 @@ class TextReporter:
         version = toolchain.compiler.version or toolchain.compiler.command
         self._line(HEADER.format(family=toolchain.label or toolchain.family, version=version,
                                  language=src.language, guess=guess,
-                                 target=TARGETS[toolchain.target] if request.acc else TARGETS["none"]))
+                                 target=where_it_runs(request, toolchain)))
 
     def notes(self, notes: Sequence[str]) -> None:
         for note in notes:
@@ -171,6 +183,10 @@ class TextReporter:
 _MARK = {"pass": "PASS", "fail": "FAIL", "incomplete": "n/a"}
 
 _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
+# JupyterLab and Notebook 7 right-align the cells of every table in an output; a table of words
+# reads from the left. Inline, on each cell: a <style> block is dropped from the output of a
+# notebook that is not trusted (one opened again later), a style attribute is kept.
+_CELL = "text-align:left;vertical-align:top"
 
 
 class VerdictView:
@@ -207,17 +223,19 @@ class VerdictView:
     def _repr_html_(self) -> str:
         v = self.verdict
         color = _HTML_COLOR["pass" if v.passed else "incomplete" if v.incomplete else "fail"]
+        td = f"<td style='{_CELL}'>"
         body = "".join(
-            f"<tr><td>{html.escape(c.name)}</td>"
-            f"<td style='color:{_HTML_COLOR[c.status]};font-weight:bold'>{_MARK[c.status]}</td>"
-            f"<td>{html.escape(c.expected)}</td><td>{html.escape(c.got)}</td>"
-            f"<td>{html.escape(c.reason)}</td></tr>"
+            f"<tr>{td}{html.escape(c.name)}</td>"
+            f"<td style='{_CELL};color:{_HTML_COLOR[c.status]};font-weight:bold'>{_MARK[c.status]}</td>"
+            f"{td}{html.escape(c.expected)}</td>{td}{html.escape(c.got)}</td>"
+            f"{td}{html.escape(c.reason)}</td></tr>"
             for c in v.checks
         )
+        head = "".join(f"<th style='{_CELL}'>{name}</th>"
+                       for name in ("check", "result", "expected", "got", "why"))
         return (
             f"<div class='idrrun-verdict'><b style='color:{color}'>{html.escape(self.headline())}</b>"
-            "<table><thead><tr><th>check</th><th>result</th><th>expected</th><th>got</th>"
-            f"<th>why</th></tr></thead><tbody>{body}</tbody></table>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             + (f"<p>{html.escape(MORE_AT_GRADING)}</p>" if v.more_at_grading else "") + "</div>"
         )
 

@@ -7,6 +7,11 @@ C or Fortran, so the lexer named `idrrun` (a `pygments.lexers` entry point) read
 hands its body to Pygments' C, C++, CUDA or Fortran lexer. The JupyterLab extension
 (labextension/src/language.ts) makes the same choice in the editor.
 
+OpenACC and OpenMP directives are directives in both languages: Pygments' C lexer makes
+`#pragma acc` a preprocessor line (Comment.Preproc), its Fortran lexer makes `!$acc` a comment;
+here a Fortran line whose first word is an `!$acc` or `!$omp` sentinel gets Comment.Preproc
+too, as the editor marks it (the class `cm-idrrun-directive`).
+
 nbconvert reads no `*.d` config folders, so nothing installed can turn this on for the
 `jupyter nbconvert` command by itself: it takes
 `--HighlightMagicsPreprocessor.languages=%%idrrun=idrrun` (or, in jupyter_nbconvert_config.py,
@@ -25,7 +30,7 @@ from typing import Any
 
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
-from pygments.token import Keyword, Operator, Text
+from pygments.token import Comment, Keyword, Operator, Text
 
 from .errors import UsageError
 from .model import Language
@@ -37,6 +42,9 @@ from .request.source import guess_language
 _MAGIC = re.compile(r"\A(\s*)(%%)(idrrun)(?=\s|\Z)")
 # Pygments lexer aliases for idrrun's languages.
 _LEXERS: dict[Language, str] = {"c": "c", "c++": "cpp", "cuda": "cuda", "fortran": "fortran"}
+# A Fortran comment that is an OpenACC or OpenMP directive (free form; any case; `!$acc&`
+# continues one). labextension/src/language.ts has the same pattern.
+_FORTRAN_DIRECTIVE = re.compile(r"!\$(acc|omp)\b", re.IGNORECASE)
 # What nbconvert's HighlightMagicsPreprocessor.languages needs for idrrun cells.
 NBCONVERT_LANGUAGES: dict[str, str] = {"%%idrrun": "idrrun"}
 
@@ -95,12 +103,30 @@ class IdrrunLexer(Lexer):  # type: ignore[misc]  # Pygments ships no type inform
         body_start = len(text) if line_end < 0 else line_end + 1
         if body_start > magic.end():
             yield magic.end(), Text, text[magic.end():body_start]
-        body_lexer = self._body_lexer(cell_language(text) or "c")
-        for index, token, value in body_lexer.get_tokens_unprocessed(text[body_start:]):
+        language = cell_language(text) or "c"
+        body = text[body_start:]
+        for index, token, value in self._body_tokens(language, body):
             yield body_start + index, token, value
+
+    def _body_tokens(self, language: Language, body: str) -> Iterator[tuple[int, Any, str]]:
+        tokens = self._body_lexer(language).get_tokens_unprocessed(body)
+        if language != "fortran":
+            yield from tokens
+            return
+        for index, token, value in tokens:
+            yield index, _fortran_directive(body, index, token, value), value
 
     def _body_lexer(self, language: Language) -> Any:
         return get_lexer_by_name(_LEXERS[language], **self.options)
+
+
+def _fortran_directive(body: str, index: int, token: Any, value: str) -> Any:
+    """Comment.Preproc for a comment that is a directive: a sentinel first on its line."""
+    if token in Comment and _FORTRAN_DIRECTIVE.match(value):
+        line_start = body.rfind("\n", 0, index) + 1
+        if not body[line_start:index].strip():
+            return Comment.Preproc
+    return token
 
 
 # --- the Jupyter server extension ------------------------------------------------------------

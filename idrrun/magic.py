@@ -6,7 +6,8 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
@@ -18,7 +19,7 @@ from .display import TextReporter, VerdictView, color_allowed, render_failure
 from .errors import IdrrunError
 from .errors import UsageError as IdrrunUsage
 from .checking import run_with_options
-from .model import Failure, Probe, Settings, Verdict
+from .model import Failure, Probe, RunRequest, Settings, Toolchain, Verdict
 from .pipeline import Outcome
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
@@ -84,7 +85,26 @@ def cell_number(shell: Any) -> int:
 
 
 class NotebookReporter(TextReporter):
-    """Text for the build and run; the verdict as a rich display (HTML table in notebooks)."""
+    """Text for the build and run; the verdict as a rich display (HTML table in notebooks).
+
+    What is said of the machine (the probe's warnings and protections, the family's notes on
+    where the regions run) is the same for every cell: each is said once per kernel, in the
+    first cell that has it (`said` holds them), not on every cell of the notebook. The header
+    of every cell still says where its regions run."""
+
+    def __init__(self, stream: TextIO, color: bool, said: set[str], machine: Iterable[str]) -> None:
+        super().__init__(stream, color=color)
+        self._said = said
+        self._machine = set(machine)
+
+    def started(self, request: RunRequest, toolchain: Toolchain) -> None:
+        self._machine.update(toolchain.machine_notes)
+        super().started(request, toolchain)
+
+    def notes(self, notes: Sequence[str]) -> None:
+        fresh = [note for note in notes if note not in self._machine or note not in self._said]
+        self._said.update(note for note in fresh if note in self._machine)
+        super().notes(fresh)
 
     def verdict(self, verdict: Verdict) -> None:
         sys.stdout.flush()
@@ -101,7 +121,7 @@ class IdrrunMagics(Magics):
         super().__init__(shell)
         # Probing runs a few short commands; once per kernel and family is enough.
         self._probes: dict[tuple[str | None, str | None, str], Probe] = {}
-        self._protection_shown = False
+        self._machine_notes_said: set[str] = set()  # NotebookReporter's, for this kernel
         cleanup = getattr(shell, "input_transformers_cleanup", None)
         if isinstance(cleanup, list) and give_empty_cells_a_body not in cleanup:
             cleanup.append(give_empty_cells_a_body)
@@ -155,12 +175,12 @@ class IdrrunMagics(Magics):
             else:
                 assert opts.file is not None
                 src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
-            reporter = NotebookReporter(sys.stdout, color=_wants_color())
             probe = self._probe(settings, opts.family)
-            if probe.protections is not None and not self._protection_shown:
-                # Once per kernel: what this machine cannot enforce.
-                reporter.notes(probe.protections.notes)
-                self._protection_shown = True
+            protections = probe.protections.notes if probe.protections is not None else ()
+            reporter = NotebookReporter(sys.stdout, color=_wants_color(),
+                                        said=self._machine_notes_said,
+                                        machine=(*probe.warnings, *protections))
+            reporter.notes(protections)  # what this machine cannot enforce
             outcome = run_with_options(opts, src, settings, workdir, probe, reporter)
         except IdrrunError as exc:
             # Exactly IPython's UsageError: the shell prints one line, no traceback.

@@ -280,7 +280,11 @@ class Toolchain:
     flags: tuple[str, ...]  # before the source file
     link_flags: tuple[str, ...]  # after it
     target: Target
-    notes: tuple[str, ...] = ()  # what the student should know: host fallback, ignored accopts
+    notes: tuple[str, ...] = ()  # what the student should know of this request: ignored accopts
+    # What the family says of this machine (host fallback, the GPU target it builds), the same
+    # for every request here: a notebook says them once per kernel.
+    machine_notes: tuple[str, ...] = ()
+    offload: bool = False  # built with code for a GPU (target "host": built for one, none here)
     # What the header calls it: the family, or the compiler of a language that no family's
     # model covers (CUDA: nvcc, whichever family is in use).
     label: str = ""

@@ -466,7 +466,7 @@ def execute(
     wanted: files the program writes that its checks read (taken out of a graded run)."""
     reporter.started(request, toolchain)
     notes = Notes(reporter)
-    notes.add([*probe.warnings, *toolchain.notes])
+    notes.add([*probe.warnings, *toolchain.machine_notes, *toolchain.notes])
     prepared = prepare(request, toolchain, environ)
     built = compile_stage(request, toolchain, probe, settings, prepared, notes)
     reporter.built(request, built)

@@ -69,16 +69,26 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 # A real Jupyter kernel (jupyter_kernel.py, which the benchmarks use too)
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    cwd = tmp_path_factory.mktemp("nb")
+def _kernel_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     home = tmp_path_factory.getbasetemp() / "home"
     env = dict(os.environ)
     env.update(XDG_CACHE_HOME=str(home / "cache"), XDG_CONFIG_HOME=str(home / "config"),
                PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
     for var in ("IDRRUN_CONFIG", "IDR_CONFIG_FILE", "IDRRUN_FAMILY"):
         env.pop(var, None)
-    with started(cwd, env) as k:
+    return env
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    with started(tmp_path_factory.mktemp("nb"), _kernel_env(tmp_path_factory)) as k:
+        yield k
+
+
+@pytest.fixture
+def fresh_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    """A kernel of the test's own: what a kernel session says once, it has not said yet."""
+    with started(tmp_path_factory.mktemp("nb"), _kernel_env(tmp_path_factory)) as k:
         yield k
 
 

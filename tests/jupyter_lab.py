@@ -56,6 +56,12 @@ for i in range(3):
 CELLS = (C_CELL, FORTRAN_FLAG_CELL, FORTRAN_BODY_CELL, PYTHON_CELL)
 
 START_TIMEOUT = 120.0  # seconds; a cold start on a busy 2-core machine takes ~10
+ROOT = Path(__file__).resolve().parent.parent
+# The JupyterLab extension as this checkout builds it (`pip install -e .`, or `npm run build:prod`
+# in labextension/): the servers of the tests load it rather than the one installed with idrrun,
+# which may come from another checkout of the same environment.
+CHECKOUT_LABEXTENSION = ROOT / "labextension" / "dist"
+LABEXTENSION_SOURCES = ROOT / "labextension" / "src"
 
 
 def idrrun_notebook(path: Path) -> None:
@@ -114,8 +120,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def checkout_labextension() -> Path | None:
+    """This checkout's build of the extension, if it has one."""
+    return CHECKOUT_LABEXTENSION if (CHECKOUT_LABEXTENSION / "package.json").is_file() else None
+
+
+def changed_since_built() -> list[str]:
+    """The extension's sources changed after this checkout's build of it (none: no build)."""
+    if checkout_labextension() is None:
+        return []
+    built = (CHECKOUT_LABEXTENSION / "package.json").stat().st_mtime
+    return sorted(p.name for p in LABEXTENSION_SOURCES.iterdir() if p.stat().st_mtime > built)
+
+
 def jupyter_env(home: Path) -> dict[str, str]:
-    """The environment of a Jupyter process that reads only what this test gives it."""
+    """The environment of a Jupyter process that reads only what this test gives it, and runs
+    this checkout's idrrun: its Python package (for the server extension and the kernels) and
+    its JupyterLab extension when it is built (JUPYTER_PATH comes first in Jupyter's search)."""
     dirs = {
         "JUPYTER_CONFIG_DIR": home / "config",
         "JUPYTER_DATA_DIR": home / "data",
@@ -129,6 +150,15 @@ def jupyter_env(home: Path) -> dict[str, str]:
     env = {**os.environ, **{name: str(path) for name, path in dirs.items()}}
     env.pop("JUPYTER_PATH", None)
     env.pop("JUPYTER_CONFIG_PATH", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    built = checkout_labextension()
+    if built is not None:
+        extensions = home / "checkout" / "labextensions"
+        extensions.mkdir(parents=True, exist_ok=True)
+        link = extensions / "idrrun-highlight"
+        if not link.is_symlink():
+            link.symlink_to(built, target_is_directory=True)
+        env["JUPYTER_PATH"] = str(home / "checkout")
     return env
 
 

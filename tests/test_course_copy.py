@@ -5,6 +5,7 @@ solution says so, never passes falsely); grading-only checks stay with the teach
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -19,6 +20,8 @@ from idrrun.checks import specs
 from idrrun.errors import SpecError, UsageError
 from idrrun.grading import course
 from idrrun.checking import NO_SOLUTION
+from idrrun.request import notebook
+from test_notebook_form import form_problems
 
 # Solution sources the notebooks run in untagged cells (a worked example, a picture to compare):
 # the students' copy would keep them. The course runs every solution in cells tagged solution.
@@ -57,6 +60,9 @@ def test_teacher_copy_is_the_course(tmp_path: Path) -> None:
         assert _files(tmp_path / "mine") == set(tracked)
     assert (tmp_path / "mine" / "examples" / "intro_saxpy.toml").read_bytes() == \
         (ROOT / "examples" / "intro_saxpy.toml").read_bytes()
+    # Each notebook as JupyterLab saves it for this Python's kernel: it opens unmodified.
+    for path in (tmp_path / "mine" / "notebooks").rglob("*.ipynb"):
+        assert form_problems(path, notebook.python_version()) == [], path
 
 
 def test_students_copy_has_no_solutions(students: Path) -> None:
@@ -70,6 +76,7 @@ def test_students_copy_has_no_solutions(students: Path) -> None:
         nbformat.validate(nb)
         assert not any("solution" in _tags(c) for c in nb.cells), path
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+        assert form_problems(path, notebook.python_version()) == [], path
     exercises = specs.all_exercises(students / "examples")
     assert len(exercises) == len(list((ROOT / "examples").glob("*.toml")))
     for ex in exercises:
@@ -79,6 +86,43 @@ def test_students_copy_has_no_solutions(students: Path) -> None:
     assert referenced == SHOWN
     # the teacher's comments stay in the students' specs
     assert "# y = 1 + x with x spread evenly" in (students / "examples" / "intro_saxpy.toml").read_text()
+
+
+# A Markdown link or image, and an HTML src: what a notebook or README points at.
+_LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|\bsrc=[\"']([^\"']+)[\"']")
+# Folders of the repository that no copy of the course has (pip users have none of them).
+_REPOSITORY_ONLY = re.compile(r"(?<![\w./])(docs|tests|benchmarks|scripts|docker|labextension)/"
+                              r"|root of the project")
+
+
+def _markdown(path: Path) -> str:
+    if path.suffix != ".ipynb":
+        return path.read_text(encoding="utf-8")
+    cells = nbformat.read(path, as_version=4).cells
+    return "\n".join(c.source for c in cells if c.cell_type == "markdown")
+
+
+def test_what_the_students_copy_refers_to_it_has(students: Path) -> None:
+    """Docs that travel: every link and picture of the students' notebooks and README is in
+    their copy (10_profiling's timelines included), and their text names no folder of the
+    repository; `idrrun --help` sends to `--help`, not to a README."""
+    pictures = set()
+    documents = [*sorted((students / "notebooks").rglob("*.ipynb")), students / "notebooks" / "README.md"]
+    for path in documents:
+        text = _markdown(path)
+        assert not _REPOSITORY_ONLY.search(text), (path, _REPOSITORY_ONLY.search(text))
+        for found in _LINK.finditer(text):
+            target = (found.group(1) or found.group(2)).split("#")[0]
+            if not target or re.match(r"[a-z]+:", target):
+                continue
+            resolved = (path.parent / target).resolve()
+            assert resolved.is_file() and resolved.is_relative_to(students), (path, target)
+            pictures |= {resolved.name} if resolved.suffix == ".png" else set()
+    assert {"laplace_exercise_timeline_h200.png", "laplace_solution_timeline_h200.png"} <= pictures
+    r = cli("--help", cwd=students)
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "'idrrun COMMAND --help' for its flags" in said
+    assert ".md" not in said, said
 
 
 def test_students_spec_drops_grading_only_data(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """`%%idrrun` cells outside the kernel: the language each is shown in, the Pygments lexer, HTML
 exports by the `jupyter nbconvert` command and by a running Jupyter server, and the JupyterLab
-extension's copy of the language choice (labextension/src/language.ts) run by node."""
+extension's copy of the language choice and of the directives (labextension/src/language.ts) run
+by node."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
+from pygments.token import Comment
 
 from idrrun.highlight import IdrrunLexer, cell_language
 from jupyter_lab import CELLS, idrrun_notebook, jupyter_env, running_lab
@@ -50,9 +52,42 @@ CASES: list[tuple[str, str | None]] = [
 ]
 
 
+# (language, line, whether it is an OpenACC or OpenMP directive). The extension marks exactly
+# these; the Pygments lexer gives each directive Comment.Preproc (in C it gives it to every
+# preprocessor line, #pragma once included).
+DIRECTIVES: list[tuple[str, str, bool]] = [
+    ("c", "#pragma acc parallel loop copyin(x[0:n])", True),
+    ("c", "  #  pragma omp target teams", True),
+    ("c++", "#pragma acc kernels", True),
+    ("c", "#pragma once", False),
+    ("c", "// #pragma acc kernels", False),
+    ("c", "#pragma accel", False),
+    ("fortran", "  !$acc kernels", True),
+    ("fortran", "!$ACC END KERNELS", True),
+    ("fortran", "!$omp parallel do", True),
+    ("fortran", "!$acc& async(1)", True),
+    ("fortran", "! $acc kernels", False),
+    ("fortran", "x = 1 !$acc kernels", False),
+    ("fortran", "!$ x = omp_get_thread_num()", False),
+    ("fortran", "!$accx", False),
+    ("fortran", "! a comment", False),
+]
+
+
 @pytest.mark.parametrize(("cell", "language"), CASES)
 def test_cell_language(cell: str, language: str | None) -> None:
     assert cell_language(cell) == language
+
+
+@pytest.mark.parametrize(("language", "line", "directive"), DIRECTIVES)
+def test_directives_are_preprocessor_tokens(language: str, line: str, directive: bool) -> None:
+    cell = f"%%idrrun -l {language}\nint x;\n{line}\n"
+    tokens = [(token, value) for _, token, value in IdrrunLexer().get_tokens_unprocessed(cell)]
+    marked = "".join(value for token, value in tokens if token in Comment.Preproc)
+    if directive:
+        assert marked.strip() == line.strip(), tokens
+    elif language == "fortran":
+        assert not marked, tokens
 
 
 def _spans(html: str) -> set[tuple[str, str]]:
@@ -66,14 +101,14 @@ def test_lexer_is_found_by_name_and_highlights_c_and_fortran() -> None:
     assert {("o", "%%"), ("k", "idrrun"), ("cp", "#include"), ("cpf", "&lt;stdio.h&gt;"),
             ("kt", "int"), ("c1", "// the sum of 1..n"), ("k", "return")} <= c
     fortran = _spans(highlight(CELLS[2], IdrrunLexer(), HtmlFormatter()))
-    assert {("k", "idrrun"), ("k", "program "), ("kt", "integer"), ("c", "!$acc kernels"),
+    assert {("k", "idrrun"), ("k", "program "), ("kt", "integer"), ("cp", "!$acc kernels"),
             ("c", "! y = a*x + y on the GPU")} <= fortran
 
 
 # What each cell of jupyter_lab.CELLS must show in an HTML export, as Pygments token classes.
 C_TOKENS = {("cp", "#include"), ("kt", "int"), ("c1", "// the sum of 1..n"), ("k", "return")}
 FORTRAN_FLAG_TOKENS = {("kt", "integer"), ("c", "! the language comes from -l"), ("k", "print")}
-FORTRAN_BODY_TOKENS = {("k", "program "), ("kt", "integer"), ("c", "!$acc kernels"),
+FORTRAN_BODY_TOKENS = {("k", "program "), ("kt", "integer"), ("cp", "!$acc kernels"),
                        ("k", "implicit none")}
 PYTHON_TOKENS = {("c1", "# a Python cell"), ("k", "for"), ("nb", "print")}
 
@@ -134,7 +169,7 @@ def test_jupyter_server_export_highlights_idrrun_cells(tmp_path: Path) -> None:
     _assert_idrrun_cells_highlighted(html)
 
 
-def test_labextension_chooses_the_same_language(tmp_path: Path) -> None:
+def test_labextension_chooses_the_same_language_and_directives(tmp_path: Path) -> None:
     """labextension/src/language.ts, compiled by the extension's own TypeScript, run by node."""
     node = shutil.which("node")
     typescript = LABEXTENSION / "node_modules" / "typescript"
@@ -151,13 +186,20 @@ const js = ts.transpileModule(fs.readFileSync(source, 'utf8'), {
 }).outputText;
 const mod = { exports: {} };
 new Function('module', 'exports', js)(mod, mod.exports);
-const cells = JSON.parse(fs.readFileSync(0, 'utf8'));
-process.stdout.write(JSON.stringify(cells.map(cell => mod.exports.idrrunLanguage(cell))));
+const calls = JSON.parse(fs.readFileSync(0, 'utf8'));
+process.stdout.write(JSON.stringify(calls.map(([name, args]) => mod.exports[name](...args))));
 """)
     source = LABEXTENSION / "src" / "language.ts"
+    calls = [("idrrunLanguage", [cell]) for cell, _ in CASES]
+    calls += [("directiveStart", [line, language]) for language, line, _ in DIRECTIVES]
     done = subprocess.run([node, str(script), str(typescript), str(source)],
-                          input=json.dumps([cell for cell, _ in CASES]),
-                          capture_output=True, text=True, timeout=60)
+                          input=json.dumps(calls), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert list(zip([cell for cell, _ in CASES], json.loads(done.stdout))) == \
+    answers = json.loads(done.stdout)
+    languages, starts = answers[:len(CASES)], answers[len(CASES):]
+    assert list(zip([cell for cell, _ in CASES], languages)) == \
         [(cell, language) for cell, language in CASES]
+    # Where a directive starts: after the white space before it; null on other lines.
+    assert [(line, start) for (_, line, _), start in zip(DIRECTIVES, starts)] == \
+        [(line, len(line) - len(line.lstrip()) if directive else None)
+         for _, line, directive in DIRECTIVES]

@@ -224,7 +224,9 @@ def test_acc_cell_reports_where_it_ran(kernel: Kernel) -> None:
         assert "compute region ran on the GPU" in r.stdout
     else:
         assert "compute region ran on the host" in r.stdout
-        assert "no GPU found: building for the host" in r.stdout or "cannot offload" in r.stdout
+        # (its note, about the machine, is said by the kernel's first OpenACC cell only:
+        # test_notebook_polish.py)
+        assert "OpenACC on the host (no GPU offload)" in r.stdout
 
 
 @pytest.mark.gpu

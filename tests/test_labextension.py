@@ -6,8 +6,15 @@ each editor's syntax tokens and language (JupyterLab's own editor API, reached t
 `window.jupyterapp`) and the colours chromium drew, then deletes the magic line with the keyboard
 and types it back.
 
-Needs: chromium and chromium-driver (apt), selenium and notebook (the `test` extra), jupyterlab
-(the `lab` extra), and idrrun installed with its extension (`pip install -e .` with npm on PATH).
+A course notebook of a students' copy (`idrrun course init --students`) opens unmodified once its
+kernel has started (a copy saved by another Python opens modified: what the form avoids), shows
+its `!$acc` directives as directives, and takes new `%%idrrun` cells typed with the keyboard
+without Python's indentation.
+
+Needs: chromium and chromium-driver (apt; docker/install.sh dev), selenium and notebook (the `test`
+extra), jupyterlab (the `lab` extra), and idrrun's extension built (`pip install -e .` with npm on
+PATH): this checkout's labextension/dist when it has one (tests/jupyter_lab.py), else the one
+installed.
 """
 
 from __future__ import annotations
@@ -22,12 +29,16 @@ from typing import Any
 
 import pytest
 
-from jupyter_lab import C_CELL, LabServer, idrrun_notebook, labextensions, running_lab
+from idrrun.grading import course
+from idrrun.request import notebook
+from jupyter_lab import (C_CELL, LabServer, changed_since_built, idrrun_notebook, labextensions,
+                         running_lab)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EXTENSION = "idrrun-highlight"
 PLUGIN = "idrrun-highlight:plugin"
+DIRECTIVE_CLASS = "cm-idrrun-directive"
 # Where the screenshots are copied for CI to keep: $IDRRUN_TEST_ARTIFACTS, else build/ (ignored).
 ARTIFACTS = Path(os.environ.get("IDRRUN_TEST_ARTIFACTS") or ROOT / "build" / "test-artifacts")
 LOAD_TIMEOUT = 120.0  # seconds for JupyterLab to open the notebook (about 10 here)
@@ -42,12 +53,15 @@ pytestmark = [
 
 # Each code cell: its source, its syntax tokens as [text, node name], the comment syntax of its
 # language (CodeMirror's language data), and the leaf spans chromium drew with their colour.
+# arguments[0]: the index of the one cell to describe, or null for all of them.
 CELLS_JS = """
 const app = window.jupyterapp;
 const panel = app && app.shell.currentWidget;
 if (!panel || !panel.content || !panel.content.widgets) { return null; }
-return panel.content.widgets.map(cell => {
-  const editor = cell.editor;
+const index = arguments[0];
+const cells = index === null ? panel.content.widgets : [panel.content.widgets[index]];
+return cells.map(cell => {
+  const editor = cell && cell.editor;
   if (!editor) { return null; }
   const state = editor.editor.state;
   return {
@@ -57,10 +71,37 @@ return panel.content.widgets.map(cell => {
     comment: state.languageDataAt('commentTokens', state.doc.length)[0] || null,
     spans: Array.from(editor.host.querySelectorAll('.cm-line span'))
       .filter(span => span.children.length === 0)
-      .map(span => [span.textContent, getComputedStyle(span).color])
+      .map(span => [span.textContent, getComputedStyle(span).color,
+                    getComputedStyle(span).fontStyle, !!span.closest('.DIRECTIVE')])
   };
 });
+""".replace("DIRECTIVE", DIRECTIVE_CLASS)
+# The notebook's state once its kernel has answered (kernel_info and its spec: what JupyterLab
+# copies into the notebook's metadata), and a moment more for the metadata to be set.
+SETTLED_JS = """
+const done = arguments[arguments.length - 1];
+const panel = window.jupyterapp.shell.currentWidget;
+const session = panel && panel.sessionContext && panel.sessionContext.session;
+if (!session || !session.kernel || panel.context.path !== arguments[0]) {
+  done({error: 'not the notebook ' + arguments[0] + ' with its kernel'}); return;
+}
+const kernel = session.kernel;
+Promise.all([kernel.info, kernel.spec]).then(() => setTimeout(() => done({
+  dirty: panel.context.model.dirty,
+  marked: document.querySelectorAll('.jp-mod-dirty').length,
+  language_info: panel.context.model.getMetadata('language_info'),
+  kernelspec: panel.context.model.getMetadata('kernelspec')
+}), 1000));
 """
+
+
+def _kernel_idle(driver: Any, path: str | None = None) -> bool:
+    """The current notebook's kernel is idle (and the current notebook is `path`, if given)."""
+    return bool(driver.execute_script(
+        "const w = window.jupyterapp.shell.currentWidget;"
+        "const s = w && w.sessionContext && w.sessionContext.session;"
+        "return !!(s && s.kernel && s.kernel.status === 'idle'"
+        " && (arguments[0] === null || w.context.path === arguments[0]));", path))
 
 
 def _quiet_lab_settings(home: Path) -> None:
@@ -71,8 +112,12 @@ def _quiet_lab_settings(home: Path) -> None:
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
 
 
-@pytest.fixture(params=["lab", "notebook"])
-def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LabServer]:
+def _home(tmp_path: Path) -> Path:
+    """The Jupyter folders of a test's server, with idrrun's extension in them."""
+    changed = changed_since_built()
+    assert not changed, (f"labextension/src/{', '.join(changed)} changed after labextension/dist "
+                         "was built: `pip install -e .` (or `npm run build:prod` in labextension/) "
+                         "builds it again")
     home = tmp_path / "home"
     home.mkdir()
     listing = labextensions(home)
@@ -81,9 +126,35 @@ def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LabServer]:
         f"{EXTENSION} is not installed in this environment: `pip install -e .` with npm on PATH "
         f"builds and installs it.\njupyter labextension list:\n{listing}")
     _quiet_lab_settings(home)
+    return home
+
+
+@pytest.fixture(params=["lab", "notebook"])
+def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LabServer]:
+    home = _home(tmp_path)
     root = tmp_path / "root"
     root.mkdir()
     idrrun_notebook(root / "idrrun.ipynb")
+    with running_lab(root, home, frontend=request.param) as server:
+        yield server
+
+
+# The course notebook the student opens, in a students' copy, and one of its cells with a
+# comment and a directive.
+COURSE_NOTEBOOK = "course/notebooks/Fortran/01_intro.ipynb"
+# Saved by a kernel of another Python: JupyterLab writes its own version in at once.
+OTHER_PYTHON = "course/notebooks/Fortran/01_intro_other_python.ipynb"
+
+
+@pytest.fixture(params=["lab", "notebook"])
+def course_lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LabServer]:
+    """A students' copy of the course, as `idrrun course init --students` writes it."""
+    home = _home(tmp_path)
+    root = tmp_path / "root"
+    root.mkdir()
+    course.init_course(ROOT, root / "course", students=True)
+    other = notebook.read(root / COURSE_NOTEBOOK)
+    notebook.write(other, root / OTHER_PYTHON, version="3.0.0")
     with running_lab(root, home, frontend=request.param) as server:
         yield server
 
@@ -123,17 +194,19 @@ class Page:
         self.capsys = capsys
         self.last: list[dict[str, Any]] | None = None
 
-    def cells(self) -> list[dict[str, Any]] | None:
-        cells = self.driver.execute_script(CELLS_JS)
+    def cells(self, index: int | None = None) -> list[dict[str, Any]] | None:
+        """Every cell, or the one at `index`; None until each has its editor."""
+        cells = self.driver.execute_script(CELLS_JS, index)
         if cells is not None and all(cells):
             self.last = cells
             return list(cells)
         return None
 
-    def wait(self, what: str, ok: Callable[[list[dict[str, Any]]], bool], timeout: float) -> None:
+    def wait(self, what: str, ok: Callable[[list[dict[str, Any]]], bool], timeout: float,
+             index: int | None = None) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            cells = self.cells()
+            cells = self.cells(index)
             if cells is not None and ok(cells):
                 return
             time.sleep(0.2)
@@ -162,10 +235,21 @@ def _tokens(cell: dict[str, Any]) -> set[tuple[str, str]]:
     return {(text, kind) for text, kind in cell["tokens"]}
 
 
+def _span(cell: dict[str, Any], text: str) -> list[Any]:
+    """[text, colour, font style, inside a directive] of the span drawn for `text`."""
+    spans = [span for span in cell["spans"] if span[0].strip() == text]
+    assert spans, f"no span {text!r} drawn in {cell['source'][:40]!r}: {cell['spans']}"
+    return list(spans[0])
+
+
 def _colour(cell: dict[str, Any], text: str) -> str:
-    colours = [colour for span, colour in cell["spans"] if span.strip() == text]
-    assert colours, f"no span {text!r} drawn in {cell['source'][:40]!r}: {cell['spans']}"
-    return str(colours[0])
+    return str(_span(cell, text)[1])
+
+
+def _drawn_as_directive(cell: dict[str, Any], text: str, comment_colour: str) -> None:
+    _, colour, style, directive = _span(cell, text)
+    assert directive and colour != comment_colour and style == "normal", \
+        (text, colour, style, directive, comment_colour)
 
 
 def _is_c(cell: dict[str, Any]) -> bool:
@@ -191,9 +275,7 @@ def test_idrrun_cells_are_highlighted_as_c_and_fortran_live(
     assert browser.execute_script(f"return window.jupyterapp.isPluginActivated('{PLUGIN}')")
     # The kernel's language_info, when it comes, sets every cell's MIME type again: the
     # highlighting must hold after that too.
-    page.wait("the kernel idle", lambda cells: browser.execute_script(
-        "const s = window.jupyterapp.shell.currentWidget.sessionContext.session;"
-        "return !!(s && s.kernel && s.kernel.status === 'idle');"), LOAD_TIMEOUT)
+    page.wait("the kernel idle", lambda cells: _kernel_idle(browser), LOAD_TIMEOUT)
     c, fortran_flag, fortran_body, python = page.cells() or []
     page.screenshot("cells")
 
@@ -216,12 +298,17 @@ def test_idrrun_cells_are_highlighted_as_c_and_fortran_live(
     assert {("# a Python cell", "Comment"), ("for", "for"), ("print", "VariableName")} \
         <= _tokens(python), python["tokens"]
     # What the user sees: comments of all three languages in the theme's comment colour, and
-    # `#include` not (in a Python cell it would be a comment).
+    # `#include` not (in a Python cell it would be a comment); `!$acc`, a comment to Fortran's
+    # mode, drawn as a directive.
     comment_colour = _colour(python, "# a Python cell")
     assert _colour(c, "// the sum of 1..n") == comment_colour
     assert _colour(fortran_flag, "! the language comes from -l") == comment_colour
-    assert _colour(fortran_body, "!$acc kernels") == comment_colour
+    assert _colour(fortran_body, "! y = a*x + y on the GPU") == comment_colour
     assert _colour(c, "#include") != comment_colour
+    _drawn_as_directive(fortran_body, "!$acc kernels", comment_colour)
+    _drawn_as_directive(fortran_body, "!$acc end kernels", comment_colour)
+    # The magic line as IPython shows it, not as C or Fortran code.
+    assert {("%%", "MagicMark"), ("idrrun", "MagicName")} <= _tokens(c) & _tokens(fortran_body)
 
     # Delete the magic line with the keyboard: the cell is Python again, at once.
     first_line = browser.execute_script(
@@ -245,3 +332,86 @@ def test_idrrun_cells_are_highlighted_as_c_and_fortran_live(
     with capsys.disabled():
         print(f"\n{lab.frontend.module} opened the notebook in {loaded:.1f} s; "
               f"the whole browser test took {time.monotonic() - started:.1f} s")
+
+
+# Typed key by key into new cells: every line starts where the language puts it. The lines of C's
+# block are indented by C's rule; nothing else is indented (Python's rules would indent the line
+# after the magic line, and C's, given the magic line as code, the line after `#include`).
+TYPED_C = '%%idrrun -a\n#include <stdio.h>\nint main(void)\n{\nprintf("%d\\n", 42);\nreturn 0;\n}'
+SHOWN_C = ('%%idrrun -a\n#include <stdio.h>\nint main(void)\n{\n    printf("%d\\n", 42);\n'
+           '    return 0;\n}')
+TYPED_FORTRAN = ("%%idrrun -a\nprogram typed\ninteger :: i\n!$acc parallel loop\ndo i = 1, 3\n"
+                 "print *, i\nend do\nend program typed")
+
+
+def _settled(browser: Any, page: Page, path: str) -> dict[str, Any]:
+    """Open the notebook, alone (JupyterLab's `reset`: no tab of an earlier page comes back),
+    and its state once its kernel has answered."""
+    url = page.server.notebook_url(path)
+    browser.get(url + ("&reset" if page.server.frontend.module == "jupyterlab" else ""))
+    page.wait(f"{path} open, its kernel idle", lambda cells: _kernel_idle(browser, path),
+              LOAD_TIMEOUT, index=0)
+    state = dict(browser.execute_async_script(SETTLED_JS, path))
+    assert "error" not in state, state
+    return state
+
+
+def _type_new_cell(browser: Any, text: str) -> None:
+    """A new cell above the first one, typed into with the keyboard."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    browser.execute_script(
+        "const app = window.jupyterapp, panel = app.shell.currentWidget;"
+        "panel.content.activeCellIndex = 0;"
+        "return app.commands.execute('notebook:insert-cell-above');")
+    line = browser.execute_script(
+        "return window.jupyterapp.shell.currentWidget.content.widgets[0]"
+        ".editor.host.querySelector('.cm-line');")
+    ActionChains(browser).click(line).send_keys(text).perform()
+
+
+def test_course_notebook_opens_unmodified_and_takes_typed_idrrun_cells(
+        course_lab: LabServer, browser: Any, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    page = Page(browser, course_lab, tmp_path, capsys)
+    started = time.monotonic()
+
+    # What the form avoids: a copy saved by another Python's kernel opens modified.
+    other = _settled(browser, page, OTHER_PYTHON)
+    assert other["dirty"], other
+    assert other["language_info"] == notebook.language_info(notebook.python_version()), other
+    browser.execute_script("return window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait("the other Python's copy saved", lambda cells: not browser.execute_script(
+        "return window.jupyterapp.shell.currentWidget.context.model.dirty"), CHANGE_TIMEOUT, 0)
+
+    # The students' copy opens unmodified: its metadata is what the kernel would write.
+    opened = _settled(browser, page, COURSE_NOTEBOOK)
+    page.screenshot("course-notebook")
+    assert not opened["dirty"] and opened["marked"] == 0, opened
+    assert opened["kernelspec"] == notebook.KERNELSPEC, opened
+
+    # Its directives are drawn as directives, its comments as comments.
+    browser.execute_script(
+        "window.jupyterapp.shell.currentWidget.content.widgets[4].node.scrollIntoView();")
+    page.wait("the cell with `!$acc serial` drawn",
+              lambda cells: any(span[0].strip() == "!$acc end serial" for span in cells[0]["spans"]),
+              CHANGE_TIMEOUT, index=4)
+    [hello] = page.cells(4) or [{}]
+    comment_colour = _colour(hello, "! serial: a compute construct run by a single gang, worker "
+                                    "and vector lane")
+    _drawn_as_directive(hello, "!$acc serial copyout(on_device)", comment_colour)
+    _drawn_as_directive(hello, "!$acc end serial", comment_colour)
+    assert ("!$acc serial copyout(on_device)", "comment") in _tokens(hello)  # Fortran's own mode
+
+    # New cells typed with the keyboard: no indentation but the language's own.
+    _type_new_cell(browser, TYPED_FORTRAN)
+    _type_new_cell(browser, TYPED_C)
+    page.wait("the typed cells", lambda cells: [cell["source"] for cell in cells[:2]] == [
+        SHOWN_C, TYPED_FORTRAN], CHANGE_TIMEOUT)
+    typed_c, typed_fortran = (page.cells() or [])[:2]
+    page.screenshot("typed-cells")
+    assert _is_c(typed_c), typed_c["tokens"]
+    _drawn_as_directive(typed_fortran, "!$acc parallel loop", comment_colour)
+    with capsys.disabled():
+        print(f"\n{course_lab.frontend.module}: the course notebook test took "
+              f"{time.monotonic() - started:.1f} s")

@@ -1,6 +1,7 @@
 """What a notebook user sees, in a real kernel (and a real `ipython` terminal): `%%idrrun --help`
-alone in a cell, `%idrrun --help`, diagnostics named after the `In [N]` on screen, the doctor as
-text, a failed check without an empty `command:` line."""
+alone in a cell, `%idrrun --help`, diagnostics named after the `In [N]` on screen (a cached
+build's too), the doctor as text, a failed check without an empty `command:` line, what is said
+of the machine said once per kernel under a header that agrees with it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
+import pytest
 
-from conftest import ROOT, Kernel
+from conftest import ROOT, Kernel, has_gpu
+from idrrun import toolchains
+from idrrun.model import Settings
 
 START_C = (ROOT / "examples" / "C" / "intro_saxpy_exercise.c").read_text()
 
@@ -48,6 +52,59 @@ def test_diagnostics_name_the_cell_as_the_user_sees_it(kernel: Kernel) -> None:
     for _ in range(2):
         number, out = _execute(kernel, "%%idrrun -l c\nint main(void) { return y; }\n")
         assert re.search(rf"^cell\[{number}\]:2:\d+: error", out, re.MULTILINE), (number, out)
+
+
+def test_a_cached_build_names_the_cell_that_runs_it(kernel: Kernel) -> None:
+    """The compiler's warning, replayed from the cache, names this cell's In [N], not the one
+    of the cell that first built it."""
+    cell = "%%idrrun -l c --options -Wall\nint main(void) {\n    int unused;\n    return 0;\n}\n"
+    first, out = _execute(kernel, cell)
+    assert re.search(rf"^cell\[{first}\]:3:\d+: warning: unused variable", out, re.MULTILINE), out
+    kernel.run("x = 2")
+    again, out = _execute(kernel, cell)
+    assert "build cached" in out and again > first
+    assert re.search(rf"^cell\[{again}\]:3:\d+: warning: unused variable", out, re.MULTILINE), out
+    assert f"cell[{first}]" not in out
+
+
+ACC_CELL = ("%%idrrun -a{flags}\n#include <stdio.h>\nint main(void) {{\n    int s = 0;\n"
+            "    #pragma acc parallel loop reduction(+:s)\n    for (int i = 0; i < {n}; i++) s += i;\n"
+            "    printf(\"%d\\n\", s);\n    return 0;\n}}\n")
+
+
+def _notes(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("note: ")]
+
+
+def test_what_is_said_of_the_machine_is_said_once_per_kernel(fresh_kernel: Kernel) -> None:
+    """A laptop without a GPU: "no GPU found: building for the host ... Add --accopts cc80" in
+    the first OpenACC cell, not in every cell after it; notes on what a line asks, every time;
+    a header that says what the notes say."""
+    if has_gpu():
+        pytest.skip("the notes of a machine without a GPU")
+    first = fresh_kernel.run(ACC_CELL.format(flags="", n=10))
+    assert first.status == "ok", first.error_text
+    said = _notes(first.stdout)
+    assert any("no GPU found: building for the host" in n or "cannot offload" in n
+               for n in said), first.stdout
+    assert "OpenACC on the host (no GPU offload)" in first.stdout
+    second = fresh_kernel.run(ACC_CELL.format(flags="", n=20))
+    assert second.status == "ok" and "190" in second.stdout, second.error_text
+    assert not set(said) & set(_notes(second.stdout)), second.stdout
+    assert "OpenACC on the host (no GPU offload)" in second.stdout
+    for n in (30, 40):  # about the line: said each time it is written
+        r = fresh_kernel.run(ACC_CELL.format(flags=" --accopts pinned", n=n))
+        assert _notes(r.stdout) == ["note: gcc ignores these accopts (nvhpc options without a gcc "
+                                    "equivalent): pinned"], r.stdout
+    if not toolchains.probe(Settings()).offload:
+        return
+    # Built for a GPU on a machine without one: the header and the note agree, once.
+    for n, note in ((50, True), (60, False)):
+        r = fresh_kernel.run(ACC_CELL.format(flags=" --accopts cc80", n=n))
+        assert r.status == "ok", r.error_text
+        assert "OpenACC built for a GPU, none found here" in r.stdout
+        assert ("note: no GPU found: built for a GPU as asked; here the program falls back to the "
+                "host" in _notes(r.stdout)) is note, r.stdout
 
 
 def test_doctor_magic_is_readable_as_text(kernel: Kernel) -> None:

@@ -612,6 +612,17 @@ def test_every_part_of_a_report_in_text(tmp_path: Path) -> None:
     ]
 
 
+def test_the_text_form_of_the_view_is_its_summary(tmp_path: Path) -> None:
+    """What IPython shows as text/plain (a notebook's text view, an export to text), and the
+    object's repr: the summary, never `<ProfileView at 0x…>`."""
+    from IPython.core.formatters import PlainTextFormatter
+
+    view = ProfileView(full_report(tmp_path))
+    assert PlainTextFormatter()(view) == str(view)
+    assert repr(view) == ("<ProfileView: GPU profile (Nsight Systems): 2 queues, 2.000 ms from the "
+                          "first to the last GPU operation, GPU busy 75.0% of it>")
+
+
 def test_every_part_of_a_report_in_html(tmp_path: Path) -> None:
     report = full_report(tmp_path)
     page = ProfileView(report)._repr_html_()

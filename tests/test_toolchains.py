@@ -60,7 +60,8 @@ def test_gcc_on_a_gpu_offloads_with_misa_capped_at_sm80() -> None:
     assert "-foffload=nvptx-none" in tc.flags
     assert device_options(tc) == "-misa=sm_80 -lm -latomic"
     assert tc.target == "gpu"
-    assert any("sm_90 asked, GCC 12 can build for sm_80 at best" in n for n in tc.notes)
+    assert any("sm_90 asked, GCC 12 can build for sm_80 at best" in n for n in tc.machine_notes)
+    assert tc.offload and not tc.notes
 
 
 def test_gcc_ccxy_picks_misa_and_ignores_pinned_once() -> None:
@@ -73,20 +74,21 @@ def test_gcc_ccxy_picks_misa_and_ignores_pinned_once() -> None:
 
 def test_gcc_without_gpu_builds_for_the_host_and_says_so() -> None:
     tc = resolve(request(), probe("gcc", ()), Settings())
-    assert "-foffload=disable" in tc.flags and tc.target == "host"
-    assert any("no GPU found" in n for n in tc.notes)
+    assert "-foffload=disable" in tc.flags and tc.target == "host" and not tc.offload
+    # About the machine, the same for every request: a notebook says it once per kernel.
+    assert any("no GPU found" in n for n in tc.machine_notes) and not tc.notes
 
 
 def test_gcc_without_gpu_offloads_when_asked() -> None:
     tc = resolve(request(("cc80",)), probe("gcc", ()), Settings())
-    assert "-foffload=nvptx-none" in tc.flags
-    assert any("falls back to the host" in n for n in tc.notes)
+    assert "-foffload=nvptx-none" in tc.flags and tc.target == "host" and tc.offload
+    assert any("falls back to the host" in n for n in tc.machine_notes)
 
 
 def test_gcc_without_offload_compiler_says_how_to_install() -> None:
     tc = resolve(request(), probe("gcc", (H100,), offload=False), Settings())
     assert "-foffload=disable" in tc.flags
-    assert any("apt-get install gcc-12-offload-nvptx" in n for n in tc.notes)
+    assert any("apt-get install gcc-12-offload-nvptx" in n for n in tc.machine_notes)
 
 
 @pytest.mark.parametrize("cc, isa", [("cc35", 35), ("cc60", 53), ("cc75", 75), ("cc90", 80), ("sm_86", 80)])
@@ -111,7 +113,7 @@ def probe_targets(gpus: tuple[GpuInfo, ...], targets: tuple[int, ...]) -> Probe:
 def test_cc70_on_a_toolkit_without_sm70_builds_for_sm75_and_says_so() -> None:
     tc = resolve(request(("cc70", "pinned")), probe_targets((H100,), (75, 80)), Settings())
     assert device_options(tc).startswith("-misa=sm_75 ") and tc.target == "gpu"
-    note = next(n for n in tc.notes if "sm_70 asked" in n)
+    note = next(n for n in tc.machine_notes if "sm_70 asked" in n)
     assert "no longer accepts it (it takes sm_75, sm_80)" in note and "9.0" not in note
     assert "NVIDIA H100 80GB HBM3 here: yes" in note
     assert gcc.LINK_QUIET in tc.flags  # the two harmless linker warnings are not shown
@@ -130,7 +132,7 @@ GCC12 = GCC.version
 def test_offload_host_in_the_config_builds_for_the_host_even_with_a_gpu() -> None:
     for offload in (True, False):
         decision = gcc.offload_flags(("cc80",), probe("gcc", (H100,), offload), GCC12, "host")
-        assert decision == AccDecision(("-fopenacc", "-foffload=disable"), "host",
+        assert decision == AccDecision(("-fopenacc", "-foffload=disable"), "host", (),
                                        ('building for the host (offload = "host" in the config)',))
 
 
@@ -138,16 +140,17 @@ def test_a_gpu_word_in_accopts_offloads_without_a_gpu() -> None:
     decision = gcc.offload_flags(("NVPTX", "fast"), probe("gcc", ()), GCC12, "auto")
     assert decision.flags == ("-fopenacc", "-foffload=nvptx-none",
                               "-foffload-options=nvptx-none=-misa=sm_80 -lm -latomic", gcc.LINK_QUIET)
-    assert decision.target == "host" and decision.notes == (
-        "gcc ignores these accopts (nvhpc options without a gcc equivalent): fast",
-        "no GPU found: built for a GPU as asked; here the program falls back to the host")
+    assert decision.target == "host" and decision.offload and decision.notes == (
+        "gcc ignores these accopts (nvhpc options without a gcc equivalent): fast",)
+    assert decision.machine_notes == (
+        "no GPU found: built for a GPU as asked; here the program falls back to the host",)
     assert gcc.offload_flags((), probe("gcc", ()), GCC12, "gpu").flags == decision.flags
 
 
 def test_openmp_without_a_gpu_names_its_target_regions() -> None:
     decision = gcc.offload_flags((), probe("gcc", ()), GCC12, "auto", model="-fopenmp")
     assert decision.flags == ("-fopenmp", "-foffload=disable") and decision.target == "host"
-    assert decision.notes == ("no GPU found: building for the host (-foffload=disable); the OpenMP "
+    assert decision.machine_notes == ("no GPU found: building for the host (-foffload=disable); the OpenMP "
                               "target regions run on the CPU. Add --accopts cc80 to build for a "
                               "GPU anyway.",)
 
@@ -155,14 +158,14 @@ def test_openmp_without_a_gpu_names_its_target_regions() -> None:
 def test_the_target_asked_else_the_gpu_s_own() -> None:
     decision = gcc.offload_flags(("sm_75",), probe_targets((H100,), (70, 75, 80)), GCC12, "auto")
     assert decision.flags[2] == "-foffload-options=nvptx-none=-misa=sm_75 -lm -latomic"
-    assert decision.target == "gpu" and decision.notes == ()
+    assert decision.target == "gpu" and decision.notes == decision.machine_notes == ()
     decision = gcc.offload_flags((), probe_targets((V100,), (70, 75, 80)), GCC12, "auto")
     assert decision.flags[2].startswith("-foffload-options=nvptx-none=-misa=sm_70 ")
-    assert decision.notes == ()
+    assert decision.notes == decision.machine_notes == ()
     gcc11 = "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0"
     decision = gcc.offload_flags((), probe("gcc", (V100,)), gcc11, "auto")
     assert decision.flags[2] == "-foffload-options=nvptx-none=-misa=sm_35 -lm"
-    assert decision.notes == ("sm_70 asked, GCC 11 can build for sm_35 at best (sm_30, sm_35): "
+    assert decision.machine_notes == ("sm_70 asked, GCC 11 can build for sm_35 at best (sm_30, sm_35): "
                               "building for sm_35; the driver compiles that PTX for the GPU when "
                               "the program starts",)
 
@@ -232,8 +235,8 @@ def test_a_target_newer_than_the_gpu_builds_the_newest_it_runs() -> None:
     # this machine can build is sm_75 (sm_70, sm_75, sm_80)".
     tc = resolve(request(("sm_75",)), probe_targets((V100,), (70, 75, 80)), Settings())
     assert device_options(tc).startswith("-misa=sm_70 ") and tc.target == "gpu"
-    assert tc.notes == ("sm_75 asked, newer than the GPU here (Tesla V100, sm_70): building for "
-                        "sm_70, which it can run",)
+    assert tc.machine_notes == ("sm_75 asked, newer than the GPU here (Tesla V100, sm_70): "
+                                "building for sm_70, which it can run",) and tc.notes == ()
     # Nothing the GPU runs: the message names the oldest target there is.
     with pytest.raises(UsageError, match=r"the oldest target this machine can build is sm_75 "
                                          r"\(sm_75, sm_80\), newer than the GPU here \(Tesla V100"):

@@ -360,18 +360,11 @@ def _tags(cell: dict[str, Any]) -> list[Any]:
     return tags if isinstance(tags, list) else []
 
 
-def _write_notebook(nb: dict[str, Any], dest: Path) -> None:
-    """As nbformat writes one (one-space indent, sorted keys, UTF-8), without its import."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                    encoding="utf-8")
-
-
 def strip_solutions(path: Path, dest: Path) -> int:
     """Write a copy of a notebook without its solution cells; returns how many were removed."""
     nb = notebook.read(path)
     removed = strip_notebook(nb)
-    _write_notebook(nb, dest)
+    notebook.write(nb, dest)
     return removed
 
 
@@ -501,15 +494,18 @@ def init_course(source: Path, dest: Path, students: bool) -> CourseCopy:
         count = 0
         for path in _course_files(notebooks):
             target = out / "notebooks" / path.relative_to(notebooks)
-            if path.suffix != ".ipynb" or not students:
+            if path.suffix != ".ipynb":
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)
-            else:
-                nb = notebook.read(path)
+                continue
+            # Every notebook as JupyterLab saves it for this environment's kernel: the copy
+            # opens unmodified there.
+            nb = notebook.read(path)
+            if students:
                 removed += strip_notebook(nb)
                 shown += [notebook.cell_source(c) for c in nb["cells"] if c.get("cell_type") == "code"]
-                _write_notebook(nb, target)
-            count += path.suffix == ".ipynb"
+            notebook.write(nb, target)
+            count += 1
         solutions = {pair.solution.relative_to(examples).as_posix(): ex
                      for ex in exercises for pair in ex.sources.values() if pair.solution is not None}
         kept = sorted(rel for rel in solutions if any(Path(rel).name in code for code in shown))

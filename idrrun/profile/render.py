@@ -6,6 +6,7 @@ import base64
 import html as _html
 import textwrap
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .model import Hint, Peak, ProfileReport, Rates, Summary, Table, TransferStat
 
@@ -351,6 +352,14 @@ class ProfileView:
 
     def __str__(self) -> str:
         return text(self.report)
+
+    def __repr__(self) -> str:
+        return f"<ProfileView: {_headline(self.report)}>"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        # IPython's text/plain (a notebook's text view, an export to text or Markdown, a
+        # terminal): the summary, as idrrun run prints it, not the object's address.
+        p.text(str(self))
 
     def _repr_html_(self) -> str:
         return html(self.report)

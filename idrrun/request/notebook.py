@@ -1,12 +1,15 @@
-"""`%%idrrun` cells as a notebook holds them: the one reader of the magic line outside IPython.
+"""`%%idrrun` cells as a notebook holds them: the one reader of the magic line outside IPython,
+and the one writer of the course's notebooks.
 
 The magic, `idrrun grade` (notebook submissions) and `idrrun course` all split a cell here and
 parse its flags with options.parse_line, so a notebook's flags mean the same everywhere.
+`idrrun course init` and `course strip` write notebooks here, in the form JupyterLab 4 saves.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,34 @@ from typing import Any
 from ..errors import UsageError
 
 MAGIC = "%%idrrun"
+
+# What JupyterLab 4 and Notebook 7 write into a notebook's metadata as soon as an IPython kernel
+# has started (NotebookPanel sets `kernelspec` from the kernel's spec and `language_info` from
+# its kernel_info reply): ipykernel's own spec, and its IPythonKernel.language_info, whose
+# version is the kernel's Python. A notebook holding anything else opens as modified.
+# tests/test_notebook_form.py compares these with ipykernel's and with what JupyterLab saves.
+KERNELSPEC: dict[str, str] = {"display_name": "Python 3 (ipykernel)", "language": "python",
+                              "name": "python3"}
+_LANGUAGE_INFO: dict[str, Any] = {
+    "codemirror_mode": {"name": "ipython", "version": 3},
+    "file_extension": ".py",
+    "mimetype": "text/x-python",
+    "name": "python",
+    "nbconvert_exporter": "python",
+    "pygments_lexer": "ipython3",
+}
+NBFORMAT_MINOR = 5  # JupyterLab 4 saves format 4.5: every cell has an id
+
+
+def python_version() -> str:
+    """The Python version an IPython kernel of this environment reports (ipykernel's words)."""
+    return sys.version.split()[0]
+
+
+def language_info(version: str) -> dict[str, Any]:
+    """The language_info of an IPython kernel that runs Python `version`."""
+    return {**_LANGUAGE_INFO, "codemirror_mode": dict(_LANGUAGE_INFO["codemirror_mode"]),
+            "version": version}
 
 
 @dataclass(frozen=True)
@@ -74,6 +105,33 @@ def parse(raw: bytes, name: str) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise UsageError(f"{name}: not a notebook (no list of cells)")
     return dict(data)
+
+
+def as_jupyterlab_saves(data: dict[str, Any], version: str) -> dict[str, Any]:
+    """The notebook with the metadata JupyterLab 4 gives it once a Python kernel of `version`
+    has started, so that it opens unmodified there; in place, and returned. A notebook for
+    another kernel (its kernelspec names another) keeps its own."""
+    metadata = data.setdefault("metadata", {})
+    spec = metadata.get("kernelspec")
+    if isinstance(spec, dict) and spec.get("name", KERNELSPEC["name"]) != KERNELSPEC["name"]:
+        return data
+    metadata["kernelspec"] = dict(KERNELSPEC)
+    metadata["language_info"] = language_info(version)
+    return data
+
+
+def dumps(data: dict[str, Any]) -> str:
+    """A notebook's text as nbformat and Jupyter's server write it: sorted keys, a one-space
+    indent, UTF-8 as it is, a final newline."""
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write(data: dict[str, Any], dest: Path, version: str | None = None) -> None:
+    """Write the notebook to `dest` in the form JupyterLab 4 saves for a kernel of Python
+    `version` (this Python's by default: the kernel a copy made here will run)."""
+    as_jupyterlab_saves(data, version or python_version())
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(dumps(data), encoding="utf-8")
 
 
 def magic_cells(data: dict[str, Any]) -> list[MagicCell]:

@@ -98,19 +98,23 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings,
     command, info = _compiler(family, request, probe_, settings)
     flags: list[str] = [*family.default_flags(language), *settings.extra_flags(family.name)]
     notes: list[str] = list(translation.notes) if translation is not None else []
+    machine_notes: list[str] = []
     target: Target = "none"
+    offload = False
     if request.acc and language != "cuda":
         decision = family.openacc(request, info, probe_, settings)
         flags += decision.flags
         notes += decision.notes
-        target = decision.target
+        machine_notes += decision.machine_notes
+        target, offload = decision.target, decision.offload
     elif request.accopts and not request.openmp:
         notes.append("--accopts is ignored without -a/--acc")
     if request.openmp and language != "cuda":
         decision = family.openmp(request, info, probe_, settings, target)
         flags += decision.flags
         notes += decision.notes
-        target = decision.target
+        machine_notes += decision.machine_notes
+        target, offload = decision.target, offload or decision.offload
     flags += request.compiler_options
     link = family.link_flags(language) + (translation.link_flags if translation is not None else ())
     return Toolchain(
@@ -122,4 +126,6 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings,
         target=target,
         notes=tuple(notes),
         label=family.name if language != "cuda" else Path(command).name,
+        machine_notes=tuple(machine_notes),
+        offload=offload,
     )

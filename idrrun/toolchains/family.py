@@ -49,7 +49,11 @@ class AccDecision:
 
     flags: tuple[str, ...]
     target: Target
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # about this request (accopts the family ignores)
+    # About this machine, the same for every request here (no GPU, the GPU target it can
+    # build): a notebook says them once per kernel.
+    machine_notes: tuple[str, ...] = ()
+    offload: bool = False  # the build holds code for a GPU (whether or not one is here)
 
 
 @dataclass(frozen=True)

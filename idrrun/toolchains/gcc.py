@@ -15,7 +15,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UsageError
@@ -246,7 +246,7 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
     host = _host_reason(mode, mode == "gpu" or opts.requested is not None, probe, model,
                         asked=opts.host_asked)
     if host is not None:
-        return AccDecision((model, "-foffload=disable"), "host", (*notes, host))
+        return AccDecision((model, "-foffload=disable"), "host", tuple(notes), (host,))
     major = gcc_major(gcc_version)
     isa, target_notes = _gpu_target(opts.requested, probe, major)
     # -latomic (nvptx's, GCC 12 and later): two reductions of one construct (+ and max on
@@ -254,7 +254,8 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
     device_libs = "-lm -latomic" if major >= 12 else "-lm"
     flags = (model, "-foffload=nvptx-none",
              f"-foffload-options=nvptx-none=-misa=sm_{isa} {device_libs}", LINK_QUIET)
-    return AccDecision(flags, "gpu" if probe.gpus else "host", (*notes, *target_notes))
+    return AccDecision(flags, "gpu" if probe.gpus else "host", tuple(notes), tuple(target_notes),
+                       offload=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -544,7 +545,7 @@ class GccFamily(CommandFamily):
         # The exercise checks read gcc's tree dumps (written and lowered data clauses), and
         # the line tables that place the regions a run executed (profile/regions.py).
         dumps = gccdumps.GCC_DUMP_FLAGS + LINE_TABLES if request.check is not None else ()
-        return AccDecision(decision.flags + FEEDBACK_FLAGS + dumps, decision.target, decision.notes)
+        return replace(decision, flags=decision.flags + FEEDBACK_FLAGS + dumps)
 
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                settings: Settings, acc_target: Target) -> AccDecision:
@@ -559,7 +560,7 @@ class GccFamily(CommandFamily):
         decision = offload_flags(request.accopts, probe, compiler.version, settings.offload,
                                  model="-fopenmp")
         dumps = gccdumps.GCC_DUMP_FLAGS if request.check is not None else ()
-        return AccDecision(decision.flags + FEEDBACK_FLAGS + dumps, decision.target, decision.notes)
+        return replace(decision, flags=decision.flags + FEEDBACK_FLAGS + dumps)
 
     def feedback(self, build: BuildResult) -> AccReport | None:
         if build.build_dir is None:

@@ -32,8 +32,9 @@ class NvhpcFamily(CommandFamily):
         flags: tuple[str, ...] = ("-acc",)
         if request.accopts:
             flags += (self.accopts_switch + ",".join(request.accopts),)
-        notes = () if probe.gpus else ("no GPU found: the program will need one to run its OpenACC regions",)
-        return AccDecision(flags + FEEDBACK_FLAGS, "gpu" if probe.gpus else "host", notes)
+        machine = () if probe.gpus else ("no GPU found: the program will need one to run its OpenACC regions",)
+        return AccDecision(flags + FEEDBACK_FLAGS, "gpu" if probe.gpus else "host",
+                           machine_notes=machine, offload=True)
 
     def feedback(self, build: BuildResult) -> AccReport | None:
         return minfo.from_nvhpc_minfo(build.output)

@@ -1,10 +1,11 @@
 /**
- * Which language a `%%idrrun` cell holds, from its text alone.
+ * Which language a `%%idrrun` cell holds, and which of its lines are directives, from its text
+ * alone.
  *
  * This mirrors idrrun/highlight.py `cell_language` (the magic line's `-l`/`--language`, else
- * idrrun/source.py `guess_language` on the body, else C) so that a cell looks the same in the
- * editor and in an exported notebook. Keep the two in step; tests/test_highlight.py and
- * tests/test_labextension.py check both sides on the same cells.
+ * idrrun/source.py `guess_language` on the body, else C) and its directives (Comment.Preproc) so
+ * that a cell looks the same in the editor and in an exported notebook. Keep the two in step;
+ * tests/test_highlight.py and tests/test_labextension.py check both sides on the same cells.
  */
 
 export type IdrrunLanguage = 'c' | 'c++' | 'fortran' | 'cuda';
@@ -31,6 +32,34 @@ const CXX =
 const C = /^\s*#\s*include\b|\bint\s+main\s*\(/m;
 const FORTRAN =
   /^\s*(program|module|subroutine|(\w+\s+)*function|use|implicit\s+none)\b|^\s*!\$acc/im;
+
+// OpenACC and OpenMP directives, as idrrun/highlight.py finds them: C's and C++'s pragmas, and
+// Fortran's free-form sentinels (any case; `!$acc&` continues one). The white space before them
+// is not part of them.
+const C_DIRECTIVE = /^([ \t]*)#[ \t]*pragma[ \t]+(acc|omp)\b/;
+const FORTRAN_DIRECTIVE = /^([ \t]*)!\$(acc|omp)\b/i;
+
+/** Where the directive on this line starts, or null when the line holds none. */
+export function directiveStart(
+  line: string,
+  language: IdrrunLanguage
+): number | null {
+  const found = (language === 'fortran' ? FORTRAN_DIRECTIVE : C_DIRECTIVE).exec(
+    line
+  );
+  return found ? found[1].length : null;
+}
+
+/** The offset of the end of the magic line (its newline, or the text's end), or null when the
+ * text is not an idrrun cell. */
+export function magicLineEnd(text: string): number | null {
+  const magic = MAGIC.exec(text);
+  if (!magic) {
+    return null;
+  }
+  const newline = text.indexOf('\n', magic[0].length);
+  return newline < 0 ? text.length : newline;
+}
 
 /** The language of an idrrun cell, or null when the text is not an idrrun cell. */
 export function idrrunLanguage(text: string): IdrrunLanguage | null {
