@@ -173,6 +173,8 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,
         regions=outcome.run.regions if outcome.run is not None else None,
+        source_name=request.source.name, first_line=request.source.first_line,
+        temporary=build_mod.source_file_name(request.source),
     )
 
 

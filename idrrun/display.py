@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TextIO
 
+from .checks.words import plural
 from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
@@ -167,6 +168,7 @@ class TextReporter:
 # Verdicts
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "incomplete": "n/a"}
+_COLUMN = 28
 _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 
 
@@ -179,21 +181,24 @@ class VerdictView:
     def headline(self) -> str:
         v = self.verdict
         if v.passed:
-            return f"{v.exercise}: PASS, {len(v.checks)} checks"
+            return f"{v.exercise}: PASS, {plural(len(v.checks), 'check')}"
         if v.incomplete:
             missing = v.incomplete_checks
-            return (f"{v.exercise}: INCOMPLETE, {len(v.checks) - len(missing)} checks passed, "
-                    f"{len(missing)} could not be evaluated here "
+            return (f"{v.exercise}: INCOMPLETE, {plural(len(v.checks) - len(missing), 'check')} "
+                    f"passed, {len(missing)} could not be evaluated here "
                     f"({', '.join(c.name for c in missing)}: {missing[0].reason})")
-        return f"{v.exercise}: not yet, {len(v.failed_checks)} of {len(v.checks)} checks failed"
+        return (f"{v.exercise}: not yet, {len(v.failed_checks)} of "
+                f"{plural(len(v.checks), 'check')} failed")
 
     def __str__(self) -> str:
         rows = [("check", "result", "expected", "got", "why")]
         rows += [(c.name, _MARK[c.status], c.expected, c.got, c.reason) for c in self.verdict.checks]
-        widths = [min(max(len(r[i]) for r in rows), 28) for i in range(4)]
+        # Columns as wide as their longest cell up to a cap; a longer cell runs over its
+        # column rather than lose its end (an expected line cut in the middle reads wrong).
+        widths = [min(max(len(r[i]) for r in rows), _COLUMN) for i in range(4)]
         lines = [self.headline()]
         for r in rows:
-            cells = [r[i][:28].ljust(widths[i]) for i in range(4)]
+            cells = [r[i].ljust(widths[i]) for i in range(4)]
             lines.append("  " + "  ".join(cells) + "  " + r[4])
         return "\n".join(lines)
 

@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -38,6 +38,7 @@ from .model import (
     RunResult,
     SandboxSupport,
     Settings,
+    Source,
     Toolchain,
     Verdict,
 )
@@ -152,6 +153,31 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
                    compile_step=True)
 
 
+class Renamed:
+    """The program's output as shown, the build's name of the source renamed (gfortran's "At
+    line 7 of file source.f90", an assert's "prog: source.c:3"): a piece at the end of what
+    came that may be the start of that name waits for what follows (finish() lets it go)."""
+
+    def __init__(self, sink: Callable[[str], None], source: Source) -> None:
+        self._sink = sink
+        self._source = source
+        self._temporary = build_mod.source_file_name(source)
+        self._held = ""
+
+    def __call__(self, text: str) -> None:
+        text = self._held + text
+        keep = next((n for n in range(min(len(self._temporary) - 1, len(text)), 0, -1)
+                     if self._temporary.startswith(text[-n:])), 0)
+        self._held = text[len(text) - keep:] if keep else ""
+        if len(text) > keep:
+            self._sink(build_mod.rename_paths(text[:len(text) - keep], self._source))
+
+    def finish(self) -> None:
+        if self._held:
+            self._sink(build_mod.rename_paths(self._held, self._source))
+            self._held = ""
+
+
 def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
     p = result.proc
     if p.ok and not result.missing_files:
@@ -181,8 +207,8 @@ def run_failure(result: RunResult, request: RunRequest) -> Failure | None:
     else:
         kind, what = FailureKind.MISSING_FILES, "missing output files"
         hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
-    return Failure(kind=kind, what=what, command=result.command, output=p.output, hint=hint,
-                   limit=limit)
+    return Failure(kind=kind, what=what, command=result.command,
+                   output=build_mod.rename_paths(p.output, request.source), hint=hint, limit=limit)
 
 
 class Notes:
@@ -346,7 +372,8 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
               notes: Notes) -> tuple[RunResult, Follower | None]:
     """The run itself; with the built-in tracer's follower, which read its trace meanwhile."""
     how, box, pplan = planned.how, planned.box, planned.profile
-    shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
+    renamed = Renamed(reporter.output, request.source)
+    shown = profile.output_filter(pplan, renamed)  # nsys's progress bars: one line
     # The built-in tracer's file, read as it is written; never a box's (read after, by boundary).
     followed = profile.follower(pplan) if staged.run_folder is None else None
     with followed or contextlib.nullcontext():
@@ -357,6 +384,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                          limits=request.limits, gpu_run=prepared.family.gpu_context(toolchain),
                          box=box, outer=how.launcher if box is not None else ()))
     shown.finish()
+    renamed.finish()
     notes.add(p.notes)
     nodes, placed = launch.after(how, p)
     if len(nodes) > 1:

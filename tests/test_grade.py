@@ -47,9 +47,9 @@ def make_class(folder: Path) -> dict[str, tuple[str, str]]:
         "erin.c": (_edit(SOLUTION_C, main, main + "    volatile int *p = NULL; *p = 1;\n"),
                    ("fail", "killed by SIGSEGV")),
         "frank.c": (_edit(SOLUTION_C, main, main + "    for (;;) {}\n"), ("fail", "timed out")),
-        "grace.c": (SERIAL_C, ("fail", "uses_openacc: the source has no OpenACC directive")),
+        "grace.c": (SERIAL_C, ("fail", "uses OpenACC: the source has no OpenACC directive")),
         "heidi.c": (_edit(SOLUTION_C, "present(A[0:n], B[0:n], C[0:n]) wait(1, 2, 3)", "wait(1, 2, 3)"),
-                    ("fail", "no_implicit_data")),
+                    ("fail", "data clauses")),
     }
     for name, (text, _) in subs.items():
         (folder / name).write_text(text)

@@ -269,4 +269,4 @@ def test_profile_async_solution_on_the_gpu_shows_three_queues(kernel: Kernel) ->
     assert "<img" in html and "data:image/png;base64," in html
     verdict = next(d["text/html"] for d in r.displays if "idrrun-verdict" in d.get("text/html", ""))
     assert "async_matmul: PASS" in verdict
-    assert "ran_on_gpu" in verdict and "queues" in verdict and "n/a" not in verdict
+    assert "runs on the GPU" in verdict and "async queues" in verdict and "n/a" not in verdict
