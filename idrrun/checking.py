@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
@@ -23,7 +24,7 @@ from .checks import kinds, specs
 from .checks.specs import Exercise
 from .errors import SpecError
 from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
-                    Toolchain)
+                    Toolchain, Verdict)
 from .pipeline import NullReporter, Outcome
 from .profile.model import NO_GPU_ACTIVITY
 from .profile.summary import trace_values
@@ -196,7 +197,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         return solution_output(req, toolchain, exercise, probe, settings) \
             if exercise.needs_solution and ran else None
 
-    verdict = kinds.evaluate(exercise, _evidence(request, toolchain, outcome, solution_for(request)))
+    evidence = _evidence(request, toolchain, outcome, solution_for(request))
+    verdict = kinds.evaluate(exercise, evidence)
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
@@ -207,6 +209,9 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             extra += kinds.evaluate_hidden(exercise, evidence, i)
         verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))
     reporter.verdict(verdict)
+    listing = annotated(request, outcome, evidence, verdict)
+    if listing.notes:
+        reporter.annotated(listing)
     failure = outcome.failure
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
@@ -215,7 +220,16 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             what=f"{len(failed)} of {len(verdict.checks)} checks failed ({', '.join(c.name for c in failed)})",
             hint=failed[0].reason,
         )
-    return dataclasses.replace(outcome, verdict=verdict, failure=failure)
+    return dataclasses.replace(outcome, verdict=verdict, failure=failure, annotated=listing)
+
+
+def annotated(request: RunRequest, outcome: Outcome, evidence: kinds.Evidence,
+              verdict: Verdict) -> annotate.Listing:
+    """The source with what its build said of it, the compiler's report and the failed checks."""
+    src = request.source
+    return annotate.annotate(src.text, src.name, src.language, src.first_line,
+                             outcome.build.output if outcome.build is not None else "",
+                             evidence.acc, verdict.checks)
 
 
 def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Path,

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from . import build as build_mod
 from . import files
+from .annotate import Listing
 from .model import (
     BuildResult,
     DependencyList,
@@ -70,6 +71,8 @@ class Outcome:
     verdict: Verdict | None = None
     notes: tuple[str, ...] = field(default=())
     profile: ProfileReport | None = None
+    # A checked request's source with the compiler's messages and remarks on their lines.
+    annotated: Listing | None = None
 
     @property
     def ok(self) -> bool:
@@ -99,6 +102,9 @@ class Reporter(Protocol):
         return None
 
     def verdict(self, verdict: Verdict) -> None:
+        return None
+
+    def annotated(self, listing: Listing) -> None:
         return None
 
 

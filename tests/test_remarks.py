@@ -130,7 +130,7 @@ def test_gcc_dump_findings_are_placed_on_their_lines(tmp_path: Path) -> None:
     collapse = by_line[line_of(C_SOURCE, "collapse(2)")]
     assert "region: OpenACC parallel region = gcc made a compute region of this construct: its code " \
            "runs on the device" in collapse
-    assert any(d.startswith("implicit: implicit copy(m) = m: copied to the device when the region "
+    assert any(d.startswith("implicit: copy(m) added by the compiler = m: copied to the device when the region "
                             "starts, and back when it ends, because no data clause") for d in collapse)
     kernels = by_line[line_of(C_SOURCE, "acc kernels")]
     assert any("a: no clause, found on the device" in d and "data region at line 9" in d

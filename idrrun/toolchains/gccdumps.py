@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from ..model import AccReport, ImplicitData, Remark
 from .feedback import (COMPUTE_CONSTRUCTS, MSG_ARRAY, MSG_ENTERED, MSG_IN_DATA, MSG_POINTER, at as _at,
                        balanced as _balanced, split_top as _split_top)
-from .remarks import clause_meaning
+from .remarks import REGION_MADE, clause_meaning
 
 # -fdump-tree-original-lineno: the clauses as written (gfortran prints `[file:line:col]` before
 # each construct; gcc prints no line in C, lineno or not).
@@ -581,17 +581,17 @@ def _data_remark(line: int, moved: dict[str, list[str]], directive: str = "") ->
     return Remark(line, text, meaning, "data")
 
 
-def _construct_remarks(fn: _Function, original: _Directive, gimple: _Directive) -> list[Remark]:
+def _construct_remarks(fn: _Function, original: _Directive, gimple: _Directive,
+                       implicit: list[ImplicitData]) -> list[Remark]:
     """A compute construct: the region, the data its clauses move, the data gcc moves for it."""
     line = gimple.line
     if line is None:
         return []
-    out = [Remark(line, f"OpenACC {gimple.kind} region", "gcc made a compute region of this "
-                  "construct: its code runs on the device", "region")]
+    out = [Remark(line, f"OpenACC {gimple.kind} region", REGION_MADE, "region")]
     explicit = _data_remark(line, _moved(original.items))
     if explicit is not None:
         out.append(explicit)
-    for found in _implicit(fn, original, gimple):
+    for found in implicit:
         out.append(_implicit_remark(fn, gimple, found.variable))
     return out
 
@@ -608,9 +608,9 @@ def _implicit_remark(fn: _Function, gimple: _Directive, name: str) -> Remark:
                       f"present({name}) would say so", "implicit")
     added = _moved(i for i in gimple.items if _base_name(i.expr) == name)
     for clause in added:
-        return Remark(line, f"implicit {clause}({name})", clause_meaning(clause, name, implicit=True),
-                      "implicit")
-    return Remark(line, f"implicit firstprivate({name})",
+        return Remark(line, f"{clause}({name}) added by the compiler",
+                      clause_meaning(clause, name, implicit=True), "implicit")
+    return Remark(line, f"firstprivate({name}) added by the compiler",
                   f"{name}: only the pointer's value, a host address, reaches the device, not the "
                   "data it points to", "implicit")
 
@@ -627,16 +627,20 @@ def _data_directives(fn: _Function, orig_fns: list[_Function]) -> dict[int, _Dir
     return {}
 
 
-def _remarks(orig_fns: list[_Function], gimple_fns: list[_Function],
+# A construct paired in both dumps, and what it uses without a clause (from_gcc_dumps).
+_Paired = tuple[_Function, _Directive, _Directive, list[ImplicitData]]
+
+
+def _remarks(paired: list[_Paired], orig_fns: list[_Function], gimple_fns: list[_Function],
              graph: _CallGraph | None) -> tuple[Remark, ...]:
     """The regions gcc made, the data their clauses and data directives move, the data it moves
     for them, and the regions in functions never called, by source line."""
     out: list[Remark] = []
-    paired: set[tuple[str, int]] = set()
-    for fn, o, g in _pairs(orig_fns, gimple_fns):
-        paired.add((fn.name, g.start))
+    seen: set[tuple[str, int]] = set()
+    for fn, o, g, implicit in paired:
+        seen.add((fn.name, g.start))
         if graph is None or graph.reaches(fn.name):
-            out += _construct_remarks(fn, o, g)
+            out += _construct_remarks(fn, o, g, implicit)
     for fn in gimple_fns:
         live = graph is None or graph.reaches(fn.name)
         written = _data_directives(fn, orig_fns)
@@ -647,9 +651,8 @@ def _remarks(orig_fns: list[_Function], gimple_fns: list[_Function],
                 out.append(Remark(d.line, f"OpenACC {d.kind} region in {fn.name}, a function the "
                                   "program never calls", "this region never runs: nothing calls "
                                   "the function that holds it", "region"))
-            elif d.kind in COMPUTE_CONSTRUCTS and (fn.name, d.start) not in paired:
-                out.append(Remark(d.line, f"OpenACC {d.kind} region", "gcc made a compute region "
-                                  "of this construct: its code runs on the device", "region"))
+            elif d.kind in COMPUTE_CONSTRUCTS and (fn.name, d.start) not in seen:
+                out.append(Remark(d.line, f"OpenACC {d.kind} region", REGION_MADE, "region"))
             elif d.kind in _DATA_DIRECTIVES and live:
                 said = _data_remark(d.line, _moved(written.get(d.start, d).items, d.kind), d.kind)
                 if said is not None:
@@ -657,11 +660,11 @@ def _remarks(orig_fns: list[_Function], gimple_fns: list[_Function],
     return tuple(sorted(out, key=lambda r: r.line))
 
 
-def _safe_remarks(orig_fns: list[_Function], gimple_fns: list[_Function],
+def _safe_remarks(paired: list[_Paired], orig_fns: list[_Function], gimple_fns: list[_Function],
                   graph: _CallGraph | None) -> tuple[Remark, ...]:
     """The remarks, or none: what the annotated source shows must never cost the checks."""
     try:
-        return _remarks(orig_fns, gimple_fns, graph)
+        return _remarks(paired, orig_fns, gimple_fns, graph)
     except Exception:  # noqa: BLE001 - odd input gives no remark (see module doc)
         return ()
 
@@ -678,14 +681,14 @@ def from_gcc_dumps(original: str, gimple: str, cgraph: str = "") -> AccReport:
         live = [f for f in counted if graph is None or graph.reaches(f.name)]
         regions = sum(len(f.computes()) for f in live)
         written = max(sum(len(f.computes()) for f in orig_fns), sum(len(f.computes()) for f in counted))
-        implicit: list[ImplicitData] = []
-        for fn, o, g in _pairs(orig_fns, gimple_fns):
-            if graph is None or graph.reaches(fn.name):
-                implicit.extend(_implicit(fn, o, g))
+        # Each construct paired, with what it uses without a clause (in reachable functions).
+        paired = [(fn, o, g, _implicit(fn, o, g) if graph is None or graph.reaches(fn.name) else [])
+                  for fn, o, g in _pairs(orig_fns, gimple_fns)]
+        implicit = [found for *_, said in paired for found in said]
         targets = sum(len(_OMP_TARGET.findall("\n".join(f.lines))) for f in gimple_fns
                       if graph is None or graph.reaches(f.name))
         return AccReport(regions, tuple(implicit), GCC_METHOD, targets,
                          unreachable=written - regions,
-                         remarks=_safe_remarks(orig_fns, gimple_fns, graph))
+                         remarks=_safe_remarks(paired, orig_fns, gimple_fns, graph))
     except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
         return AccReport(0, (), GCC_METHOD)

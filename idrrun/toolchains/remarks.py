@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from ..model import RemarkKind
 
 _LEVELS = {"gang": "gangs", "worker": "workers", "vector": "vectors"}
+# What gcc's dumps say of each compute construct it made.
+REGION_MADE = "gcc made a compute region of this construct: its code runs on the device"
 
 
 def _spread(levels: list[str], width: str = "") -> str:
