@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import annotate
 from ..checks.specs import Exercise
+from ..checks.words import KIND_LABELS
 from ..errors import UsageError
 from .. import files
 from ..files import temp_beside
-from ..model import CheckResult, FailureKind, Settings
+from ..model import CheckResult, Diagnostic, FailureKind, Settings
 from ..pipeline import Outcome
 from ..run import boundary
 from .discover import Submission
@@ -54,6 +56,11 @@ class GradeRow:
     # The hidden argument sets its checks ran with (drawn ones included): for the instructor's
     # report (JSON, state), never for a student's feedback.
     hidden_args: tuple[tuple[str, ...], ...] = ()
+    # What the student reads besides the checks: the failure's hint (a signal's, a limit's),
+    # the compiler's messages about their lines, and their source annotated (Markdown).
+    failure_hint: str = ""
+    diagnostics: tuple[Diagnostic, ...] = ()
+    annotated: str = ""
 
     @property
     def reasons(self) -> str:
@@ -115,6 +122,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
                      sandbox_level: str) -> GradeRow:
     failure = outcome.failure
     verdict = outcome.verdict
+    listing = outcome.annotated
     status: GradeStatus = "pass" if outcome.ok else \
         "incomplete" if failure is None and verdict is not None and verdict.incomplete else "fail"
     return GradeRow(
@@ -129,6 +137,9 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
         build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
         hidden_args=exercise.hidden_args,
+        failure_hint=failure.hint if failure is not None else "",
+        diagnostics=(*listing.diagnostics, *listing.elsewhere) if listing is not None else (),
+        annotated=annotate.markdown(listing) if listing is not None else "",
     )
 
 
@@ -139,7 +150,23 @@ def _check_from(record: Any) -> CheckResult:
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
                        str(record.get("reason", "")), int(record.get("hidden") or 0),
-                       str(record.get("kind") or ""))
+                       str(record.get("kind") or ""),
+                       int(record["line"]) if record.get("line") is not None else None,
+                       str(record.get("excerpt") or ""), str(record.get("pattern") or ""))
+
+
+def _feedback_fields(record: Any) -> dict[str, Any]:
+    """What a row keeps for the student's feedback (absent from states written before)."""
+    return {"failure_hint": str(record.get("failure_hint") or ""),
+            "diagnostics": tuple(_diagnostic_from(d) for d in record.get("diagnostics") or []),
+            "annotated": str(record.get("annotated") or "")}
+
+
+def _diagnostic_from(record: Any) -> Diagnostic:
+    column = record.get("column")
+    return Diagnostic(str(record["file"]), int(record["line"]),
+                      int(column) if column is not None else None, str(record["severity"]),
+                      str(record["message"]), str(record.get("code") or ""))
 
 
 def state_path(report: Path) -> Path:
@@ -200,7 +227,10 @@ def grading_seed(settings: Settings, given: str | None = None) -> tuple[str, str
 def _record(row: GradeRow) -> dict[str, Any]:
     return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
                             "failure_what": row.failure_what,
+                            "failure_hint": row.failure_hint,
                             "checks": [dataclasses.asdict(c) for c in row.checks],
+                            "diagnostics": [dataclasses.asdict(d) for d in row.diagnostics],
+                            "annotated": row.annotated,
                             "hidden_args": [list(args) for args in row.hidden_args]}
 
 
@@ -243,6 +273,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 # Absent from states written before rows had nodes: those resume too.
                 node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
                 hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
+                **_feedback_fields(rec),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -300,22 +331,78 @@ def _table_cell(text: str) -> str:
 
 
 # What a student's feedback says of a check on a hidden argument set, instead of its values.
-HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
+HIDDEN_CASE = "a check on a hidden case ({kind}): its arguments and values are not shown"
+
+
+# What went wrong before any check could judge, by the failure's step.
+_FAILED_STEP = {"compile": "The program did not build", "run": "The program did not run to its end"}
+# At most this many of the compiler's messages in a feedback file (the first ones matter).
+FEEDBACK_MESSAGES = 10
 
 
 def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
-    """A student's feedback: every check with its values, but those of hidden runs, which say
-    only their result and their kind (the arguments, drawn or fixed, stay the instructor's)."""
+    """A student's feedback: what went wrong (the compiler's messages on their lines, the
+    signal or limit and its hint), every check with its values but those of hidden runs, which
+    say only their result and their kind (the arguments, drawn or fixed, stay the
+    instructor's), the output around the failed checks, and the source annotated."""
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**", ""]
-    if row.checks:
-        lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
+    lines += _what_went_wrong(row)
+    if row.checks and row.failure is not None and row.failure.step == "compile":
+        lines += [f"None of the {len(row.checks)} checks could judge it: the program did not "
+                  "build.", ""]
+    elif row.checks:
+        lines += ["## Checks", "", "| check | result | expected | got | why |", "|---|---|---|---|---|"]
         for c in row.checks:
             cells = [c.name, c.status, c.expected, c.got, c.reason] if not c.hidden else \
-                [c.name, c.status, "", "", HIDDEN_CASE.format(kind=c.kind or "output")]
+                [c.name, c.status, "", "", HIDDEN_CASE.format(kind=KIND_LABELS.get(c.kind, "output"))]
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
+        lines.append("")
     elif row.reasons:
-        lines.append(row.reasons)
-    return "\n".join(lines) + "\n"
+        lines += [row.reasons, ""]
+    lines += _excerpts(row)
+    if row.annotated:
+        lines += ["## Your source, annotated", "", row.annotated]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _what_went_wrong(row: GradeRow) -> list[str]:
+    if row.failure is None or row.failure is FailureKind.CHECK:
+        return []
+    lines = ["## What went wrong", "",
+             f"{_FAILED_STEP.get(row.failure.step, 'It failed')}: {row.failure_what}.", ""]
+    shown = [d for d in row.diagnostics if d.severity in ("error", "warning")][:FEEDBACK_MESSAGES]
+    if shown:
+        lines += ["The compiler's messages:", ""]
+        for d in shown:
+            where = f"{d.file}:{d.line}" + (f":{d.column}" if d.column else "")
+            lines.append(f"- `{where}` {d.severity}: {d.message}")
+            if d.code.strip():
+                lines += ["", _fenced(f"{d.line} | {d.code}", "  ")]
+        more = sum(d.severity in ("error", "warning") for d in row.diagnostics) - len(shown)
+        if more > 0:
+            lines.append(f"- and {more} more")
+        lines.append("")
+    if row.failure_hint:
+        lines += [f"Hint: {row.failure_hint}", ""]
+    return lines
+
+
+def _excerpts(row: GradeRow) -> list[str]:
+    """The output around each failed check of the public run (never a hidden run's)."""
+    failed = [c for c in row.checks if c.status == "fail" and not c.hidden and c.excerpt]
+    if not failed:
+        return []
+    lines = ["## The output around the failed checks", ""]
+    for c in failed:
+        lines += [f"**{_table_cell(c.name)}** ({c.reason})", "", _fenced(c.excerpt), ""]
+    return lines
+
+
+def _fenced(text: str, indent: str = "") -> str:
+    """A code block no backtick in `text` can end."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join(indent + line for line in (fence, *text.splitlines(), fence))
 
 
 def feedback_names(students: Sequence[str]) -> dict[str, str]:
