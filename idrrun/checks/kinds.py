@@ -224,9 +224,9 @@ def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
             return CheckResult(spec.label, "fail", expected, g,
                                f"{which} is {g} where the solution prints {w}",
                                excerpt=_excerpt(ev, output, found[i][0]), pattern=pattern)
+    same = "the same value" if len(got) == 1 else f"the same {len(got)} values"
     return CheckResult(spec.label, "pass", shown_want, shown_got,
-                       f"prints the same {plural(len(got), 'value')} as the solution",
-                       pattern=pattern)
+                       f"prints {same} as the solution", pattern=pattern)
 
 
 def _never_called(acc: AccReport | None) -> str:
