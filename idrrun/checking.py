@@ -22,6 +22,7 @@ from .files import write_atomic
 from . import pipeline
 from .checks import kinds, specs
 from .checks.specs import Exercise
+from .checks.words import plural
 from .errors import SpecError
 from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
                     Toolchain, Verdict)
@@ -217,7 +218,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         failed = verdict.failed_checks
         failure = Failure(
             kind=FailureKind.CHECK,
-            what=f"{len(failed)} of {len(verdict.checks)} checks failed ({', '.join(c.name for c in failed)})",
+            what=f"{len(failed)} of {plural(len(verdict.checks), 'check')} failed "
+                 f"({', '.join(c.name for c in failed)})",
             hint=failed[0].reason,
         )
     return dataclasses.replace(outcome, verdict=verdict, failure=failure, annotated=listing)

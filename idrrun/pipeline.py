@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -159,6 +160,9 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
                    compile_step=True)
 
 
+_MAX_HELD = 4096  # the longest path a piece of output may end with and be held for
+
+
 class Renamed:
     """The program's output as shown, the build's name of the source renamed (gfortran's "At
     line 7 of file source.f90", an assert's "prog: source.c:3"): a piece at the end of what
@@ -172,11 +176,20 @@ class Renamed:
 
     def __call__(self, text: str) -> None:
         text = self._held + text
-        keep = next((n for n in range(min(len(self._temporary) - 1, len(text)), 0, -1)
-                     if self._temporary.startswith(text[-n:])), 0)
+        keep = self._unfinished(text)
         self._held = text[len(text) - keep:] if keep else ""
         if len(text) > keep:
             self._sink(build_mod.rename_paths(text[:len(text) - keep], self._source))
+
+    def _unfinished(self, text: str) -> int:
+        """How many characters at the end of `text` may be the start of the temporary name, or
+        of a path to it (a folder and maybe the name's start: `/b/.k.tmp-x/sou`)."""
+        token = re.split(r"[\s'\"`(]", text[-_MAX_HELD:])[-1]
+        last = token.rsplit("/", 1)[-1]
+        if "/" in token and self._temporary.startswith(last) and len(last) < len(self._temporary):
+            return len(token)
+        return len(last) if last and self._temporary.startswith(last) and \
+            len(last) < len(self._temporary) else 0
 
     def finish(self) -> None:
         if self._held:

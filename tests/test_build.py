@@ -183,3 +183,17 @@ def test_the_build_s_temporary_names_never_show(tmp_path: Path) -> None:
     assert "prog: cell[7]:3: main: Assertion" in shown
     for text in (said, *linked, shown, failure):
         assert not TEMPORARY.search(text), text
+
+
+def test_the_program_s_output_is_renamed_as_it_comes_even_cut_in_the_name() -> None:
+    from idrrun.pipeline import Renamed
+
+    src = from_cell(GOOD, "cell[7]", "fortran", None, Path("/w"))
+    shown: list[str] = []
+    renamed = Renamed(shown.append, src)
+    for piece in ("At line 7 of file sour", "ce.f90\nFortran runtime error\n", "at /b/.k.tmp-x/",
+                  "source.f90:7\n", "ends in s"):
+        renamed(piece)
+    assert "".join(shown) == "At line 7 of file cell[7]\nFortran runtime error\nat cell[7]:7\nends in "
+    renamed.finish()
+    assert "".join(shown).endswith("ends in s")

@@ -349,7 +349,7 @@ def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        f"found at line {line}: {_quoted(text, 70)}", line=line, pattern=spec.regex)
 
 
-def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckResult:
+def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult:
     if spec.kind == "ran_on_gpu":
         kernels = int(values.get("kernels", 0))
         if kernels >= 1:
@@ -368,6 +368,7 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckRe
     assert spec.max_bytes is not None
     moved = values.get("bytes_moved", 0.0)
     unit = ""
+    output = ev.run.proc.output if ev.run is not None else ""
     if spec.per_iteration is not None:
         counts = _numbers(spec.per_iteration, output)
         iterations = _number(counts[-1]) if counts else None
@@ -376,16 +377,12 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckRe
             return CheckResult(spec.label, "fail", f"≤ {_bytes(spec.max_bytes)} per iteration",
                                "no iteration count",
                                f"the program did not print {what}: the number of iterations",
-                               excerpt=_excerpt_plain(output), pattern=spec.per_iteration)
+                               excerpt=_excerpt(ev, output, None), pattern=spec.per_iteration)
         moved, unit = moved / iterations, " per iteration"
     status = "pass" if moved <= spec.max_bytes else "fail"
     return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
                        f"{_bytes(moved)} moved between host and device{unit}" +
                        ("" if status == "pass" else ": keep the data on the device"))
-
-
-def _excerpt_plain(output: str) -> str:
-    return _excerpt(Evidence("", "", None, None, None, None), output, None)
 
 
 def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
@@ -434,7 +431,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
         if ev.trace_values is None:
             return CheckResult(spec.label, "incomplete", "", "",
                                "needs a GPU trace: run with --profile on a GPU")
-        return _trace(spec, ev.trace_values, ev.run.proc.output if ev.run is not None else "")
+        return _trace(spec, ev.trace_values, ev)
     if ev.build is None or not ev.build.ok:
         if spec.kind == "source":
             return _source(spec, ev)
