@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade sandbox profile timelines course-gpu versus-host variants slurm"
+SUITES="cell run jacobi grade sandbox annotate profile timelines course-gpu versus-host variants slurm"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -30,13 +30,14 @@ describe() {
     jacobi) echo "idrrun run (and --profile on a GPU) of the Jacobi solution against bare (run_overhead.py jacobi; 2 min)" ;;
     grade) echo "grading a class -j1, -j2 against bare xargs -P2 (grade_bench.py; 6 min)" ;;
     sandbox) echo "the guard, the sandbox, the boundary, the cgroup per run (box_cost.py; 1 min)" ;;
+    annotate) echo "the annotated source of a 300-line --check cell (annotate_cost.py; 20 s)" ;;
     profile) echo "GPU: what --profile costs, phase by phase, tracer part by part (profile_cost.py; 4 min)" ;;
     timelines) echo "GPU: the course's runs under the tracer, pictures with the logs (profile_cost.py timelines; 1 min)" ;;
     course-gpu) echo "the course checked, a class graded on the GPU (course_gpu.py table, class; 7 min)" ;;
     versus-host) echo "GPU: each solution on the GPU and on one host core (course_gpu.py versus-host; 6 min)" ;;
     variants) echo "GPU: GCC's nvptx code, Jacobi and dot-product variants (course_gpu.py variants; 2 min)" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
-    host) echo "cell run grade sandbox" ;;
+    host) echo "cell run grade sandbox annotate" ;;
     gpu) echo "jacobi profile course-gpu" ;;
     all) echo "host gpu" ;;
   esac
@@ -161,6 +162,7 @@ run_suite() {
     sandbox)
       (( EUID == 0 )) && extra=(--cgroup)
       step sandbox 180 pin "$PY" benchmarks/box_cost.py --rounds "$(q 5 30)" "${extra[@]}" ;;
+    annotate) step annotate 120 pin "$PY" benchmarks/annotate_cost.py --rounds "$(q 20 200)" ;;
     profile)
       gpu_only profile || return 0
       step profile-phases 240 pin "$PY" benchmarks/profile_cost.py phases --rounds "$(q 2 9)" --checks --bare

@@ -26,6 +26,7 @@ from .model import (BuildResult, DependencyList, Preprocessing, ProcResult, Prot
 from .files import temp_beside, write_atomic
 from .run import boundary, isolation, proc, sandbox, tools
 from .run.sandbox import Box
+from .toolchains import diagnostics
 
 EXECUTABLE = "prog"
 OBJECT = "prog.o"
@@ -168,9 +169,10 @@ def build_key(request: RunRequest, toolchain: Toolchain) -> str:
 
 
 def rename_paths(output: str, source: Source) -> str:
-    """Compiler diagnostics name the cell ("cell[3]:5:3: error") instead of a temporary file."""
-    name = re.escape(source_file_name(source))
-    return re.sub(rf'(?<![\w/.-]){name}(?=[:"(,])', source.name.replace("\\", r"\\"), output)
+    """Compiler diagnostics, linker errors and the program's runtime messages name the cell
+    ("cell[3]:5:3: error") or the file instead of the build's temporary one, in all the forms
+    diagnostics.rename_temporary lists."""
+    return diagnostics.rename_temporary(output, source_file_name(source), source.name)
 
 
 def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir: Path,

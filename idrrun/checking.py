@@ -13,17 +13,20 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
 from .checks import kinds, reference, specs, visibility
 from .checks.specs import Exercise
+from .checks.words import plural
 from .errors import SpecError
 from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
-                    Toolchain)
+                    Toolchain, Verdict)
 from .pipeline import NullReporter, Outcome
 from .profile.model import NO_GPU_ACTIVITY
 from .profile.summary import trace_values
@@ -183,6 +186,8 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,
         regions=outcome.run.regions if outcome.run is not None else None,
+        source_name=request.source.name, first_line=request.source.first_line,
+        temporary=build_mod.source_file_name(request.source),
     )
 
 
@@ -204,29 +209,44 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         return solution_output(req, toolchain, exercise, probe, settings) \
             if exercise.needs_solution and ran else None
 
-    verdict = kinds.evaluate(exercise, _evidence(request, toolchain, outcome, solution_for(request)))
+    evidence = _evidence(request, toolchain, outcome, solution_for(request))
+    verdict = kinds.evaluate(exercise, evidence)
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
             again = resolve.with_args(request, args)
             rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
                                      wanted=exercise.solution_files)
-            evidence = _evidence(again, toolchain, rerun, solution_for(again))
-            extra += kinds.evaluate_hidden(exercise, evidence, i)
+            extra += kinds.evaluate_hidden(exercise, _evidence(again, toolchain, rerun,
+                                                               solution_for(again)), i)
         verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))
     if not hidden:
         # A notebook's or a terminal's --check is the student's: what the spec lets them see.
         verdict = visibility.student_verdict(verdict, exercise)
     reporter.verdict(verdict)
+    # The source annotated with the checks its student may see (a feedback file carries it).
+    listing = annotated(request, outcome, evidence, visibility.student_checks(verdict, exercise))
+    if listing.notes:
+        reporter.annotated(listing)
     failure = outcome.failure
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
         failure = Failure(
             kind=FailureKind.CHECK,
-            what=f"{len(failed)} of {len(verdict.checks)} checks failed ({', '.join(c.name for c in failed)})",
+            what=f"{len(failed)} of {plural(len(verdict.checks), 'check')} failed "
+                 f"({', '.join(c.name for c in failed)})",
             hint=failed[0].reason,
         )
-    return dataclasses.replace(outcome, verdict=verdict, failure=failure)
+    return dataclasses.replace(outcome, verdict=verdict, failure=failure, annotated=listing)
+
+
+def annotated(request: RunRequest, outcome: Outcome, evidence: kinds.Evidence,
+              checks: Sequence[CheckResult]) -> annotate.Listing:
+    """The source with what its build said of it, the compiler's report and the failed checks."""
+    src = request.source
+    return annotate.annotate(src.text, src.name, src.language, src.first_line,
+                             outcome.build.output if outcome.build is not None else "",
+                             evidence.acc, checks)
 
 
 def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Path,

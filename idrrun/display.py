@@ -9,8 +9,11 @@ import shlex
 from collections.abc import Sequence
 from typing import TextIO
 
+from . import annotate
+from .annotate import Listing
 from .checks.kinds import passed_here
 from .checks.visibility import MORE_AT_GRADING
+from .checks.words import plural
 from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
@@ -103,7 +106,7 @@ class TextReporter:
             self._out.flush()
 
     def _paint(self, text: str, style: str) -> str:
-        if not self._color:
+        if not self._color or not style:
             return text
         return f"\x1b[{_COLORS[style]}m{text}\x1b[0m"
 
@@ -176,12 +179,19 @@ class TextReporter:
         self._line(str(VerdictView(verdict)), "ok" if verdict.passed or verdict.passed_here else "bad")
         self._step_done()
 
+    def annotated(self, listing: Listing) -> None:
+        self._line(AnnotatedView(listing).title(), "dim")
+        for text, kind in annotate.text_lines(listing):
+            # The code as written: a student's source may hold what drives a terminal.
+            self._line(neutralise(text) if self._sanitize else text, _TEXT_STYLE.get(kind, ""))
+        self._step_done()
+
 
 # ---------------------------------------------------------------------------------------
 # Verdicts
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "incomplete": "n/a"}
-
+_COLUMN = 28
 _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 # JupyterLab and Notebook 7 right-align the cells of every table in an output; a table of words
 # reads from the left. Inline, on each cell: a <style> block is dropped from the output of a
@@ -198,23 +208,26 @@ class VerdictView:
     def headline(self) -> str:
         v = self.verdict
         if v.passed:
-            return f"{v.exercise}: PASS, {len(v.checks)} checks"
+            return f"{v.exercise}: PASS, {plural(len(v.checks), 'check')}"
         if v.passed_here:
             return f"{v.exercise}: {passed_here(v.gpu_checks)}"
         if v.incomplete:
             missing = v.incomplete_checks
-            return (f"{v.exercise}: INCOMPLETE, {len(v.checks) - len(missing)} checks passed, "
-                    f"{len(missing)} could not be evaluated here "
+            return (f"{v.exercise}: INCOMPLETE, {plural(len(v.checks) - len(missing), 'check')} "
+                    f"passed, {len(missing)} could not be evaluated here "
                     f"({', '.join(c.name for c in missing)}: {missing[0].reason})")
-        return f"{v.exercise}: not yet, {len(v.failed_checks)} of {len(v.checks)} checks failed"
+        return (f"{v.exercise}: not yet, {len(v.failed_checks)} of "
+                f"{plural(len(v.checks), 'check')} failed")
 
     def __str__(self) -> str:
         rows = [("check", "result", "expected", "got", "why")]
         rows += [(c.name, _MARK[c.status], c.expected, c.got, c.reason) for c in self.verdict.checks]
-        widths = [min(max(len(r[i]) for r in rows), 28) for i in range(4)]
+        # Columns as wide as their longest cell up to a cap; a longer cell runs over its
+        # column rather than lose its end (an expected line cut in the middle reads wrong).
+        widths = [min(max(len(r[i]) for r in rows), _COLUMN) for i in range(4)]
         lines = [self.headline()]
         for r in rows:
-            cells = [r[i][:28].ljust(widths[i]) for i in range(4)]
+            cells = [r[i].ljust(widths[i]) for i in range(4)]
             lines.append("  " + "  ".join(cells) + "  " + r[4])
         if self.verdict.more_at_grading:
             lines.append(MORE_AT_GRADING)
@@ -241,3 +254,87 @@ class VerdictView:
 
     def _repr_pretty_(self, p: object, cycle: bool) -> None:
         p.text(str(self))  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------
+# The annotated source (annotate.py): the lines near a note, each note under its line
+
+# Terminal styles (_COLORS) and HTML colours of the notes, by kind.
+_TEXT_STYLE = {"gap": "dim", "error": "bad", "check": "bad", "warning": "note", "implicit": "note",
+               "note": "dim", "data": "dim", "region": "dim", "loop": "dim", "remark": "dim"}
+_NOTE_COLOR = {"error": "#cf222e", "check": "#cf222e", "warning": "#9a6700", "implicit": "#bc4c00",
+               "data": "#0969da", "region": "#8250df", "loop": "#1a7f37", "note": "#57606a",
+               "remark": "#57606a"}
+_OPEN_KINDS = ("error", "warning", "check")
+
+
+class AnnotatedView:
+    """A student's source with the compiler's messages and remarks, and the failed checks, on
+    their lines: HTML in the notebook (open when something is wrong there), text elsewhere."""
+
+    def __init__(self, listing: Listing) -> None:
+        self.listing = listing
+
+    def _counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for line in self.listing.lines:
+            for note in line.notes:
+                counts[note.kind] = counts.get(note.kind, 0) + 1
+        for d in self.listing.elsewhere:
+            counts[d.severity] = counts.get(d.severity, 0) + 1
+        return counts
+
+    def title(self) -> str:
+        counts = self._counts()
+        said = [plural(counts[k], one, many) for k, one, many in (
+            ("error", "error", None), ("warning", "warning", None),
+            ("check", "failed check", None), ("implicit", "implicit data movement", None))
+            if counts.get(k)]
+        remarks = sum(counts.get(k, 0) for k in ("data", "region", "loop", "remark", "note"))
+        if remarks:
+            said.append(plural(remarks, "remark"))
+        return f"{self.listing.name}, annotated" + (f": {', '.join(said)}" if said else "")
+
+    def __str__(self) -> str:
+        return self.title() + "\n" + annotate.text(self.listing)
+
+    def _repr_pretty_(self, p: object, cycle: bool) -> None:
+        p.text(str(self))  # type: ignore[attr-defined]
+
+    def _repr_html_(self) -> str:
+        listing = self.listing
+        body: list[str] = []
+        for row in annotate.rows(listing):
+            if row[0] == "gap":
+                body.append("<tr class='idrrun-gap'><td style='text-align:right;color:#8c959f'>⋮"
+                            "</td><td></td></tr>")
+            elif row[0] == "code":
+                body.append(f"<tr><td style='{_NUMBER_STYLE}'>{row[1].number}</td>"
+                            f"<td style='{_CODE_STYLE}'>{html.escape(row[1].code) or ' '}</td></tr>")
+            else:
+                body.append(_note_html(row[1], row[2]))
+        for d in listing.elsewhere:
+            body.append(f"<tr><td></td><td style='color:{_NOTE_COLOR.get(d.severity, '#57606a')}'>"
+                        f"{html.escape(f'{d.file}:{d.line}: {d.severity}: {d.message}')}</td></tr>")
+        wrong = any(n.kind in _OPEN_KINDS for line in listing.lines for n in line.notes) or \
+            bool(listing.elsewhere)
+        return (f"<details class='idrrun-annotated'{' open' if wrong else ''}>"
+                f"<summary><b>{html.escape(self.title())}</b></summary>"
+                "<table style='border-collapse:collapse;font-family:monospace'>"
+                f"<tbody>{''.join(body)}</tbody></table></details>")
+
+
+_NUMBER_STYLE = "text-align:right;color:#8c959f;padding-right:1em;vertical-align:top"
+_CODE_STYLE = "white-space:pre;text-align:left"
+
+
+def _note_html(line: annotate.Line, note: annotate.Note) -> str:
+    indent = len(line.code) - len(line.code.lstrip(" \t"))
+    color = _NOTE_COLOR.get(note.kind, "#57606a")
+    meaning = f"<br><span style='color:#57606a'>{html.escape(note.meaning)}</span>" \
+        if note.meaning else ""
+    return (f"<tr class='idrrun-note idrrun-note-{note.kind}' data-line='{line.number}'>"
+            f"<td></td><td style='text-align:left;white-space:normal;font-family:sans-serif;"
+            f"padding:1px 0 3px {indent}ch'><div style='border-left:3px solid {color};"
+            f"padding-left:6px'><b style='color:{color}'>{annotate.LABELS[note.kind]}:</b> "
+            f"{html.escape(note.text)}{meaning}</div></td></tr>")

@@ -15,7 +15,8 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from . import doctor, toolchains
-from .display import TextReporter, VerdictView, color_allowed, render_failure
+from .annotate import Listing
+from .display import AnnotatedView, TextReporter, VerdictView, color_allowed, render_failure
 from .errors import IdrrunError
 from .errors import UsageError as IdrrunUsage
 from .checking import run_with_options
@@ -113,6 +114,10 @@ class NotebookReporter(TextReporter):
     def profile(self, report: ProfileReport) -> None:
         sys.stdout.flush()
         display(ProfileView(report))
+
+    def annotated(self, listing: Listing) -> None:
+        sys.stdout.flush()
+        display(AnnotatedView(listing))
 
 
 @magics_class

@@ -500,6 +500,34 @@ class ImplicitData:
     detail: str  # one readable sentence for the student
 
 
+# What a remark of the compiler is about: a compute region made, a data clause's movement, a
+# movement the compiler added (no clause names the data), the way a loop is run.
+RemarkKind = Literal["region", "data", "implicit", "loop", "remark"]
+
+
+@dataclass(frozen=True)
+class Remark:
+    """What the compiler's report says of one line of the source (not an error)."""
+
+    line: int
+    text: str  # the compiler's own words (or the finding, from gcc's dumps)
+    meaning: str = ""  # one line for a student (toolchains/remarks.py)
+    kind: RemarkKind = "remark"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One message of the compiler about a line of a file: an error, a warning, a note, or a
+    remark of its optimisation report (gcc's "optimized")."""
+
+    file: str  # as the build's output names it: the cell's or the file's name, or a header
+    line: int
+    column: int | None
+    severity: str  # "error", "warning", "note", "optimized", "missed", "info"
+    message: str
+    code: str = ""  # the source line it is about, when known
+
+
 @dataclass(frozen=True)
 class AccReport:
     """What a build did with the program's OpenACC directives."""
@@ -511,6 +539,9 @@ class AccReport:
     # Compute regions the compiler created in functions the program never calls (gcc: its call
     # graph from main), or dropped with them: not counted in `regions`, never run.
     unreachable: int = 0
+    # What the report says line by line (regions, data movements, loops), for the annotated
+    # source; not what the checks decide on (nor what two reports compare on).
+    remarks: tuple[Remark, ...] = field(default=(), compare=False)
 
 
 # incomplete: the check could not be evaluated (no GPU trace, no compiler report, no solution
@@ -535,6 +566,13 @@ class CheckResult:
     # The position of its [[check]] in the spec (check[N]): its points and what a student sees
     # of it are the spec's, looked up when scored or shown; -1 for idrrun's own rows.
     check: int = -1
+    # The source line it is about, when it has one (the implicit copy, the directive found).
+    line: int | None = None
+    # The lines of the program's output around what it read (numbered), or its last lines
+    # when what it looked for is not there; "" when the check reads no output.
+    excerpt: str = ""
+    # The spec's regular expression, for the teacher's report: a student reads words.
+    pattern: str = ""
 
 
 @dataclass(frozen=True)

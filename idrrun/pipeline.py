@@ -19,14 +19,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from . import build as build_mod
 from . import files
+from .annotate import Listing
 from .model import (
     BuildResult,
     DependencyList,
@@ -38,6 +40,7 @@ from .model import (
     RunResult,
     SandboxSupport,
     Settings,
+    Source,
     StackFrame,
     Toolchain,
     Verdict,
@@ -70,6 +73,8 @@ class Outcome:
     verdict: Verdict | None = None
     notes: tuple[str, ...] = field(default=())
     profile: ProfileReport | None = None
+    # A checked request's source with the compiler's messages and remarks on their lines.
+    annotated: Listing | None = None
 
     @property
     def ok(self) -> bool:
@@ -99,6 +104,9 @@ class Reporter(Protocol):
         return None
 
     def verdict(self, verdict: Verdict) -> None:
+        return None
+
+    def annotated(self, listing: Listing) -> None:
         return None
 
 
@@ -157,6 +165,44 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
                 if p.returncode else "the compiler produced no output file")
     return Failure(kind=kind, what=what, command=result.command, output=result.output, hint=hint,
                    compile_step=True)
+
+
+_MAX_HELD = 4096  # the longest path a piece of output may end with and be held for
+
+
+class Renamed:
+    """The program's output as shown, the build's name of the source renamed (gfortran's "At
+    line 7 of file source.f90", an assert's "prog: source.c:3"): a piece at the end of what
+    came that may be the start of that name waits for what follows (finish() lets it go)."""
+
+    def __init__(self, sink: Callable[[str], None], source: Source) -> None:
+        self._sink = sink
+        self._source = source
+        self._temporary = build_mod.source_file_name(source)
+        self._held = ""
+
+    def __call__(self, text: str) -> None:
+        text = self._held + text
+        keep = self._unfinished(text)
+        self._held = text[len(text) - keep:] if keep else ""
+        if len(text) > keep:
+            self._sink(build_mod.rename_paths(text[:len(text) - keep], self._source))
+
+    def _unfinished(self, text: str) -> int:
+        """How many characters at the end of `text` may be the start of the temporary name, or
+        of a path to it (a folder and maybe the name's start: `/b/.k.tmp-x/sou`)."""
+        token = re.split(r"[\s'\"`(]", text[-_MAX_HELD:])[-1]
+        last = token.rsplit("/", 1)[-1]
+        if "/" in token and self._temporary.startswith(last) and len(last) < len(self._temporary):
+            return len(token)
+        return len(last) if last and self._temporary.startswith(last) and \
+            len(last) < len(self._temporary) else 0
+
+    def finish(self) -> None:
+        if self._held:
+            self._sink(build_mod.rename_paths(self._held, self._source))
+            self._held = ""
+
 
 
 def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
@@ -222,8 +268,8 @@ def run_failure(result: RunResult, request: RunRequest,
     else:
         kind, what = FailureKind.MISSING_FILES, "missing output files"
         hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
-    return Failure(kind=kind, what=what, command=result.command, output=p.output, hint=hint,
-                   limit=limit)
+    return Failure(kind=kind, what=what, command=result.command,
+                   output=build_mod.rename_paths(p.output, request.source), hint=hint, limit=limit)
 
 
 class Notes:
@@ -389,7 +435,8 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
               notes: Notes) -> tuple[RunResult, Follower | None]:
     """The run itself; with the built-in tracer's follower, which read its trace meanwhile."""
     how, box, pplan = planned.how, planned.box, planned.profile
-    shown = profile.output_filter(pplan, reporter.output)  # nsys's progress bars: one line
+    renamed = Renamed(reporter.output, request.source)
+    shown = profile.output_filter(pplan, renamed)  # nsys's progress bars: one line
     # The built-in tracer's file, read as it is written; never a box's (read after, by boundary).
     followed = profile.follower(pplan) if staged.run_folder is None else None
     with followed or contextlib.nullcontext():
@@ -400,6 +447,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                          limits=request.limits, gpu_run=prepared.family.gpu_context(toolchain),
                          box=box, outer=how.launcher if box is not None else ()))
     shown.finish()
+    renamed.finish()
     p = profile.stopped(pplan, p)
     notes.add(p.notes)
     nodes, placed = launch.after(how, p)

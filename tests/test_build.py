@@ -114,3 +114,86 @@ def test_a_graded_build_is_judged_by_the_files_its_compiler_read(tmp_path: Path)
     course = "/usr/local/lib/python3.11/dist-packages/idrrun/course/examples/C/x_solution.c"
     assert "x_solution.c" in build.judge_dependencies([course], work, roots, hidden)
     assert "and 1 more" in build.judge_dependencies(["/a", "/b", "/c", "/d"], work, roots, hidden)
+
+
+# Real gcc and gfortran output, every form in which they (and ld, and the programs' runtimes)
+# name the source: none may show the build's temporary name.
+C_WARNINGS = ('#include <stdio.h>\n#include "inc.h"\nint f(int x) { return x; }\n'
+              'int main(void) {\n  int n = 10; float a[10];\n  printf("%d\\n", f("x"));\n'
+              "  return unused_thing;\n}\n")
+F_ERROR = ("program main\n  implicit none\n  real :: a(100)\n"
+           "  print *, a(1) + undefined_var\nend program\n")
+C_LINK = "void foo(void);\nint main(void) { foo(); return 0; }\n"
+F_LINK = "program p\n  call foo()\nend program\n"
+F_BOUNDS = ("program main\n  implicit none\n  integer :: i, n\n  real :: a(100)\n  n = 101\n"
+            "  do i = 1, n\n    a(i) = i * 2.0\n  end do\n  print *, a(1)\nend program\n")
+C_ASSERT = "#include <assert.h>\nint main(void) { int x = 0; assert(x == 1); return 0; }\n"
+TEMPORARY = re.compile(r"\bsource\.(?:c|f90)\b|\.tmp-|/cc\w{6}\.o")
+
+
+def run_cell(tmp_path: Path, text: str, language: Language, flags: tuple[str, ...] = ()
+             ) -> tuple[str, str, str]:
+    """(the build's output, the output shown while the program ran, the failure's output)."""
+    from idrrun import pipeline
+    from idrrun.model import Probe, Settings
+    import io
+
+    request, toolchain = setup(tmp_path, text, name="cell[7]", language=language)
+    if language == "fortran":
+        gfortran = probe_compiler("gfortran")
+        toolchain = dataclasses.replace(toolchain, compiler=gfortran, link_flags=())
+    toolchain = dataclasses.replace(toolchain, flags=("-O0", "-Wall", *flags))
+    shown = io.StringIO()
+
+    class Shown(pipeline.NullReporter):
+        def output(self, text: str) -> None:
+            shown.write(text)
+
+    outcome = pipeline.execute(request, toolchain, Probe("gcc", (toolchain.compiler,), (), False),
+                               Settings(cache_dir=tmp_path / "cache"), Shown())
+    assert outcome.build is not None
+    failure = outcome.failure.output if outcome.failure is not None else ""
+    return outcome.build.output, shown.getvalue(), failure
+
+
+def test_the_build_s_temporary_names_never_show(tmp_path: Path) -> None:
+    from idrrun.toolchains import diagnostics
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "inc.h").write_text("static int hdr(void) { int y; return y; }\n")
+    said, _, _ = run_cell(tmp_path / "c", C_WARNINGS, "c")
+    for form in ("cell[7]: In function ‘main’:", "cell[7]:8:10: error: ‘unused_thing’ undeclared",
+                 "cell[7]:7:20: warning: passing argument 1 of ‘f’", "cell[7]:4:11: note: expected",
+                 "In file included from cell[7]:3:"):
+        assert form in said, said
+    found = [(d.file, d.line, d.severity) for d in diagnostics.parse(said)]
+    assert ("cell[7]", 8, "error") in found and ("cell[7]", 4, "note") in found
+    said, _, _ = run_cell(tmp_path / "f", F_ERROR, "fortran")
+    assert "cell[7]:5:31:" in said and "Error: Symbol ‘undefined_var’" in said
+    assert [(d.file, d.line, d.severity) for d in diagnostics.parse(said)] == [("cell[7]", 5, "error")]
+    linked = [run_cell(tmp_path / f"link-{lang}", text, lang, ("-g1",))[0]
+              for text, lang in ((C_LINK, "c"), (F_LINK, "fortran"))]
+    assert "ld: cell[7]: in function" in linked[0] and "cell[7]:3: undefined reference to `foo'" in linked[0]
+    assert "cell[7]:3: undefined reference to `foo_'" in linked[1]
+    assert ("cell[7]", 3, "error") in [(d.file, d.line, d.severity) for d in diagnostics.parse(linked[0])]
+    _, shown, failure = run_cell(tmp_path / "bounds", F_BOUNDS, "fortran", ("-fcheck=bounds", "-g"))
+    assert "At line 8 of file cell[7]" in shown and "At line 8 of file cell[7]" in failure
+    assert re.search(r"at cell\[7\]:8\b", shown), shown
+    _, shown, failure = run_cell(tmp_path / "assert", C_ASSERT, "c")
+    assert "prog: cell[7]:3: main: Assertion" in shown
+    for text in (said, *linked, shown, failure):
+        assert not TEMPORARY.search(text), text
+
+
+def test_the_program_s_output_is_renamed_as_it_comes_even_cut_in_the_name() -> None:
+    from idrrun.pipeline import Renamed
+
+    src = from_cell(GOOD, "cell[7]", "fortran", None, Path("/w"))
+    shown: list[str] = []
+    renamed = Renamed(shown.append, src)
+    for piece in ("At line 7 of file sour", "ce.f90\nFortran runtime error\n", "at /b/.k.tmp-x/",
+                  "source.f90:7\n", "ends in s"):
+        renamed(piece)
+    assert "".join(shown) == "At line 7 of file cell[7]\nFortran runtime error\nat cell[7]:7\nends in "
+    renamed.finish()
+    assert "".join(shown).endswith("ends in s")

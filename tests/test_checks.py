@@ -33,7 +33,7 @@ def test_exit_ok() -> None:
     assert (r.status, r.got) == ("fail", "killed by SIGSEGV")
     assert evaluate_one(spec, ev(rc=None, timed_out=True)).got == "timed out"
     r = evaluate_one(spec, ev(built=False))
-    assert (r.status, r.reason) == ("fail", "the program did not build")
+    assert (r.status, r.reason) == ("fail", "the program did not build (see the compiler's messages)")
 
 
 def test_value_within_tolerance() -> None:
@@ -60,9 +60,11 @@ def test_matches_solution() -> None:
     sol = "error = 1.0e-3\nerror = 2.0e-4\n"
     assert evaluate_one(spec, ev("error = 0.001\nerror = 0.0002\n", solution=sol)).status == "pass"
     r = evaluate_one(spec, ev("error = 0.001\nerror = 0.0003\n", solution=sol))
-    assert (r.status, r.reason) == ("fail", "value 2: 0.0003 where the solution gives 2.0e-4")
+    assert (r.status, r.reason) == ("fail", "value 2 of 2 is 0.0003 where the solution prints 2.0e-4")
+    assert r.excerpt == "  1 | error = 0.001\n> 2 | error = 0.0003"
     r = evaluate_one(spec, ev("error = 0.001\n", solution=sol))
-    assert r.status == "fail" and "prints 2 such values, this program 1" in r.reason
+    assert r.status == "fail" and r.reason == ("the solution prints a line 'error = <number>' twice, "
+                                               "this program once")
     r = evaluate_one(spec, ev("error = 0.001\n", solution=None))
     assert (r.status, r.reason) == ("incomplete", "the solution could not be run: it crashed")
 
@@ -96,7 +98,7 @@ def test_uses_openacc_counts_the_regions_that_ran() -> None:
     r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc", unreachable=1), regions=NONE_RAN))
     assert (r.status, r.got) == ("fail", "0")
     assert r.reason == ("the compute regions never ran: the program executed none of them (1 "
-                        "compute region(s) are in functions the program never calls, says the "
+                        "compute region is in a function the program never calls, says the "
                         "compiler)")
     r = evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"), regions=NONE_RAN))
     assert r.status == "fail" and r.reason.endswith("(is the code that holds them called?)")
@@ -107,7 +109,7 @@ def test_uses_openacc_counts_the_regions_that_ran() -> None:
     # The compiler's report of reachable code, when the run did not load the library, or no run.
     loaded_not = RegionsRan("not_loaded", why="no library")
     r = evaluate_one(spec, ev(acc=AccReport(1, (), "gcc"), regions=loaded_not))
-    assert r.status == "pass" and r.reason.endswith("(gcc; from the compiler's report: no library)")
+    assert r.status == "pass" and r.reason.endswith("(from the compiler's report: no library)")
     r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc", unreachable=2), regions=loaded_not))
     assert (r.status, r.reason) == (
         "fail", "the compute regions never run: the compiler made them only in functions the "
@@ -120,13 +122,13 @@ def test_regions_ran() -> None:
     two = CheckSpec("regions_ran", "ran", minimum=2)
     r = evaluate_one(two, ev(regions=TWO_RAN))
     assert (r.status, r.expected, r.got, r.reason) == (
-        "pass", "≥ 2 compute region(s) run", "2",
-        "2 compute region(s) ran: line 47 (main) 1000 times, line 55 (main) 1000 times")
+        "pass", "≥ 2 compute regions run", "2",
+        "2 compute regions ran: line 47 (main) 1000 times, line 55 (main) 1000 times")
     half = RegionsRan("counted", (ConstructRan(1, 47, "main"),))
     r = evaluate_one(two, ev(regions=half, acc=AccReport(1, (), "gcc", unreachable=1)))
     assert (r.status, r.got) == ("fail", "1")
     assert r.reason == ("1 of 2 compute regions ran (ran: line 47 (main) once) (1 compute "
-                        "region(s) are in functions the program never calls, says the compiler)")
+                        "region is in a function the program never calls, says the compiler)")
     for regions in (None, RegionsRan("unfinished", why="killed"), RegionsRan("not_loaded", why="x")):
         assert evaluate_one(two, ev(regions=regions)).status == "incomplete"
     r = evaluate_one(two, ev(regions=TWO_RAN, ran=False))
@@ -143,7 +145,7 @@ def test_no_implicit_data() -> None:
     assert (r.status, r.got) == ("fail", "no compute region ran")
     r = evaluate_one(spec, ev(acc=AccReport(0, (), "gcc", unreachable=1)))
     assert r.status == "fail" and r.reason == (
-        "no compute region: nothing runs on the device (1 compute region(s) are in functions the "
+        "no compute region: nothing runs on the device (1 compute region is in a function the "
         "program never calls, says the compiler)")
 
 

@@ -59,10 +59,10 @@ def test_grade_with_the_toy_family(toy: Path, tmp_path: Path, monkeypatch: pytes
     assert code == 0, capsys.readouterr()  # a completed grading (start fails its checks)
     rows = {r["student"]: r for r in json.loads((tmp_path / "report.json").read_text())}
     assert rows["good"]["verdict"] == "pass"
-    assert rows["start"]["verdict"] == "fail" and "uses_openacc" in rows["start"]["reasons"]
+    assert rows["start"]["verdict"] == "fail" and "uses OpenACC" in rows["start"]["reasons"]
     # The regions that ran were counted as they ran (graded builds run in a sandbox: toycc's
     # argv log stays inside it).
-    [acc] = [c for c in rows["good"]["checks"] if c["name"] == "uses_openacc"]
+    [acc] = [c for c in rows["good"]["checks"] if c["name"] == "uses OpenACC"]
     assert "ran" in acc["reason"]
 
 

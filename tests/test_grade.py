@@ -47,9 +47,9 @@ def make_class(folder: Path) -> dict[str, tuple[str, str]]:
         "erin.c": (_edit(SOLUTION_C, main, main + "    volatile int *p = NULL; *p = 1;\n"),
                    ("fail", "killed by SIGSEGV")),
         "frank.c": (_edit(SOLUTION_C, main, main + "    for (;;) {}\n"), ("fail", "timed out")),
-        "grace.c": (SERIAL_C, ("fail", "uses_openacc: the source has no OpenACC directive")),
+        "grace.c": (SERIAL_C, ("fail", "uses OpenACC: the source has no OpenACC directive")),
         "heidi.c": (_edit(SOLUTION_C, "present(A[0:n], B[0:n], C[0:n]) wait(1, 2, 3)", "wait(1, 2, 3)"),
-                    ("fail", "no_implicit_data")),
+                    ("fail", "data clauses")),
     }
     for name, (text, _) in subs.items():
         (folder / name).write_text(text)
@@ -65,7 +65,7 @@ def make_class(folder: Path) -> dict[str, tuple[str, str]]:
     if not has_gpu():
         # On a host the GPU-trace checks (ran_on_gpu, queues) cannot be evaluated: a correct
         # program is "incomplete", never a bare pass.
-        expected = {k: (("incomplete", "PASS here; on a GPU also: ran_on_gpu, queues")
+        expected = {k: (("incomplete", "PASS here; on a GPU also: runs on the GPU, async queues")
                         if v[0] == "pass" else v)
                     for k, v in expected.items()}
     expected["judy"] = ("error", "not a readable notebook")
@@ -129,7 +129,7 @@ def test_check_in_a_kernel_shows_the_table_and_fails_on_wrong_value(kernel: Kern
         assert html and "async_matmul: INCOMPLETE, 4 checks passed, 2 could not be evaluated" in html[0]
         assert "<table>" in html[0] and "needs a GPU trace" in html[0]
     else:
-        assert html and "async_matmul: PASS here; on a GPU also: ran_on_gpu, queues" in html[0]
+        assert html and "async_matmul: PASS here; on a GPU also: runs on the GPU, async queues" in html[0]
         assert "<table>" in html[0] and "needs a GPU: this run was built for the host" in html[0]
     wrong = _edit(SOLUTION_C, "init_mat(B, dim, 7.0, 2);", "init_mat(B, dim, 8.0, 2);")
     bad = kernel.run("%%idrrun -a --exercise async_matmul\n" + wrong)
@@ -254,7 +254,7 @@ def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_pat
     assert all(r["hidden_args"] == [list(a) for a in drawn] for r in rows)
     # Feedback: that a hidden case failed, and the kind of its check; no value, no seed.
     bob = (tmp_path / "fb" / "bob.md").read_text()
-    assert "| n (hidden run 1) | fail |" in bob and "matches_solution" in bob, bob
+    assert "| n (hidden run 1) | fail |" in bob and "hidden case (same as the solution)" in bob, bob
     for feedback in (tmp_path / "fb").iterdir():
         text = feedback.read_text()
         assert seed not in text and not any(n in text for (n,) in drawn), text
@@ -272,3 +272,81 @@ def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_pat
     assert grade()[0]["hidden_args"] == kept  # resumed
     another = [list(a) for a in draw.drawn(exercise, "another").hidden_args]
     assert [r["hidden_args"] for r in grade("--seed", "another")] == [another, another]
+
+
+FEEDBACK_SPEC = r"""name = "demo_fb"
+title = "Sum on the device"
+timeout = 20
+[sources.c]
+exercise = "ex.c"
+solution = "sol.c"
+[args]
+host = ["10"]
+[[check]]
+kind = "exit_ok"
+[[check]]
+kind = "value"
+pattern = 'total\s*=\s*(\S+)'
+expected = 55
+[[check]]
+kind = "uses_openacc"
+[[check]]
+kind = "no_implicit_data"
+"""
+FEEDBACK_SOLUTION = """\
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    double *a = malloc(n * sizeof *a), total = 0;
+    for (int i = 0; i < n; i++) a[i] = i + 1;
+    #pragma acc parallel loop reduction(+:total) copyin(a[0:n])
+    for (int i = 0; i < n; i++) total += a[i];
+    printf("n = %d\\ntotal = %g\\n", n, total);
+    return 0;
+}
+"""
+
+
+def test_feedback_carries_the_compiler_s_messages_the_signal_and_the_output(tmp_path: Path) -> None:
+    examples, klass = tmp_path / "examples", tmp_path / "class"
+    examples.mkdir()
+    klass.mkdir()
+    (examples / "demo_fb.toml").write_text(FEEDBACK_SPEC)
+    (examples / "sol.c").write_text(FEEDBACK_SOLUTION)
+    (examples / "ex.c").write_text(FEEDBACK_SOLUTION)
+    (klass / "ann.c").write_text(_edit(FEEDBACK_SOLUTION, "total += a[i];", "totl += a[i];"))
+    (klass / "bob.c").write_text(_edit(FEEDBACK_SOLUTION, "    for (int i = 0; i < n; i++) a[i]",
+                                       "    a = NULL; a[0] = 1;\n    for (int i = 0; i < n; i++) a[i]"))
+    (klass / "carol.c").write_text(_edit(_edit(FEEDBACK_SOLUTION, " copyin(a[0:n])", ""),
+                                         "a[i] = i + 1;", "a[i] = i;"))
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples),
+               IDRRUN_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "demo_fb",
+                        *(str(klass / f"{s}.c") for s in ("ann", "bob", "carol")),
+                        "--report", str(tmp_path / "r.json"), "--feedback", str(tmp_path / "fb")],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["student"]: row for row in json.loads((tmp_path / "r.json").read_text())}
+    ann = (tmp_path / "fb" / "ann.md").read_text()
+    # The compile error: the compiler's message on the student's line, with the line shown.
+    assert "The program did not build: exit code 1." in ann
+    assert "- `ann.c:9:33` error: ‘totl’ undeclared" in ann, ann
+    assert "9 |     for (int i = 0; i < n; i++) totl += a[i];" in ann
+    assert "source.c" not in ann and "source.c" not in json.dumps(rows["ann"])
+    assert {(d["file"], d["line"], d["severity"]) for d in rows["ann"]["diagnostics"]} >= \
+        {("ann.c", 9, "error")}
+    assert " 9      for (int i = 0; i < n; i++) totl += a[i];\n        // ^ error: ‘totl’ undeclared" in ann
+    assert "None of the 4 checks could judge it: the program did not build." in ann
+    bob = (tmp_path / "fb" / "bob.md").read_text()
+    assert "The program did not run to its end: killed by SIGSEGV." in bob
+    assert "Hint: the program touched memory it does not own" in bob
+    assert rows["bob"]["failure_hint"].startswith("the program touched memory it does not own")
+    carol = (tmp_path / "fb" / "carol.md").read_text()
+    # The output around the failed value, the line marked; the implicit copy on its line.
+    assert "**total** (total is 45, expected 55)" in carol and "> 2 | total = 45" in carol, carol
+    value = next(c for c in rows["carol"]["checks"] if c["name"] == "total")
+    assert value["excerpt"] == "  1 | n = 10\n> 2 | total = 45" and value["pattern"]
+    assert "// ^ check failed: data clauses: The pointer a is used in the parallel region at line 8" in carol
+    assert "// ^ implicit data: firstprivate(a) added by the compiler" in carol

@@ -275,4 +275,39 @@ def test_profile_async_solution_on_the_gpu_shows_three_queues(kernel: Kernel) ->
     assert "<img" in html and "data:image/png;base64," in html
     verdict = next(d["text/html"] for d in r.displays if "idrrun-verdict" in d.get("text/html", ""))
     assert "async_matmul: PASS" in verdict
-    assert "ran_on_gpu" in verdict and "queues" in verdict and "n/a" not in verdict
+    assert "runs on the GPU" in verdict and "async queues" in verdict and "n/a" not in verdict
+
+
+def test_a_checked_cell_shows_its_source_annotated_after_the_verdict(kernel: Kernel) -> None:
+    # The start file of data_laplace moves A and Anew implicitly at each construct: the cell
+    # shows, after the verdict, its source with gcc's remark and the implicit copies on the
+    # line of the directive (the cell's own line numbers: the magic line is 1).
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    start = (examples / "C" / "data_laplace_exercise.c").read_text()
+    (kernel.cwd / "idrrun.toml").write_text(f'examples_dir = "{examples}"\n')
+    try:
+        r = kernel.run("%%idrrun -a --check data_laplace\n" + start)
+    finally:
+        (kernel.cwd / "idrrun.toml").unlink()
+    assert r.status == "error" and "check failed" in r.error_text, r.stdout
+    html = [d["text/html"] for d in r.displays if "text/html" in d]
+    verdict = next(i for i, h in enumerate(html) if "idrrun-verdict" in h)
+    shown = next(i for i, h in enumerate(html) if "idrrun-annotated" in h)
+    assert shown == verdict + 1, html
+    directive = 1 + next(i + 1 for i, line in enumerate(start.splitlines())
+                         if "#pragma acc parallel loop" in line)
+    notes = re.findall(r"<tr class='idrrun-note idrrun-note-(\w+)' data-line='(\d+)'>(.*?)</tr>",
+                       html[shown])
+    here = [(kind, body) for kind, line, body in notes if int(line) == directive]
+    assert any(kind == "loop" and "assigned OpenACC gang vector loop parallelism" in body and
+               "spread over gangs and vectors" in body for kind, body in here), here
+    assert any(kind == "implicit" and "copy(A) added by the compiler" in body for kind, body in here)
+    assert any(kind == "check" and "data clauses" in body for kind, body in here)
+    # The note follows its line, and the listing opens by itself: something is wrong there.
+    row = re.search(rf"<td[^>]*>{directive}</td><td[^>]*>([^<]*)</td></tr>(<tr class='idrrun-note)",
+                    html[shown])
+    assert row is not None and "#pragma acc parallel loop" in row.group(1)
+    assert "<details class='idrrun-annotated' open>" in html[shown]
+    plain = next(d["text/plain"] for d in r.displays if "idrrun-annotated" in d.get("text/html", ""))
+    assert re.search(rf"^{directive}\s+#pragma acc parallel loop.*\n\s+// \^ check failed: data "
+                     "clauses", plain, re.MULTILINE), plain

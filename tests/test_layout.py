@@ -49,7 +49,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"model", "errors", "version", "files"}),   # values, stdlib only
     frozenset({"run"}),                                    # processes, boxes, the boundary
     frozenset({"profile", "images", "toolchains"}),        # what runs know and draw
-    frozenset({"checks"}),                                 # specs and check kinds (pure)
+    frozenset({"checks", "annotate"}),                     # specs, check kinds, the annotated source (pure)
     frozenset({"request"}),                                # options, settings, the resolver
     frozenset({"build"}),
     frozenset({"pipeline"}),

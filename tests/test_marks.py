@@ -156,7 +156,7 @@ def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> Non
     assert "dot = 42" not in text and "| line" not in text
     assert visibility.NOT_SHOWN.format(count=3) in text
     # Hidden runs: their result and kind, never their arguments nor values.
-    assert "| dot (hidden run 1) | fail |  |  | matches_solution check on a hidden case" in text
+    assert "| dot (hidden run 1) | fail |  |  | a check on a hidden case (same as the solution)" in text
     for secret in ("4321", "98765"):
         assert secret not in text
     # Before the deadline: every check's result only.
@@ -174,7 +174,7 @@ def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> Non
 def test_a_notebook_verdict_hides_what_the_spec_hides_and_says_grading_runs_more(tmp_path: Path) -> None:
     ex = _exercise(tmp_path)
     notebook = ex.without_grading_only()
-    assert [c.label for c in notebook.checks] == ["exit_ok", "dot", "reduction", "ran_on_gpu"]
+    assert [c.label for c in notebook.checks] == ["ends normally", "dot", "reduction", "runs on the GPU"]
     assert notebook.more_at_grading and not notebook.hidden_args
     main = tuple(c for c in _checks(reduction="fail") if not c.hidden and c.check != 3)
     verdict = visibility.student_verdict(Verdict("demo_dot", main), notebook)

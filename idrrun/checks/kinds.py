@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, ConstructRan, RegionsRan,
-                     RunResult, Verdict)
+from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, ConstructRan, ProcResult,
+                     RegionsRan, RunResult, Verdict)
+from ..toolchains.diagnostics import rename_temporary
 from . import loops, regex
 from .directives import code_text, has_directives
 from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
+from .words import output_line, plural, printed_name
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,11 @@ class Evidence:
     # is then why there is none for these arguments.
     from_reference: bool = False
     target: str | None = None  # where the build runs its regions (Toolchain.target), when known
+    # The source as the student knows it: its name, the line its text starts on (a cell's
+    # second), and the name the build gave its file (renamed in what the checks show).
+    source_name: str = ""
+    first_line: int = 1
+    temporary: str = ""
 
     @property
     def code(self) -> str:
@@ -77,81 +84,162 @@ def _tolerance(spec: CheckSpec) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+# An excerpt of the output: the lines around what a check read, or the last ones.
+EXCERPT_CONTEXT = 2
+EXCERPT_TAIL = 6
+_EXCERPT_WIDTH = 160
+
+
+def _excerpt(ev: Evidence, output: str, at: int | None) -> str:
+    """The output's lines around line `at` (0-based; marked with >), or its last lines when at
+    is None; numbered as the output's lines, the build's temporary names renamed."""
+    lines = output.splitlines()
+    if not lines:
+        return ""
+    if at is None or at >= len(lines):
+        first, last, at = max(0, len(lines) - EXCERPT_TAIL), len(lines), None
+    else:
+        first, last = max(0, at - EXCERPT_CONTEXT), min(len(lines), at + EXCERPT_CONTEXT + 1)
+    width = len(str(last))
+    shown = []
+    for i in range(first, last):
+        text = lines[i] if len(lines[i]) <= _EXCERPT_WIDTH else lines[i][:_EXCERPT_WIDTH] + "…"
+        shown.append(f"{'>' if i == at else ' '} {i + 1:>{width}} | {text}")
+    excerpt = "\n".join(shown)
+    if ev.temporary and ev.source_name:
+        excerpt = rename_temporary(excerpt, ev.temporary, ev.source_name)
+    return excerpt
+
+
+def _ended(p: ProcResult) -> str:
+    """How the program ended, as a sentence: 'the program was killed by SIGSEGV'."""
+    if p.start_error is not None:
+        return f"the program could not be started ({p.start_error})"
+    if p.interrupted:
+        return "the program was interrupted"
+    if p.timed_out:
+        return "the program did not end in time (it timed out)"
+    if p.limit is not None:
+        return f"the program was stopped at the {p.limit} limit"
+    if p.signal_name is not None:
+        return f"the program was killed by {p.signal_name}"
+    return f"the program ended with exit code {p.returncode}"
+
+
 def _exit_ok(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None
     p = ev.run.proc
     if p.ok:
         return CheckResult(spec.label, "pass", "exit 0", "exit 0", "the program ended normally")
-    return CheckResult(spec.label, "fail", "exit 0", p.describe(), f"the program {p.describe()}")
+    return CheckResult(spec.label, "fail", "exit 0", p.describe(), _ended(p),
+                       excerpt=_excerpt(ev, p.output, None))
 
 
 def _value(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None and spec.pattern is not None and spec.expected is not None
     expected = _fmt(spec.expected) + _tolerance(spec)
-    matches = regex.findall(spec.pattern, ev.run.proc.output)
-    if not matches:
+    output = ev.run.proc.output
+    found = regex.matches(spec.pattern, output)
+    what = output_line(spec.expect, spec.pattern, spec.label)
+    if not found:
         return CheckResult(spec.label, "fail", expected, "not printed",
-                           f"no line of the output matches {spec.pattern!r}")
-    raw = matches[-1]
+                           f"the program did not print {what}", excerpt=_excerpt(ev, output, None),
+                           pattern=spec.pattern)
+    at, raw = found[-1]
     got = _number(raw)
+    shown = _excerpt(ev, output, at)
     if got is None:
-        return CheckResult(spec.label, "fail", expected, raw, f"{raw!r} is not a number")
+        return CheckResult(spec.label, "fail", expected, raw,
+                           f"{spec.label} is printed as '{raw}', which is not a number",
+                           excerpt=shown, pattern=spec.pattern)
     if _close(got, spec.expected, spec.abs_tol, spec.rel_tol):
-        return CheckResult(spec.label, "pass", expected, _fmt(got), f"{spec.label} = {_fmt(got)}")
+        return CheckResult(spec.label, "pass", expected, _fmt(got), f"{spec.label} = {_fmt(got)}",
+                           pattern=spec.pattern)
     return CheckResult(spec.label, "fail", expected, _fmt(got),
-                       f"{spec.label} is {_fmt(got)}, expected {_fmt(spec.expected)}")
+                       f"{spec.label} is {_fmt(got)}, expected {_fmt(spec.expected)}",
+                       excerpt=shown, pattern=spec.pattern)
+
+
+def _quoted(line: str, width: int = 60) -> str:
+    text = line.strip()
+    return f"'{text if len(text) <= width else text[:width] + '…'}'"
 
 
 def _line(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None
     output = ev.run.proc.output
     if spec.exact is not None:
-        found = any(line.strip() == spec.exact.strip() for line in output.splitlines())
-        expected = repr(spec.exact)
+        lines = output.splitlines()
+        at = next((i for i, line in enumerate(lines) if line.strip() == spec.exact.strip()), None)
+        expected = spec.expect or f"a line '{spec.exact.strip()}'"
+        printed = lines[at] if at is not None else ""
     else:
         assert spec.regex is not None
-        found = regex.search(spec.regex, output)
-        expected = f"/{spec.regex}/"
-    if found:
-        return CheckResult(spec.label, "pass", expected, "found", "the line was printed")
-    return CheckResult(spec.label, "fail", expected, "not found", f"no output line matches {expected}")
+        found = regex.matches(spec.regex, output)
+        expected = output_line(spec.expect, spec.regex, "", group_is_number=False)
+        at = found[0][0] if found else None
+        printed = output.splitlines()[at] if at is not None else ""
+    pattern = spec.regex or ""
+    if at is not None:
+        return CheckResult(spec.label, "pass", expected, "printed", f"printed {_quoted(printed)}",
+                           pattern=pattern)
+    return CheckResult(spec.label, "fail", expected, "not printed",
+                       f"the program did not print {expected}", excerpt=_excerpt(ev, output, None),
+                       pattern=pattern)
 
 
 def _numbers(pattern: str, text: str) -> list[str]:
     return regex.findall(pattern, text)
 
 
+def _times(n: int) -> str:
+    return {0: "not at all", 1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
 def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None and spec.pattern is not None
+    pattern = spec.pattern
+    what = output_line(spec.expect, pattern, spec.label)
     if ev.solution_output is None:
         return CheckResult(spec.label, "incomplete", "", "", ev.solution_problem if ev.from_reference
-                           else f"the solution could not be run: {ev.solution_problem or 'unknown reason'}")
-    want = _numbers(spec.pattern, ev.solution_output)
-    got = _numbers(spec.pattern, ev.run.proc.output)
+                           else f"the solution could not be run: {ev.solution_problem or 'unknown reason'}",
+                           pattern=pattern)
+    want = _numbers(pattern, ev.solution_output)
+    output = ev.run.proc.output
+    found = regex.matches(pattern, output)
+    got = [g for _, g in found]
     if not want:
         return CheckResult(spec.label, "incomplete", "", "",
-                           f"the solution prints no line matching {spec.pattern!r}")
+                           f"the solution does not print {what} for these arguments",
+                           pattern=pattern)
     shown_want, shown_got = ", ".join(want[:4]), ", ".join(got[:4]) or "not printed"
     if len(got) != len(want):
+        at = found[len(want)][0] if len(got) > len(want) else (found[-1][0] if found else None)
         return CheckResult(spec.label, "fail", shown_want, shown_got,
-                           f"the solution prints {len(want)} such values, this program {len(got)}")
+                           f"the solution prints {what} {_times(len(want))}, this program "
+                           f"{_times(len(got))}", excerpt=_excerpt(ev, output, at), pattern=pattern)
     for i, (w, g) in enumerate(zip(want, got)):
+        which = (printed_name(pattern) or "the value") if len(want) == 1 else f"value {i + 1} of {len(want)}"
         wv, gv = _number(w), _number(g)
-        if wv is None or gv is None:
-            if w != g:
-                return CheckResult(spec.label, "fail", w, g, f"value {i + 1} differs")
-        elif not _close(gv, wv, spec.abs_tol, spec.rel_tol):
-            return CheckResult(spec.label, "fail", w + _tolerance(spec), g,
-                               f"value {i + 1}: {g} where the solution gives {w}")
-    return CheckResult(spec.label, "pass", shown_want, shown_got, "agrees with the solution")
+        differs = w != g if wv is None or gv is None else \
+            not _close(gv, wv, spec.abs_tol, spec.rel_tol)
+        if differs:
+            expected = w if wv is None or gv is None else w + _tolerance(spec)
+            return CheckResult(spec.label, "fail", expected, g,
+                               f"{which} is {g} where the solution prints {w}",
+                               excerpt=_excerpt(ev, output, found[i][0]), pattern=pattern)
+    same = "the same value" if len(got) == 1 else f"the same {len(got)} values"
+    return CheckResult(spec.label, "pass", shown_want, shown_got,
+                       f"prints {same} as the solution", pattern=pattern)
 
 
 def _never_called(acc: AccReport | None) -> str:
     """The compiler's count of regions in functions nothing calls, as a parenthesis."""
     if acc is None or acc.unreachable < 1:
         return ""
-    return (f" ({acc.unreachable} compute region(s) are in functions the program never calls, "
-            "says the compiler)")
+    regions = plural(acc.unreachable, "compute region")
+    where = "is in a function" if acc.unreachable == 1 else "are in functions"
+    return f" ({regions} {where} the program never calls, says the compiler)"
 
 
 def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -165,7 +253,7 @@ def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if ran is not None and ran.counted:
         if ran.distinct >= 1:
             return CheckResult(spec.label, "pass", "≥ 1 compute region run", str(ran.distinct),
-                               f"{ran.distinct} compute region(s) ran ({RAN_METHOD})")
+                               f"{plural(ran.distinct, 'compute region')} ran ({RAN_METHOD})")
         return CheckResult(spec.label, "fail", "≥ 1 compute region run", "0",
                            "the compute regions never ran: the program executed none of them"
                            + (_never_called(ev.acc) or " (is the code that holds them called?)"))
@@ -184,14 +272,14 @@ def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            "the compiler made no parallel/kernels/serial region of the "
                            f"directives ({fallback})")
     return CheckResult(spec.label, "pass", "≥ 1 compute region", str(ev.acc.regions),
-                       f"{ev.acc.regions} compute region(s) in code the program reaches "
-                       f"({ev.acc.method}; {fallback})")
+                       f"{plural(ev.acc.regions, 'compute region')} in code the program reaches "
+                       f"({fallback})")
 
 
 def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """Distinct compute constructs the run executed (each counted once, however often it ran)."""
     want = spec.minimum or 1
-    expected = f"≥ {want} compute region(s) run"
+    expected = f"≥ {plural(want, 'compute region')} run"
     ran = ev.regions
     if ran is None:
         return CheckResult(spec.label, "incomplete", expected, "",
@@ -202,7 +290,7 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     which = ", ".join(_construct(c) for c in ran.constructs[:6]) or "none"
     if ran.distinct >= want:
         return CheckResult(spec.label, "pass", expected, str(ran.distinct),
-                           f"{ran.distinct} compute region(s) ran: {which}")
+                           f"{plural(ran.distinct, 'compute region')} ran: {which}")
     return CheckResult(spec.label, "fail", expected, str(ran.distinct),
                        f"{ran.distinct} of {want} compute regions ran (ran: {which})"
                        + _never_called(ev.acc))
@@ -217,29 +305,33 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     statement = loops.statement_line(code, spec.pattern)
     if statement is None:
         return CheckResult(spec.label, "incomplete", expected, "not found",
-                           f"{spec.label} was not found in the source (no line matches "
-                           f"{spec.pattern!r})")
+                           f"{spec.label} was not found in the source: is it still written as "
+                           "in the start file?", pattern=spec.pattern)
     line = loops.enclosing_loop(code, statement, ev.language) or statement
     where = f"{spec.label} (line {line})"
     ran = ev.regions
     if ran is None or not ran.counted:
         return CheckResult(spec.label, "incomplete", expected, "",
                            ran.why if ran is not None else "the regions that ran were not "
-                           "counted (only a checked OpenACC run counts them)")
+                           "counted (only a checked OpenACC run counts them)",
+                           line=line, pattern=spec.pattern)
     for construct in ran.constructs:
         extent = loops.construct_extent(code, construct.line, ev.language) \
             if construct.line is not None else None
         if extent is not None and extent[0] <= statement <= extent[1]:
             return CheckResult(spec.label, "pass", expected, f"region at line {extent[0]}",
-                               f"{where} ran in the compute region at line {extent[0]}")
+                               f"{where} ran in the compute region at line {extent[0]}",
+                               line=line, pattern=spec.pattern)
     for directive in loops.compute_constructs(code, ev.language):
         extent = loops.construct_extent(code, directive, ev.language)
         if extent is not None and extent[0] <= statement <= extent[1]:
             return CheckResult(spec.label, "fail", expected, "region never ran",
                                f"{where} is in a compute region (line {directive}) that never "
-                               "ran: is the code that holds it called?")
+                               "ran: is the code that holds it called?", line=line,
+                               pattern=spec.pattern)
     return CheckResult(spec.label, "fail", expected, "host",
-                       f"{where} runs on the host: put it in a compute region")
+                       f"{where} runs on the host: put it in a compute region", line=line,
+                       pattern=spec.pattern)
 
 
 def _construct(c: ConstructRan) -> str:
@@ -256,7 +348,7 @@ def _uses_openmp(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "fail", "≥ 1 target region", "0",
                            "the compiler made no OpenMP target region")
     return CheckResult(spec.label, "pass", "≥ 1 target region", str(ev.acc.omp_targets),
-                       f"{ev.acc.omp_targets} target region(s) ({ev.acc.method})")
+                       f"{plural(ev.acc.omp_targets, 'target region')}, says the compiler")
 
 
 def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -269,25 +361,42 @@ def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "fail", "explicit data clauses", "no compute region ran",
                            "no compute region ran: nothing runs on the device")
     if not ev.acc.implicit:
-        return CheckResult(spec.label, "pass", "none", "none", "every array has a data clause")
+        return CheckResult(spec.label, "pass", NO_IMPLICIT, "none", "every array has a data clause")
     names = sorted({i.variable for i in ev.acc.implicit})
     first = ev.acc.implicit[0]
-    return CheckResult(spec.label, "fail", "none", ", ".join(names), first.detail)
+    return CheckResult(spec.label, "fail", NO_IMPLICIT, ", ".join(names), first.detail,
+                       line=first.line)
+
+
+NO_IMPLICIT = "no implicit copy"
+SOURCE_EXPECTED = "what the exercise asks for"
 
 
 def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert spec.regex is not None
-    if regex.search(spec.regex, ev.code):
-        return CheckResult(spec.label, "pass", f"/{spec.regex}/", "found", spec.reason or "found")
-    return CheckResult(spec.label, "fail", f"/{spec.regex}/", "not found",
-                       spec.reason or "the source does not contain what the exercise asks for")
+    expected = spec.expect or SOURCE_EXPECTED
+    if not regex.search(spec.regex, ev.code):
+        return CheckResult(spec.label, "fail", expected, "not found",
+                           spec.reason or "the source does not have what the exercise asks for",
+                           pattern=spec.regex)
+    # The line, found in the source as written (comments removed, lines kept).
+    written = regex.matches(spec.regex, code_text(ev.source_text, ev.language))
+    if not written:
+        return CheckResult(spec.label, "pass", expected, "found",
+                           "found in the source as the compiler reads it", pattern=spec.regex)
+    index = written[0][0]
+    line = ev.first_line + index
+    text = ev.source_text.splitlines()[index] if index < len(ev.source_text.splitlines()) else ""
+    return CheckResult(spec.label, "pass", expected, f"line {line}",
+                       f"found at line {line}: {_quoted(text, 70)}", line=line, pattern=spec.regex)
 
 
-def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckResult:
+def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult:
     if spec.kind == "ran_on_gpu":
         kernels = int(values.get("kernels", 0))
         if kernels >= 1:
-            return CheckResult(spec.label, "pass", "≥ 1 GPU kernel", str(kernels), "the regions ran on the GPU")
+            return CheckResult(spec.label, "pass", "≥ 1 GPU kernel", str(kernels),
+                               f"{plural(kernels, 'kernel')} ran on the GPU")
         return CheckResult(spec.label, "fail", "≥ 1 GPU kernel", "0",
                            "no kernel ran on the GPU: the OpenACC regions ran on the host")
     if spec.kind == "gpu_busy":
@@ -295,23 +404,26 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], output: str) -> CheckRe
     if spec.kind == "queues":
         queues, want = int(values.get("queues", 0)), spec.minimum or 1
         status: CheckStatus = "pass" if queues >= want else "fail"
-        return CheckResult(spec.label, status, f"≥ {want} queues", str(queues),
-                           f"{queues} streams had work" + ("" if status == "pass" else
-                                                           ": use async(n) on distinct queues"))
+        return CheckResult(spec.label, status, f"≥ {plural(want, 'queue')}", str(queues),
+                           f"{plural(queues, 'queue')} of the GPU had work" + (
+                               "" if status == "pass" else ": use async(n) on distinct queues"))
     assert spec.max_bytes is not None
     moved = values.get("bytes_moved", 0.0)
     unit = ""
+    output = ev.run.proc.output if ev.run is not None else ""
     if spec.per_iteration is not None:
         counts = _numbers(spec.per_iteration, output)
         iterations = _number(counts[-1]) if counts else None
         if not iterations:
+            what = output_line("", spec.per_iteration, "the iteration count")
             return CheckResult(spec.label, "fail", f"≤ {_bytes(spec.max_bytes)} per iteration",
                                "no iteration count",
-                               f"no output line matches {spec.per_iteration!r}")
+                               f"the program did not print {what}: the number of iterations",
+                               excerpt=_excerpt(ev, output, None), pattern=spec.per_iteration)
         moved, unit = moved / iterations, " per iteration"
     status = "pass" if moved <= spec.max_bytes else "fail"
     return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
-                       f"data moved between host and device{unit}" +
+                       f"{_bytes(moved)} moved between host and device{unit}" +
                        ("" if status == "pass" else ": keep the data on the device"))
 
 
@@ -320,9 +432,9 @@ def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
     busy = values.get("gpu_busy", 0.0)
     status: CheckStatus = "pass" if busy >= spec.min_share else "fail"
     return CheckResult(spec.label, status, f"≥ {100 * spec.min_share:.0f} %", f"{100 * busy:.0f} %",
-                       "share of the run the GPU is busy" + (
-                           "" if status == "pass" else ": the GPU waits (launches, transfers, "
-                           "host waits): see the profile's hints"))
+                       f"the GPU is busy {100 * busy:.0f} % of the run" + (
+                           "" if status == "pass" else ": it waits (launches, transfers, host "
+                           "waits): see the profile's hints"))
 
 
 def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -373,12 +485,13 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
             return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
         if ev.trace_values is None:
             return CheckResult(spec.label, "incomplete", "", "",
-                               "needs a GPU trace: --profile, on a GPU")
-        return _trace(spec, ev.trace_values, ev.run.proc.output if ev.run is not None else "")
+                               "needs a GPU trace: run with --profile on a GPU")
+        return _trace(spec, ev.trace_values, ev)
     if ev.build is None or not ev.build.ok:
         if spec.kind == "source":
             return _source(spec, ev)
-        return CheckResult(spec.label, "fail", "", "not built", "the program did not build")
+        return CheckResult(spec.label, "fail", "", "not built",
+                           "the program did not build (see the compiler's messages)")
     if spec.kind in _NEEDS_RUN and ev.run is None:
         return CheckResult(spec.label, "incomplete", "", "", "the program was not run (-n)")
     return _EVALUATORS[spec.kind](spec, ev)

@@ -45,3 +45,14 @@ def findall(pattern: str, text: str) -> list[str]:
     for m in compile(pattern).finditer(text):
         out.append(m.group(1) if m.re.groups else m.group(0))
     return out
+
+
+def matches(pattern: str, text: str) -> list[tuple[int, str]]:
+    """(the 0-based line it starts on, group 1 or the whole match) of every match, in order."""
+    out = []
+    line, counted = 0, 0
+    for m in compile(pattern).finditer(text):
+        line += text.count("\n", counted, m.start())
+        counted = m.start()
+        out.append((line, m.group(1) if m.re.groups else m.group(0)))
+    return out

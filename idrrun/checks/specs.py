@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 
 from ..errors import SpecError, did_you_mean
 from ..model import Settings
-from . import regex
+from . import regex, words
 
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
@@ -70,6 +70,9 @@ class CheckSpec:
     # then a bound per iteration.
     per_iteration: str | None = None
     reason: str = ""
+    # What the check looks for, in words a student reads ("a line 'rank 0 -> device N'"),
+    # when its pattern is not a plain one (checks/words.py derives the words otherwise).
+    expect: str = ""
     min_share: float | None = None  # gpu_busy: the least fraction of the run the GPU is busy
     # image: a picture the program writes, compared with the solution's (images.image_check)
     file: str | None = None
@@ -419,7 +422,7 @@ _KIND_FIELDS: dict[str, Callable[[_Table], dict[str, Any]]] = {
 _CHECK_FIELDS = frozenset({"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex",
                            "exact", "min", "max_bytes", "per_iteration", "reason", "file",
                            "min_psnr", "max_diff", "width", "height", "dtype", "grading_only",
-                           "points", "hidden_points", "visibility"})
+                           "points", "hidden_points", "visibility", "expect"})
 
 
 def _points(t: _Table, key: str, default: float | None) -> float | None:
@@ -457,17 +460,20 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     unknown = sorted(set(raw) - _CHECK_FIELDS)
     if unknown:
         raise t.err(unknown[0], "unknown field")
-    label = raw.get("label", kind)
-    if not isinstance(label, str):
-        raise t.err("label", "expected a string")
     grading_only = raw.get("grading_only", False)
     if not isinstance(grading_only, bool):
         raise t.err("grading_only", f"expected true or false, got {grading_only!r}")
+    for key in ("label", "expect"):
+        if not isinstance(raw.get(key, ""), str):
+            raise t.err(key, "expected a string")
     reader = _KIND_FIELDS.get(kind)
+    fields = reader(t) if reader is not None else {}
+    label = raw.get("label") or words.default_label(kind, fields.get("pattern"), fields.get("exact"),
+                                                    fields.get("file"))
     return CheckSpec(kind=kind, label=label, abs_tol=t.number("abs_tol", 0.0) or 0.0,
                      rel_tol=t.number("rel_tol", 1e-9) or 0.0, reason=str(raw.get("reason", "")),
-                     grading_only=grading_only, index=index, **_grading_fields(t, kind),
-                     **(reader(t) if reader is not None else {}))
+                     expect=str(raw.get("expect", "")), grading_only=grading_only, index=index,
+                     **_grading_fields(t, kind), **fields)
 
 
 def _model(data: Mapping[str, Any], path: Path) -> str:

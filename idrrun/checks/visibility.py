@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..model import CheckResult, Verdict
+from . import words
 from .specs import Exercise, Visibility
 
 # `idrrun grade --visibility`: the spec's own (default); at most a summary of every check
@@ -24,7 +25,7 @@ Override = Literal["spec", "summary", "shown", "full"]
 OVERRIDES: tuple[Override, ...] = ("spec", "summary", "shown", "full")
 # What a student reads instead of a check's details.
 SUMMARY_ONLY = "result only: the details of this check are not shown"
-HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
+HIDDEN_CASE = "a check on a hidden case ({kind}): its arguments and values are not shown"
 NOT_SHOWN = "{count} more check(s) were graded and are not shown here."
 MORE_AT_GRADING = ("Grading runs more checks than these (hidden cases, checks not shown here): "
                    "a program that is right in general passes them.")
@@ -51,19 +52,26 @@ def seen(result: CheckResult, exercise: Exercise, override: Override = "spec",
     if result.hidden and override == "full":
         args = hidden_args[result.hidden - 1] if result.hidden <= len(hidden_args) else ()
         return dataclasses.replace(result, name=f"{result.name} (arguments: {shlex.join(args)})")
+    # What would say more than the result: the values, the output read, the line, the pattern.
     if result.hidden:
-        return dataclasses.replace(result, expected="", got="",
-                                   reason=HIDDEN_CASE.format(kind=result.kind or "output"))
+        return dataclasses.replace(result, expected="", got="", excerpt="", line=None, pattern="",
+                                   reason=HIDDEN_CASE.format(kind=words.kind_label(result.kind)))
     if shown == "summary":
-        return dataclasses.replace(result, expected="", got="", reason=SUMMARY_ONLY)
+        return dataclasses.replace(result, expected="", got="", excerpt="", line=None, pattern="",
+                                   reason=SUMMARY_ONLY)
     return result
+
+
+def student_checks(verdict: Verdict, exercise: Exercise) -> tuple[CheckResult, ...]:
+    """The verdict's checks its student may see, as the spec shows them."""
+    return tuple(c for c in (seen(r, exercise) for r in verdict.checks) if c is not None)
 
 
 def student_verdict(verdict: Verdict, exercise: Exercise) -> Verdict:
     """A notebook's verdict as its student sees it: summarised checks without their details,
     hidden ones left out (a notebook does not run them: Exercise.without_grading_only), and
     whether grading runs more than these."""
-    kept = [c for c in (seen(r, exercise) for r in verdict.checks) if c is not None]
-    return dataclasses.replace(verdict, checks=tuple(kept),
+    kept = student_checks(verdict, exercise)
+    return dataclasses.replace(verdict, checks=kept,
                                more_at_grading=exercise.more_at_grading or
                                len(kept) < len(verdict.checks))

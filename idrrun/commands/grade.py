@@ -16,6 +16,7 @@ from rich.text import Text
 
 from .. import toolchains
 from ..checks import draw, visibility
+from ..checks.words import plural
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
@@ -232,4 +233,5 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
                       *((r.node,) if on_nodes else ()))
     console.print(table)
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "
-                  f"incomplete (could not be judged), {counts['error']} errors", markup=False)
+                  f"incomplete (could not be judged), {plural(counts['error'], 'error')}",
+                  markup=False)

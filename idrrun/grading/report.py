@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import annotate
 from ..checks.kinds import passed_here
 from ..checks import visibility
 from ..checks.score import Score, score
@@ -28,7 +29,7 @@ from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
 from ..files import temp_beside
-from ..model import CheckResult, FailureKind, Settings
+from ..model import CheckResult, Diagnostic, FailureKind, Settings
 from ..pipeline import Outcome
 from ..run import boundary
 from ..version import __version__
@@ -113,6 +114,11 @@ class GradeRow:
     content: ContentKey | None = None  # what the verdict was made of (resume keeps rows by it)
     # Its points, from its checks and the spec's points (checks/score.py); None: not graded.
     score: Score | None = None
+    # What the student reads besides the checks: the failure's hint (a signal's, a limit's),
+    # the compiler's messages about their lines, and their source annotated (Markdown).
+    failure_hint: str = ""
+    diagnostics: tuple[Diagnostic, ...] = ()
+    annotated: str = ""
 
     @property
     def reasons(self) -> str:
@@ -225,6 +231,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
                      sandbox_level: str) -> GradeRow:
     failure = outcome.failure
     verdict = outcome.verdict
+    listing = outcome.annotated
     status: GradeStatus = "pass" if outcome.ok else \
         "incomplete" if failure is None and verdict is not None and verdict.incomplete else "fail"
     return GradeRow(
@@ -241,6 +248,9 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         hidden_args=exercise.hidden_args, content=content_key(sub, exercise),
         score=score(exercise, outcome.verdict.checks if outcome.verdict is not None else (),
                     len(exercise.hidden_args)),
+        failure_hint=failure.hint if failure is not None else "",
+        diagnostics=(*listing.diagnostics, *listing.elsewhere) if listing is not None else (),
+        annotated=annotate.markdown(listing) if listing is not None else "",
     )
 
 
@@ -253,8 +263,10 @@ def _check_from(record: Any) -> CheckResult:
     return CheckResult(str(record["name"]), status,  # type: ignore[arg-type]
                        str(record.get("expected", "")), str(record.get("got", "")),
                        str(record.get("reason", "")), int(record.get("hidden") or 0),
-                       str(record.get("kind") or ""), gpu_only=bool(record.get("gpu_only", False)),
-                       check=int(record["check"]))
+                       str(record.get("kind") or ""),
+                       line=int(record["line"]) if record.get("line") is not None else None,
+                       excerpt=str(record.get("excerpt") or ""),
+                       pattern=str(record.get("pattern") or ""), gpu_only=bool(record.get("gpu_only", False)), check=int(record["check"]))
 
 
 def _content_from(record: Any) -> ContentKey | None:
@@ -262,6 +274,20 @@ def _content_from(record: Any) -> ContentKey | None:
     if not isinstance(record, dict):
         return None
     return ContentKey(str(record["submission"]), str(record["exercise"]), str(record["idrrun"]))
+
+
+def _feedback_fields(record: Any) -> dict[str, Any]:
+    """What a row keeps for the student's feedback (absent from states written before)."""
+    return {"failure_hint": str(record.get("failure_hint") or ""),
+            "diagnostics": tuple(_diagnostic_from(d) for d in record.get("diagnostics") or []),
+            "annotated": str(record.get("annotated") or "")}
+
+
+def _diagnostic_from(record: Any) -> Diagnostic:
+    column = record.get("column")
+    return Diagnostic(str(record["file"]), int(record["line"]),
+                      int(column) if column is not None else None, str(record["severity"]),
+                      str(record["message"]), str(record.get("code") or ""))
 
 
 def state_path(report: Path) -> Path:
@@ -322,7 +348,10 @@ def grading_seed(settings: Settings, given: str | None = None) -> tuple[str, str
 def _record(row: GradeRow) -> dict[str, Any]:
     return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
                             "failure_what": row.failure_what,
+                            "failure_hint": row.failure_hint,
                             "checks": [dataclasses.asdict(c) for c in row.checks],
+                            "diagnostics": [dataclasses.asdict(d) for d in row.diagnostics],
+                            "annotated": row.annotated,
                             "hidden_args": [list(args) for args in row.hidden_args],
                             "content": dataclasses.asdict(row.content)
                             if row.content is not None else None}
@@ -368,6 +397,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
                 hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
                 content=_content_from(rec.get("content")),
+                **_feedback_fields(rec),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -434,28 +464,83 @@ def _table_cell(text: str) -> str:
 
 # What a student's feedback says of a check on a hidden argument set, instead of its values.
 HIDDEN_CASE = visibility.HIDDEN_CASE
+# What went wrong before any check could judge, by the failure's step.
+_FAILED_STEP = {"compile": "The program did not build", "run": "The program did not run to its end"}
+# At most this many of the compiler's messages in a feedback file (the first ones matter).
+FEEDBACK_MESSAGES = 10
 
 
 def feedback_markdown(row: GradeRow, exercise: Exercise,
                       override: visibility.Override = "spec") -> str:
-    """A student's feedback: their score, and the checks as the spec (or the grader's
-    override) lets students see them (checks/visibility.py): hidden runs say only their result
-    and their kind (the arguments, drawn or fixed, stay the instructor's) unless `full`."""
+    """A student's feedback: their score, what went wrong (the compiler's messages on their
+    lines, the signal or limit and its hint), the checks as the spec (or the grader's override)
+    lets students see them (checks/visibility.py: hidden runs say only their result and their
+    kind, the arguments, drawn or fixed, stay the instructor's, unless `full`), the output
+    around the failed checks they may see, and the source annotated."""
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**  "]
     if row.score is not None:
         lines.append(f"Score: **{row.score}**")
     lines.append("")
+    lines += _what_went_wrong(row)
     shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
-    if row.checks:
-        lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
+    if row.checks and row.failure is not None and row.failure.step == "compile":
+        lines += [f"None of the {len(row.checks)} checks could judge it: the program did not "
+                  "build.", ""]
+    elif row.checks:
+        lines += ["## Checks", "", "| check | result | expected | got | why |", "|---|---|---|---|---|"]
         for c in (c for c in shown if c is not None):
             cells = [c.name, c.status, c.expected, c.got, c.reason]
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
         if None in shown:
             lines += ["", visibility.NOT_SHOWN.format(count=shown.count(None))]
+        lines.append("")
     elif row.reasons:
-        lines.append(row.reasons)
-    return "\n".join(lines) + "\n"
+        lines += [row.reasons, ""]
+    lines += _excerpts([c for c in shown if c is not None])
+    if row.annotated:
+        lines += ["## Your source, annotated", "", row.annotated]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _what_went_wrong(row: GradeRow) -> list[str]:
+    if row.failure is None or row.failure is FailureKind.CHECK:
+        return []
+    lines = ["## What went wrong", "",
+             f"{_FAILED_STEP.get(row.failure.step, 'It failed')}: {row.failure_what}.", ""]
+    shown = [d for d in row.diagnostics if d.severity in ("error", "warning")][:FEEDBACK_MESSAGES]
+    if shown:
+        lines += ["The compiler's messages:", ""]
+        for d in shown:
+            where = f"{d.file}:{d.line}" + (f":{d.column}" if d.column else "")
+            lines.append(f"- `{where}` {d.severity}: {d.message}")
+            if d.code.strip():
+                lines += ["", _fenced(f"{d.line} | {d.code}", "  ")]
+        more = sum(d.severity in ("error", "warning") for d in row.diagnostics) - len(shown)
+        if more > 0:
+            lines.append(f"- and {more} more")
+        lines.append("")
+    if row.failure_hint:
+        lines += [f"Hint: {row.failure_hint}", ""]
+    return lines
+
+
+def _excerpts(shown: Sequence[CheckResult]) -> list[str]:
+    """The output around each failed check of the public run that the student may see in
+    full (visibility.seen leaves no excerpt to a hidden run's, nor to a summarised check)."""
+    failed = [c for c in shown if c.status == "fail" and not c.hidden and c.excerpt]
+    if not failed:
+        return []
+    lines = ["## The output around the failed checks", ""]
+    for c in failed:
+        lines += [f"**{_table_cell(c.name)}** ({c.reason})", "", _fenced(c.excerpt), ""]
+    return lines
+
+
+def _fenced(text: str, indent: str = "") -> str:
+    """A code block no backtick in `text` can end."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join(indent + line for line in (fence, *text.splitlines(), fence))
 
 
 def feedback_names(students: Sequence[str]) -> dict[str, str]:

@@ -56,9 +56,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..model import AccReport, ImplicitData
+from ..model import AccReport, ImplicitData, Remark
 from .feedback import (COMPUTE_CONSTRUCTS, MSG_ARRAY, MSG_ENTERED, MSG_IN_DATA, MSG_POINTER, at as _at,
                        balanced as _balanced, split_top as _split_top)
+from .remarks import REGION_MADE, clause_meaning
 
 # -fdump-tree-original-lineno: the clauses as written (gfortran prints `[file:line:col]` before
 # each construct; gcc prints no line in C, lineno or not).
@@ -542,6 +543,132 @@ def _implicit(fn: _Function, original: _Directive, gimple: _Directive) -> list[I
     return [_finding(fn, gimple, name, found[name]) for name in sorted(found)]
 
 
+# ---------------------------------------------------------------------------------------------
+# gcc tree dumps: what they say line by line, for the annotated source
+
+# gimple's map kinds, as the OpenACC clauses that make them.
+_CLAUSE_OF_MAP = {"to": "copyin", "from": "copyout", "tofrom": "copy", "alloc": "create",
+                  "force_to": "copyin", "force_from": "copyout", "force_tofrom": "copy",
+                  "force_alloc": "create", "force_present": "present", "present": "present",
+                  "release": "delete", "delete": "delete", "attach": "attach",
+                  "force_attach": "attach", "detach": "detach", "force_detach": "detach",
+                  "force_deviceptr": "deviceptr", "no_alloc": "no_create"}
+_DATA_DIRECTIVES = ("data", "enter data", "exit data", "update")
+
+
+def _moved(items: Iterable[_Item], directive: str = "") -> dict[str, list[str]]:
+    """clause -> names of the variables a construct's map clauses move (pointer companions,
+    which only attach a pointer to data already there, left out)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name = _base_name(item.expr) if item.clause == "map" else None
+        if name is None or "pointer" in item.attrs or re.fullmatch(r"len:\s*0", item.attrs):
+            continue
+        clause = _CLAUSE_OF_MAP.get(item.map_kind.strip(), item.map_kind.strip())
+        if directive == "update":
+            clause = "update self" if clause == "copyout" else "update device"
+        names = out.setdefault(clause, [])
+        if name not in names:
+            names.append(name)
+    return out
+
+
+def _data_remark(line: int, moved: dict[str, list[str]], directive: str = "") -> Remark | None:
+    if not moved:
+        return None
+    text = " · ".join(f"{clause} {', '.join(names)}" for clause, names in moved.items())
+    meaning = "; ".join(clause_meaning(c, ", ".join(n), directive=directive) for c, n in moved.items())
+    return Remark(line, text, meaning, "data")
+
+
+def _construct_remarks(fn: _Function, original: _Directive, gimple: _Directive,
+                       implicit: list[ImplicitData]) -> list[Remark]:
+    """A compute construct: the region, the data its clauses move, the data gcc moves for it."""
+    line = gimple.line
+    if line is None:
+        return []
+    out = [Remark(line, f"OpenACC {gimple.kind} region", REGION_MADE, "region")]
+    explicit = _data_remark(line, _moved(original.items))
+    if explicit is not None:
+        out.append(explicit)
+    for found in implicit:
+        out.append(_implicit_remark(fn, gimple, found.variable))
+    return out
+
+
+def _implicit_remark(fn: _Function, gimple: _Directive, name: str) -> Remark:
+    """What gcc does with a variable the construct uses without a clause naming it."""
+    line = gimple.line or 0
+    hint = _hint(fn, gimple, name)
+    if hint is not None:
+        where = f"the {hint[0]} directive{_at(hint[1])}" if hint[0] != "data" else \
+            f"the data region{_at(hint[1])}"
+        return Remark(line, f"{name}: no clause, found on the device",
+                      f"{name} is already on the device ({where}) and used there; "
+                      f"present({name}) would say so", "implicit")
+    added = _moved(i for i in gimple.items if _base_name(i.expr) == name)
+    for clause in added:
+        return Remark(line, f"{clause}({name}) added by the compiler",
+                      clause_meaning(clause, name, implicit=True), "implicit")
+    return Remark(line, f"firstprivate({name}) added by the compiler",
+                  f"{name}: only the pointer's value, a host address, reaches the device, not the "
+                  "data it points to", "implicit")
+
+
+def _data_directives(fn: _Function, orig_fns: list[_Function]) -> dict[int, _Directive]:
+    """The original dump's data directives of a gimple function, by the gimple ones' start:
+    gimple names a Fortran array's data by a temporary, the original by the array. Paired by
+    order, when the function's counterpart (by name) has the same ones."""
+    mine = [d for d in fn.directives if d.kind in _DATA_DIRECTIVES]
+    for candidate in (f for f in orig_fns if f.name == fn.name):
+        theirs = [d for d in candidate.directives if d.kind in _DATA_DIRECTIVES]
+        if [d.kind for d in theirs] == [d.kind for d in mine]:
+            return {g.start: o for g, o in zip(mine, theirs)}
+    return {}
+
+
+# A construct paired in both dumps, and what it uses without a clause (from_gcc_dumps).
+_Paired = tuple[_Function, _Directive, _Directive, list[ImplicitData]]
+
+
+def _remarks(paired: list[_Paired], orig_fns: list[_Function], gimple_fns: list[_Function],
+             graph: _CallGraph | None) -> tuple[Remark, ...]:
+    """The regions gcc made, the data their clauses and data directives move, the data it moves
+    for them, and the regions in functions never called, by source line."""
+    out: list[Remark] = []
+    seen: set[tuple[str, int]] = set()
+    for fn, o, g, implicit in paired:
+        seen.add((fn.name, g.start))
+        if graph is None or graph.reaches(fn.name):
+            out += _construct_remarks(fn, o, g, implicit)
+    for fn in gimple_fns:
+        live = graph is None or graph.reaches(fn.name)
+        written = _data_directives(fn, orig_fns)
+        for d in fn.directives:
+            if d.line is None:
+                continue
+            if d.kind in COMPUTE_CONSTRUCTS and not live:
+                out.append(Remark(d.line, f"OpenACC {d.kind} region in {fn.name}, a function the "
+                                  "program never calls", "this region never runs: nothing calls "
+                                  "the function that holds it", "region"))
+            elif d.kind in COMPUTE_CONSTRUCTS and (fn.name, d.start) not in seen:
+                out.append(Remark(d.line, f"OpenACC {d.kind} region", REGION_MADE, "region"))
+            elif d.kind in _DATA_DIRECTIVES and live:
+                said = _data_remark(d.line, _moved(written.get(d.start, d).items, d.kind), d.kind)
+                if said is not None:
+                    out.append(said)
+    return tuple(sorted(out, key=lambda r: r.line))
+
+
+def _safe_remarks(paired: list[_Paired], orig_fns: list[_Function], gimple_fns: list[_Function],
+                  graph: _CallGraph | None) -> tuple[Remark, ...]:
+    """The remarks, or none: what the annotated source shows must never cost the checks."""
+    try:
+        return _remarks(paired, orig_fns, gimple_fns, graph)
+    except Exception:  # noqa: BLE001 - odd input gives no remark (see module doc)
+        return ()
+
+
 def from_gcc_dumps(original: str, gimple: str, cgraph: str = "") -> AccReport:
     """Compute regions and implicit data from the texts of gcc's `original` and `gimple` dumps,
     in the functions that gcc's call graph (-fdump-ipa-cgraph's text) says the program reaches."""
@@ -554,13 +681,14 @@ def from_gcc_dumps(original: str, gimple: str, cgraph: str = "") -> AccReport:
         live = [f for f in counted if graph is None or graph.reaches(f.name)]
         regions = sum(len(f.computes()) for f in live)
         written = max(sum(len(f.computes()) for f in orig_fns), sum(len(f.computes()) for f in counted))
-        implicit: list[ImplicitData] = []
-        for fn, o, g in _pairs(orig_fns, gimple_fns):
-            if graph is None or graph.reaches(fn.name):
-                implicit.extend(_implicit(fn, o, g))
+        # Each construct paired, with what it uses without a clause (in reachable functions).
+        paired = [(fn, o, g, _implicit(fn, o, g) if graph is None or graph.reaches(fn.name) else [])
+                  for fn, o, g in _pairs(orig_fns, gimple_fns)]
+        implicit = [found for *_, said in paired for found in said]
         targets = sum(len(_OMP_TARGET.findall("\n".join(f.lines))) for f in gimple_fns
                       if graph is None or graph.reaches(f.name))
         return AccReport(regions, tuple(implicit), GCC_METHOD, targets,
-                         unreachable=written - regions)
+                         unreachable=written - regions,
+                         remarks=_safe_remarks(paired, orig_fns, gimple_fns, graph))
     except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
         return AccReport(0, (), GCC_METHOD)

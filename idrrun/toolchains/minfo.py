@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import AccReport, ImplicitData
+from ..model import AccReport, ImplicitData, Remark
 from .feedback import MSG_NVHPC, MSG_NVHPC_UNKNOWN, at as _at, balanced as _balanced, split_top as _split_top
+from .remarks import explain
 
 NVHPC_METHOD = "nvhpc -Minfo=accel"
 
@@ -65,6 +66,40 @@ def _minfo_messages(minfo: str) -> list[_Message]:
             if header:
                 function, line = header.group("name"), None
     return messages
+
+
+_NV_INCLUDE = re.compile(r'^include "')
+_NV_CONTEXT = re.compile(r"^Remark: individual warnings|^\d+ errors? detected")
+
+
+def _remarks(minfo: str) -> tuple[Remark, ...]:
+    """Each message of the source's own lines, with its meaning. Messages under an `include
+    "x.h"` line (indented deeper) are about the header's lines, and left out."""
+    out: list[Remark] = []
+    in_header: int | None = None  # the indent of the include line being skipped
+    line: int | None = None
+    for raw in minfo.splitlines():
+        text = raw.rstrip()
+        if not text.strip() or not text[0].isspace():
+            in_header, line = None, None
+            continue
+        indent = len(text) - len(text.lstrip())
+        numbered = _NV_NUMBERED.match(text)
+        if in_header is not None and indent > in_header:
+            continue
+        in_header = None
+        if numbered:
+            line, said = int(numbered.group("line")), numbered.group("text").strip()
+            if _NV_INCLUDE.match(said):
+                in_header, line = indent, None
+                continue
+        else:
+            said = text.strip()
+        if line is None or _NV_CONTEXT.match(said):
+            continue
+        meaning, kind = explain(said)
+        out.append(Remark(line, said, meaning, kind))
+    return tuple(out)
 
 
 def _nvhpc_construct(messages: list[_Message], function: str, line: int,
@@ -115,6 +150,10 @@ def from_nvhpc_minfo(minfo: str) -> AccReport:
                 template = MSG_NVHPC if clause else MSG_NVHPC_UNKNOWN
                 implicit.append(ImplicitData(variable, m.line, construct, template.format(
                     var=variable, construct=construct, at=_at(m.line), clause=clause)))
-        return AccReport(len(codegen), tuple(implicit), NVHPC_METHOD)
+        try:
+            said = _remarks(minfo)
+        except Exception:  # noqa: BLE001 - what the annotated source shows never costs a check
+            said = ()
+        return AccReport(len(codegen), tuple(implicit), NVHPC_METHOD, remarks=said)
     except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
         return AccReport(0, (), NVHPC_METHOD)

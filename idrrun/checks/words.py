@@ -1,0 +1,124 @@
+"""What a student reads of a check: its label, and what it expected, in words.
+
+A spec's regular expressions are for the grader; a student is told "a line 'y_last = <number>'",
+never `y_last\\s*=\\s*(\\S+)`. The words come from the spec when it gives them (`expect`), else
+from the pattern when it is a plain one (a name, spaces, an equals sign and the number), else
+from the check's kind and label. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A label for each kind whose spec gives none (value and matches_solution take the name their
+# pattern prints, so that two of them in one exercise are told apart).
+KIND_LABELS: dict[str, str] = {
+    "exit_ok": "ends normally",
+    "value": "value",
+    "line": "prints the line",
+    "matches_solution": "same as the solution",
+    "uses_openacc": "uses OpenACC",
+    "no_implicit_data": "data clauses",
+    "source": "in the source",
+    "ran_on_gpu": "runs on the GPU",
+    "queues": "async queues",
+    "data_moved": "data moved",
+    "gpu_busy": "GPU busy",
+    "image": "picture",
+    "uses_openmp": "uses OpenMP offload",
+    "regions_ran": "compute regions run",
+    "loop_on_device": "loop on the device",
+}
+
+
+def kind_label(kind: str) -> str:
+    """A kind in words: "uses OpenACC"; "output" for a row of no kind."""
+    return KIND_LABELS.get(kind, kind.replace("_", " ")) if kind else "output"
+
+NUMBER = "<number>"
+# A pattern's pieces and what a student reads for each. Anything else (alternatives, classes of
+# characters, repeats of a literal) leaves the pattern without words: the kind's words are used.
+_PIECES = re.compile(r"""
+    (?P<flags>\(\?[a-zA-Z]+\))
+  | (?P<anchor>\^|\$|\\b|\\A|\\z)
+  | (?P<space>\\s[*+?]|\\s|[ ][*+?])
+  | (?P<digits>(?:\\d|\[0-9\])(?:[*+]|\{\d+(?:,\d*)?\})?)
+  | (?P<any>(?:\\S|\\w|\.|\[\^[^\]\\]+\])[*+])
+  | (?P<group>\((?!\?)(?:[^()\\]|\\.)*\))
+  | (?P<escaped>\\[^\w\s])
+  | (?P<literal>[^\\^$.|?*+()\[\]{}])
+""", re.VERBOSE)
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """'1 value', '2 values', '1 compute region', '0 queues'."""
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def pattern_words(pattern: str, group_is_number: bool = True) -> str | None:
+    """The text a plain pattern matches, as a student reads it: `y_last\\s*=\\s*(\\S+)` gives
+    'y_last = <number>', `generation\\s+\\d+\\s+population\\s*=\\s*(\\d+)` gives
+    'generation <n> population = <number>'. None when the pattern is not a plain one."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        m = _PIECES.match(pattern, i)
+        if m is None:
+            return None
+        i = m.end()
+        kind = m.lastgroup
+        if kind == "space":
+            out.append(" ")
+        elif kind == "digits":
+            out.append("<n>")
+        elif kind == "any":
+            out.append("…")
+        elif kind == "group":
+            if not group_is_number:
+                return None
+            out.append(NUMBER)
+        elif kind == "escaped":
+            out.append(m.group(0)[1])
+        elif kind == "literal":
+            out.append(m.group(0))
+    text = re.sub(r" +", " ", "".join(out)).strip()
+    return text or None
+
+
+def printed_name(pattern: str) -> str | None:
+    """The name a value's line starts with: 'y_last' of `y_last\\s*=\\s*(\\S+)`, 'mean T' of
+    `mean T\\s*=\\s*(\\S+)`, 'bin' of `bin\\s+\\d+\\s*=\\s*(\\d+)`; None when the pattern has
+    no plain name before its value."""
+    words = pattern_words(pattern)
+    if words is None or NUMBER not in words:
+        return None
+    head = re.split(r"[<…]", words.split(NUMBER)[0])[0].rstrip(" =:[(")
+    if head.count("(") > head.count(")"):
+        head = head[:head.rfind("(")].rstrip()
+    return head if head and len(head) <= 40 else None
+
+
+def default_label(kind: str, pattern: str | None = None, exact: str | None = None,
+                  file: str | None = None) -> str:
+    """The label of a check whose spec gives none."""
+    name = printed_name(pattern) if pattern else None
+    if kind == "value" and name:
+        return name
+    if kind == "matches_solution" and name:
+        return f"{name} as the solution's"
+    if kind == "line" and exact:
+        return f"prints '{exact.strip()[:30]}'"
+    if kind == "image" and file:
+        return f"picture {file}"
+    return kind_label(kind)
+
+
+def output_line(expect: str, pattern: str | None, label: str, group_is_number: bool = True) -> str:
+    """What a check looks for in the output, in words: the spec's `expect`, else the plain
+    pattern as a quoted line, else the label's value (no label: the line the exercise asks for)."""
+    if expect:
+        return expect
+    words = pattern_words(pattern, group_is_number) if pattern else None
+    if words:
+        return f"a line '{words}'"
+    return f"a line that prints {label}" if label else "the line the exercise asks for"
