@@ -1,4 +1,5 @@
-"""The terminal front end: `idrrun run|grade|course|doctor`, thin over the pipeline and grading.
+"""The terminal front end: `idrrun run|grade|similarity|course|doctor`, thin over the pipeline
+and grading.
 
 This module only dispatches: each command lives in idrrun/commands/ and is imported when it
 runs, so that `idrrun --version` answers at once and `idrrun run` loads only what a run needs.
@@ -8,7 +9,8 @@ Exit codes:
          was graded, whatever its verdict (as nbgrader autograde and otter grade: the verdicts
          are in the report); course check: every exercise is right; doctor: something compiles
     1    run: the build failed; grade: some submission could not be graded (an "error" row);
-         course check: some exercise is not right; doctor: nothing can compile
+         similarity: some submission could not be read (not compared); course check: some
+         exercise is not right; doctor: nothing can compile
     2    usage or configuration error: nothing was done
     3    run: the program failed (exit status, signal, limit) or its check did
     124  run: the program timed out
@@ -38,6 +40,8 @@ EXIT_BROKEN_PIPE = 141
 COMMANDS = {
     "run": ("idrrun.commands.run", "compile and run a source file (same flags as %%idrrun)"),
     "grade": ("idrrun.commands.grade", "grade a class of submissions of one exercise"),
+    "similarity": ("idrrun.commands.similarity",
+                   "compare a class's submissions with each other and the solution (instructor)"),
     "course": ("idrrun.commands.course", "course check | course strip | course init"),
     "doctor": ("idrrun.commands.doctor", "what this machine offers for the course"),
 }
