@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import os
 import re
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
-from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
+from .model import BuildResult, Comparison, Failure, RunRequest, RunResult, Toolchain, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
 
@@ -195,6 +197,8 @@ class VerdictView:
         for r in rows:
             cells = [r[i][:28].ljust(widths[i]) for i in range(4)]
             lines.append("  " + "  ".join(cells) + "  " + r[4])
+        if self.verdict.comparison is not None:
+            lines += comparison_text(self.verdict.comparison)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -210,8 +214,44 @@ class VerdictView:
         return (
             f"<div class='idrrun-verdict'><b style='color:{color}'>{html.escape(self.headline())}</b>"
             "<table><thead><tr><th>check</th><th>result</th><th>expected</th><th>got</th>"
-            f"<th>why</th></tr></thead><tbody>{body}</tbody></table></div>"
+            f"<th>why</th></tr></thead><tbody>{body}</tbody></table>"
+            f"{comparison_html(v.comparison) if v.comparison is not None else ''}</div>"
         )
 
     def _repr_pretty_(self, p: object, cycle: bool) -> None:
         p.text(str(self))  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------
+# The run beside the solution's (checks/compare.py)
+
+COMPARISON_TITLE = "your run beside the solution's (same arguments, same compiler)"
+
+
+def comparison_text(comparison: Comparison) -> list[str]:
+    rows = [("", "you", "the solution")] + [(f.label, f.yours, f.solution) for f in comparison.figures]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    lines = ["", COMPARISON_TITLE]
+    lines += ["  " + r[0].ljust(widths[0]) + "  " + r[1].ljust(widths[1]) + "  " + r[2] for r in rows]
+    return lines + [f"  {note}" for note in comparison.notes]
+
+
+def _picture(path: Path | None, alt: str) -> str:
+    if path is None or not path.is_file():
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"<div>{html.escape(alt)}</div><img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'/>"
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """The table, then the two timelines one above the other when both were drawn."""
+    body = "".join(f"<tr><td>{html.escape(f.label)}</td><td>{html.escape(f.yours)}</td>"
+                   f"<td>{html.escape(f.solution)}</td></tr>" for f in comparison.figures)
+    notes = "".join(f"<div><small>{html.escape(n)}</small></div>" for n in comparison.notes)
+    pictures = ""
+    if comparison.timeline is not None and comparison.solution_timeline is not None:
+        pictures = (_picture(comparison.timeline, "your GPU timeline")
+                    + _picture(comparison.solution_timeline, "the solution's GPU timeline"))
+    return (f"<div class='idrrun-comparison'><b>{html.escape(COMPARISON_TITLE)}</b>"
+            "<table><thead><tr><th></th><th>you</th><th>the solution</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>{notes}{pictures}</div>")

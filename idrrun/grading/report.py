@@ -20,13 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..checks import compare
 from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
 from ..files import temp_beside
-from ..model import CheckResult, FailureKind, Settings
+from ..model import CheckResult, Comparison, FailureKind, Settings
 from ..pipeline import Outcome
 from ..run import boundary
+from . import comparison
 from .discover import Submission
 
 
@@ -54,6 +56,8 @@ class GradeRow:
     # The hidden argument sets its checks ran with (drawn ones included): for the instructor's
     # report (JSON, state), never for a student's feedback.
     hidden_args: tuple[tuple[str, ...], ...] = ()
+    # The public run's figures beside the solution's (checks/compare.py), and the timelines.
+    comparison: Comparison | None = None
 
     @property
     def reasons(self) -> str:
@@ -129,6 +133,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         node=_nodes(outcome.run.nodes) if outcome.run is not None else "",
         build_node=_nodes(outcome.build.nodes) if outcome.build is not None else "",
         hidden_args=exercise.hidden_args,
+        comparison=verdict.comparison if verdict is not None else None,
     )
 
 
@@ -201,7 +206,8 @@ def _record(row: GradeRow) -> dict[str, Any]:
     return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
                             "failure_what": row.failure_what,
                             "checks": [dataclasses.asdict(c) for c in row.checks],
-                            "hidden_args": [list(args) for args in row.hidden_args]}
+                            "hidden_args": [list(args) for args in row.hidden_args],
+                            "comparison": compare.as_dict(row.comparison) if row.comparison else None}
 
 
 def _mac(record: dict[str, Any], key: bytes) -> str:
@@ -243,6 +249,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 # Absent from states written before rows had nodes: those resume too.
                 node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
                 hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
+                comparison=compare.from_dict(rec.get("comparison")),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -303,9 +310,11 @@ def _table_cell(text: str) -> str:
 HIDDEN_CASE = "{kind} check on a hidden case (its arguments and values are not shown)"
 
 
-def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
+def feedback_markdown(row: GradeRow, exercise: Exercise,
+                      timelines: tuple[str, str] | None = None) -> str:
     """A student's feedback: every check with its values, but those of hidden runs, which say
-    only their result and their kind (the arguments, drawn or fixed, stay the instructor's)."""
+    only their result and their kind (the arguments, drawn or fixed, stay the instructor's);
+    then the public run beside the solution's, with the timelines (files beside it) named."""
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**", ""]
     if row.checks:
         lines += ["| check | result | expected | got | why |", "|---|---|---|---|---|"]
@@ -315,6 +324,8 @@ def feedback_markdown(row: GradeRow, exercise: Exercise) -> str:
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
     elif row.reasons:
         lines.append(row.reasons)
+    if row.comparison is not None:
+        lines += comparison.markdown(row.comparison, timelines, _table_cell)
     return "\n".join(lines) + "\n"
 
 
@@ -337,5 +348,8 @@ def feedback_names(students: Sequence[str]) -> dict[str, str]:
 
 def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path) -> None:
     names = feedback_names([row.student for row in rows])
+    folder.mkdir(parents=True, exist_ok=True)
     for row in rows:
-        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise))
+        drawn = comparison.pictures(row.comparison, folder, names[row.student].removesuffix(".md")) \
+            if row.comparison is not None else None
+        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise, drawn))
