@@ -3,6 +3,7 @@ solution, the start file removed first (tests/data/similarity: a class of six fo
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import copydetect
 import pytest
 
 from conftest import PYTHONPATH, ROOT
@@ -157,10 +159,6 @@ def test_grading_the_class_writes_no_similarity_into_feedback(tmp_path: Path) ->
 def test_the_shares_are_copydetects_own() -> None:
     """idrrun gathers the shared places with numpy (grading/similarity.py _shares): the figures
     are those of copydetect's compare_files, pair by pair."""
-    import itertools
-
-    import copydetect
-
     docs = [similarity.Document(p.stem, "c", p.read_text()) for p in sorted(CLASS.glob("*.c"))]
     docs.append(similarity.Document("sol", "c", SOLUTION_C, published=True))
     boilerplate = similarity._boilerplate(START_C, "c")
