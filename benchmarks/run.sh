@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade sandbox annotate profile timelines course-gpu versus-host variants slurm"
+SUITES="cell run jacobi grade similarity sandbox annotate profile timelines course-gpu versus-host variants slurm"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -29,6 +29,7 @@ describe() {
     run) echo "idrrun run per file against bare, where one call goes (run_overhead.py files, where; 5 min)" ;;
     jacobi) echo "idrrun run (and --profile on a GPU) of the Jacobi solution against bare (run_overhead.py jacobi; 2 min)" ;;
     grade) echo "grading a class -j1, -j2 against bare xargs -P2 (grade_bench.py; 6 min)" ;;
+    similarity) echo "idrrun similarity over a generated class of 100 (similarity_bench.py; 1 min)" ;;
     sandbox) echo "the guard, the sandbox, the boundary, the cgroup per run (box_cost.py; 1 min)" ;;
     annotate) echo "the annotated source of a 300-line --check cell (annotate_cost.py; 20 s)" ;;
     profile) echo "GPU: what --profile costs, phase by phase, tracer part by part (profile_cost.py; 4 min)" ;;
@@ -37,7 +38,7 @@ describe() {
     versus-host) echo "GPU: each solution on the GPU and on one host core (course_gpu.py versus-host; 6 min)" ;;
     variants) echo "GPU: GCC's nvptx code, Jacobi and dot-product variants (course_gpu.py variants; 2 min)" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
-    host) echo "cell run grade sandbox annotate" ;;
+    host) echo "cell run grade similarity sandbox annotate" ;;
     gpu) echo "jacobi profile course-gpu" ;;
     all) echo "host gpu" ;;
   esac
@@ -159,6 +160,7 @@ run_suite() {
       (( gpu )) && extra=(--profile)
       step jacobi 300 pin "$PY" benchmarks/run_overhead.py jacobi --rounds "$(q 2 7)" --version "${extra[@]}" ;;
     grade) step grade 600 pin "$PY" benchmarks/grade_bench.py --count "$(q 4 30)" --repeat "$(q 1 3)" ;;
+    similarity) step similarity 120 pin "$PY" benchmarks/similarity_bench.py --count "$(q 10 100)" --repeat "$(q 1 3)" ;;
     sandbox)
       (( EUID == 0 )) && extra=(--cgroup)
       step sandbox 180 pin "$PY" benchmarks/box_cost.py --rounds "$(q 5 30)" "${extra[@]}" ;;

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -21,14 +22,14 @@ from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import kinds, reference, specs, visibility
+from .checks import compare, kinds, reference, specs, visibility
 from .checks.specs import Exercise
 from .checks.words import plural
 from .errors import SpecError
-from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
-                    Toolchain, Verdict)
+from .model import (AccReport, BuildResult, CheckResult, Comparison, Failure, FailureKind, Probe,
+                    RunRequest, Settings, Source, Toolchain, Verdict)
 from .pipeline import NullReporter, Outcome
-from .profile.model import NO_GPU_ACTIVITY
+from .profile.model import NO_GPU_ACTIVITY, Trace
 from .profile.summary import trace_values
 from .request import resolve
 from .request import source as source_mod
@@ -64,6 +65,48 @@ class SolutionRun:
     # From the course's references (a students' copy has no solution to run): problem is then
     # why there is none for these arguments, not a failure of the solution.
     from_reference: bool = False
+    # Its figures for the comparison with a student's run (checks/compare.py), and its
+    # timeline when it was profiled on a GPU.
+    figures: compare.RunFigures | None = None
+    timeline: Path | None = None
+
+
+def _kept_figures(path: Path) -> tuple[bool, compare.RunFigures] | None:
+    """(profiled, figures) a cached solution run left, None when it left none readable."""
+    try:
+        data = json.loads(path.read_text())
+        return bool(data["profiled"]), compare.RunFigures.from_dict(data["figures"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _cached_run(cached: Path, files: Path, profiled: bool) -> SolutionRun | None:
+    """The solution's run for these arguments as the cache has it: its output, and its
+    figures, profiled when they must be."""
+    kept = _kept_figures(cached.with_suffix(".figures.json"))
+    if not cached.is_file() or kept is None or (profiled and not kept[0]):
+        return None
+    timeline = cached.with_suffix(".timeline.png")
+    return SolutionRun(cached.read_text(), files if files.is_dir() else None, figures=kept[1],
+                       timeline=timeline if timeline.is_file() else None)
+
+
+def _keep_figures(cached: Path, exercise: Exercise, toolchain: Toolchain, outcome: Outcome,
+                  profiled: bool) -> tuple[compare.RunFigures, Path | None]:
+    """The solution's figures and timeline, kept beside its cached output."""
+    trace, traced = _trace(toolchain, outcome)
+    assert outcome.run is not None
+    found = compare.figures(exercise, trace, traced, _acc(toolchain, outcome.build),
+                            outcome.run.proc.output)
+    timeline = None
+    drawn = outcome.profile.timeline_png if outcome.profile is not None else None
+    if drawn is not None and drawn.is_file():
+        timeline = cached.with_suffix(".timeline.png")
+        timeline.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(drawn, timeline)
+    write_atomic(cached.with_suffix(".figures.json"),
+                 json.dumps({"profiled": profiled, "figures": found.as_dict()}) + "\n")
+    return found, timeline
 
 
 def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
@@ -80,8 +123,11 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             return SolutionRun(None, None, NO_SOLUTION)
         return SolutionRun(ref.output, ref.folder, ref.problem, from_reference=True)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
+    # Profiled as the student's run is, when the exercise compares traces: once per argument
+    # set and toolchain, as its output.
+    profile = request.profile if exercise.needs_trace else None
     # Keyed by the course's own file, wherever it is compiled from.
-    sol_request = resolve.for_solution(request, sol_source, request.workdir)
+    sol_request = resolve.for_solution(request, sol_source, request.workdir, profile=profile)
     key = build_mod.build_key(sol_request, toolchain)
     args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
     cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
@@ -90,17 +136,18 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         lock = _solution_locks.setdefault(str(cached), threading.Lock())
     with lock:
         # Kept with every file its checks compare now (a spec may have gained an image check).
-        if cached.is_file() and all((files / name).is_file() for name in exercise.solution_files):
-            return SolutionRun(cached.read_text(), files if files.is_dir() else None)
+        kept = _cached_run(cached, files, profile is not None)
+        if kept is not None and all((files / name).is_file() for name in exercise.solution_files):
+            return kept
         scratch = None
         if request.room is not None:
             room = _room(pair.solution, settings)
             src = room / "src"
             sol_request = resolve.for_solution(
-                request, dataclasses.replace(sol_source, origin_dir=src), src, room)
+                request, dataclasses.replace(sol_source, origin_dir=src), src, room, profile=profile)
         else:
             scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
-            sol_request = resolve.for_solution(request, sol_source, scratch)
+            sol_request = resolve.for_solution(request, sol_source, scratch, profile=profile)
         try:
             copy_data_files(exercise, sol_request.workdir)
             outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter(),
@@ -116,8 +163,10 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                 for name in exercise.solution_files:
                     if (written / name).is_file() and not (written / name).is_symlink():
                         shutil.copyfile(written / name, files / name)
+            found, timeline = _keep_figures(cached, exercise, toolchain, outcome, profile is not None)
             write_atomic(cached, outcome.run.proc.output)
-            return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None)
+            return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None,
+                               figures=found, timeline=timeline)
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -159,16 +208,25 @@ def copy_data_files(exercise: Exercise, workdir: Path) -> None:
             shutil.copyfile(path, workdir / path.name)
 
 
+def _trace(toolchain: Toolchain, outcome: Outcome) -> tuple[Trace | None, bool]:
+    """The run's GPU trace, and whether the checks can judge one: a profiled GPU build that
+    left no trace never initialised CUDA (the tracer is loaded by the driver when a program
+    first uses the GPU): the GPU did nothing, which checks can judge."""
+    profiled = outcome.profile
+    if profiled is not None and toolchain.target == "gpu" and \
+            (profiled.trace is not None or profiled.message == NO_GPU_ACTIVITY):
+        return profiled.trace, True
+    return None, False
+
+
+def _acc(toolchain: Toolchain, built: BuildResult | None) -> AccReport | None:
+    return family_of(toolchain).feedback(built) if built is not None and built.ok else None
+
+
 def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
               solution: SolutionRun | None) -> kinds.Evidence:
     built = outcome.build
-    trace = None
-    profiled = outcome.profile
-    # A profiled GPU build that left no trace never initialised CUDA (the tracer is loaded by
-    # the driver when a program first uses the GPU): the GPU did nothing, which checks can judge.
-    if profiled is not None and toolchain.target == "gpu" and \
-            (profiled.trace is not None or profiled.message == NO_GPU_ACTIVITY):
-        trace = trace_values(profiled.trace)
+    trace, traced = _trace(toolchain, outcome)
     compiled = None
     if built is not None and built.ok and built.build_dir is not None:
         pre = built.build_dir / build_mod.PREPROCESSED
@@ -177,18 +235,35 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
     return kinds.Evidence(
         source_text=request.source.text, language=request.source.language, build=built,
         run=outcome.run,
-        acc=family_of(toolchain).feedback(built) if built is not None and built.ok else None,
+        acc=_acc(toolchain, built),
         solution_output=solution.output if solution is not None else None,
         solution_problem=solution.problem if solution is not None else "",
         from_reference=solution.from_reference if solution is not None else False,
         target=toolchain.target,
-        trace_values=trace, compiled_text=compiled, acc_requested=request.acc,
+        trace_values=trace_values(trace) if traced else None, compiled_text=compiled,
+        acc_requested=request.acc,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,
         regions=outcome.run.regions if outcome.run is not None else None,
         source_name=request.source.name, first_line=request.source.first_line,
         temporary=build_mod.source_file_name(request.source),
     )
+
+
+def _comparison(exercise: Exercise, toolchain: Toolchain, outcome: Outcome,
+                solution: SolutionRun | None) -> Comparison | None:
+    """The public run's figures beside the solution's, and both timelines when both were drawn."""
+    if solution is None or solution.figures is None or outcome.run is None:
+        return None
+    trace, traced = _trace(toolchain, outcome)
+    yours = compare.figures(exercise, trace, traced, _acc(toolchain, outcome.build),
+                            outcome.run.proc.output)
+    found = compare.compare(exercise, yours, solution.figures)
+    drawn = outcome.profile.timeline_png if outcome.profile is not None else None
+    if found is None or not (yours.traced and solution.figures.traced):
+        return found
+    return dataclasses.replace(found, timeline=drawn if drawn is not None and drawn.is_file() else None,
+                               solution_timeline=solution.timeline)
 
 
 def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
@@ -205,12 +280,16 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     built = outcome.build
     ran = outcome.run is not None and built is not None and built.ok
 
-    def solution_for(req: RunRequest) -> SolutionRun | None:
-        return solution_output(req, toolchain, exercise, probe, settings) \
-            if exercise.needs_solution and ran else None
+    def solution_for(req: RunRequest, figures: bool = False) -> SolutionRun | None:
+        """The solution's run with the same arguments, when a check needs its output or (the
+        public run) its figures are compared with the run's."""
+        wanted = exercise.needs_solution or (figures and compare.wanted(exercise))
+        return solution_output(req, toolchain, exercise, probe, settings) if wanted and ran else None
 
-    evidence = _evidence(request, toolchain, outcome, solution_for(request))
-    verdict = kinds.evaluate(exercise, evidence)
+    solution = solution_for(request, figures=True)
+    evidence = _evidence(request, toolchain, outcome, solution)
+    verdict = dataclasses.replace(kinds.evaluate(exercise, evidence),
+                                  comparison=_comparison(exercise, toolchain, outcome, solution))
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):

@@ -1,5 +1,5 @@
-"""The terminal front end: `idrrun run|grade|gradebook|course|doctor`, thin over the pipeline and
-grading.
+"""The terminal front end: `idrrun run|grade|gradebook|similarity|course|doctor`, thin over
+the pipeline and grading.
 
 This module only dispatches: each command lives in idrrun/commands/ and is imported when it
 runs, so that `idrrun --version` answers at once and `idrrun run` loads only what a run needs.
@@ -11,6 +11,7 @@ Exit codes:
          doctor: something compiles
     1    run: the build failed; grade: some submission could not be graded (an "error" row);
          gradebook: written, but some graded submissions match no student of the roster;
+         similarity: some submission could not be read (not compared);
          course check: some exercise is not right; doctor: nothing can compile
     2    usage or configuration error: nothing was done
     3    run: the program failed (exit status, signal, limit) or its check did
@@ -46,6 +47,8 @@ COMMANDS = {
     "grade": ("idrrun.commands.grade", "grade a class of submissions of one exercise"),
     "gradebook": ("idrrun.commands.gradebook", "the scores of graded exercises, for Moodle, "
                                                "Canvas or a spreadsheet"),
+    "similarity": ("idrrun.commands.similarity",
+                   "compare a class's submissions with each other and the solution (instructor)"),
     "course": ("idrrun.commands.course", "course check | course new | course strip | course init"),
     "doctor": ("idrrun.commands.doctor", "what this machine offers for the course"),
 }

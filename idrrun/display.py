@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import os
 import re
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from . import annotate
@@ -14,7 +16,7 @@ from .annotate import Listing
 from .checks.kinds import passed_here
 from .checks.visibility import MORE_AT_GRADING
 from .checks.words import plural
-from .model import BuildResult, Failure, RunRequest, RunResult, Toolchain, Verdict
+from .model import BuildResult, Comparison, Failure, RunRequest, RunResult, Toolchain, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
 
@@ -229,6 +231,8 @@ class VerdictView:
         for r in rows:
             cells = [r[i].ljust(widths[i]) for i in range(4)]
             lines.append("  " + "  ".join(cells) + "  " + r[4])
+        if self.verdict.comparison is not None:
+            lines += comparison_text(self.verdict.comparison)
         if self.verdict.more_at_grading:
             lines.append(MORE_AT_GRADING)
         return "\n".join(lines)
@@ -249,6 +253,7 @@ class VerdictView:
         return (
             f"<div class='idrrun-verdict'><b style='color:{color}'>{html.escape(self.headline())}</b>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"{comparison_html(v.comparison) if v.comparison is not None else ''}"
             + (f"<p>{html.escape(MORE_AT_GRADING)}</p>" if v.more_at_grading else "") + "</div>"
         )
 
@@ -338,3 +343,40 @@ def _note_html(line: annotate.Line, note: annotate.Note) -> str:
             f"padding:1px 0 3px {indent}ch'><div style='border-left:3px solid {color};"
             f"padding-left:6px'><b style='color:{color}'>{annotate.LABELS[note.kind]}:</b> "
             f"{html.escape(note.text)}{meaning}</div></td></tr>")
+
+
+# ---------------------------------------------------------------------------------------
+# The run beside the solution's (checks/compare.py)
+
+COMPARISON_TITLE = "your run beside the solution's (same arguments, same compiler)"
+
+
+def comparison_text(comparison: Comparison) -> list[str]:
+    rows = [("", "you", "the solution")] + [(f.label, f.yours, f.solution) for f in comparison.figures]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    lines = ["", COMPARISON_TITLE]
+    lines += ["  " + r[0].ljust(widths[0]) + "  " + r[1].ljust(widths[1]) + "  " + r[2] for r in rows]
+    return lines + [f"  {note}" for note in comparison.notes]
+
+
+def _picture(path: Path | None, alt: str) -> str:
+    if path is None or not path.is_file():
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"<div>{html.escape(alt)}</div><img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'/>"
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """The table, then the two timelines one above the other when both were drawn."""
+    td = f"<td style='{_CELL}'>"
+    body = "".join(f"<tr>{td}{html.escape(f.label)}</td>{td}{html.escape(f.yours)}</td>"
+                   f"{td}{html.escape(f.solution)}</td></tr>" for f in comparison.figures)
+    notes = "".join(f"<div><small>{html.escape(n)}</small></div>" for n in comparison.notes)
+    pictures = ""
+    if comparison.timeline is not None and comparison.solution_timeline is not None:
+        pictures = (_picture(comparison.timeline, "your GPU timeline")
+                    + _picture(comparison.solution_timeline, "the solution's GPU timeline"))
+    return (f"<div class='idrrun-comparison'><b>{html.escape(COMPARISON_TITLE)}</b>"
+            f"<table><thead><tr><th style='{_CELL}'></th><th style='{_CELL}'>you</th>"
+            f"<th style='{_CELL}'>the solution</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>{notes}{pictures}</div>")

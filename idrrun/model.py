@@ -542,6 +542,19 @@ class AccReport:
     # What the report says line by line (regions, data movements, loops), for the annotated
     # source; not what the checks decide on (nor what two reports compare on).
     remarks: tuple[Remark, ...] = field(default=(), compare=False)
+    # What the compiler says each construct moves, array by array (nvhpc's -Minfo names them;
+    # empty where the report does not: gcc's dumps give only the implicit ones above).
+    moves: tuple[DataMove, ...] = ()
+
+
+@dataclass(frozen=True)
+class DataMove:
+    """An array a construct moves or expects, as the compiler's report says it."""
+
+    variable: str
+    clause: str  # copy, copyin, copyout, create, present, update device, ...
+    line: int  # the construct's line in the source
+    implicit: bool  # no clause named it: the compiler chose
 
 
 # incomplete: the check could not be evaluated (no GPU trace, no compiler report, no solution
@@ -576,12 +589,35 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """One figure of the run beside the solution's, for the same arguments and toolchain."""
+
+    label: str  # "data moved per iteration"
+    yours: str  # "1.07 GB", "none"
+    solution: str
+    source: str  # where it comes from: "trace" or "compiler"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The run's figures beside the solution's (checks/compare.py), for the checks that come
+    from the GPU trace or the compiler's report; the two timelines when both were drawn."""
+
+    figures: tuple[Figure, ...]
+    notes: tuple[str, ...] = ()  # what the figures can and cannot say
+    timeline: Path | None = None  # the run's timeline PNG
+    solution_timeline: Path | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
     exercise: str
     checks: tuple[CheckResult, ...]
     # As a student's notebook shows it: grading runs more than these checks (hidden cases,
     # checks run at grading only or hidden from students), which the verdict says, not names.
     more_at_grading: bool = False
+    # The run beside the solution (None: nothing to compare, or no solution to compare with).
+    comparison: Comparison | None = None
 
     @property
     def passed(self) -> bool:

@@ -32,7 +32,7 @@ def _subcommands(help_text: str) -> list[str]:
 
 def test_every_driver_and_subcommand_answers_help() -> None:
     assert {"bench.py", "cell_overhead.py", "run_overhead.py", "grade_bench.py", "box_cost.py",
-            "profile_cost.py", "course_gpu.py"} <= set(DRIVERS)
+            "profile_cost.py", "course_gpu.py", "similarity_bench.py"} <= set(DRIVERS)
     with ThreadPoolExecutor(4) as pool:
         tops = dict(zip(DRIVERS, pool.map(_help, DRIVERS)))
         calls = [(name, sub) for name, r in tops.items() for sub in _subcommands(r.stdout)]
@@ -59,7 +59,7 @@ def test_run_sh_lists_its_suites() -> None:
     r = _run_sh("--list")
     assert r.returncode == 0, r.stderr
     listed = re.findall(r"^  (\S+)\s{2,}", r.stdout, re.MULTILINE)
-    for suite in ("cell", "run", "jacobi", "grade", "sandbox", "profile", "course-gpu",
+    for suite in ("cell", "run", "jacobi", "grade", "similarity", "sandbox", "profile", "course-gpu",
                   "host", "gpu", "all"):
         assert suite in listed, r.stdout
 

@@ -79,3 +79,12 @@ main:
 def test_minfo_without_accelerator_code() -> None:
     assert from_nvhpc_minfo("main:\n      5, Loop not vectorized/parallelized: too deeply nested\n"
                             ) == AccReport(0, (), NVHPC_METHOD)
+
+
+def test_nvc_minfo_names_the_arrays_each_construct_moves() -> None:
+    """For the comparison with the solution (checks/compare.py): every array of every data
+    clause -Minfo reports, explicit or implicit; scalars left out."""
+    moves = from_nvhpc_minfo(NVC_MINFO).moves
+    assert [(m.variable, m.clause, m.line, m.implicit) for m in moves] == [
+        ("a", "copyin", 12, False), ("b", "copyin", 20, True), ("c", "copyout", 20, True),
+        ("d", "copyout", 20, True), ("a", "present", 30, False), ("b", "present", 30, False)]

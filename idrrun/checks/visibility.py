@@ -42,6 +42,14 @@ def level(result: CheckResult, exercise: Exercise, override: Override = "spec") 
     return own
 
 
+def comparison_seen(exercise: Exercise, override: Override = "spec") -> bool:
+    """Whether a student sees their run beside the solution's (its figures, and with nvhpc the
+    solution's data clauses): only where they may see every check in full."""
+    if override in ("shown", "full"):
+        return True
+    return override == "spec" and all(exercise.shown(c) == "shown" for c in exercise.checks)
+
+
 def seen(result: CheckResult, exercise: Exercise, override: Override = "spec",
          hidden_args: Sequence[Sequence[str]] = ()) -> CheckResult | None:
     """The check as a student sees it, or None when it is hidden from students. hidden_args:
@@ -73,5 +81,6 @@ def student_verdict(verdict: Verdict, exercise: Exercise) -> Verdict:
     whether grading runs more than these."""
     kept = student_checks(verdict, exercise)
     return dataclasses.replace(verdict, checks=kept,
+                               comparison=verdict.comparison if comparison_seen(exercise) else None,
                                more_at_grading=exercise.more_at_grading or
                                len(kept) < len(verdict.checks))

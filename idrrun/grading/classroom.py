@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import files
 from ..checking import check_language, execute_checked, solution_output
-from ..checks import specs
+from ..checks import compare, specs
 from ..checks.specs import COURSE_DIRS, Exercise
 from ..errors import IdrrunError, UsageError
 from ..model import Probe, Settings
@@ -27,6 +27,7 @@ from ..request import source as source_mod
 from ..request.options import Options
 from ..request.policy import Policy
 from ..run import boundary, isolation, launch, rooms
+from . import comparison
 from .discover import Submission, _inside, _read, exposed, outside_includes
 from .report import GradeRow, resumed, row_from_outcome
 
@@ -93,10 +94,11 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
             request, toolchain = resolve.resolve(
                 Options(), src, pair.solution.parent, settings, probe, exercise,
                 policy(exercise, rooms.scratch_root(settings), timeout, sandbox))
-            # Every argument set a row runs: the public one, then the hidden ones (one build).
-            for args in (request.program_args, *exercise.hidden_args):
-                solution_output(resolve.with_args(request, tuple(args)), toolchain, exercise,
-                                probe, settings)
+            # Every argument set a row runs: the public one (profiled as a row's is, for the
+            # comparison), then the hidden ones when their checks need its output (one build).
+            hidden = exercise.hidden_args if exercise.needs_solution else ()
+            for each in (request, *(resolve.with_args(request, tuple(args)) for args in hidden)):
+                solution_output(each, toolchain, exercise, probe, settings)
         except IdrrunError:
             pass  # each row reports it
 
@@ -143,7 +145,8 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
                                              policy(exercise, room, timeout, sandbox))
         outcome = execute_checked(request, toolchain, exercise, probe, settings, NullReporter(),
                                   hidden=True)
-        return row_from_outcome(sub, exercise, outcome, sandbox)
+        row = row_from_outcome(sub, exercise, outcome, sandbox)
+        return dataclasses.replace(row, comparison=comparison.kept(row.comparison, settings))
     except IdrrunError as exc:
         return error_row(str(exc), sub.source.language)
     except OSError as exc:
@@ -173,7 +176,7 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     started: list[Future[Any]] = []
     try:
-        if exercise.needs_solution and jobs > 1 and todo:
+        if (exercise.needs_solution or compare.wanted(exercise)) and jobs > 1 and todo:
             # The solution's output is needed by every row: start it first, beside the students.
             started.append(pool.submit(warm_solution, exercise, subs, settings, probe, timeout,
                                        sandbox))

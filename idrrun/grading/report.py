@@ -22,17 +22,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import annotate
+from ..checks import compare, visibility
 from ..checks.kinds import passed_here
-from ..checks import visibility
 from ..checks.score import Score, score
 from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
 from ..files import temp_beside
-from ..model import CheckResult, Diagnostic, FailureKind, Settings
+from ..model import CheckResult, Comparison, Diagnostic, FailureKind, Settings
 from ..pipeline import Outcome
 from ..run import boundary
 from ..version import __version__
+from . import comparison
 from .discover import Submission
 
 
@@ -119,6 +120,8 @@ class GradeRow:
     failure_hint: str = ""
     diagnostics: tuple[Diagnostic, ...] = ()
     annotated: str = ""
+    # The public run's figures beside the solution's (checks/compare.py), and the timelines.
+    comparison: Comparison | None = None
 
     @property
     def reasons(self) -> str:
@@ -251,6 +254,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         failure_hint=failure.hint if failure is not None else "",
         diagnostics=(*listing.diagnostics, *listing.elsewhere) if listing is not None else (),
         annotated=annotate.markdown(listing) if listing is not None else "",
+        comparison=verdict.comparison if verdict is not None else None,
     )
 
 
@@ -354,7 +358,8 @@ def _record(row: GradeRow) -> dict[str, Any]:
                             "annotated": row.annotated,
                             "hidden_args": [list(args) for args in row.hidden_args],
                             "content": dataclasses.asdict(row.content)
-                            if row.content is not None else None}
+                            if row.content is not None else None,
+                            "comparison": compare.as_dict(row.comparison) if row.comparison else None}
 
 
 def _mac(record: dict[str, Any], key: bytes) -> str:
@@ -398,6 +403,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
                 content=_content_from(rec.get("content")),
                 **_feedback_fields(rec),
+                comparison=compare.from_dict(rec.get("comparison")),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
@@ -471,12 +477,14 @@ FEEDBACK_MESSAGES = 10
 
 
 def feedback_markdown(row: GradeRow, exercise: Exercise,
-                      override: visibility.Override = "spec") -> str:
+                      override: visibility.Override = "spec",
+                      timelines: tuple[str, str] | None = None) -> str:
     """A student's feedback: their score, what went wrong (the compiler's messages on their
     lines, the signal or limit and its hint), the checks as the spec (or the grader's override)
     lets students see them (checks/visibility.py: hidden runs say only their result and their
     kind, the arguments, drawn or fixed, stay the instructor's, unless `full`), the output
-    around the failed checks they may see, and the source annotated."""
+    around the failed checks they may see, the source annotated, and the public run beside the
+    solution's, with the timelines (files beside it) named, when the student may see it all."""
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**  "]
     if row.score is not None:
         lines.append(f"Score: **{row.score}**")
@@ -499,6 +507,8 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     lines += _excerpts([c for c in shown if c is not None])
     if row.annotated:
         lines += ["## Your source, annotated", "", row.annotated]
+    if row.comparison is not None and visibility.comparison_seen(exercise, override):
+        lines += comparison.markdown(row.comparison, timelines, _table_cell)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -563,5 +573,9 @@ def feedback_names(students: Sequence[str]) -> dict[str, str]:
 def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path,
                    override: visibility.Override = "spec") -> None:
     names = feedback_names([row.student for row in rows])
+    folder.mkdir(parents=True, exist_ok=True)
     for row in rows:
-        files.write_atomic(folder / names[row.student], feedback_markdown(row, exercise, override))
+        drawn = comparison.pictures(row.comparison, folder, names[row.student].removesuffix(".md")) \
+            if row.comparison is not None and visibility.comparison_seen(exercise, override) else None
+        files.write_atomic(folder / names[row.student],
+                           feedback_markdown(row, exercise, override, drawn))

@@ -105,12 +105,13 @@ def resolve(options: Options, source: Source, workdir: Path, settings: Settings,
 
 
 def for_solution(request: RunRequest, source: Source, workdir: Path,
-                 room: Path | None = None) -> RunRequest:
+                 room: Path | None = None, profile: str | None = None) -> RunRequest:
     """The same request (the same toolchain, arguments and policy) for the exercise's solution
     `source`, run in `workdir` (a graded one in its own `room`): nothing of the student's own
-    (a kept copy, files to get, a profile, a forced build) comes along."""
+    (a kept copy, files to get, a forced build) comes along, nor a profile unless `profile`
+    asks for one (its trace beside the student's)."""
     return dataclasses.replace(request, source=source, workdir=workdir, room=room, keep=None,
-                               force=False, get_files=(), profile=None, execute=True,
+                               force=False, get_files=(), profile=profile, execute=True,
                                object_only=False)
 
 

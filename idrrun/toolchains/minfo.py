@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import AccReport, ImplicitData, Remark
+from ..model import AccReport, DataMove, ImplicitData, Remark
 from .feedback import MSG_NVHPC, MSG_NVHPC_UNKNOWN, at as _at, balanced as _balanced, split_top as _split_top
 from .remarks import explain
 
@@ -40,6 +40,9 @@ _NV_FUNCTION = re.compile(r"^(?P<name>\S.*):\s*$")
 _NV_CODEGEN = re.compile(r"Generating (?:NVIDIA GPU|Tesla|Multicore|Radeon|AMD GPU) code"
                          r"|Accelerator (?:serial )?kernel generated")
 _NV_IMPLICIT = re.compile(r"Generating implicit (?P<clause>copy|copyin|copyout|create)\(")
+# Every data clause -Minfo reports, explicit or not, for the arrays each construct moves.
+_NV_DATA = re.compile(r"Generating (?P<implicit>implicit )?(?P<clause>copyin|copyout|copy|create|"
+                      r"present|no_create|delete|attach|detach|update (?:device|self|host))\(")
 _NV_UNKNOWN_SIZE = re.compile(r"size of the GPU copy of (?P<var>[\w.%>-]+) is unknown")
 _NV_KERNELS = re.compile(r"Loop is parallelizable|loop carried dependence|Parallelization would",
                          re.IGNORECASE)
@@ -120,6 +123,28 @@ def _nvhpc_construct(messages: list[_Message], function: str, line: int,
     return "parallel"
 
 
+def _arrays(clause_args: str) -> list[tuple[str, str]]:
+    """The arrays of a clause's list, `a[:n]` or `a(:)`, as (name, section): a bare name is a
+    scalar or a struct (see the module's docstring)."""
+    arrays = []
+    for section in _split_top(clause_args):
+        cut = min((i for i in (section.find("["), section.find("(")) if i > 0), default=-1)
+        if cut > 0:
+            arrays.append((section[:cut].strip(), section))
+    return arrays
+
+
+def _data_moves(messages: list[_Message]) -> tuple[DataMove, ...]:
+    """Each array each construct moves or expects present, as -Minfo says it."""
+    moves: list[DataMove] = []
+    for m in messages:
+        for found in _NV_DATA.finditer(m.text):
+            args = m.text[found.end() - 1:_balanced(m.text, found.end() - 1)][1:-1]
+            moves += [DataMove(name, found.group("clause"), m.line, bool(found.group("implicit")))
+                      for name, _ in _arrays(args)]
+    return tuple(dict.fromkeys(moves))
+
+
 def from_nvhpc_minfo(minfo: str) -> AccReport:
     """Compute regions and implicit data from the text of nvc/nvfortran -Minfo=accel."""
     try:
@@ -134,11 +159,7 @@ def from_nvhpc_minfo(minfo: str) -> AccReport:
             imp = _NV_IMPLICIT.search(m.text)
             if imp:
                 args = m.text[imp.end() - 1:_balanced(m.text, imp.end() - 1)][1:-1]
-                for section in _split_top(args):
-                    cut = min((i for i in (section.find("["), section.find("(")) if i > 0),
-                              default=-1)
-                    if cut > 0:  # a bare name is a scalar or a struct (see module doc)
-                        found.append((section[:cut].strip(), f"{imp.group('clause')}({section})"))
+                found += [(name, f"{imp.group('clause')}({section})") for name, section in _arrays(args)]
             unknown = _NV_UNKNOWN_SIZE.search(m.text)
             if unknown:
                 found.append((unknown.group("var").rstrip("->").rstrip("-"), ""))
@@ -154,6 +175,7 @@ def from_nvhpc_minfo(minfo: str) -> AccReport:
             said = _remarks(minfo)
         except Exception:  # noqa: BLE001 - what the annotated source shows never costs a check
             said = ()
-        return AccReport(len(codegen), tuple(implicit), NVHPC_METHOD, remarks=said)
+        return AccReport(len(codegen), tuple(implicit), NVHPC_METHOD, remarks=said,
+                         moves=_data_moves(messages))
     except Exception:  # noqa: BLE001 - odd input gives an empty answer (see module doc)
         return AccReport(0, (), NVHPC_METHOD)
