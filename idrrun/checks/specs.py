@@ -23,6 +23,12 @@ CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "image", "uses_openmp", "regions_ran")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
+# Checks whose figure is a time or a share of time (gpu_busy; so will be any rate, speed-up or
+# bandwidth kind): it depends on what else runs beside the program, so a run checked by one
+# waits for a GPU of its own and runs on CPUs of its own (run/lanes.py), and its figure is
+# measured over several runs (checks/measure.py). Counts and bytes (ran_on_gpu, queues,
+# data_moved, values) are the same however busy the machine is: not timed.
+TIMED_KINDS = ("gpu_busy",)
 # idrrun's own course: in the wheel as idrrun/course/{examples,notebooks}, the students' copy
 # (hatch_build.py), or, when idrrun runs from a checkout (pip install -e), the checkout's whole
 # examples/ and notebooks/.
@@ -144,6 +150,11 @@ class Exercise:
     @property
     def needs_trace(self) -> bool:
         return any(c.kind in TRACE_KINDS for c in self.checks)
+
+    @property
+    def timed(self) -> bool:
+        """Some check's figure is a time or a share of time (TIMED_KINDS)."""
+        return any(c.kind in TIMED_KINDS for c in self.checks)
 
     @property
     def solution_files(self) -> tuple[str, ...]:
