@@ -185,6 +185,9 @@ class Limits:
     file_size: int | None = 1 << 30
     stdin: Path | None = None
     stack: int | None = 1 << 30
+    # The CPUs the program may run on (the guard's sched_setaffinity); (): wherever it is let.
+    # A grading keeps its processes off the CPUs of the timed runs' lanes (run/lanes.py).
+    cpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
