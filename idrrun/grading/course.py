@@ -21,7 +21,7 @@ from tomlkit.items import Comment, Whitespace
 from ..checks import specs
 from ..checks.specs import Exercise
 from ..errors import UsageError
-from ..model import FailureKind, Probe, Settings
+from ..model import FailureKind, Lanes, Probe, Settings
 from ..request import notebook
 from ..request import source as source_mod
 from .classroom import grade_one
@@ -61,7 +61,9 @@ class CourseRow:
 
 def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None, settings: Settings,
                  probe: Probe, jobs: int,
-                 on_done: Callable[[GradeRow], None] | None = None) -> list[CourseRow]:
+                 on_done: Callable[[GradeRow], None] | None = None,
+                 lanes: Lanes | None = None) -> list[CourseRow]:
+    """Every solution and start file graded, `jobs` at once, in the machine's GPU lanes."""
     subs: list[tuple[Exercise, str, str, Submission]] = []
     for ex in exercises:
         for language, pair in ex.sources.items():
@@ -76,7 +78,7 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
     results: dict[int, GradeRow] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         # The course's own files: nothing hostile to wall off, so no sandbox.
-        futures = {pool.submit(grade_one, s[3], s[0], settings, probe, None, SANDBOX): i
+        futures = {pool.submit(grade_one, s[3], s[0], settings, probe, None, SANDBOX, lanes): i
                    for i, s in enumerate(subs)}
         for future in as_completed(futures):
             i = futures[future]

@@ -104,13 +104,14 @@ def for_solution(request: RunRequest, source: Source, workdir: Path,
                  room: Path | None = None) -> RunRequest:
     """The same request (the same toolchain, arguments and policy) for the exercise's solution
     `source`, run in `workdir` (a graded one in its own `room`): nothing of the student's own
-    (a kept copy, files to get, a profile, a forced build) comes along."""
+    (a kept copy, files to get, a profile, a forced build) comes along, and nothing of it is
+    timed (its output is compared, not its speed)."""
     return dataclasses.replace(request, source=source, workdir=workdir, room=room, keep=None,
                                force=False, get_files=(), profile=None, execute=True,
-                               object_only=False)
+                               object_only=False, timed=False)
 
 
 def with_args(request: RunRequest, args: tuple[str, ...]) -> RunRequest:
     """The same request run with other arguments (a hidden argument set): without its profile
-    (the trace checks are for the public run) nor a kept copy."""
-    return dataclasses.replace(request, program_args=args, keep=None, profile=None)
+    (the trace checks, timed ones included, are for the public run) nor a kept copy."""
+    return dataclasses.replace(request, program_args=args, keep=None, profile=None, timed=False)
