@@ -19,11 +19,12 @@ from pathlib import Path
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import kinds, specs
+from .checks import kinds, measure, specs
+from .checks.measure import Figure
 from .checks.specs import Exercise
-from .errors import SpecError
+from .errors import IdrrunError, SpecError
 from .model import (CheckResult, Failure, FailureKind, Probe, RunRequest, Settings, Source,
-                    Toolchain)
+                    Toolchain, Verdict)
 from .pipeline import NullReporter, Outcome
 from .profile.model import NO_GPU_ACTIVITY
 from .profile.summary import trace_values
@@ -58,6 +59,7 @@ class SolutionRun:
     output: str | None  # None when the solution failed
     files: Path | None = None  # folder holding Exercise.solution_files, when it has some
     problem: str = ""  # why output is None
+    seconds: float | None = None  # how long its run took; None: not known
 
 
 def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
@@ -76,11 +78,13 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
     cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
     files = cached.with_suffix(".files")
+    seconds = cached.with_suffix(".seconds")
     with _locks_guard:
         lock = _solution_locks.setdefault(str(cached), threading.Lock())
     with lock:
         if cached.is_file():
-            return SolutionRun(cached.read_text(), files if files.is_dir() else None)
+            return SolutionRun(cached.read_text(), files if files.is_dir() else None,
+                               seconds=_seconds(seconds))
         scratch = None
         if request.room is not None:
             room = _room(pair.solution, settings)
@@ -105,11 +109,21 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                 for name in exercise.solution_files:
                     if (written / name).is_file() and not (written / name).is_symlink():
                         shutil.copyfile(written / name, files / name)
+            write_atomic(seconds, f"{outcome.run.proc.seconds:.3f}\n")
             write_atomic(cached, outcome.run.proc.output)
-            return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None)
+            return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None,
+                               seconds=outcome.run.proc.seconds)
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _seconds(path: Path) -> float | None:
+    """The solution's run time kept beside its output; None for an output cached without it."""
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 # A graded solution's room: a copy of its folder's files and its builds, made once per process
@@ -148,16 +162,22 @@ def copy_data_files(exercise: Exercise, workdir: Path) -> None:
             shutil.copyfile(path, workdir / path.name)
 
 
-def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
-              solution: SolutionRun | None) -> kinds.Evidence:
-    built = outcome.build
-    trace = None
+def _trace_values(toolchain: Toolchain, outcome: Outcome) -> dict[str, float] | None:
+    """What the GPU trace of a profiled GPU run says for the checks; None: no trace."""
     profiled = outcome.profile
     # A profiled GPU build that left no trace never initialised CUDA (the tracer is loaded by
     # the driver when a program first uses the GPU): the GPU did nothing, which checks can judge.
     if profiled is not None and toolchain.target == "gpu" and \
             (profiled.trace is not None or profiled.message == NO_GPU_ACTIVITY):
-        trace = trace_values(profiled.trace)
+        return trace_values(profiled.trace)
+    return None
+
+
+def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
+              solution: SolutionRun | None,
+              host: kinds.HostComparison | None = None) -> kinds.Evidence:
+    built = outcome.build
+    trace = _trace_values(toolchain, outcome)
     compiled = None
     if built is not None and built.ok and built.build_dir is not None:
         pre = built.build_dir / build_mod.PREPROCESSED
@@ -172,7 +192,7 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         trace_values=trace, compiled_text=compiled, acc_requested=request.acc,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,
-        regions=outcome.run.regions if outcome.run is not None else None,
+        regions=outcome.run.regions if outcome.run is not None else None, host=host,
     )
 
 
@@ -180,7 +200,9 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                     settings: Settings, reporter: pipeline.Reporter,
                     hidden: bool = False) -> Outcome:
     """The run and its verdict. hidden (grading): the program also runs with each of the
-    exercise's hidden argument sets, its output checked again each time."""
+    exercise's hidden argument sets, its output checked again each time. A timed run (graded)
+    has its timed checks measured over more runs; a run that timed out is told how long the
+    solution takes."""
     check_language(request.source, exercise)
     if not hidden:
         exercise = exercise.without_grading_only()
@@ -194,7 +216,12 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         return solution_output(req, toolchain, exercise, probe, settings) \
             if exercise.needs_solution and ran else None
 
-    verdict = kinds.evaluate(exercise, _evidence(request, toolchain, outcome, solution_for(request)))
+    host = host_comparison(request, toolchain, exercise, probe, settings, outcome) \
+        if exercise.compares_host and ran and outcome.failure is None else None
+    verdict = kinds.evaluate(exercise, _evidence(request, toolchain, outcome, solution_for(request),
+                                                 host))
+    if request.timed and ran and outcome.failure is None:
+        verdict = _measured(verdict, exercise, request, toolchain, probe, settings, outcome)
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
@@ -205,7 +232,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             extra += kinds.evaluate_hidden(exercise, evidence, i)
         verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))
     reporter.verdict(verdict)
-    failure = outcome.failure
+    failure = _against_solution(outcome.failure, request, toolchain, exercise, probe, settings)
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
         failure = Failure(
@@ -214,6 +241,92 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
             hint=failed[0].reason,
         )
     return dataclasses.replace(outcome, verdict=verdict, failure=failure)
+
+
+def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolchain: Toolchain,
+              probe: Probe, settings: Settings, outcome: Outcome) -> Verdict:
+    """The timed checks measured over more runs of the same build (each one in its lane,
+    alone on its GPU: run/lanes.py) until their figures settle (checks/measure.py); the other
+    checks stay as the first run gave them."""
+    timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS}
+
+    def figures(values: dict[str, float] | None) -> dict[str, Figure]:
+        found = {label: kinds.figure(spec, values) for label, spec in timed.items()}
+        return {label: f for label, f in found.items() if f is not None}
+
+    def again() -> dict[str, Figure] | str:
+        rerun = pipeline.execute(request, toolchain, probe, settings, NullReporter(),
+                                 wanted=exercise.solution_files)
+        if rerun.failure is not None:
+            return f"a run {rerun.failure.step} failed: {rerun.failure.what}"
+        return figures(_trace_values(toolchain, rerun)) or "a run left no GPU trace"
+
+    first = figures(_trace_values(toolchain, outcome))
+    if not first:
+        return verdict  # no trace: the checks say why they are incomplete
+    measured = measure.repeat(first, again)
+    return dataclasses.replace(verdict, checks=tuple(
+        kinds.measured_result(timed[c.name], measured[c.name])
+        if c.name in measured and not c.hidden else c for c in verdict.checks))
+
+
+# Why agrees_with_host cannot compare a build that runs its regions on the host anyway.
+NOT_ON_GPU = ("this build runs its compute regions on the host: there is no GPU run to compare "
+              "with the host's (needs a GPU)")
+
+
+def host_comparison(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
+                    settings: Settings, outcome: Outcome) -> kinds.HostComparison:
+    """For agrees_with_host: the program's output at the exercise's host arguments (small, so
+    that the host's run stays short) on the GPU — the checked run's own when it ran with them —
+    and the same build's with its compute regions on the host (the family says how)."""
+    if toolchain.target != "gpu":
+        return kinds.HostComparison(problem=NOT_ON_GPU)
+    why = family_of(toolchain).host_comparison(toolchain)
+    if why:
+        return kinds.HostComparison(problem=why)
+    at = resolve.with_args(request, exercise.host_args)
+    on_gpu = outcome if request.program_args == exercise.host_args else \
+        pipeline.execute(at, toolchain, probe, settings, NullReporter())
+    on_host = pipeline.execute(resolve.on_host(at), toolchain, probe, settings, NullReporter())
+    for where, done in (("on the GPU", on_gpu), ("on the host", on_host)):
+        if done.failure is not None or done.run is None:
+            what = done.failure.what if done.failure is not None else "it did not run"
+            return kinds.HostComparison(problem=f"the run with the host arguments {where} "
+                                                f"failed: {what}")
+    assert on_gpu.run is not None and on_host.run is not None
+    return kinds.HostComparison(on_gpu.run.proc.output, on_host.run.proc.output)
+
+
+# What a run that timed out is told of the solution's own time, when it is known.
+TIMED_OUT_VS_SOLUTION = "{what}; the solution runs in {seconds} s with these arguments"
+FAR_BEYOND = ": a loop left on the host?"
+# A time limit this many times the solution's time is far beyond it.
+FAR = 10.0
+
+
+def timed_out_against(what: str, timeout: float, seconds: float) -> str:
+    """"timed out after 60 s; the solution runs in 2.1 s with these arguments: a loop left on
+    the host?" (the question when the limit is far beyond the solution's time)."""
+    shown = f"{seconds:.1f}" if seconds >= 0.1 else f"{seconds:.3f}"
+    text = TIMED_OUT_VS_SOLUTION.format(what=what, seconds=shown)
+    return text + FAR_BEYOND if timeout >= FAR * seconds else text
+
+
+def _against_solution(failure: Failure | None, request: RunRequest, toolchain: Toolchain,
+                      exercise: Exercise, probe: Probe, settings: Settings) -> Failure | None:
+    """A run that timed out, told how long the solution takes with the same arguments (run
+    once for it when its output is not kept yet): far less says more than "timed out"."""
+    if failure is None or failure.kind is not FailureKind.TIMEOUT:
+        return failure
+    try:
+        seconds = solution_output(request, toolchain, exercise, probe, settings).seconds
+    except IdrrunError:
+        seconds = None  # the row says it timed out, as it would without this
+    if seconds is None:
+        return failure
+    return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
+                                                               seconds))
 
 
 def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Path,

@@ -151,6 +151,11 @@ class RunRequest:
     # its lane's own CPUs.
     lanes: Lanes | None = None
     timed: bool = False
+    # The exercise compares the GPU's output with the host's (agrees_with_host): the build must
+    # be able to run its compute regions on the host too (the family's openacc() decides how).
+    compare_host: bool = False
+    # Run a GPU build with its compute regions on the host (the family's run_env says how).
+    run_on_host: bool = False
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,9 @@ kind = "exit_ok"
      "field 'args.draw.ranges[0]': expected finite numbers"),
     (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[1, 9]], seed = 4}'),
      "field 'args.draw.seed': unknown field"),
+    (('host = ["10"]', 'host = ["10"]\nstart = "cpu"'), "field 'args.start': expected \"host\" or \"gpu\""),
+    (('kind = "exit_ok"', 'kind = "agrees_with_host"\npattern = "x"'),
+     "field 'check[0].pattern': needs a group"),
 ])
 def test_broken_spec(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")

@@ -16,7 +16,18 @@ from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, Construct
                      RunResult, Verdict)
 from . import regex
 from .directives import code_text, has_directives
+from .measure import Figure, Measured
 from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
+
+
+@dataclass(frozen=True)
+class HostComparison:
+    """What the agrees_with_host check compares: the program's output at the exercise's host
+    arguments on the GPU, and the same build's with its regions on the host; or why not."""
+
+    device_output: str | None = None
+    host_output: str | None = None
+    problem: str = ""  # why an output is None
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,7 @@ class Evidence:
     # The compute constructs the run executed (OpenACC profiling, profile/regions.py); None:
     # not counted (no run, not an OpenACC build).
     regions: RegionsRan | None = None
+    host: HostComparison | None = None  # agrees_with_host: None when not compared
 
     @property
     def code(self) -> str:
@@ -123,14 +135,35 @@ def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "incomplete", "", "",
                            f"the solution could not be run: {ev.solution_problem or 'unknown reason'}")
     want = _numbers(spec.pattern, ev.solution_output)
-    got = _numbers(spec.pattern, ev.run.proc.output)
     if not want:
         return CheckResult(spec.label, "incomplete", "", "",
                            f"the solution prints no line matching {spec.pattern!r}")
+    return _compare(spec, want, _numbers(spec.pattern, ev.run.proc.output), _SOLUTION)
+
+
+@dataclass(frozen=True)
+class _Wording:
+    """How a comparison of printed values names its two sides."""
+
+    count: str  # {want} {got}: counts of values
+    value: str  # {i} {got} {want}: one value that differs
+    agrees: str
+
+
+_SOLUTION = _Wording("the solution prints {want} such values, this program {got}",
+                     "value {i}: {got} where the solution gives {want}", "agrees with the solution")
+_HOST = _Wording("the same program prints {want} such values on the host, {got} on the GPU",
+                 "value {i}: {got} on the GPU, {want} on the host (the same build, the same "
+                 "arguments): a race? (an update without atomic, a sum without reduction)",
+                 "the GPU and the host print the same values")
+
+
+def _compare(spec: CheckSpec, want: list[str], got: list[str], words: _Wording) -> CheckResult:
+    """The values a program printed (`got`) against those it should have (`want`)."""
     shown_want, shown_got = ", ".join(want[:4]), ", ".join(got[:4]) or "not printed"
     if len(got) != len(want):
         return CheckResult(spec.label, "fail", shown_want, shown_got,
-                           f"the solution prints {len(want)} such values, this program {len(got)}")
+                           words.count.format(want=len(want), got=len(got)))
     for i, (w, g) in enumerate(zip(want, got)):
         wv, gv = _number(w), _number(g)
         if wv is None or gv is None:
@@ -138,8 +171,24 @@ def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
                 return CheckResult(spec.label, "fail", w, g, f"value {i + 1} differs")
         elif not _close(gv, wv, spec.abs_tol, spec.rel_tol):
             return CheckResult(spec.label, "fail", w + _tolerance(spec), g,
-                               f"value {i + 1}: {g} where the solution gives {w}")
-    return CheckResult(spec.label, "pass", shown_want, shown_got, "agrees with the solution")
+                               words.value.format(i=i + 1, got=g, want=w))
+    return CheckResult(spec.label, "pass", shown_want, shown_got, words.agrees)
+
+
+def _agrees_with_host(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    """The GPU's values against the same build's on the host, as NVIDIA's PCAST compares them
+    inside nvc: a race or a missing reduction that still prints plausible numbers shows."""
+    assert spec.pattern is not None
+    compared = ev.host
+    if compared is None or compared.device_output is None or compared.host_output is None:
+        why = compared.problem if compared is not None and compared.problem else \
+            "the program did not run to its end: nothing to compare"
+        return CheckResult(spec.label, "incomplete", "", "", why)
+    want = _numbers(spec.pattern, compared.host_output)
+    if not want:
+        return CheckResult(spec.label, "incomplete", "", "",
+                           f"on the host the program prints no line matching {spec.pattern!r}")
+    return _compare(spec, want, _numbers(spec.pattern, compared.device_output), _HOST)
 
 
 def _never_called(acc: AccReport | None) -> str:
@@ -287,6 +336,63 @@ def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
                            "host waits): see the profile's hints"))
 
 
+@dataclass(frozen=True)
+class _TimedFigure:
+    """Where a timed kind's figure is among a trace's values, and how it is shown."""
+
+    key: str  # in profile.summary.trace_values
+    scale: float = 1.0
+    unit: str = ""
+
+    def show(self, value: float) -> str:
+        return f"{self.scale * value:.0f}{self.unit}"
+
+    def spread(self, low: float, high: float) -> str:
+        return f"{self.scale * low:.0f}–{self.scale * high:.0f}{self.unit}"
+
+
+# Every kind of specs.TIMED_KINDS has its figure here.
+_TIMED = {"gpu_busy": _TimedFigure("gpu_busy", 100.0, " %")}
+UNSTABLE = ("not stable over {runs} runs ({spread}: more than {tolerance}), and the runs disagree "
+            "on the verdict: the machine was too busy to time it; grade it again with fewer jobs")
+TOO_FEW = "measured {runs} time(s) only, too few to tell: {stopped}"
+
+
+def figure(spec: CheckSpec, values: Mapping[str, float] | None) -> Figure | None:
+    """A timed check's figure in one run's trace values; None without a trace. A run that put
+    nothing at all on the GPU has an exact figure (no GPU time to share out)."""
+    timed = _TIMED.get(spec.kind)
+    if values is None or timed is None:
+        return None
+    idle = not values.get("kernels") and not values.get("bytes_moved")
+    return Figure(values.get(timed.key, 0.0), exact=idle)
+
+
+def measured_result(spec: CheckSpec, measured: Measured) -> CheckResult:
+    """A timed check judged on its figure measured over several runs (checks/measure.py): the
+    median decides once the figure is stable; when it is not, only runs that all agree do, and
+    otherwise the check is incomplete: noise never fails (nor passes) a program."""
+    timed = _TIMED[spec.kind]
+    at_median = _trace(spec, {timed.key: measured.median}, "")
+    runs = len(measured.samples)
+    if measured.exact or runs == 1 and not measured.stopped:
+        return at_median
+    spread = timed.spread(measured.low, measured.high)
+    got = f"{timed.show(measured.median)} (median of {runs} runs: {spread})"
+    if measured.stable:
+        return replace(at_median, got=got)
+    if runs < measured.how.least:
+        return CheckResult(spec.label, "incomplete", at_median.expected, got,
+                           TOO_FEW.format(runs=runs, stopped=measured.stopped))
+    sides = {_trace(spec, {timed.key: v}, "").status for v in measured.samples}
+    if len(sides) == 1:
+        return replace(at_median, got=got + ", not stable",
+                       reason=at_median.reason + f" (every one of the {runs} runs says so)")
+    return CheckResult(spec.label, "incomplete", at_median.expected, got,
+                       UNSTABLE.format(runs=runs, spread=spread,
+                                       tolerance=measured.how.describe()))
+
+
 def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
     # Pillow is loaded only for exercises that compare pictures.
     from ..images import image_check
@@ -308,11 +414,13 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image", "regions_ran")
+_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image", "regions_ran",
+              "agrees_with_host")
 _EVALUATORS = {
     "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
     "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
     "image": _image, "uses_openmp": _uses_openmp, "regions_ran": _regions_ran,
+    "agrees_with_host": _agrees_with_host,
 }
 OPENACC_BUILD = "OpenACC build"
 RAN_METHOD = "counted as they ran, OpenACC profiling interface"
