@@ -162,7 +162,7 @@ def copy_data_files(exercise: Exercise, workdir: Path) -> None:
             shutil.copyfile(path, workdir / path.name)
 
 
-def _trace_values(toolchain: Toolchain, outcome: Outcome) -> dict[str, float] | None:
+def gpu_trace_values(toolchain: Toolchain, outcome: Outcome) -> dict[str, float] | None:
     """What the GPU trace of a profiled GPU run says for the checks; None: no trace."""
     profiled = outcome.profile
     # A profiled GPU build that left no trace never initialised CUDA (the tracer is loaded by
@@ -177,7 +177,7 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
               solution: SolutionRun | None,
               host: kinds.HostComparison | None = None) -> kinds.Evidence:
     built = outcome.build
-    trace = _trace_values(toolchain, outcome)
+    trace = gpu_trace_values(toolchain, outcome)
     compiled = None
     if built is not None and built.ok and built.build_dir is not None:
         pre = built.build_dir / build_mod.PREPROCESSED
@@ -247,7 +247,8 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
               probe: Probe, settings: Settings, outcome: Outcome) -> Verdict:
     """The timed checks measured over more runs of the same build (each one in its lane,
     alone on its GPU: run/lanes.py) until their figures settle (checks/measure.py); the other
-    checks stay as the first run gave them."""
+    checks stay as the first run gave them. A program that fails another check is not run
+    again: its verdict is decided (kinds.unmeasured_result)."""
     timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS}
 
     def figures(values: dict[str, float] | None) -> dict[str, Figure]:
@@ -259,11 +260,15 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
                                  wanted=exercise.solution_files)
         if rerun.failure is not None:
             return f"a run {rerun.failure.step} failed: {rerun.failure.what}"
-        return figures(_trace_values(toolchain, rerun)) or "a run left no GPU trace"
+        return figures(gpu_trace_values(toolchain, rerun)) or "a run left no GPU trace"
 
-    first = figures(_trace_values(toolchain, outcome))
+    first = figures(gpu_trace_values(toolchain, outcome))
     if not first:
         return verdict  # no trace: the checks say why they are incomplete
+    if any(c.status == "fail" and c.name not in timed for c in verdict.checks):
+        return dataclasses.replace(verdict, checks=tuple(
+            kinds.unmeasured_result(timed[c.name], first[c.name])
+            if c.name in first and not c.hidden else c for c in verdict.checks))
     measured = measure.repeat(first, again)
     return dataclasses.replace(verdict, checks=tuple(
         kinds.measured_result(timed[c.name], measured[c.name])

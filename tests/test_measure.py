@@ -136,7 +136,7 @@ def checked(exercise: specs.Exercise, folder: Path, monkeypatch: pytest.MonkeyPa
             seen[id(outcome)] = {"gpu_busy": next(feed), "kernels": 4.0, "bytes_moved": 1e3}
         return seen[id(outcome)]
 
-    monkeypatch.setattr(checking, "_trace_values", fake_trace)
+    monkeypatch.setattr(checking, "gpu_trace_values", fake_trace)
     settings = config.load(folder, environ={})
     probe = toolchains.probe(settings, "gcc")
     src = source_mod.from_file(folder / "busy.c", "c", "busy.c")
@@ -169,3 +169,22 @@ def test_an_untimed_request_takes_one_sample(busy: tuple[specs.Exercise, Path],
     """A notebook's --check (not graded) samples once, as before."""
     outcome, runs = checked(*busy, monkeypatch, [0.3, 0.7], timed=False)
     assert runs == 1 and outcome.verdict is not None and outcome.verdict.failed_checks
+
+
+def test_a_program_failing_another_check_is_not_measured_further(
+        busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its verdict is decided: one run; its timed check passes on that run, or is incomplete,
+    never a fail from one sample."""
+    exercise, folder = busy
+    failing = specs.CheckSpec(kind="line", label="greeting", exact="hello")
+    exercise = dataclasses.replace(exercise, checks=exercise.checks + (failing,))
+    for share, status in ((0.3, "incomplete"), (0.8, "pass")):
+        outcome, runs = checked(exercise, folder, monkeypatch, [share, 0.9, 0.9])
+        assert runs == 1 and outcome.verdict is not None
+        [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
+        assert busy_check.status == status, busy_check
+        assert outcome.verdict.failed_checks[0].name == "greeting"
+    assert busy_check.got == "80 %"
+    outcome, _ = checked(exercise, folder, monkeypatch, [0.3])
+    [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"] if outcome.verdict else []
+    assert busy_check.got == "30 % (one run)" and busy_check.reason == kinds.NOT_MEASURED

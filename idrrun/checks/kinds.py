@@ -368,6 +368,22 @@ def figure(spec: CheckSpec, values: Mapping[str, float] | None) -> Figure | None
     return Figure(values.get(timed.key, 0.0), exact=idle)
 
 
+NOT_MEASURED = ("one run only: the program fails other checks whatever its figure, so it was "
+                "not measured further; one run cannot fail it")
+
+
+def unmeasured_result(spec: CheckSpec, figure: Figure) -> CheckResult:
+    """A timed check on one run's figure, where measuring it could not change the verdict (the
+    program fails other checks): a pass or an exact figure stands; a fail from one sample is
+    never given (it could be noise)."""
+    timed = _TIMED[spec.kind]
+    once = _trace(spec, {timed.key: figure.value}, "")
+    if figure.exact or once.status == "pass":
+        return once
+    return CheckResult(spec.label, "incomplete", once.expected, once.got + " (one run)",
+                       NOT_MEASURED)
+
+
 def measured_result(spec: CheckSpec, measured: Measured) -> CheckResult:
     """A timed check judged on its figure measured over several runs (checks/measure.py): the
     median decides once the figure is stable; when it is not, only runs that all agree do, and
