@@ -31,11 +31,12 @@ from idrrun.run import boundary, lanes
 
 
 @pytest.mark.parametrize("cpus, count, cores, rest", [
-    (range(16), 1, ((14, 15),), tuple(range(14))),                 # an H100 machine, one GPU
+    (range(16), 1, ((12, 13, 14, 15),), tuple(range(12))),         # an H100 machine, one GPU
     (range(2), 1, ((1,),), (0,)),                                  # the development machine
     (range(2), 2, ((0, 1), (0, 1)), (0, 1)),                       # too small to keep CPUs apart
     (range(3), 2, ((1,), (2,)), (0,)),
-    (range(128), 8, tuple((112 + 2 * i, 113 + 2 * i) for i in range(8)), tuple(range(112))),
+    (range(8), 2, ((4, 5), (6, 7)), (0, 1, 2, 3)),                 # at most half the machine
+    (range(128), 8, tuple(tuple(range(96 + 4 * i, 100 + 4 * i)) for i in range(8)), tuple(range(96))),
     ((7, 3, 5, 1), 1, ((5, 7),), (1, 3)),                          # the CPUs this process may use
     (range(4), 0, (), (0, 1, 2, 3)),
 ])

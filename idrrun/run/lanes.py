@@ -38,8 +38,9 @@ from pathlib import Path
 from ..model import Lanes, Limits, Settings
 from . import boundary, rooms
 
-# CPUs a lane keeps for its timed runs: the program's own thread and the CUDA driver's.
-LANE_CPUS = 2
+# CPUs a lane keeps for its timed runs: the program's own thread, the CUDA driver's threads
+# and the tracer's (CUPTI hands its buffers over on a thread of its own).
+LANE_CPUS = 4
 NOT_SHARED = ("the GPU lanes' lock folder is not this user's own ({why}): this grading's lanes "
               "are not shared with other gradings on this machine")
 
