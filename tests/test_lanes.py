@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHONPATH
+from conftest import PYTHONPATH, ROOT, has_gpu
 from idrrun import toolchains
 from idrrun.checks import specs
 from idrrun.grading import classroom
@@ -309,3 +310,29 @@ def test_a_lane_per_gpu(tmp_path: Path) -> None:
     assert {r[3] for r in timed} == {"3", "5"}
     for t in timed:
         assert not [r for r in timed if r is not t and r[3] == t[3] and overlap(t, r)], timed
+
+
+# ---------------------------------------------------------------------------------------------
+# On the GPU machine: source .gpu/activate.sh && python3 -m pytest -m gpu tests/test_lanes.py
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_gpu(), reason="no GPU on this machine")
+def test_a_timed_check_on_the_gpu_runs_alone_and_is_measured(tmp_path: Path) -> None:
+    """profile_cg graded on the GPU: its solution's run holds GPU 0 alone on the lane's CPUs,
+    and its gpu_busy figure is the median of several runs, shown with their spread."""
+    (tmp_path / "sol.c").write_text((ROOT / "examples" / "C" / "profile_cg_solution.c").read_text())
+    (tmp_path / "start.c").write_text((ROOT / "examples" / "C" / "profile_cg_exercise.c").read_text())
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(ROOT / "examples"))
+    done = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "profile_cg",
+                           str(tmp_path / "sol.c"), str(tmp_path / "start.c"), "-j", "2", "--json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    rows = {r["student"]: r for r in json.loads(done.stdout)["rows"]}
+    print(json.dumps(rows, indent=1))
+    assert rows["sol"]["verdict"] == "pass" and rows["start"]["verdict"] == "fail"
+    for row in rows.values():
+        assert re.fullmatch(r"GPU \S+ alone, CPUs [0-9,-]+", row["lane"]), row["lane"]
+    [busy] = [c for c in rows["sol"]["checks"] if c["name"] == "GPU busy"]
+    assert re.fullmatch(r"\d+ % \(median of [3-7] runs: \d+–\d+ %\)", busy["got"]), busy
+    [idle] = [c for c in rows["start"]["checks"] if c["name"] == "GPU busy"]
+    assert idle["got"] == "0 %"  # nothing ran on the GPU: one run says it
