@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade similarity sandbox annotate profile timelines course-gpu versus-host variants slurm"
+SUITES="cell run jacobi grade similarity sandbox annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed slurm"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -37,6 +37,10 @@ describe() {
     course-gpu) echo "the course checked, a class graded on the GPU (course_gpu.py table, class; 7 min)" ;;
     versus-host) echo "GPU: each solution on the GPU and on one host core (course_gpu.py versus-host; 6 min)" ;;
     variants) echo "GPU: GCC's nvptx code, Jacobi and dot-product variants (course_gpu.py variants; 2 min)" ;;
+    lanes-course) echo "GPU: course check at -j 1 and -j 8, the same rows? (lanes_class.py course; 8 min)" ;;
+    lanes-verdicts) echo "GPU: a class of 24 graded at -j 1 and -j 8, the same verdicts? (lanes_class.py verdicts; 6 min)" ;;
+    lanes-bench) echo "GPU: that class at -j 8 against the same work bare (lanes_class.py bench; 5 min)" ;;
+    timed) echo "GPU: the timed checks' figures, solutions alone, as grading measures them (timed_figures.py; 2 min)" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
     host) echo "cell run grade similarity sandbox annotate" ;;
     gpu) echo "jacobi profile course-gpu" ;;
@@ -184,6 +188,19 @@ run_suite() {
     variants)
       gpu_only variants || return 0
       step variants 300 "$PY" benchmarks/course_gpu.py variants --iterations "$(q 100 1000)" ;;
+    lanes-course)
+      gpu_only lanes-course || return 0
+      (( quick )) && extra=(--exercise profile_cg --exercise async_matmul)
+      step lanes-course 580 "$PY" benchmarks/lanes_class.py course "${extra[@]}" ;;
+    lanes-verdicts)
+      gpu_only lanes-verdicts || return 0
+      step lanes-verdicts 580 "$PY" benchmarks/lanes_class.py verdicts ;;
+    lanes-bench)
+      gpu_only lanes-bench || return 0
+      step lanes-bench 580 "$PY" benchmarks/lanes_class.py bench ;;
+    timed)
+      gpu_only timed || return 0
+      step timed 400 "$PY" benchmarks/timed_figures.py --runs "$(q 3 9)" ;;
     slurm) step slurm 900 "$PY" benchmarks/slurm_bench.py --count "$(q 12 60)" --repeat "$(q 5 20)" ;;
   esac
 }

@@ -22,10 +22,11 @@ from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import compare, kinds, reference, specs, visibility
+from .checks import compare, kinds, measure, reference, specs, visibility
+from .checks.measure import Figure
 from .checks.specs import Exercise
 from .checks.words import plural
-from .errors import SpecError
+from .errors import IdrrunError, SpecError
 from .model import (AccReport, BuildResult, CheckResult, Comparison, Failure, FailureKind, Probe,
                     RunRequest, Settings, Source, Toolchain, Verdict)
 from .pipeline import NullReporter, Outcome
@@ -70,6 +71,8 @@ class SolutionRun:
     figures: compare.RunFigures | None = None
     timeline: Path | None = None
 
+    seconds: float | None = None  # how long its run took; None: not known
+
 
 def _kept_figures(path: Path) -> tuple[bool, compare.RunFigures] | None:
     """(profiled, figures) a cached solution run left, None when it left none readable."""
@@ -81,14 +84,15 @@ def _kept_figures(path: Path) -> tuple[bool, compare.RunFigures] | None:
 
 
 def _cached_run(cached: Path, files: Path, profiled: bool) -> SolutionRun | None:
-    """The solution's run for these arguments as the cache has it: its output, and its
-    figures, profiled when they must be."""
+    """The solution's run for these arguments as the cache has it: its output, its time, and
+    its figures, profiled when they must be."""
     kept = _kept_figures(cached.with_suffix(".figures.json"))
     if not cached.is_file() or kept is None or (profiled and not kept[0]):
         return None
     timeline = cached.with_suffix(".timeline.png")
     return SolutionRun(cached.read_text(), files if files.is_dir() else None, figures=kept[1],
-                       timeline=timeline if timeline.is_file() else None)
+                       timeline=timeline if timeline.is_file() else None,
+                       seconds=_seconds(cached.with_suffix(".seconds")))
 
 
 def _keep_figures(cached: Path, exercise: Exercise, toolchain: Toolchain, outcome: Outcome,
@@ -132,6 +136,7 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
     cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
     files = cached.with_suffix(".files")
+    seconds = cached.with_suffix(".seconds")
     with _locks_guard:
         lock = _solution_locks.setdefault(str(cached), threading.Lock())
     with lock:
@@ -164,12 +169,21 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                     if (written / name).is_file() and not (written / name).is_symlink():
                         shutil.copyfile(written / name, files / name)
             found, timeline = _keep_figures(cached, exercise, toolchain, outcome, profile is not None)
+            write_atomic(seconds, f"{outcome.run.proc.seconds:.3f}\n")
             write_atomic(cached, outcome.run.proc.output)
             return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None,
-                               figures=found, timeline=timeline)
+                               figures=found, timeline=timeline, seconds=outcome.run.proc.seconds)
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _seconds(path: Path) -> float | None:
+    """The solution's run time kept beside its output; None for an output cached without it."""
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 # A graded solution's room: a copy of its folder's files and its builds, made once per process
@@ -219,14 +233,20 @@ def _trace(toolchain: Toolchain, outcome: Outcome) -> tuple[Trace | None, bool]:
     return None, False
 
 
+def gpu_trace_values(toolchain: Toolchain, outcome: Outcome) -> dict[str, float] | None:
+    """What the GPU trace of a profiled GPU run says for the checks; None: no trace to judge."""
+    trace, traced = _trace(toolchain, outcome)
+    return trace_values(trace) if traced else None
+
+
 def _acc(toolchain: Toolchain, built: BuildResult | None) -> AccReport | None:
     return family_of(toolchain).feedback(built) if built is not None and built.ok else None
 
 
 def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
-              solution: SolutionRun | None) -> kinds.Evidence:
+              solution: SolutionRun | None,
+              host: kinds.HostComparison | None = None) -> kinds.Evidence:
     built = outcome.build
-    trace, traced = _trace(toolchain, outcome)
     compiled = None
     if built is not None and built.ok and built.build_dir is not None:
         pre = built.build_dir / build_mod.PREPROCESSED
@@ -240,13 +260,13 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         solution_problem=solution.problem if solution is not None else "",
         from_reference=solution.from_reference if solution is not None else False,
         target=toolchain.target,
-        trace_values=trace_values(trace) if traced else None, compiled_text=compiled,
+        trace_values=gpu_trace_values(toolchain, outcome), compiled_text=compiled,
         acc_requested=request.acc,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,
         regions=outcome.run.regions if outcome.run is not None else None,
         source_name=request.source.name, first_line=request.source.first_line,
-        temporary=build_mod.source_file_name(request.source),
+        temporary=build_mod.source_file_name(request.source), host=host,
     )
 
 
@@ -270,7 +290,9 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                     settings: Settings, reporter: pipeline.Reporter,
                     hidden: bool = False) -> Outcome:
     """The run and its verdict. hidden (grading): the program also runs with each of the
-    exercise's hidden argument sets, its output checked again each time."""
+    exercise's hidden argument sets, its output checked again each time. A timed run (graded)
+    has its timed checks measured over more runs; a run that timed out is told how long the
+    solution takes."""
     check_language(request.source, exercise)
     if not hidden:
         exercise = exercise.without_grading_only()
@@ -287,9 +309,13 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         return solution_output(req, toolchain, exercise, probe, settings) if wanted and ran else None
 
     solution = solution_for(request, figures=True)
-    evidence = _evidence(request, toolchain, outcome, solution)
+    host = host_comparison(request, toolchain, exercise, probe, settings, outcome) \
+        if exercise.compares_host and ran and outcome.failure is None else None
+    evidence = _evidence(request, toolchain, outcome, solution, host)
     verdict = dataclasses.replace(kinds.evaluate(exercise, evidence),
                                   comparison=_comparison(exercise, toolchain, outcome, solution))
+    if request.timed and ran and outcome.failure is None:
+        verdict = _measured(verdict, exercise, request, toolchain, probe, settings, outcome)
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
@@ -307,7 +333,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     listing = annotated(request, outcome, evidence, visibility.student_checks(verdict, exercise))
     if listing.notes:
         reporter.annotated(listing)
-    failure = outcome.failure
+    failure = _against_solution(outcome.failure, request, toolchain, exercise, probe, settings)
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
         failure = Failure(
@@ -326,6 +352,97 @@ def annotated(request: RunRequest, outcome: Outcome, evidence: kinds.Evidence,
     return annotate.annotate(src.text, src.name, src.language, src.first_line,
                              outcome.build.output if outcome.build is not None else "",
                              evidence.acc, checks)
+
+
+def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolchain: Toolchain,
+              probe: Probe, settings: Settings, outcome: Outcome) -> Verdict:
+    """The timed checks measured over more runs of the same build (each one in its lane,
+    alone on its GPU: run/lanes.py) until their figures settle (checks/measure.py); the other
+    checks stay as the first run gave them. A program that fails another check is not run
+    again: its verdict is decided (kinds.unmeasured_result)."""
+    timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS}
+
+    def figures(values: dict[str, float] | None) -> dict[str, Figure]:
+        found = {label: kinds.figure(spec, values) for label, spec in timed.items()}
+        return {label: f for label, f in found.items() if f is not None}
+
+    def again() -> dict[str, Figure] | str:
+        rerun = pipeline.execute(request, toolchain, probe, settings, NullReporter(),
+                                 wanted=exercise.solution_files)
+        if rerun.failure is not None:
+            return f"a run {rerun.failure.step} failed: {rerun.failure.what}"
+        return figures(gpu_trace_values(toolchain, rerun)) or "a run left no GPU trace"
+
+    first = figures(gpu_trace_values(toolchain, outcome))
+    if not first:
+        return verdict  # no trace: the checks say why they are incomplete
+    if any(c.status == "fail" and c.name not in timed for c in verdict.checks):
+        return dataclasses.replace(verdict, checks=tuple(
+            kinds.unmeasured_result(timed[c.name], first[c.name])
+            if c.name in first and not c.hidden else c for c in verdict.checks))
+    measured = measure.repeat(first, again)
+    return dataclasses.replace(verdict, checks=tuple(
+        kinds.measured_result(timed[c.name], measured[c.name])
+        if c.name in measured and not c.hidden else c for c in verdict.checks))
+
+
+# Why agrees_with_host cannot compare a build that runs its regions on the host anyway.
+NOT_ON_GPU = ("this build runs its compute regions on the host: there is no GPU run to compare "
+              "with the host's (needs a GPU)")
+
+
+def host_comparison(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
+                    settings: Settings, outcome: Outcome) -> kinds.HostComparison:
+    """For agrees_with_host: the program's output at the exercise's host arguments (small, so
+    that the host's run stays short) on the GPU — the checked run's own when it ran with them —
+    and the same build's with its compute regions on the host (the family says how)."""
+    if toolchain.target != "gpu":
+        return kinds.HostComparison(problem=NOT_ON_GPU)
+    why = family_of(toolchain).host_comparison(toolchain)
+    if why:
+        return kinds.HostComparison(problem=why)
+    at = resolve.with_args(request, exercise.host_args)
+    on_gpu = outcome if request.program_args == exercise.host_args else \
+        pipeline.execute(at, toolchain, probe, settings, NullReporter())
+    on_host = pipeline.execute(resolve.on_host(at), toolchain, probe, settings, NullReporter())
+    for where, done in (("on the GPU", on_gpu), ("on the host", on_host)):
+        if done.failure is not None or done.run is None:
+            what = done.failure.what if done.failure is not None else "it did not run"
+            return kinds.HostComparison(problem=f"the run with the host arguments {where} "
+                                                f"failed: {what}")
+    assert on_gpu.run is not None and on_host.run is not None
+    return kinds.HostComparison(on_gpu.run.proc.output, on_host.run.proc.output)
+
+
+# What a run that timed out is told of the solution's own time, when it is known.
+TIMED_OUT_VS_SOLUTION = "{what}; the solution runs in {seconds} s with these arguments"
+FAR_BEYOND = ": a loop left on the host?"
+# A time limit this many times the solution's time is far beyond it.
+FAR = 10.0
+
+
+def timed_out_against(what: str, timeout: float, seconds: float) -> str:
+    """"timed out after 60 s; the solution runs in 2.1 s with these arguments: a loop left on
+    the host?" (the question when the limit is far beyond the solution's time)."""
+    shown = f"{seconds:.1f}" if seconds >= 0.1 else f"{seconds:.3f}"
+    text = TIMED_OUT_VS_SOLUTION.format(what=what, seconds=shown)
+    return text + FAR_BEYOND if timeout >= FAR * seconds else text
+
+
+def _against_solution(failure: Failure | None, request: RunRequest, toolchain: Toolchain,
+                      exercise: Exercise, probe: Probe, settings: Settings) -> Failure | None:
+    """A run that timed out, told how long the solution takes with the same arguments (run
+    once for it when its output is not kept yet): far less says more than "timed out"."""
+    if failure is None or failure.kind is not FailureKind.TIMEOUT:
+        return failure
+    try:
+        seconds = solution_output(request, toolchain, exercise, probe, settings).seconds
+    except IdrrunError:
+        seconds = None  # the row says it timed out, as it would without this
+    if seconds is None:
+        return failure
+    return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
+                                                               seconds))
 
 
 def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Path,

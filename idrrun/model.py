@@ -145,6 +145,29 @@ class RunRequest:
     # fresh uid when the grader is root; builds are kept in ROOM/builds, not in the shared
     # cache. None: compile in the cache, run in `workdir` as idrrun's own user.
     room: Path | None = None
+    # Grading on a machine with GPUs: its lanes (run/lanes.py), which the run takes a GPU and
+    # CPUs from; None: the run takes no lane. timed: the run's checks include a timed one
+    # (specs.TIMED_KINDS): it waits for its GPU to be free of other graded runs and runs on
+    # its lane's own CPUs.
+    lanes: Lanes | None = None
+    timed: bool = False
+    # The exercise compares the GPU's output with the host's (agrees_with_host): the build must
+    # be able to run its compute regions on the host too (the family's openacc() decides how).
+    compare_host: bool = False
+    # Run a GPU build with its compute regions on the host (the family's run_env says how).
+    run_on_host: bool = False
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """A grading machine's GPU lanes (run/lanes.py), one per GPU: a timed run holds its lane's
+    GPU alone and runs on the lane's own CPUs; every other graded process shares a GPU and
+    keeps to `rest`. The lock files in `folder` make gradings of one user share the lanes."""
+
+    gpus: tuple[str, ...]  # each lane's GPU, as its runs' CUDA_VISIBLE_DEVICES names it
+    cores: tuple[tuple[int, ...], ...]  # each lane's own CPUs, for its timed runs
+    rest: tuple[int, ...]  # the CPUs of every other graded process (compiles included)
+    folder: Path  # the lanes' lock files
 
 
 @dataclass(frozen=True)
@@ -185,6 +208,9 @@ class Limits:
     file_size: int | None = 1 << 30
     stdin: Path | None = None
     stack: int | None = 1 << 30
+    # The CPUs the program may run on (the guard's sched_setaffinity); (): wherever it is let.
+    # A grading keeps its processes off the CPUs of the timed runs' lanes (run/lanes.py).
+    cpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -443,6 +469,7 @@ class RunResult:
     outputs: Path | None = None
     # The compute constructs it executed, for a checked OpenACC run (None: not counted).
     regions: RegionsRan | None = None
+    lane: str = ""  # the lane it ran in, in words ("GPU 0 alone, CPUs 14-15"); "": none
 
     @property
     def ok(self) -> bool:

@@ -50,7 +50,8 @@ from .profile import session as profile
 from .profile.model import ProfilePlan, ProfileReport
 from .profile.tracefile import Follower
 from .errors import UsageError
-from .run import boundary, isolation, launch, proc, sandbox, tools
+from .run import boundary, isolation, lanes, launch, proc, sandbox, tools
+from .run.lanes import Held
 from .run.sandbox import Box
 from .toolchains import family_of
 from .toolchains.family import Family
@@ -372,7 +373,8 @@ def stage_program(request: RunRequest, built: BuildResult, prepared: Prepared,
 
 
 def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, probe: Probe,
-             prepared: Prepared, staged: Staged, pplan: ProfilePlan | None, notes: Notes) -> Planned:
+             prepared: Prepared, staged: Staged, pplan: ProfilePlan | None, notes: Notes,
+             held: Held | None = None) -> Planned:
     family = prepared.family
     if pplan is not None and request.room is not None and prepared.uid >= 0:
         pplan = _placed_libraries(pplan, request.room / "tools")
@@ -381,7 +383,8 @@ def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, prob
     counting = regions.plan(request, settings.cache_dir, staged.cwd,
                             request.room / "tools" if request.room is not None and prepared.uid >= 0
                             else None)
-    base_env = {**prepared.environ, **family.run_env(request, toolchain), **counting.env}
+    base_env = {**prepared.environ, **family.run_env(request, toolchain), **counting.env,
+                **(held.env if held is not None else {})}
     how = launch.command(request, staged.executable, settings, base_env,
                          regions.under_profiler(counting,
                                                 pplan.argv_prefix if pplan is not None else ()),
@@ -431,9 +434,10 @@ def run_box(request: RunRequest, toolchain: Toolchain, settings: Settings, probe
 
 
 def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared: Prepared,
-              staged: Staged, planned: Planned, reporter: Reporter,
-              notes: Notes) -> tuple[RunResult, Follower | None]:
-    """The run itself; with the built-in tracer's follower, which read its trace meanwhile."""
+              staged: Staged, planned: Planned, reporter: Reporter, notes: Notes,
+              held: Held | None = None) -> tuple[RunResult, Follower | None]:
+    """The run itself, on the CPUs of the lane it holds (if any); with the built-in tracer's
+    follower, which read its trace meanwhile."""
     how, box, pplan = planned.how, planned.box, planned.profile
     renamed = Renamed(reporter.output, request.source)
     shown = profile.output_filter(pplan, renamed)  # nsys's progress bars: one line
@@ -444,7 +448,8 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                      timeout=planned.timeout, spec=proc.ProcSpec(
                          cwd=staged.cwd, env=how.env, on_output=shown, terminal=True,
                          max_output=request.max_output, protections=probe.protections,
-                         limits=request.limits, gpu_run=prepared.family.gpu_context(toolchain),
+                         limits=held.limits(request.limits) if held is not None else request.limits,
+                         gpu_run=prepared.family.gpu_context(toolchain),
                          box=box, outer=how.launcher if box is not None else ()))
     shown.finish()
     renamed.finish()
@@ -457,7 +462,8 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
     missing = tuple(f for f in request.get_files if not _written(staged, f))
     ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes,
                     regions=regions.collect(planned.counting, staged.cwd, prepared.uid,
-                                            staged.executable))
+                                            staged.executable),
+                    lane=held.describe() if held is not None else "")
     reporter.ran(request, ran)
     return ran, followed
 
@@ -542,9 +548,13 @@ def execute(
                                  else profile.new_run_dir(request.workdir / PROFILE_DIR, label),
                                  settings.cache_dir, nsys_command=settings.profiler,
                                  timeout=request.timeout)
-        planned = plan_run(request, toolchain, settings, probe, prepared, staged, pplan, notes)
-        ran, followed = run_stage(request, toolchain, probe, prepared, staged, planned, reporter,
-                                  notes)
+        # A graded run on a GPU machine holds a lane while it runs (run/lanes.py): a timed one
+        # waits for its GPU to be its own.
+        with lanes.hold(request.lanes, request.timed, (request.mpi_ranks or 1) > 1) as held:
+            planned = plan_run(request, toolchain, settings, probe, prepared, staged, pplan, notes,
+                               held)
+            ran, followed = run_stage(request, toolchain, probe, prepared, staged, planned,
+                                      reporter, notes, held)
         outputs, pplan = take_out(request, prepared, staged, planned.profile, wanted)
     finally:
         for folder in (staged.run_folder, staged.sealed):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from idrrun.checks.kinds import Evidence, evaluate_one
+from idrrun.checks.kinds import Evidence, HostComparison, evaluate_one
 from idrrun.checks.specs import CheckSpec
 from idrrun.model import (AccReport, BuildResult, ConstructRan, ImplicitData, ProcResult,
                           RegionsRan, RunResult)
@@ -181,3 +182,28 @@ def test_trace_checks_on_trace_values() -> None:
     assert r.status == "fail" and r.reason.endswith("keep the data on the device")
     r = evaluate_one(per_it, with_trace(gpu, "no count here\n"))
     assert (r.status, r.got) == ("fail", "no iteration count")
+
+
+def test_agrees_with_host() -> None:
+    """The GPU's numbers against the same build's on the host (PCAST's idea): a race that
+    still prints plausible numbers fails; no comparison (no GPU, a failed run) is incomplete."""
+    spec = CheckSpec("agrees_with_host", "as host", pattern=r"bin\s+\d+\s*=\s*(\d+)",
+                     abs_tol=0.0, rel_tol=0.0)
+    host = "bin 0 = 250\nbin 1 = 750\n"
+
+    def compared(device: str | None, on_host: str | None = host, problem: str = "") -> Evidence:
+        return dataclasses.replace(ev(device or ""), host=HostComparison(device, on_host, problem))
+
+    r = evaluate_one(spec, compared(host))
+    assert (r.status, r.reason) == ("pass", "the GPU and the host print the same values")
+    r = evaluate_one(spec, compared("bin 0 = 250\nbin 1 = 731\n"))
+    assert r.status == "fail" and r.reason.startswith("value 2: 731 on the GPU, 750 on the host")
+    assert "a race?" in r.reason
+    r = evaluate_one(spec, compared("bin 0 = 250\n"))
+    assert r.status == "fail" and "2 such values on the host, 1 on the GPU" in r.reason
+    r = evaluate_one(spec, compared(None, None, "no GPU here"))
+    assert (r.status, r.reason) == ("incomplete", "no GPU here")
+    r = evaluate_one(spec, ev(host))  # not compared at all: the run did not end well
+    assert r.status == "incomplete" and "nothing to compare" in r.reason
+    r = evaluate_one(spec, compared(host, "nothing\n"))
+    assert r.status == "incomplete" and "on the host the program prints no line" in r.reason

@@ -46,7 +46,7 @@ def box(support: SandboxSupport = NAMESPACES, uid: int = -1, inner_guard: Path |
 def guard_words(uid: int = -1, sweep: int = 1) -> tuple[str, ...]:
     return (str(GUARD), f"--status-fd={W}", "--parent=42", "--file-size=1048576", "--nproc=0",
             "--address-space=0", "--cgroups=/cg/idrrun-r1/cgroup.procs", f"--uid={uid}",
-            f"--gid={uid}", f"--sweep={sweep}", "--stack=1073741824", "--")
+            f"--gid={uid}", f"--sweep={sweep}", "--stack=1073741824", "--cpus=", "--")
 
 
 def bwrap_words(inner_guard: Path = GUARD, inner_fd: int = I) -> tuple[str, ...]:

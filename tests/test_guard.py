@@ -32,7 +32,7 @@ def test_argv_is_named_options_then_the_program() -> None:
     assert args.argv(Path("/g")) == ("/g", "--status-fd=5", "--parent=42", "--file-size=10",
                                      "--nproc=0", "--address-space=0",
                                      "--cgroups=/a/cgroup.procs:/b/cgroup.procs", "--uid=-1",
-                                     "--gid=-1", "--sweep=1", "--stack=0", "--")
+                                     "--gid=-1", "--sweep=1", "--stack=0", "--cpus=", "--")
 
 
 def test_read_status() -> None:
@@ -116,3 +116,23 @@ def test_the_program_is_born_in_its_cgroup(tmp_path: Path) -> None:
             assert line.endswith(f"/{cg.name}"), (key, done.stdout)
         finally:
             cg.rmdir()
+
+
+def test_the_guard_runs_the_program_on_the_cpus_of_its_limits() -> None:
+    """Limits.cpus reach the guard (--cpus), which pins the program before it starts: a timed
+    run gets CPUs of its own and every other graded process keeps off them (run/lanes.py)."""
+    protections = isolation.probe(PROTECTIONS_CACHE)
+    assert protections.guard is not None
+    last = max(os.sched_getaffinity(0))
+    for cpus, shown in (((last,), str(last)), ((), None)):
+        limits = Limits(memory=None, tasks=None, file_size=None, cpus=cpus)
+        r = proc.run(["grep", "Cpus_allowed_list", "/proc/self/status"], what="run", timeout=10,
+                     spec=proc.ProcSpec(protections=protections, limits=limits))
+        assert r.ok, r.output
+        allowed = r.output.split(":", 1)[1].strip()
+        assert allowed == shown if shown is not None else allowed != "", r.output
+    # A CPU the machine does not offer: the program runs where it was, and the guard says so.
+    limits = Limits(memory=None, tasks=None, file_size=None, cpus=(1000,))
+    r = proc.run(["true"], what="run", timeout=10,
+                 spec=proc.ProcSpec(protections=protections, limits=limits))
+    assert r.ok and "cannot run on CPUs 1000" in r.output

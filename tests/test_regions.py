@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHONPATH, ROOT
+from conftest import PYTHONPATH, ROOT, has_gpu
 from idrrun.checks.kinds import Evidence, evaluate_one
 from idrrun.checks.specs import CheckSpec
 from idrrun.model import AccReport, BuildResult, ConstructRan, ProcResult, RegionsRan, RunResult
@@ -639,7 +639,9 @@ def test_graded_dead_directives_fail_beside_an_honest_port(tmp_path: Path, level
     rows = {row["student"]: row for row in json.loads(report.read_text())}
     uses = {name: next(c for c in row["checks"] if c["name"] == "uses OpenACC")
             for name, row in rows.items()}
-    assert rows["alice"]["verdict"] == "pass" and uses["alice"]["got"] == "1"
+    # Without a GPU the solution is incomplete: its agrees_with_host check needs one.
+    assert rows["alice"]["verdict"] == ("pass" if has_gpu() else "incomplete"), rows["alice"]
+    assert uses["alice"]["got"] == "1"
     for cheat in ("dave", "erin"):
         assert rows[cheat]["verdict"] == "fail", rows[cheat]
         assert uses[cheat]["status"] == "fail", uses[cheat]

@@ -68,6 +68,9 @@ kind = "exit_ok"
      "field 'args.draw.ranges[0]': expected finite numbers"),
     (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[1, 9]], seed = 4}'),
      "field 'args.draw.seed': unknown field"),
+    (('host = ["10"]', 'host = ["10"]\nstart = "cpu"'), "field 'args.start': expected \"host\" or \"gpu\""),
+    (('kind = "exit_ok"', 'kind = "agrees_with_host"\npattern = "x"'),
+     "field 'check[0].pattern': needs a group"),
 ])
 def test_broken_spec(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")
@@ -138,3 +141,15 @@ def test_drawn_sets_depend_on_the_seed_alone(tmp_path: Path) -> None:
     values = {draw.drawn(ex, f"seed {i}").hidden_args[1][2] for i in range(400)}
     assert values == {str(v) for v in range(41, 100, 2)}
 
+
+
+def test_timed_checks_are_declared_with_their_kind() -> None:
+    """A kind whose figure is a time or a share of time is timed (TIMED_KINDS): its runs get a
+    GPU and CPUs of their own, its figure is measured over several runs; counts and bytes are not."""
+    assert set(specs.TIMED_KINDS) <= set(specs.CHECK_KINDS)
+    assert "gpu_busy" in specs.TIMED_KINDS
+    assert not {"data_moved", "queues", "ran_on_gpu", "value"} & set(specs.TIMED_KINDS)
+    course = {ex.name: ex for ex in specs.all_exercises(ROOT / "examples")}
+    assert course["profile_cg"].timed and not course["async_matmul"].timed
+    assert {name for name, ex in course.items() if ex.timed} == \
+        {name for name, ex in course.items() if any(c.kind == "gpu_busy" for c in ex.checks)}

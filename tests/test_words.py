@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from idrrun.checks.kinds import Evidence, evaluate, evaluate_one
+from idrrun.checks.kinds import Evidence, HostComparison, evaluate, evaluate_one
 from idrrun.checks.specs import CHECK_KINDS, CheckSpec, Exercise, SourcePair, _check
 from idrrun.display import VerdictView
 from idrrun.model import (AccReport, BuildResult, CheckResult, ConstructRan, ImplicitData,
@@ -141,6 +141,20 @@ def results(tmp: Path) -> Iterator[tuple[str, str, CheckResult]]:
                   regions=RegionsRan("counted")))
     yield "loop_on_device", "incomplete", evaluate_one(saxpy, ev(source=ported, regions=None))
     yield "loop_on_device", "incomplete", evaluate_one(saxpy, ev(source="int x;\n", regions=at_2))
+    unplaced = RegionsRan("counted", (ConstructRan(1, None, ""),))
+    yield "loop_on_device", "incomplete", evaluate_one(saxpy, ev(source=ported, regions=unplaced))
+    host = spec(kind="agrees_with_host", pattern=r"total\s*=\s*(\S+)")
+    same = HostComparison("total = 1000\n", "total = 1000\n")
+    yield "agrees_with_host", "pass", evaluate_one(host, dataclasses.replace(ev(), host=same))
+    racy = HostComparison("total = 858\n", "total = 1000\n")
+    yield "agrees_with_host", "fail", evaluate_one(host, dataclasses.replace(ev(), host=racy))
+    twice = HostComparison("total = 1000\ntotal = 2\n", "total = 1000\n")
+    yield "agrees_with_host", "fail", evaluate_one(host, dataclasses.replace(ev(), host=twice))
+    yield "agrees_with_host", "incomplete", evaluate_one(
+        host, dataclasses.replace(ev(), host=HostComparison(problem="needs a GPU")))
+    yield "agrees_with_host", "incomplete", evaluate_one(host, ev())
+    yield "agrees_with_host", "incomplete", evaluate_one(
+        host, dataclasses.replace(ev(), host=HostComparison("x\n", "nothing\n")))
     exercise = Exercise("demo", "demo", "demo", SPEC, 10.0, (), {"c": SourcePair(SPEC, SPEC)},
                         (), (), checks=(exit_ok,))
     without_acc = evaluate(exercise, dataclasses.replace(ev(), acc_requested=False))

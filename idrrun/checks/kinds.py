@@ -17,8 +17,19 @@ from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, Construct
 from ..toolchains.diagnostics import rename_temporary
 from . import loops, regex
 from .directives import code_text, has_directives
+from .measure import Figure, Measured
 from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
 from .words import output_line, plural, printed_name
+
+
+@dataclass(frozen=True)
+class HostComparison:
+    """What the agrees_with_host check compares: the program's output at the exercise's host
+    arguments on the GPU, and the same build's with its regions on the host; or why not."""
+
+    device_output: str | None = None
+    host_output: str | None = None
+    problem: str = ""  # why an output is None
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,7 @@ class Evidence:
     source_name: str = ""
     first_line: int = 1
     temporary: str = ""
+    host: HostComparison | None = None  # agrees_with_host: None when not compared
 
     @property
     def code(self) -> str:
@@ -196,6 +208,24 @@ def _times(n: int) -> str:
     return {0: "not at all", 1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
+@dataclass(frozen=True)
+class _Side:
+    """What printed values are compared with, in words ({what}: the line, {want}/{got}: how
+    often, then the values; {which}: the value; {same}: "the same value")."""
+
+    count: str
+    value: str
+    agrees: str
+
+
+_SOLUTION = _Side("the solution prints {what} {want}, this program {got}",
+                  "{which} is {got} where the solution prints {want}",
+                  "prints {same} as the solution")
+_HOST = _Side("on the host it prints {what} {want}, on the GPU {got}",
+              "{which} is {got} on the GPU, {want} on the host",
+              "prints {same} on the GPU as on the host")
+
+
 def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
     assert ev.run is not None and spec.pattern is not None
     pattern = spec.pattern
@@ -205,19 +235,27 @@ def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            else f"the solution could not be run: {ev.solution_problem or 'unknown reason'}",
                            pattern=pattern)
     want = _numbers(pattern, ev.solution_output)
-    output = ev.run.proc.output
-    found = regex.matches(pattern, output)
-    got = [g for _, g in found]
     if not want:
         return CheckResult(spec.label, "incomplete", "", "",
                            f"the solution does not print {what} for these arguments",
                            pattern=pattern)
+    return _compare(spec, ev, want, ev.run.proc.output, _SOLUTION)
+
+
+def _compare(spec: CheckSpec, ev: Evidence, want: list[str], output: str,
+             side: _Side) -> CheckResult:
+    """The values the program printed in `output` against those it should have (`want`)."""
+    assert spec.pattern is not None
+    pattern = spec.pattern
+    what = output_line(spec.expect, pattern, spec.label)
+    found = regex.matches(pattern, output)
+    got = [g for _, g in found]
     shown_want, shown_got = ", ".join(want[:4]), ", ".join(got[:4]) or "not printed"
     if len(got) != len(want):
         at = found[len(want)][0] if len(got) > len(want) else (found[-1][0] if found else None)
         return CheckResult(spec.label, "fail", shown_want, shown_got,
-                           f"the solution prints {what} {_times(len(want))}, this program "
-                           f"{_times(len(got))}", excerpt=_excerpt(ev, output, at), pattern=pattern)
+                           side.count.format(what=what, want=_times(len(want)), got=_times(len(got))),
+                           excerpt=_excerpt(ev, output, at), pattern=pattern)
     for i, (w, g) in enumerate(zip(want, got)):
         which = (printed_name(pattern) or "the value") if len(want) == 1 else f"value {i + 1} of {len(want)}"
         wv, gv = _number(w), _number(g)
@@ -226,11 +264,28 @@ def _matches_solution(spec: CheckSpec, ev: Evidence) -> CheckResult:
         if differs:
             expected = w if wv is None or gv is None else w + _tolerance(spec)
             return CheckResult(spec.label, "fail", expected, g,
-                               f"{which} is {g} where the solution prints {w}",
+                               side.value.format(which=which, got=g, want=w),
                                excerpt=_excerpt(ev, output, found[i][0]), pattern=pattern)
     same = "the same value" if len(got) == 1 else f"the same {len(got)} values"
-    return CheckResult(spec.label, "pass", shown_want, shown_got,
-                       f"prints {same} as the solution", pattern=pattern)
+    return CheckResult(spec.label, "pass", shown_want, shown_got, side.agrees.format(same=same),
+                       pattern=pattern)
+
+
+def _agrees_with_host(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    """The GPU's values against the same build's on the host, as NVIDIA's PCAST compares them
+    inside nvc: a race or a missing reduction that still prints plausible numbers shows."""
+    assert spec.pattern is not None
+    compared = ev.host
+    if compared is None or compared.device_output is None or compared.host_output is None:
+        why = compared.problem if compared is not None and compared.problem else \
+            "the program did not run to its end: nothing to compare"
+        return CheckResult(spec.label, "incomplete", "", "", why, pattern=spec.pattern)
+    want = _numbers(spec.pattern, compared.host_output)
+    if not want:
+        what = output_line(spec.expect, spec.pattern, spec.label)
+        return CheckResult(spec.label, "incomplete", "", "",
+                           f"on the host the program does not print {what}", pattern=spec.pattern)
+    return _compare(spec, ev, want, compared.device_output, _HOST)
 
 
 def _never_called(acc: AccReport | None) -> str:
@@ -322,8 +377,14 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
             return CheckResult(spec.label, "pass", expected, f"region at line {extent[0]}",
                                f"{where} ran in the compute region at line {extent[0]}",
                                line=line, pattern=spec.pattern)
+    unplaced = sum(1 for c in ran.constructs if c.line is None)
     for directive in loops.compute_constructs(code, ev.language):
         extent = loops.construct_extent(code, directive, ev.language)
+        if extent is not None and extent[0] <= statement <= extent[1] and unplaced:
+            return CheckResult(spec.label, "incomplete", expected, "",
+                               f"{plural(unplaced, 'compute region')} ran whose source lines are "
+                               f"unknown (the build has no line tables): whether {where} ran in "
+                               "one of them cannot be told", line=line, pattern=spec.pattern)
         if extent is not None and extent[0] <= statement <= extent[1]:
             return CheckResult(spec.label, "fail", expected, "region never ran",
                                f"{where} is in a compute region (line {directive}) that never "
@@ -391,7 +452,9 @@ def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        f"found at line {line}: {_quoted(text, 70)}", line=line, pattern=spec.regex)
 
 
-def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult:
+def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    """A GPU-trace check on the trace's figures; ev: the run's evidence (its output), None for
+    a timed figure judged alone (measured_result)."""
     if spec.kind == "ran_on_gpu":
         kernels = int(values.get("kernels", 0))
         if kernels >= 1:
@@ -410,7 +473,7 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckR
     assert spec.max_bytes is not None
     moved = values.get("bytes_moved", 0.0)
     unit = ""
-    output = ev.run.proc.output if ev.run is not None else ""
+    output = ev.run.proc.output if ev is not None and ev.run is not None else ""
     if spec.per_iteration is not None:
         counts = _numbers(spec.per_iteration, output)
         iterations = _number(counts[-1]) if counts else None
@@ -419,7 +482,8 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckR
             return CheckResult(spec.label, "fail", f"≤ {_bytes(spec.max_bytes)} per iteration",
                                "no iteration count",
                                f"the program did not print {what}: the number of iterations",
-                               excerpt=_excerpt(ev, output, None), pattern=spec.per_iteration)
+                               excerpt=_excerpt(ev, output, None) if ev is not None else "",
+                               pattern=spec.per_iteration)
         moved, unit = moved / iterations, " per iteration"
     status = "pass" if moved <= spec.max_bytes else "fail"
     return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
@@ -435,6 +499,79 @@ def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
                        f"the GPU is busy {100 * busy:.0f} % of the run" + (
                            "" if status == "pass" else ": it waits (launches, transfers, host "
                            "waits): see the profile's hints"))
+
+
+@dataclass(frozen=True)
+class _TimedFigure:
+    """Where a timed kind's figure is among a trace's values, and how it is shown."""
+
+    key: str  # in profile.summary.trace_values
+    scale: float = 1.0
+    unit: str = ""
+
+    def show(self, value: float) -> str:
+        return f"{self.scale * value:.0f}{self.unit}"
+
+    def spread(self, low: float, high: float) -> str:
+        return f"{self.scale * low:.0f}–{self.scale * high:.0f}{self.unit}"
+
+
+# Every kind of specs.TIMED_KINDS has its figure here.
+_TIMED = {"gpu_busy": _TimedFigure("gpu_busy", 100.0, " %")}
+UNSTABLE = ("not stable over {runs} runs ({spread}: more than {tolerance}), and the runs disagree "
+            "on the verdict: the machine was too busy to time it; grade it again with fewer jobs")
+TOO_FEW = "measured {runs} time(s) only, too few to tell: {stopped}"
+
+
+def figure(spec: CheckSpec, values: Mapping[str, float] | None) -> Figure | None:
+    """A timed check's figure in one run's trace values; None without a trace. A run that put
+    nothing at all on the GPU has an exact figure (no GPU time to share out)."""
+    timed = _TIMED.get(spec.kind)
+    if values is None or timed is None:
+        return None
+    idle = not values.get("kernels") and not values.get("bytes_moved")
+    return Figure(values.get(timed.key, 0.0), exact=idle)
+
+
+NOT_MEASURED = ("one run only: the program fails other checks whatever its figure, so it was "
+                "not measured further; one run cannot fail it")
+
+
+def unmeasured_result(spec: CheckSpec, figure: Figure) -> CheckResult:
+    """A timed check on one run's figure, where measuring it could not change the verdict (the
+    program fails other checks): a pass or an exact figure stands; a fail from one sample is
+    never given (it could be noise)."""
+    timed = _TIMED[spec.kind]
+    once = _trace(spec, {timed.key: figure.value}, None)
+    if figure.exact or once.status == "pass":
+        return once
+    return CheckResult(spec.label, "incomplete", once.expected, once.got + " (one run)",
+                       NOT_MEASURED)
+
+
+def measured_result(spec: CheckSpec, measured: Measured) -> CheckResult:
+    """A timed check judged on its figure measured over several runs (checks/measure.py): the
+    median decides once the figure is stable; when it is not, only runs that all agree do, and
+    otherwise the check is incomplete: noise never fails (nor passes) a program."""
+    timed = _TIMED[spec.kind]
+    at_median = _trace(spec, {timed.key: measured.median}, None)
+    runs = len(measured.samples)
+    if measured.exact or runs == 1 and not measured.stopped:
+        return at_median
+    spread = timed.spread(measured.low, measured.high)
+    got = f"{timed.show(measured.median)} (median of {runs} runs: {spread})"
+    if measured.stable:
+        return replace(at_median, got=got)
+    if runs < measured.how.least:
+        return CheckResult(spec.label, "incomplete", at_median.expected, got,
+                           TOO_FEW.format(runs=runs, stopped=measured.stopped))
+    sides = {_trace(spec, {timed.key: v}, None).status for v in measured.samples}
+    if len(sides) == 1:
+        return replace(at_median, got=got + ", not stable",
+                       reason=at_median.reason + f" (every one of the {runs} runs says so)")
+    return CheckResult(spec.label, "incomplete", at_median.expected, got,
+                       UNSTABLE.format(runs=runs, spread=spread,
+                                       tolerance=measured.how.describe()))
 
 
 def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -459,12 +596,13 @@ def _bytes(n: float) -> str:
 
 
 _NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image", "regions_ran",
-              "loop_on_device")
+              "loop_on_device", "agrees_with_host")
 _EVALUATORS = {
     "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
     "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
     "image": _image, "uses_openmp": _uses_openmp, "regions_ran": _regions_ran,
     "loop_on_device": _loop_on_device,
+    "agrees_with_host": _agrees_with_host,
 }
 OPENACC_BUILD = "OpenACC build"
 # How INCOMPLETE reads where the run was built for the host and every other check passed

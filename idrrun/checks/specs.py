@@ -20,9 +20,15 @@ from . import regex, words
 
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
-               "image", "uses_openmp", "regions_ran", "loop_on_device")
+               "image", "uses_openmp", "regions_ran", "loop_on_device", "agrees_with_host")
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
+# Checks whose figure is a time or a share of time (gpu_busy; so will be any rate, speed-up or
+# bandwidth kind): it depends on what else runs beside the program, so a run checked by one
+# waits for a GPU of its own and runs on CPUs of its own (run/lanes.py), and its figure is
+# measured over several runs (checks/measure.py). Counts and bytes (ran_on_gpu, queues,
+# data_moved, values) are the same however busy the machine is: not timed.
+TIMED_KINDS = ("gpu_busy",)
 # idrrun's own course: in the wheel as idrrun/course/{examples,notebooks}, the students' copy
 # (hatch_build.py), or, when idrrun runs from a checkout (pip install -e), the checkout's whole
 # examples/ and notebooks/.
@@ -145,6 +151,11 @@ class Exercise:
     ranks: int | None = None  # MPI ranks the program is run with (-m N)
     model: str = "openacc"  # "openmp": built with -t (OpenMP target offload), not -a
     files: tuple[Path, ...] = ()  # data files copied beside the program before it runs
+    # [args] start: the arguments `idrrun course check` runs the start file with, "host" (its
+    # host arguments on any machine: a start file is a serial program, which at the GPU sizes
+    # would run for minutes only to fail its checks) or "gpu" (the start file passes some check
+    # at the host sizes and fails only at the GPU's).
+    start_args: str = "host"
     # From a students' copy of the course (`idrrun course init --students`): no solutions (but
     # those its notebooks show), no grading-only data.
     students: bool = False
@@ -180,6 +191,21 @@ class Exercise:
     @property
     def needs_trace(self) -> bool:
         return any(c.kind in TRACE_KINDS for c in self.checks)
+
+    def as_start_file(self) -> Exercise:
+        """The exercise as `idrrun course check` checks its start file: at its host arguments
+        on any machine, unless the spec says the start file needs the GPU's ([args] start)."""
+        return self if self.start_args == "gpu" else dataclasses.replace(self, gpu_args=self.host_args)
+
+    @property
+    def compares_host(self) -> bool:
+        """A check compares the GPU's output with the same build's on the host."""
+        return any(c.kind == "agrees_with_host" for c in self.checks)
+
+    @property
+    def timed(self) -> bool:
+        """Some check's figure is a time or a share of time (TIMED_KINDS)."""
+        return any(c.kind in TIMED_KINDS for c in self.checks)
 
     @property
     def solution_files(self) -> tuple[str, ...]:
@@ -410,6 +436,7 @@ def _image_fields(t: _Table) -> dict[str, Any]:
 _KIND_FIELDS: dict[str, Callable[[_Table], dict[str, Any]]] = {
     "value": _value_fields,
     "matches_solution": lambda t: {"pattern": t.pattern("pattern", "number")},
+    "agrees_with_host": lambda t: {"pattern": t.pattern("pattern", "number")},
     "line": _line_fields,
     "source": lambda t: {"regex": t.pattern("regex")},
     "queues": lambda t: {"minimum": int(t.number("min", 1) or 1)},
@@ -515,6 +542,7 @@ def load(path: Path) -> Exercise:
         draw=_draw(args.get("draw"), path),
         ranks=_ranks(data, path),
         files=_data_files(data, path),
+        start_args=_start_args(args, path),
         model=_model(data, path),
         students=students,
         visibility=_exercise_visibility(data, path),
@@ -580,10 +608,18 @@ def _arg_table(data: Mapping[str, Any], path: Path) -> Mapping[str, Any]:
     args = data.get("args", {})
     if not isinstance(args, dict):
         raise _err(path, "args", "expected a table with 'host' and 'gpu' lists")
-    unknown = sorted(set(args) - {"host", "gpu", "hidden", "draw"})
+    unknown = sorted(set(args) - {"host", "gpu", "hidden", "draw", "start"})
     if unknown:
-        raise _err(path, f"args.{unknown[0]}", "unknown field (known: host, gpu, hidden, draw)")
+        raise _err(path, f"args.{unknown[0]}", "unknown field (known: host, gpu, hidden, draw, start)")
     return args
+
+
+def _start_args(args: Mapping[str, Any], path: Path) -> str:
+    start = args.get("start", "host")
+    if start not in ("host", "gpu"):
+        raise _err(path, "args.start", f"expected \"host\" or \"gpu\" (the arguments the course "
+                                       f"check runs the start file with), got {start!r}")
+    return str(start)
 
 
 def _hidden(args: Mapping[str, Any], path: Path) -> tuple[tuple[str, ...], ...]:

@@ -28,6 +28,7 @@ KIND_LABELS: dict[str, str] = {
     "uses_openmp": "uses OpenMP offload",
     "regions_ran": "compute regions run",
     "loop_on_device": "loop on the device",
+    "agrees_with_host": "GPU as host",
 }
 
 
@@ -106,6 +107,8 @@ def default_label(kind: str, pattern: str | None = None, exact: str | None = Non
         return name
     if kind == "matches_solution" and name:
         return f"{name} as the solution's"
+    if kind == "agrees_with_host" and name:
+        return f"{name}, GPU as host"
     if kind == "line" and exact:
         return f"prints '{exact.strip()[:30]}'"
     if kind == "image" and file:

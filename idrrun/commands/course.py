@@ -22,6 +22,7 @@ from ..grading.report import GradeRow
 from ..model import CheckResult
 from ..model import Settings
 from ..request import config, options
+from ..run import lanes as lanes_mod
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, check_dict, console as _console, jobs as _jobs, print_json
 from .common import row_dict
@@ -157,6 +158,8 @@ def _check(args: argparse.Namespace) -> int:
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
+    lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
+    notes += lane_notes
     if not args.json:
         for note in notes:
             console.print(neutralise(note), markup=False)
@@ -166,7 +169,7 @@ def _check(args: argparse.Namespace) -> int:
                 for e in exercises)
     rows = _with_progress(console, total, "course check",
                           lambda done: course.course_check(exercises, args.language, settings,
-                                                           probe, args.jobs, done),
+                                                           probe, args.jobs, done, lanes),
                           quiet=args.json)
     by_name = {e.name: e for e in exercises}
     found = [course.findings(r, by_name[r.exercise]) for r in rows]
@@ -217,15 +220,17 @@ def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,
 
 def _table(console: Console, rows: Sequence[course.CourseRow]) -> None:
     table = Table(title="course check")
+    in_lanes = any(r.solution.lane or r.start.lane for r in rows)
     for col in ("exercise", "language", "solution", "start file", "reference", "solution s",
-                "start s", "ok"):
+                "start s", "ok", *(("lanes (solution; start)",) if in_lanes else ())):
         table.add_column(col)
     for r in rows:
         ok = Text("yes", style="green") if r.ok and not r.incomplete else \
             Text("yes, here", style="yellow") if r.ok else Text("NO", style="red")
         table.add_row(r.exercise, r.language, Text(_solution_cell(r.solution)),
                       Text(_start_cell(r.start)), Text(_reference_cell(r.reference)),
-                      f"{r.solution.run_seconds:.2f}", f"{r.start.run_seconds:.2f}", ok)
+                      f"{r.solution.run_seconds:.2f}", f"{r.start.run_seconds:.2f}", ok,
+                      *((f"{r.solution.lane}; {r.start.lane}",) if in_lanes else ()))
     console.print(table)
     bad = sum(not r.ok for r in rows)
     console.print(f"{len(rows) - bad} passed ({sum(r.incomplete for r in rows)} of them "

@@ -22,9 +22,9 @@ from ..display import neutralise
 from ..errors import UsageError
 from ..checks.specs import Exercise
 from ..grading import classroom, discover, report
-from ..model import Probe, Settings
+from ..model import Lanes, Probe, Settings
 from ..request import config, options, policy
-from ..run import isolation, rooms
+from ..run import isolation, lanes as lanes_mod, rooms
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
 from .common import unread_config
@@ -106,6 +106,9 @@ def main(tokens: Sequence[str]) -> int:
         exercise = draw.drawn(exercise, seed)
         say(f"hidden argument sets: {len(exercise.hidden_args)}, the spec's ranges drawn with "
             f"the seed {origin}")
+    lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
+    for note in lane_notes:
+        say(note)
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
@@ -118,7 +121,7 @@ def main(tokens: Sequence[str]) -> int:
     if args.report is not None and settings.launcher.kind == "srun":
         for note in classroom.adopt_session(args.report):
             say(note)
-    rows = _grade(args, console, subs, exercise, settings, probe, level, already, key)
+    rows = _grade(args, console, subs, exercise, settings, probe, level, already, key, lanes)
     if rows is None:
         return EXIT_INTERRUPTED
     _write(args, rows, exercise, key)
@@ -147,7 +150,8 @@ def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
 
 def _grade(args: argparse.Namespace, console: Console, subs: list[discover.Submission],
            exercise: Exercise, settings: Settings, probe: Probe, level: str,
-           already: dict[str, report.GradeRow], key: bytes) -> list[report.GradeRow] | None:
+           already: dict[str, report.GradeRow], key: bytes,
+           lanes: Lanes | None) -> list[report.GradeRow] | None:
     """The rows, the report written after each one; None when interrupted (said on stderr)."""
     def save(rows: list[report.GradeRow]) -> None:
         if args.report is not None:
@@ -159,7 +163,8 @@ def _grade(args: argparse.Namespace, console: Console, subs: list[discover.Submi
             rows: list[report.GradeRow] = _with_progress(
                 console, todo, f"grading {exercise.name}",
                 lambda done: classroom.grade_all(subs, exercise, settings, probe, args.jobs,
-                                                 args.timeout, done, already, save, sandbox=level),
+                                                 args.timeout, done, already, save, sandbox=level,
+                                                 lanes=lanes),
                 quiet=args.json)
             return rows
     except KeyboardInterrupt:
@@ -220,9 +225,9 @@ def _placement(rows: Sequence[report.GradeRow]) -> str:
 def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str, int]) -> None:
     table = Table(title="verdicts")
     on_nodes = any(r.node or r.build_node for r in rows)
-    node_column = ("node",) if on_nodes else ()
-    for col in ("student", "language", "verdict", "score", "reasons", "build s", "run s",
-                *node_column):
+    in_lanes = any(r.lane for r in rows)
+    extra = (("node",) if on_nodes else ()) + (("lane",) if in_lanes else ())
+    for col in ("student", "language", "verdict", "score", "reasons", "build s", "run s", *extra):
         table.add_column(col)
     for r in rows:
         style = {"pass": "green", "fail": "red", "incomplete": "yellow", "error": "magenta"}[r.status]
@@ -230,7 +235,7 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
         table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
                       str(r.score) if r.score is not None else "",
                       Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
-                      *((r.node,) if on_nodes else ()))
+                      *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()))
     console.print(table)
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "
                   f"incomplete (could not be judged), {plural(counts['error'], 'error')}",

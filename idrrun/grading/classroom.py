@@ -20,7 +20,7 @@ from ..checking import check_language, execute_checked, solution_output
 from ..checks import compare, specs
 from ..checks.specs import COURSE_DIRS, Exercise
 from ..errors import IdrrunError, UsageError
-from ..model import Probe, Settings
+from ..model import Lanes, Probe, Settings
 from ..pipeline import NullReporter
 from ..request import resolve
 from ..request import source as source_mod
@@ -71,16 +71,20 @@ def sandbox_level(exercise: Exercise, submissions: Sequence[Path], unsafe: bool)
     return support.level if support.level != "none" else "none (--unsafe)"
 
 
-def policy(exercise: Exercise, room: Path, timeout: float | None, sandbox: str) -> Policy:
+def policy(exercise: Exercise, room: Path, timeout: float | None, sandbox: str,
+           lanes: Lanes | None = None) -> Policy:
     """The grader's policy for a request of this exercise in `room` (request/policy.py).
-    sandbox: the machine's level, or "none ..." (the course's own files, --unsafe)."""
+    sandbox: the machine's level, or "none ..." (the course's own files, --unsafe); lanes: the
+    machine's GPU lanes (run/lanes.py), None without."""
     return Policy(room=room, sandbox=not sandbox.startswith("none"),
                   hide=(*exercise.folders, *COURSE_DIRS), timeout=timeout,
-                  openacc=exercise.model == "openacc", profile_traces=exercise.needs_trace)
+                  openacc=exercise.model == "openacc", profile_traces=exercise.needs_trace,
+                  lanes=lanes, timed=exercise.timed)
 
 
 def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Settings,
-                  probe: Probe, timeout: float | None, sandbox: str) -> None:
+                  probe: Probe, timeout: float | None, sandbox: str,
+                  lanes: Lanes | None = None) -> None:
     """Run the solution once for each language the submissions use and each argument set
     (filling the cache)."""
     languages = sorted({s.source.language for s in subs if s.source is not None} & set(exercise.sources))
@@ -93,21 +97,24 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
             # As a row would ask for it; solution_output gives it a room of its own.
             request, toolchain = resolve.resolve(
                 Options(), src, pair.solution.parent, settings, probe, exercise,
-                policy(exercise, rooms.scratch_root(settings), timeout, sandbox))
-            # Every argument set a row runs: the public one (profiled as a row's is, for the
-            # comparison), then the hidden ones when their checks need its output (one build).
-            hidden = exercise.hidden_args if exercise.needs_solution else ()
-            for each in (request, *(resolve.with_args(request, tuple(args)) for args in hidden)):
-                solution_output(each, toolchain, exercise, probe, settings)
+                policy(exercise, rooms.scratch_root(settings), timeout, sandbox, lanes))
+            # Every argument set a row runs, the solution's output and time kept for each (a
+            # check compares with it, a timeout says it): the public one (profiled as a row's
+            # is, for the comparison), then the hidden ones (one build).
+            for args in (request.program_args, *exercise.hidden_args):
+                solution_output(resolve.with_args(request, tuple(args)), toolchain, exercise,
+                                probe, settings)
         except IdrrunError:
             pass  # each row reports it
 
 
 def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Probe,
-              timeout: float | None = None, sandbox: str = "namespaces") -> GradeRow:
+              timeout: float | None = None, sandbox: str = "namespaces",
+              lanes: Lanes | None = None) -> GradeRow:
     """Grade one submission in its own scratch folder and sandbox; every problem becomes a row.
 
-    sandbox: the machine's level (run/sandbox.py), or "none (--unsafe)" to grade without one."""
+    sandbox: the machine's level (run/sandbox.py), or "none (--unsafe)" to grade without one;
+    lanes: the machine's GPU lanes (run/lanes.py), which its runs take."""
     def error_row(reason: str, language: str = "") -> GradeRow:
         return GradeRow(sub.student, exercise.name, language, "error", 0.0, 0.0, str(sub.path),
                         error=reason, sandbox=sandbox)
@@ -142,7 +149,7 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         source = dataclasses.replace(again.source, name=sub.source.name, origin_dir=src)
         check_language(source, exercise)
         request, toolchain = resolve.resolve(sub.options, source, src, settings, probe, exercise,
-                                             policy(exercise, room, timeout, sandbox))
+                                             policy(exercise, room, timeout, sandbox, lanes))
         outcome = execute_checked(request, toolchain, exercise, probe, settings, NullReporter(),
                                   hidden=True)
         row = row_from_outcome(sub, exercise, outcome, sandbox)
@@ -160,9 +167,10 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
               on_done: Callable[[GradeRow], None] | None = None,
               already: dict[str, GradeRow] | None = None,
               on_progress: Callable[[list[GradeRow]], None] | None = None,
-              sandbox: str = "namespaces") -> list[GradeRow]:
+              sandbox: str = "namespaces", lanes: Lanes | None = None) -> list[GradeRow]:
     """Grade in parallel; rows come back in submission order. Workers wait on compilers and
-    programs, not on Python, so threads are enough.
+    programs, not on Python, so threads are enough. On a machine with GPUs the runs take its
+    lanes (run/lanes.py): a timed one waits for a GPU of its own while the others go on.
 
     `already` holds rows of an earlier, interrupted grading (by submission path): those are
     kept, not graded again. `on_progress` sees every row known so far after each one finishes,
@@ -179,8 +187,9 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
         if (exercise.needs_solution or compare.wanted(exercise)) and jobs > 1 and todo:
             # The solution's output is needed by every row: start it first, beside the students.
             started.append(pool.submit(warm_solution, exercise, subs, settings, probe, timeout,
-                                       sandbox))
-        futures = {pool.submit(grade_one, subs[i], exercise, settings, probe, timeout, sandbox): i
+                                       sandbox, lanes))
+        futures = {pool.submit(grade_one, subs[i], exercise, settings, probe, timeout, sandbox,
+                               lanes): i
                    for i in todo}
         started += futures
         for future in as_completed(futures):

@@ -25,8 +25,8 @@ from ..checks import kinds, reference, specs
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
 from ..files import write_atomic
-from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunRequest, RunResult,
-                     Settings, Toolchain)
+from ..model import (BuildResult, CheckResult, FailureKind, Lanes, Probe, ProcResult, RunRequest,
+                     RunResult, Settings, Toolchain)
 from ..request import notebook, resolve
 from ..request import source as source_mod
 from ..request.options import Options
@@ -73,7 +73,9 @@ class CourseRow:
 
 def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None, settings: Settings,
                  probe: Probe, jobs: int,
-                 on_done: Callable[[GradeRow], None] | None = None) -> list[CourseRow]:
+                 on_done: Callable[[GradeRow], None] | None = None,
+                 lanes: Lanes | None = None) -> list[CourseRow]:
+    """Every solution and start file graded, `jobs` at once, in the machine's GPU lanes."""
     subs: list[tuple[Exercise, str, str, Submission]] = []
     for ex in exercises:
         for language, pair in ex.sources.items():
@@ -82,13 +84,17 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
             if pair.solution is None:
                 raise UsageError(f"{ex.path}: a students' copy of the course has no solutions to "
                                  "check: run `idrrun course check` on the teacher's course")
-            for role, path in (("solution", pair.solution), ("start", pair.exercise)):
+            # A start file only has to fail: at the host arguments it does so in a second,
+            # where a serial run at the GPU sizes took minutes (Exercise.as_start_file).
+            for role, path, checked in (("solution", pair.solution, ex),
+                                        ("start", pair.exercise, ex.as_start_file())):
                 src = source_mod.from_file(path, language, path.name)  # type: ignore[arg-type]
-                subs.append((ex, language, role, Submission(f"{ex.name}/{language}/{role}", path, src)))
+                subs.append((checked, language, role,
+                             Submission(f"{ex.name}/{language}/{role}", path, src)))
     results: dict[int, GradeRow] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         # The course's own files: nothing hostile to wall off, so no sandbox.
-        futures = {pool.submit(grade_one, s[3], s[0], settings, probe, None, SANDBOX): i
+        futures = {pool.submit(grade_one, s[3], s[0], settings, probe, None, SANDBOX, lanes): i
                    for i, s in enumerate(subs)}
         for future in as_completed(futures):
             i = futures[future]

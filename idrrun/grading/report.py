@@ -122,6 +122,9 @@ class GradeRow:
     annotated: str = ""
     # The public run's figures beside the solution's (checks/compare.py), and the timelines.
     comparison: Comparison | None = None
+    # The GPU lane its run had (run/lanes.py): "GPU 0 alone, CPUs 14-15" for a timed run,
+    # "GPU 1" shared; "" without lanes.
+    lane: str = ""
 
     @property
     def reasons(self) -> str:
@@ -156,7 +159,7 @@ class GradeRow:
             "reasons": self.reasons,
             "build_seconds": round(self.build_seconds, 3), "run_seconds": round(self.run_seconds, 3),
             "submission": self.submission, "sandbox": self.sandbox, "node": self.node,
-            "build_node": self.build_node,
+            "build_node": self.build_node, "lane": self.lane,
         }
 
 
@@ -255,6 +258,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         diagnostics=(*listing.diagnostics, *listing.elsewhere) if listing is not None else (),
         annotated=annotate.markdown(listing) if listing is not None else "",
         comparison=verdict.comparison if verdict is not None else None,
+        lane=outcome.run.lane if outcome.run is not None else "",
     )
 
 
@@ -398,21 +402,27 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 error=str(rec["reasons"]) if status == "error" else "",
                 checks=tuple(_check_from(c) for c in rec.get("checks") or []),
                 sandbox=str(rec.get("sandbox", "")),
-                # Absent from states written before rows had nodes: those resume too.
-                node=str(rec.get("node") or ""), build_node=str(rec.get("build_node") or ""),
+                # Absent from states written before rows had nodes or lanes: those resume too.
+                node=_text(rec, "node"), build_node=_text(rec, "build_node"),
                 hidden_args=tuple(tuple(str(a) for a in args) for args in rec.get("hidden_args") or []),
                 content=_content_from(rec.get("content")),
                 **_feedback_fields(rec),
                 comparison=compare.from_dict(rec.get("comparison")),
+                lane=_text(rec, "lane"),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return out
 
 
+def _text(record: Any, key: str) -> str:
+    """A text field of a state record, "" when absent or null."""
+    return str(record.get(key) or "")
+
+
 REPORT_FIELDS = ("student", "exercise", "language", "verdict", "score", "points", "not_evaluated",
                  "reasons", "build_seconds", "run_seconds", "submission", "sandbox", "node",
-                 "build_node")
+                 "build_node", "lane")
 
 
 # OWASP's rule against CSV injection: Excel, LibreOffice Calc and Google Sheets read a cell

@@ -12,7 +12,9 @@ What it decides, whatever the line says:
 - the trace checks are profiled on a GPU build (they need a trace), never on a host one unless
   the line asked for it (a profile there only adds seconds);
 - every compile and run is in a box (`sandbox`), in the grader's room for this request
-  (`room`, RunRequest.room), the course's folders hidden (`hide`).
+  (`room`, RunRequest.room), the course's folders hidden (`hide`);
+- on a machine with GPUs, every run takes a lane (`lanes`, run/lanes.py), alone on its GPU
+  when the exercise's checks are timed (`timed`), and the compiles keep off the lanes' CPUs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import LauncherConfig, RunRequest, Settings, Toolchain
+from ..model import Lanes, LauncherConfig, RunRequest, Settings, Toolchain
 from .options import Options
 
 # What a graded notebook's magic line may set.
@@ -37,6 +39,8 @@ class Policy:
     timeout: float | None = None  # the grader's time limit; None: the exercise's
     openacc: bool = True  # the exercise's model is OpenACC: -a unless the line says otherwise
     profile_traces: bool = False  # the exercise has checks of the GPU's trace
+    lanes: Lanes | None = None  # the machine's GPU lanes; None: no GPU, or SLURM places the runs
+    timed: bool = False  # the exercise has timed checks (specs.TIMED_KINDS)
 
     def line(self, options: Options) -> Options:
         """The flags of a student's line that the grader keeps."""
@@ -50,11 +54,14 @@ class Policy:
             ("auto" if self.profile_traces else None))
 
     def apply(self, request: RunRequest, toolchain: Toolchain, line: Options) -> RunRequest:
-        """The fields no line sets: the box, the room, what is hidden; and the profile dropped
-        from a host build unless the line asked for one."""
+        """The fields no line sets: the box, the room, what is hidden, the lanes; and the profile
+        dropped from a host build unless the line asked for one."""
         profile = request.profile if toolchain.target == "gpu" or line.profile is not None else None
+        compile_limits = request.compile_limits if self.lanes is None else \
+            dataclasses.replace(request.compile_limits, cpus=self.lanes.rest)
         return dataclasses.replace(request, sandbox=self.sandbox, room=self.room, hide=self.hide,
-                                   profile=profile)
+                                   profile=profile, lanes=self.lanes, timed=self.timed,
+                                   compile_limits=compile_limits)
 
 
 def grading_settings(settings: Settings, launcher: str | None, jobs: int) -> Settings:

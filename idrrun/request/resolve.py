@@ -9,9 +9,9 @@ Precedence, lowest first, applied here and nowhere else:
     < the grader's policy, when grading (request/policy.py: what it keeps of a student's line,
       its time limit, its box, its room)
 
-Requests are derived from a resolved one in two named ways only, both here: the same request
-for the exercise's solution (`for_solution`), and with other program arguments (`with_args`,
-a hidden argument set).
+Requests are derived from a resolved one in three named ways only, all here: the same request
+for the exercise's solution (`for_solution`), with other program arguments (`with_args`, a
+hidden argument set), and the same build run with its regions on the host (`on_host`).
 
 A flag reaches its RunRequest field by name (or by its FlagSpec.to, e.g. "limits.memory"), so
 a new flag needs no code here. The exercise's compiler options come before the line's: both
@@ -74,6 +74,7 @@ def build_request(options: Options, source: Source, workdir: Path, settings: Set
             top[target] = value
     if exercise is not None:
         top["compiler_options"] = exercise.options + tuple(top.get("compiler_options", ()))
+        top["compare_host"] = exercise.compares_host
     if top.get("object_only"):
         top["execute"] = False
     return RunRequest(source=source, workdir=workdir, limits=dataclasses.replace(Limits(), **limits),
@@ -109,13 +110,21 @@ def for_solution(request: RunRequest, source: Source, workdir: Path,
     """The same request (the same toolchain, arguments and policy) for the exercise's solution
     `source`, run in `workdir` (a graded one in its own `room`): nothing of the student's own
     (a kept copy, files to get, a forced build) comes along, nor a profile unless `profile`
-    asks for one (its trace beside the student's)."""
+    asks for one (its trace beside the student's), and nothing of it is timed (its output is
+    compared, not its speed)."""
     return dataclasses.replace(request, source=source, workdir=workdir, room=room, keep=None,
                                force=False, get_files=(), profile=profile, execute=True,
-                               object_only=False)
+                               object_only=False, timed=False)
 
 
 def with_args(request: RunRequest, args: tuple[str, ...]) -> RunRequest:
     """The same request run with other arguments (a hidden argument set): without its profile
-    (the trace checks are for the public run) nor a kept copy."""
-    return dataclasses.replace(request, program_args=args, keep=None, profile=None)
+    (the trace checks, timed ones included, are for the public run) nor a kept copy."""
+    return dataclasses.replace(request, program_args=args, keep=None, profile=None, timed=False)
+
+
+def on_host(request: RunRequest) -> RunRequest:
+    """The same request (the same build) run with its compute regions on the host, for the
+    agrees_with_host check: without a profile, a kept copy nor files to get; never timed."""
+    return dataclasses.replace(request, run_on_host=True, profile=None, keep=None, get_files=(),
+                               timed=False)

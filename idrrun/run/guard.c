@@ -2,7 +2,8 @@
  *
  * Outer mode (every run and compile, started by idrrun):
  *   idrrun-guard --status-fd=N --parent=PID --file-size=B --nproc=N --address-space=B
- *                --cgroups=F1:F2 --uid=U --gid=G --sweep=0|1 --stack=B -- PROGRAM [ARGS...]
+ *                --cgroups=F1:F2 --uid=U --gid=G --sweep=0|1 --stack=B --cpus=C1:C2
+ *                -- PROGRAM [ARGS...]
  * Inner mode (inside the sandbox, between bubblewrap and the program):
  *   idrrun-guard --inner-status-fd=N -- PROGRAM [ARGS...]
  * The options are those of the records GuardArgs and InnerGuardArgs in guard.py (a test checks
@@ -20,6 +21,8 @@
  *                  no cgroup to list the run's processes, and no PID namespace to end them)
  *   stack          RLIMIT_STACK in bytes for the program (-1: unlimited, 0: as inherited), at
  *                  most the hard limit: course programs keep big arrays on the stack
+ *   cpus           ':'-separated CPUs the program may run on ("": as inherited): a timed run
+ *                  has CPUs of its own, and every other graded process keeps off them
  *   inner-status-fd  the same protocol ("inner exit N" / "inner signal N") from inside the
  *                  sandbox, where the outer guard only sees bubblewrap's own status (128+N for
  *                  a signal, like `exit 128+N`); the inner guard makes itself undumpable so
@@ -39,6 +42,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,11 +308,30 @@ static void set_stack(const char *value)
         fprintf(stderr, "idrrun-guard: cannot set the stack limit: %s\n", strerror(errno));
 }
 
+/* The CPUs the program may run on, ':'-separated ("": as inherited). A CPU the kernel refuses
+ * (outside the machine's cpuset) leaves the program where it was, and says so. */
+static void set_cpus(const char *list)
+{
+    if (!list[0])
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    char *copy = strdup(list);
+    for (char *word = strtok(copy, ":"); word; word = strtok(NULL, ":")) {
+        long cpu = strtol(word, NULL, 10);
+        if (cpu >= 0 && cpu < CPU_SETSIZE)
+            CPU_SET((int)cpu, &set);
+    }
+    free(copy);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        fprintf(stderr, "idrrun-guard: cannot run on CPUs %s: %s\n", list, strerror(errno));
+}
+
 /* The options, in the order of GuardArgs' fields, then InnerGuardArgs' (guard.py). */
 static const char *const OPTIONS[] = {"status-fd", "parent", "file-size", "nproc", "address-space",
-                                      "cgroups", "uid", "gid", "sweep", "stack", NULL};
+                                      "cgroups", "uid", "gid", "sweep", "stack", "cpus", NULL};
 enum { OPT_STATUS_FD, OPT_PARENT, OPT_FILE_SIZE, OPT_NPROC, OPT_ADDRESS_SPACE, OPT_CGROUPS,
-       OPT_UID, OPT_GID, OPT_SWEEP, OPT_STACK, OPT_COUNT };
+       OPT_UID, OPT_GID, OPT_SWEEP, OPT_STACK, OPT_CPUS, OPT_COUNT };
 static const char *const INNER_OPTIONS[] = {"inner-status-fd", NULL};
 
 /* Reads --name=value options up to "--"; returns the index of the program, or -1. */
@@ -444,6 +467,7 @@ int main(int argc, char **argv)
     if (pid == 0) {
         setpgid(0, 0);
         default_signals();
+        set_cpus(value[OPT_CPUS]);
         if (gid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0)) {
             fprintf(stderr, "idrrun-guard: cannot become group %ld: %s\n", gid, strerror(errno));
             _exit(126);

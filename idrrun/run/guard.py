@@ -30,6 +30,8 @@ class GuardArgs:
     sweep: int = 1  # 1: kill what carries the run's marker afterwards (no cgroup, no PID namespace)
     # RLIMIT_STACK in bytes (-1: unlimited, 0: as inherited), never above the hard limit
     stack: int = 0
+    # The CPUs the program may run on (sched_setaffinity); (): as inherited (run/lanes.py)
+    cpus: tuple[int, ...] = ()
 
     def argv(self, guard: Path) -> tuple[str, ...]:
         """The guard's command line, up to and including "--" (the program follows)."""

@@ -101,7 +101,7 @@ def _guard_args(protections: Protections, limits: Limits, cg: Cgroups | None,
                      address_space=_rlimit_as(limits, gpu_run,
                                               cg is not None and cg.memory_parent in joined),
                      cgroups=tuple(d / "cgroup.procs" for d in made),
-                     stack=-1 if limits.stack is None else limits.stack)
+                     stack=-1 if limits.stack is None else limits.stack, cpus=limits.cpus)
 
 
 def _rlimit_nproc(protections: Protections, limits: Limits, in_pids_cgroup: bool) -> int:

@@ -2,6 +2,7 @@
 all under this process's scratch folder, and what killed graders left.
 
     /tmp/idrrun-grading-UID/          the grader's own (0711); refused if someone else made it
+        lanes/                        the GPU lanes' lock files (0700, run/lanes.py)
         PID/                          this grader's scratch folder (0711): removed when PID is gone
             idrrun-grade-XXXX/        a submission's room (0711)
                 src/                  the grader's copy of what was handed in (0700)
@@ -57,6 +58,18 @@ def scratch_root(settings: Settings) -> Path:
             _fallback[str(base)] = Path(tempfile.mkdtemp(prefix=f"idrrun-grading-{os.getpid()}-"))
             return remember(boundary.own_dir(_fallback[str(base)], 0o711))
     return remember(boundary.own_dir(base / str(os.getpid()), 0o711))
+
+
+def lanes_folder() -> Path:
+    """The GPU lanes' lock files (run/lanes.py), beside the scratch folders of this user's
+    graders. Shared by every grading of this user on this machine, which is the point: two
+    gradings at once take the same lanes. Nobody else's: a folder other users could write would
+    let any of them hold a GPU's lock for ever or swap its files, so own_dir refuses one (two
+    users grading on one GPU machine do not see each other's timed runs: grade as one account).
+    No box reaches it (0700, and the lock descriptors close on exec). NotOwnFolder when the base
+    is someone else's."""
+    base = boundary.own_dir(_base(), 0o711)
+    return boundary.own_dir(base / "lanes", 0o700)
 
 
 def new_room(settings: Settings, prefix: str) -> Path:

@@ -134,7 +134,14 @@ class Family(Protocol):
         ...
 
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
-        """Environment the program needs to run as built (e.g. host-only builds)."""
+        """Environment the program needs to run as built (e.g. host-only builds), and to run a
+        GPU build's compute regions on the host when request.run_on_host."""
+        ...
+
+    def host_comparison(self, toolchain: Toolchain) -> str:
+        """"" when a GPU build of this toolchain can also run its compute regions on the host
+        (the agrees_with_host check: run_env with request.run_on_host says how, openacc() with
+        request.compare_host builds for it); else why not, in one sentence."""
         ...
 
     def preprocess(self, toolchain: Toolchain, source_file: str, product: str) -> Preprocessing:
@@ -206,6 +213,10 @@ class CommandFamily:
 
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         return {}
+
+    def host_comparison(self, toolchain: Toolchain) -> str:
+        return (f"idrrun does not know how a {self.name} build runs its compute regions on the "
+                "host: nothing to compare the GPU's output with")
 
     def preprocess(self, toolchain: Toolchain, source_file: str, product: str) -> Preprocessing:
         return Preprocessing()

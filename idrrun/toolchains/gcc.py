@@ -577,11 +577,17 @@ class GccFamily(CommandFamily):
     def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
         # Built without device code: on a machine with a GPU and libgomp's nvptx plugin, the
         # runtime would still pick the GPU and fail to find code for it. Say "host" outright.
-        if request.acc and toolchain.target == "host":
+        # A GPU build keeps libgomp's host fallback of every region: the same variable runs
+        # them on the host (request.run_on_host, the agrees_with_host check).
+        on_host = toolchain.target == "host" or request.run_on_host
+        if request.acc and on_host:
             return {"ACC_DEVICE_TYPE": "host"}
-        if request.openmp and toolchain.target == "host":
+        if request.openmp and on_host:
             return {"OMP_TARGET_OFFLOAD": "DISABLED"}
         return {}
+
+    def host_comparison(self, toolchain: Toolchain) -> str:
+        return ""
 
     def gpu_context(self, toolchain: Toolchain) -> bool:
         return toolchain.target == "gpu"

@@ -7,6 +7,7 @@ programs always start the CUDA runtime, so they are GPU runs whether or not a GP
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,11 @@ class NvhpcFamily(CommandFamily):
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                 settings: Settings) -> AccDecision:
-        flags: tuple[str, ...] = ("-acc",)
+        # -acc builds the compute regions for the GPU only; -acc=gpu,host adds the host's
+        # (serial) code of each, which ACC_DEVICE_TYPE=HOST picks at run time: PGI's "unified
+        # binary", what the agrees_with_host check runs on the host (request.compare_host).
+        flags: tuple[str, ...] = ("-acc=gpu,host",) if request.compare_host and not self.legacy \
+            else ("-acc",)
         if request.accopts:
             flags += (self.accopts_switch + ",".join(request.accopts),)
         machine = () if probe.gpus else ("no GPU found: the program will need one to run its OpenACC regions",)
@@ -41,6 +46,15 @@ class NvhpcFamily(CommandFamily):
 
     def gpu_context(self, toolchain: Toolchain) -> bool:
         return True
+
+    def run_env(self, request: RunRequest, toolchain: Toolchain) -> Mapping[str, str]:
+        return {"ACC_DEVICE_TYPE": "HOST"} if request.run_on_host else {}
+
+    def host_comparison(self, toolchain: Toolchain) -> str:
+        if self.legacy:
+            return ("idrrun builds PGI programs for the GPU alone (-ta=tesla): compare with the "
+                    "host with the nvhpc or gcc family")
+        return ""
 
     def prefixes(self, toolchain: Toolchain) -> tuple[Path, ...]:
         # SDK/Linux_x86_64/24.1/compilers/bin/nvc: the compilers read (and the programs load)

@@ -23,7 +23,10 @@ class ToyFamily(CommandFamily):
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                 settings: Settings) -> AccDecision:
-        return AccDecision(("--toy-acc", "--toy-report"), "host", ("toy: OpenACC runs on the host",))
+        # -g1: line tables, so that the regions a checked run executed are placed on source
+        # lines (profile/regions.py; without them loop_on_device cannot be told: incomplete).
+        return AccDecision(("--toy-acc", "--toy-report", "-g1"), "host",
+                           ("toy: OpenACC runs on the host",))
 
     def feedback(self, build: BuildResult) -> AccReport | None:
         if build.build_dir is None or not (build.build_dir / "toy-report.txt").is_file():

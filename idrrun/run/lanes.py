@@ -1,0 +1,220 @@
+"""GPU lanes: a graded run whose checks are timed has its GPU and CPUs to itself; every other
+graded process shares the GPUs and keeps to the remaining CPUs.
+
+A share of GPU time measured while seven other programs use the same GPU and CPUs says more
+about the neighbours than about the program (at `-j 8` on an H100 both profile_cg solutions
+failed their gpu_busy check, which they pass alone). DOMjudge pins each judge to a core for the
+same reason. So, on a grading machine with GPUs:
+
+- one lane per GPU; each keeps a few CPUs of its own (`split_cpus`), which only its timed runs
+  use: every other graded process, compiles included, runs on the rest (`Lanes.rest`; the
+  guard's sched_setaffinity, Limits.cpus);
+- a timed run waits until its lane's GPU is free of every other graded run, then holds it
+  alone; an ordinary run holds a GPU shared with other ordinary runs, spread over the lanes;
+  each run sees its lane's GPU only (CUDA_VISIBLE_DEVICES);
+- the holds are locks (fcntl.flock) on one file per GPU, so that two gradings of the same
+  user at once share the lanes (rooms.lanes_folder says who may share them). A waiting timed
+  run closes a gate first: ordinary runs that come after it wait behind it instead of keeping
+  the GPU busy for ever (flock alone lets readers starve a writer).
+
+    split_cpus(cpus, lanes) / plan(gpus, cpus, folder) / visible(count, environ)   pure
+    for_machine(count, settings, environ) -> (Lanes | None, notes)
+    hold(lanes, timed, every) -> Held (a context manager: the lock is held inside it)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..model import Lanes, Limits, Settings
+from . import boundary, rooms
+
+# CPUs a lane keeps for its timed runs: the program's own thread, the CUDA driver's threads
+# and the tracer's (CUPTI hands its buffers over on a thread of its own).
+LANE_CPUS = 4
+NOT_SHARED = ("the GPU lanes' lock folder is not this user's own ({why}): this grading's lanes "
+              "are not shared with other gradings on this machine")
+
+
+def split_cpus(cpus: Sequence[int], lanes: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """Each lane's own CPUs and the rest. Lanes take the last CPUs (CPU 0 takes most of the
+    interrupts), LANE_CPUS each, at most half of the machine between them and at least one
+    each; a machine with fewer CPUs than lanes + 1 keeps none apart: its lanes then share all."""
+    ordered = sorted(set(cpus))
+    if lanes < 1:
+        return (), tuple(ordered)
+    if len(ordered) < lanes + 1:
+        return tuple(tuple(ordered) for _ in range(lanes)), tuple(ordered)
+    each = max(1, min(LANE_CPUS, len(ordered) // (2 * lanes)))
+    first = len(ordered) - each * lanes
+    kept = ordered[first:]
+    return tuple(tuple(kept[i * each:(i + 1) * each]) for i in range(lanes)), tuple(ordered[:first])
+
+
+def plan(gpus: Sequence[str], cpus: Sequence[int], folder: Path) -> Lanes:
+    """The lanes of these GPUs (CUDA_VISIBLE_DEVICES names) on these CPUs."""
+    cores, rest = split_cpus(cpus, len(gpus))
+    return Lanes(gpus=tuple(gpus), cores=cores, rest=rest, folder=folder)
+
+
+def visible(count: int, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The GPUs a grader may give out, as its runs' CUDA_VISIBLE_DEVICES will name them: the
+    grader's own CUDA_VISIBLE_DEVICES when it has one (a part of the machine given to it), else
+    0 to count - 1 (nvidia-smi's GPUs, which that variable does not filter)."""
+    given = environ.get("CUDA_VISIBLE_DEVICES")
+    if given is None:
+        return tuple(str(i) for i in range(count))
+    names = []
+    for name in (g.strip() for g in given.split(",")):
+        if not name or name.startswith("-"):
+            break  # CUDA ignores an invalid entry and every one after it
+        names.append(name)
+    return tuple(names)
+
+
+def for_machine(count: int, settings: Settings,
+                environ: Mapping[str, str] | None = None) -> tuple[Lanes | None, list[str]]:
+    """The lanes a grading on this machine runs in (count: the GPUs nvidia-smi lists), and
+    what to tell the teacher; None without a GPU, or when SLURM places the runs (srun: the
+    nodes' GPUs are the cluster's to share out)."""
+    env = os.environ if environ is None else environ
+    gpus = visible(count, env)
+    if not gpus or settings.launcher.kind == "srun":
+        return None, []
+    try:
+        folder = rooms.lanes_folder()
+        notes = []
+    except boundary.NotOwnFolder as exc:
+        folder = rooms.remember(Path(tempfile.mkdtemp(prefix="idrrun-lanes-")))
+        notes = [NOT_SHARED.format(why=exc.strerror)]
+    lanes = plan(gpus, sorted(os.sched_getaffinity(0)), folder)
+    return lanes, notes + [describe(lanes)]
+
+
+def describe(lanes: Lanes) -> str:
+    """One line for the teacher: the lanes, their CPUs, the rest."""
+    each = "; ".join(f"GPU {gpu}: CPUs {cpu_list(cores)}" for gpu, cores in zip(lanes.gpus, lanes.cores))
+    return (f"GPU lanes: {each} for the timed runs (each alone on its GPU); every other graded "
+            f"process on CPUs {cpu_list(lanes.rest)}")
+
+
+def cpu_list(cpus: Sequence[int]) -> str:
+    """(0, 1, 2, 5) -> "0-2,5"."""
+    parts = []
+    for _, run in itertools.groupby(enumerate(sorted(cpus)), lambda iv: iv[1] - iv[0]):
+        block = [c for _, c in run]
+        parts.append(str(block[0]) if len(block) == 1 else f"{block[0]}-{block[-1]}")
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class Held:
+    """The lane a run holds: its GPU(s), its CPUs, and whether it holds its GPU alone."""
+
+    gpus: tuple[str, ...]
+    cpus: tuple[int, ...]
+    alone: bool
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": ",".join(self.gpus)}
+
+    def limits(self, limits: Limits) -> Limits:
+        return replace(limits, cpus=self.cpus)
+
+    def describe(self) -> str:
+        gpus = f"GPU {self.gpus[0]}" if len(self.gpus) == 1 else f"GPUs {','.join(self.gpus)}"
+        return f"{gpus} alone, CPUs {cpu_list(self.cpus)}" if self.alone else gpus
+
+
+_turn = itertools.count()
+_turn_lock = threading.Lock()
+
+
+def _rotation(n: int) -> list[int]:
+    """The lanes in the order this run tries them: each run starts one further, so that the
+    runs of a grading spread over the GPUs."""
+    with _turn_lock:
+        start = next(_turn) % n
+    return [(start + i) % n for i in range(n)]
+
+
+def _file(folder: Path, gpu: str, kind: str) -> Path:
+    return folder / f"gpu-{re.sub(r'[^A-Za-z0-9_.-]', '_', gpu)}.{kind}"
+
+
+def _lock(path: Path, operation: int) -> int | None:
+    """A new descriptor of `path` holding flock(operation); None when a LOCK_NB lock is taken.
+    Every hold opens its own descriptor: flock locks of two descriptors conflict, also in one
+    process, so that threads of a grading exclude each other as processes do."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, operation)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _take(lanes: Lanes, gpu: str, alone: bool, wait: bool) -> int | None:
+    """The GPU's lock, alone or shared, through its gate (a waiting timed run holds the gate,
+    so that ordinary runs that come later wait behind it); None when not waiting and taken."""
+    nb = 0 if wait else fcntl.LOCK_NB
+    gate = _lock(_file(lanes.folder, gpu, "gate"), fcntl.LOCK_EX | nb)
+    if gate is None:
+        return None
+    try:
+        return _lock(_file(lanes.folder, gpu, "lock"), (fcntl.LOCK_EX if alone else fcntl.LOCK_SH) | nb)
+    finally:
+        os.close(gate)
+
+
+@contextlib.contextmanager
+def hold(lanes: Lanes | None, timed: bool, every: bool = False) -> Iterator[Held | None]:
+    """Inside: a lane held for one run (None without lanes). timed: its GPU alone, on its
+    lane's CPUs, once every other graded run left that GPU; else shared, on `rest`. every: a
+    run of several ranks, which shares every GPU. A free lane is taken first (each run starts
+    its search one lane further); when none is free, the run waits for the first it tried."""
+    if lanes is None or not lanes.gpus:
+        yield None
+        return
+    boundary.check_own(lanes.folder)
+    held: list[int] = []
+    try:
+        if every:
+            for gpu in lanes.gpus:  # in one order for all: no two runs wait for each other
+                fd = _take(lanes, gpu, False, True)
+                assert fd is not None
+                held.append(fd)
+            yield Held(lanes.gpus, lanes.rest, False)
+            return
+        order = _rotation(len(lanes.gpus))
+        chosen = None
+        for lane in order:
+            fd = _take(lanes, lanes.gpus[lane], timed, False)
+            if fd is not None:
+                held.append(fd)
+                chosen = lane
+                break
+        if chosen is None:
+            chosen = order[0]
+            fd = _take(lanes, lanes.gpus[chosen], timed, True)
+            assert fd is not None
+            held.append(fd)
+        cpus = lanes.cores[chosen] if timed else lanes.rest
+        yield Held((lanes.gpus[chosen],), cpus, timed)
+    finally:
+        for fd in held:
+            os.close(fd)

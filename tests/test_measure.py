@@ -1,0 +1,190 @@
+"""Timed checks are measured, not sampled once (checks/measure.py, kinds.measured_result, and
+checking's repetition of a timed run): a stable figure's median decides, with its spread; one
+that does not settle is incomplete, never a fail from noise. No GPU here: the figures are fakes,
+the runs real."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from idrrun import checking, toolchains
+from idrrun.checks import kinds, measure, specs
+from idrrun.checks.measure import Figure, Measured, Repeat
+from idrrun.pipeline import NullReporter, Outcome
+from idrrun.request import config, resolve
+from idrrun.request import source as source_mod
+from idrrun.request.options import Options
+
+BUSY = specs.CheckSpec(kind="gpu_busy", label="GPU busy", min_share=0.5)
+
+
+def run_of(values: list[float]) -> tuple[list[int], measure.Again]:
+    """A fake `again`: each call one more run, its figure the next value."""
+    calls = [0]
+    feed = iter(values)
+
+    def again() -> dict[str, Figure]:
+        calls[0] += 1
+        return {"GPU busy": Figure(next(feed))}
+
+    return calls, again
+
+
+def test_a_stable_figure_takes_the_least_runs() -> None:
+    calls, again = run_of([0.61, 0.58])
+    got = measure.repeat({"GPU busy": Figure(0.59)}, again)["GPU busy"]
+    assert calls == [2] and got.samples == (0.59, 0.61, 0.58) and got.stable
+    result = kinds.measured_result(BUSY, got)
+    assert result.status == "pass" and result.got == "59 % (median of 3 runs: 58–61 %)"
+
+
+def test_a_figure_that_settles_late_and_one_that_never_does() -> None:
+    # An outlier first (a cold start), then stable: the last three decide.
+    calls, again = run_of([0.58, 0.60, 0.59])
+    got = measure.repeat({"GPU busy": Figure(0.20)}, again)["GPU busy"]
+    assert calls == [3] and got.stable and got.median == pytest.approx(0.585)
+    # Never stable, the runs on both sides of the bound: incomplete after `most` runs.
+    calls, again = run_of([0.7, 0.45, 0.6, 0.35, 0.65, 0.4, 0.9])
+    got = measure.repeat({"GPU busy": Figure(0.3)}, again)["GPU busy"]
+    assert calls == [6] and len(got.samples) == Repeat().most and not got.stable
+    result = kinds.measured_result(BUSY, got)
+    assert result.status == "incomplete", result
+    assert result.got.startswith("45 % (median of 7 runs: 30–70 %)")
+    assert "not stable over 7 runs" in result.reason and "the runs disagree" in result.reason
+    # Never stable, but every run below the bound: that is no noise, it fails.
+    calls, again = run_of([0.3, 0.1, 0.25, 0.05, 0.2, 0.12])
+    result = kinds.measured_result(BUSY, measure.repeat({"GPU busy": Figure(0.15)}, again)["GPU busy"])
+    assert result.status == "fail" and result.got.endswith(", not stable")
+    assert "every one of the 7 runs says so" in result.reason
+
+
+def test_an_exact_figure_is_one_run_and_a_failed_run_stops_the_measure() -> None:
+    calls, again = run_of([])
+    got = measure.repeat({"GPU busy": Figure(0.0, exact=True)}, again)["GPU busy"]
+    assert calls == [0] and got.stable
+    result = kinds.measured_result(BUSY, got)
+    assert result.status == "fail" and result.got == "0 %"  # the GPU never worked
+
+    def broken() -> str:
+        return "a run run failed: killed by SIGKILL"
+
+    got = measure.repeat({"GPU busy": Figure(0.7)}, broken)["GPU busy"]
+    assert got.samples == (0.7,) and got.stopped
+    result = kinds.measured_result(BUSY, got)
+    assert result.status == "incomplete" and "measured 1 time(s) only" in result.reason
+
+
+def test_settled_is_within_the_tolerance_of_the_median() -> None:
+    how = Repeat()
+    assert measure.settled([0.5, 0.54, 0.46], how)  # ±0.04 of 0.5: within ±10 %
+    assert not measure.settled([0.5, 0.57, 0.46], how)
+    assert measure.settled([0.0, 0.01, 0.02], how)  # near zero: ±0.02
+    assert not measure.settled([0.5, 0.5], how)  # fewer than `least`
+    assert Measured((0.5,), exact=True).stable
+
+
+def test_figure_of_a_trace() -> None:
+    assert kinds.figure(BUSY, None) is None  # no trace: the check says why
+    assert kinds.figure(BUSY, {"gpu_busy": 0.4, "kernels": 3.0}) == Figure(0.4)
+    assert kinds.figure(BUSY, {"gpu_busy": 0.0, "kernels": 0.0, "bytes_moved": 0.0}) == \
+        Figure(0.0, exact=True)
+    other = specs.CheckSpec(kind="queues", label="queues", minimum=3)
+    assert kinds.figure(other, {"queues": 3.0}) is None  # not timed
+
+
+# ---------------------------------------------------------------------------------------------
+# The repetition of a timed run: real runs, a fake trace
+
+
+SPEC = """
+name = "busy"
+[sources.c]
+exercise = "busy.c"
+solution = "busy.c"
+[args]
+host = ["1"]
+[[check]]
+kind = "exit_ok"
+[[check]]
+kind = "gpu_busy"
+label = "GPU busy"
+min = 0.5
+"""
+
+
+@pytest.fixture
+def busy(tmp_path: Path) -> tuple[specs.Exercise, Path]:
+    (tmp_path / "busy.c").write_text('#include <stdio.h>\nint main(void){puts("ran");return 0;}\n')
+    (tmp_path / "busy.toml").write_text(SPEC)
+    return specs.load(tmp_path / "busy.toml"), tmp_path
+
+
+def checked(exercise: specs.Exercise, folder: Path, monkeypatch: pytest.MonkeyPatch,
+            shares: list[float], timed: bool = True) -> tuple[Outcome, int]:
+    """execute_checked on a real run whose trace says `shares`, one per run; returns its
+    outcome and how many runs were made."""
+    seen: dict[int, dict[str, float]] = {}
+    feed: Iterator[float] = itertools.chain(shares, itertools.repeat(shares[-1]))
+
+    def fake_trace(toolchain: object, outcome: Outcome) -> dict[str, float]:
+        if id(outcome) not in seen:  # each run's outcome: the next share
+            seen[id(outcome)] = {"gpu_busy": next(feed), "kernels": 4.0, "bytes_moved": 1e3}
+        return seen[id(outcome)]
+
+    monkeypatch.setattr(checking, "gpu_trace_values", fake_trace)
+    settings = config.load(folder, environ={})
+    probe = toolchains.probe(settings, "gcc")
+    src = source_mod.from_file(folder / "busy.c", "c", "busy.c")
+    request, toolchain = resolve.resolve(Options(acc=True), src, folder, settings, probe, exercise)
+    request = dataclasses.replace(request, timed=timed)
+    outcome = checking.execute_checked(request, toolchain, exercise, probe, settings, NullReporter())
+    return outcome, len(seen)
+
+
+def test_a_timed_run_is_repeated_until_its_figure_is_stable(
+        busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome, runs = checked(*busy, monkeypatch, [0.57, 0.61, 0.59])
+    assert runs == 3
+    assert outcome.verdict is not None and outcome.verdict.passed, outcome.verdict
+    [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
+    assert busy_check.got == "59 % (median of 3 runs: 57–61 %)"
+
+
+def test_a_timed_figure_that_does_not_settle_is_incomplete(
+        busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome, runs = checked(*busy, monkeypatch, [0.3, 0.7, 0.45, 0.6, 0.35, 0.65, 0.4])
+    assert runs == 7
+    assert outcome.verdict is not None and outcome.verdict.incomplete and outcome.failure is None
+    [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
+    assert busy_check.status == "incomplete" and "not stable over 7 runs" in busy_check.reason
+
+
+def test_an_untimed_request_takes_one_sample(busy: tuple[specs.Exercise, Path],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notebook's --check (not graded) samples once, as before."""
+    outcome, runs = checked(*busy, monkeypatch, [0.3, 0.7], timed=False)
+    assert runs == 1 and outcome.verdict is not None and outcome.verdict.failed_checks
+
+
+def test_a_program_failing_another_check_is_not_measured_further(
+        busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its verdict is decided: one run; its timed check passes on that run, or is incomplete,
+    never a fail from one sample."""
+    exercise, folder = busy
+    failing = specs.CheckSpec(kind="line", label="greeting", exact="hello")
+    exercise = dataclasses.replace(exercise, checks=exercise.checks + (failing,))
+    for share, status in ((0.3, "incomplete"), (0.8, "pass")):
+        outcome, runs = checked(exercise, folder, monkeypatch, [share, 0.9, 0.9])
+        assert runs == 1 and outcome.verdict is not None
+        [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
+        assert busy_check.status == status, busy_check
+        assert outcome.verdict.failed_checks[0].name == "greeting"
+    assert busy_check.got == "80 %"
+    outcome, _ = checked(exercise, folder, monkeypatch, [0.3])
+    [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"] if outcome.verdict else []
+    assert busy_check.got == "30 % (one run)" and busy_check.reason == kinds.NOT_MEASURED

@@ -1,0 +1,89 @@
+"""Start files are cheap to check, and a run far beyond the solution's time says so: `course
+check` runs a start file with the host arguments (unless its spec says it needs the GPU's), and
+a graded run that times out is told how long the solution takes with the same arguments."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from idrrun import checking, toolchains
+from idrrun.checks import specs
+from idrrun.grading import classroom, course
+from idrrun.grading.discover import Submission
+from idrrun.model import FailureKind
+from idrrun.request import config
+from idrrun.request import source as source_mod
+
+
+def test_a_start_file_is_checked_at_the_host_arguments() -> None:
+    ex = specs.load(ROOT / "examples" / "data_laplace.toml")
+    assert ex.gpu_args != ex.host_args and ex.start_args == "host"
+    start = ex.as_start_file()
+    assert start.gpu_args == ex.host_args and start.host_args == ex.host_args
+    needs_gpu = dataclasses.replace(ex, start_args="gpu")
+    assert needs_gpu.as_start_file() is needs_gpu
+
+
+def test_course_check_gives_start_files_their_host_arguments(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """What each row of `course check` is graded with: the solutions with the exercise as it is,
+    the start files with the GPU arguments replaced by the host's, unless [args] start = "gpu"."""
+    seen: dict[str, tuple[str, ...]] = {}
+
+    def record(sub: Submission, exercise: specs.Exercise, *args: object) -> object:
+        seen[sub.student] = exercise.gpu_args
+        return classroom.GradeRow(sub.student, exercise.name, "c", "fail", 0.0, 0.0, str(sub.path))
+
+    monkeypatch.setattr(course, "grade_one", record)
+    ex = specs.load(ROOT / "examples" / "data_laplace.toml")
+    settings = config.load(tmp_path, environ={})
+    probe = toolchains.probe(settings, "gcc")
+    course.course_check([ex, dataclasses.replace(ex, name="laplace_gpu_start", start_args="gpu")],
+                        ["c"], settings, probe, 1)
+    assert seen == {"data_laplace/c/solution": ex.gpu_args, "data_laplace/c/start": ex.host_args,
+                    "laplace_gpu_start/c/solution": ex.gpu_args,
+                    "laplace_gpu_start/c/start": ex.gpu_args}
+
+
+def test_the_timeout_reason_against_the_solution_s_time() -> None:
+    assert checking.timed_out_against("timed out after 60 s", 60, 2.1) == (
+        "timed out after 60 s; the solution runs in 2.1 s with these arguments: a loop left on "
+        "the host?")
+    assert checking.timed_out_against("timed out after 60 s", 60, 20.0) == (
+        "timed out after 60 s; the solution runs in 20.0 s with these arguments")
+    assert "runs in 0.004 s" in checking.timed_out_against("timed out after 2 s", 2, 0.004)
+
+
+SPEC = """
+name = "quick"
+timeout = 2
+[sources.c]
+exercise = "quick.c"
+solution = "quick.c"
+[args]
+host = ["3"]
+[[check]]
+kind = "exit_ok"
+"""
+
+
+def test_a_graded_run_that_times_out_is_told_the_solution_s_time(tmp_path: Path) -> None:
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    (examples / "quick.c").write_text('#include <stdio.h>\nint main(void){puts("3");return 0;}\n')
+    (examples / "quick.toml").write_text(SPEC)
+    slow = tmp_path / "slow.c"
+    slow.write_text("int main(void){for(;;){}}\n")
+    settings = config.load(tmp_path, environ={})
+    probe = toolchains.probe(settings, "gcc")
+    row = classroom.grade_one(Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
+                              specs.load(examples / "quick.toml"), settings, probe,
+                              sandbox="none (test)")
+    assert row.status == "fail" and row.failure is FailureKind.TIMEOUT
+    assert row.failure_what.startswith("timed out after 2 s; the solution runs in 0.")
+    assert row.failure_what.endswith(" s with these arguments: a loop left on the host?")
+    assert "a loop left on the host?" in row.reasons
