@@ -100,7 +100,7 @@ def test_a_class_graded_with_points_and_a_roster_into_moodle_and_canvas(tmp_path
     rows = {row["student"]: row for row in json.loads(report.read_text())}
     assert {s: (r["score"], r["points"], r["not_evaluated"]) for s, r in rows.items()} == \
         {s: (p, 14, 0) for s, p in expected.items()}, {s: r["reasons"] for s, r in rows.items()}
-    assert "no_implicit_data" in rows["bob"]["reasons"] and "dot (hidden run 1)" in rows["carol"]["reasons"]
+    assert "data clauses" in rows["bob"]["reasons"] and "dot (hidden run 1)" in rows["carol"]["reasons"]
     assert "│ 12/14 " in r.stdout and "│ 8/14 " in r.stdout
 
     # Feedback: the score, the summarised check without its regex, no hidden value anywhere.
@@ -111,7 +111,7 @@ def test_a_class_graded_with_points_and_a_roster_into_moodle_and_canvas(tmp_path
         assert not any(a in text for (a,) in drawn) and "reduction\\s" not in text, text
     bob = (feedback / "bob.md").read_text()
     assert "Score: **12/14**" in bob and f"| reduction | pass |  |  | {SUMMARY_ONLY} |" in bob
-    assert "| no_implicit_data | fail |" in bob
+    assert "| data clauses | fail |" in bob
 
     book = tmp_path / "book"
     r = idrrun("gradebook", str(report), "--roster", "roster.csv", "--moodle", "book/moodle.csv",

@@ -131,8 +131,11 @@ def checked(exercise: specs.Exercise, folder: Path, monkeypatch: pytest.MonkeyPa
     seen: dict[int, dict[str, float]] = {}
     feed: Iterator[float] = itertools.chain(shares, itertools.repeat(shares[-1]))
 
+    alive: list[Outcome] = []  # kept, so that no id is reused by a later outcome
+
     def fake_trace(toolchain: object, outcome: Outcome) -> dict[str, float]:
         if id(outcome) not in seen:  # each run's outcome: the next share
+            alive.append(outcome)
             seen[id(outcome)] = {"gpu_busy": next(feed), "kernels": 4.0, "bytes_moved": 1e3}
         return seen[id(outcome)]
 

@@ -58,7 +58,7 @@ def test_the_idris_line_here_cuda_13_and_no_gpu() -> None:
     assert "-foffload-options=nvptx-none=-misa=sm_75 -lm -latomic" in tc.flags and tc.target == "host"
     assert tc.notes[1] == ("-gpu=cc70 → -foffload-options=nvptx-none=-misa=sm_75 (sm_70 cannot be "
                            "built or run here: below)")
-    assert any(n.startswith("sm_70 asked, but this CUDA's ptxas no longer accepts it") for n in tc.notes)
+    assert any(n.startswith("sm_70 asked, but this CUDA's ptxas no longer accepts it") for n in tc.machine_notes)
 
 
 @pytest.mark.parametrize("option, acc, openmp, flags, note", [

@@ -108,7 +108,7 @@ def default_label(kind: str, pattern: str | None = None, exact: str | None = Non
     if kind == "matches_solution" and name:
         return f"{name} as the solution's"
     if kind == "agrees_with_host" and name:
-        return f"{name}, GPU as host"
+        return f"{name} (GPU as host)"
     if kind == "line" and exact:
         return f"prints '{exact.strip()[:30]}'"
     if kind == "image" and file:

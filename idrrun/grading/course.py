@@ -129,7 +129,8 @@ def findings(row: CourseRow, exercise: Exercise) -> list[str]:
     """What is wrong with an exercise, each said where to change it: the spec's field and
     line (a check the solution fails, a hidden case it fails on), or the source file."""
     out = _solution_findings(row.solution, exercise, row.language) + \
-        _start_findings(row.start, exercise, row.language)
+        _start_findings(row.start, exercise, row.language) + \
+        [f"{exercise.path}: {c.name}: {c.reason}" for c in row.reference if c.status == "fail"]
     if not any(c.points or c.points_hidden for c in exercise.checks):
         out.append(f"{_where(exercise, 'check[0].points')}: every check is worth 0 points: every "
                    f"score will be 0/0")

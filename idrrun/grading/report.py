@@ -181,7 +181,10 @@ def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
         if sub.source is None:
             continue
         now = content_key(sub, exercise)
-        row = by_content.get(now) if sub.digest else None
+        own = already.get(str(sub.path))
+        # Its own row when it is unchanged, else that of a submission of the same content.
+        row = None if not sub.digest else own if own is not None and own.content == now and \
+            own.status != "error" and own.hidden_args == exercise.hidden_args else by_content.get(now)
         if row is not None:
             # Points are the spec's as it is now: a teacher who changes them scores the class
             # again without running anything.
