@@ -8,9 +8,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -298,3 +300,38 @@ def test_a_link_or_a_fifo_in_place_of_a_submission_is_an_error_row(tmp_path: Pat
         {"linked": "error", "fifo": "error", "folder": "error"}
     assert "link" in str(rows["linked"]["reasons"]) and "regular file" in str(rows["fifo"]["reasons"])
     assert stat.S_ISFIFO(os.lstat(klass / "fifo.c").st_mode)
+
+
+def test_a_grader_stopped_by_sigterm_kills_every_rows_run_at_once(tmp_path: Path) -> None:
+    """`timeout`, `kill` or a batch system stops a grader with SIGTERM, which only the main
+    thread sees: the runs of the rows in worker threads must die with it, not at their time
+    limit (a grader on the H100 took 61 s to stop so)."""
+    from test_hostile import gone_within, with_tag
+
+    waits = '#include <unistd.h>\nint main(void){ execl("/bin/sleep", "sleep", "59.375", (char *)0); return 1; }\n'
+    for name in ("ann", "bob"):
+        (tmp_path / f"{name}.c").write_text(waits)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(EXAMPLES))
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "idrrun.cli", "grade", "secret_sum", "ann.c", "bob.c", "-j", "2",
+         "--timeout", "90", "--report", "report.csv"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(with_tag("59.375")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(with_tag("59.375")) == 2, "both rows' programs should be running"
+        stopped = time.monotonic()
+        grader.send_signal(signal.SIGTERM)
+        out, err = grader.communicate(timeout=30)
+        took = time.monotonic() - stopped
+    finally:
+        grader.kill()
+    print(f"stopped in {took:.2f} s")
+    assert took < 10, err
+    assert grader.returncode == 130 and "idrrun grade: interrupted" in err, err
+    assert gone_within("59.375", 2.0) is not None
+    # The rows cut short are not kept: the same command grades them again.
+    report = tmp_path / "report.csv"
+    kept = csv_rows(report) if report.exists() else []
+    assert kept == [], kept

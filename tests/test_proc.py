@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -101,3 +102,23 @@ def test_output_is_read_to_its_end_not_to_a_quiet_moment() -> None:
                      what="run", timeout=10, spec=proc.ProcSpec(terminal=terminal))
         assert r.ok and "early" in r.output and "late" in r.output, (terminal, r.output)
         assert time.monotonic() - start < 5
+
+
+def test_stop_all_ends_runs_in_other_threads_and_starts_none_until_resumed() -> None:
+    results: list[ProcResult] = []
+    watcher = threading.Thread(target=lambda: results.append(
+        proc.run(["sleep", "30"], what="run", timeout=60)))
+    watcher.start()
+    time.sleep(0.3)
+    start = time.monotonic()
+    proc.stop_all()
+    try:
+        watcher.join(timeout=10)
+        took = time.monotonic() - start
+        refused = proc.run(["true"], what="run", timeout=5)
+    finally:
+        proc.resume()
+    assert not watcher.is_alive() and took < 2.0, took
+    assert results[0].interrupted and not results[0].timed_out
+    assert refused.interrupted and refused.returncode is None
+    assert proc.run(["true"], what="run", timeout=5).ok

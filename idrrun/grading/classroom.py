@@ -26,7 +26,7 @@ from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
 from ..request.policy import Policy
-from ..run import boundary, isolation, launch, rooms
+from ..run import boundary, isolation, launch, proc, rooms
 from . import comparison
 from .discover import Submission, _inside, _read, exposed, outside_includes
 from .report import GradeRow, resumed, row_from_outcome
@@ -210,6 +210,7 @@ def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings
         raise
     finally:
         pool.shutdown(wait=True)
+        proc.resume()
     return [rows[i] for i in range(len(subs))]
 
 
@@ -223,8 +224,9 @@ def stop_grading(pool: ThreadPoolExecutor, started: Sequence[Future[Any]],
     starts, and what runs on a cluster is cancelled on every node, so that the rows' threads
     return at once. The rows that end now are not kept: a resumed grading grades them again."""
     pool.shutdown(wait=False, cancel_futures=True)
+    proc.stop_all()  # every row's run, in its own thread, killed now: not at its time limit
     if settings.launcher.kind != "srun":
-        return  # local runs end by their own time limit
+        return
     deadline = time.monotonic() + STOP_WAIT
     while True:
         # Again after each wait: a row may have started its next step (the run after the build,

@@ -21,6 +21,7 @@ import selectors
 import signal
 import subprocess
 import termios
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,56 @@ _TIMEOUT_ESCALATION: tuple[tuple[signal.Signals, float], ...] = (
 _DRAIN_SECONDS = 1.0
 # How often a sandboxed run's folders are measured against their disk caps.
 _DISK_CHECK_SECONDS = 0.5
+
+
+class _Stop:
+    """An interrupt for every run of this process, whichever thread watches it: a signal's
+    KeyboardInterrupt reaches only the main thread, and a grader's rows run in others. After
+    `stop_all()` each pump kills its run as after Ctrl-C and `spawn` starts nothing until
+    `resume()`. A pipe's read end sits in each run's selector: one byte written wakes every
+    pump at once, however long its wait."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pipe: tuple[int, int] | None = None
+        self.stopped = False
+
+    def fd(self) -> int:
+        with self._lock:
+            if self._pipe is None:
+                read, write = os.pipe()  # not inherited by children (PEP 446)
+                os.set_blocking(read, False)
+                self._pipe = (read, write)
+            return self._pipe[0]
+
+    def stop(self) -> None:
+        with self._lock:
+            if not self.stopped and self._pipe is not None:
+                os.write(self._pipe[1], b"!")
+            self.stopped = True
+
+    def resume(self) -> None:
+        with self._lock:
+            self.stopped = False
+            if self._pipe is not None:
+                try:
+                    os.read(self._pipe[0], 4096)
+                except BlockingIOError:
+                    pass
+
+
+_STOP = _Stop()
+
+
+def stop_all() -> None:
+    """Interrupt every run of this process, in every thread, and start no new one until
+    resume(): what an interrupted grader does, whose rows run in worker threads."""
+    _STOP.stop()
+
+
+def resume() -> None:
+    """Runs may start again (after stop_all)."""
+    _STOP.resume()
 
 
 @dataclass(frozen=True)
@@ -128,6 +179,8 @@ def spawn(argv: Sequence[str], *, what: str, spec: ProcSpec = ProcSpec()) -> Run
     """Start argv as `spec` says (compose.py composes the command: guard, launcher, box).
     Returns a ProcResult instead when it could not start."""
     program = tuple(str(a) for a in argv)
+    if _STOP.stopped:
+        return ProcResult(argv=program, returncode=None, interrupted=True)
     jail = _open_jail(spec)
     status_r, status_w, inner_w = _status_pipe(jail)
     composed = compose.compose(program, spec.env if spec.env is not None else os.environ,
@@ -241,6 +294,8 @@ def _watch(popen: subprocess.Popen[bytes], fd: int,
         selector.register(pidfd, selectors.EVENT_READ)
     except (OSError, AttributeError):
         pidfd = -1
+    # Registered last: a stop_all() since spawn's look at the flag has left its byte there.
+    selector.register(_STOP.fd(), selectors.EVENT_READ)
     return selector, pidfd
 
 
@@ -272,6 +327,8 @@ def _poll(running: Running, timeout: float) -> None:
         elif key.fd == running.pidfd:
             running.exited = True
             running.selector.unregister(running.pidfd)
+        elif key.fd == _STOP.fd():
+            running.selector.unregister(key.fd)  # seen once: pump looks at the flag
         else:
             _read_status(running)
 
@@ -282,6 +339,8 @@ def pump(running: Running, deadline: Deadline) -> Ending:
     popen = running.popen
     try:
         while True:
+            if _STOP.stopped:
+                raise KeyboardInterrupt  # stop_all() from another thread
             remaining = deadline.remaining()
             if remaining <= 0:
                 log.info("%s: deadline reached, killing the group", running.what)
