@@ -178,14 +178,11 @@ def rename_paths(output: str, source: Source) -> str:
 def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir: Path,
                 uid: int, readable: tuple[Path, ...] = (), inner_guard: Path | None = None) -> Box:
     """What a sandboxed compiler sees: the system, its build folder, `readable` (the source's
-    folder, for its headers, when it is not in the build folder) and the compiler's own prefix
-    when it lives elsewhere."""
+    folder, for its headers, when it is not in the build folder) and the prefixes of its
+    compilers that lie elsewhere (Toolchain.prefixes)."""
     support = isolation.sandbox_support()
     found = list(readable)
-    if toolchain.compiler.path is not None:
-        prefix = Path(toolchain.compiler.path).resolve().parent.parent
-        if not sandbox.in_system_dirs(prefix):
-            found.append(prefix)
+    found += [Path(p) for p in toolchain.prefixes if not sandbox.in_system_dirs(Path(p))]
     return Box(workdir=work, writable=(work,), readable=tuple(found),
                hidden=(*request.hide, *sandbox.package_dirs(), cache_dir),
                env=sandbox.box_env(os.environ, {}, support, work / BOX_TMP),
@@ -555,11 +552,8 @@ def parse_dependencies(text: str) -> list[str]:
 
 def readable_roots(toolchain: Toolchain) -> tuple[Path, ...]:
     """Where a graded compile may read besides its own folder: the system's folders and the
-    compiler's own prefix."""
-    roots = [Path(d) for d in sandbox.SYSTEM_DIRS]
-    if toolchain.compiler.path is not None:
-        roots.append(Path(toolchain.compiler.path).resolve().parent.parent)
-    return tuple(roots)
+    prefixes of its compilers (an MPI wrapper's and the compiler it runs)."""
+    return (*(Path(d) for d in sandbox.SYSTEM_DIRS), *(Path(p) for p in toolchain.prefixes))
 
 
 def judge_dependencies(files: list[str], work: Path, roots: tuple[Path, ...],

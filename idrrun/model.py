@@ -314,6 +314,10 @@ class Toolchain:
     # What the header calls it: the family, or the compiler of a language that no family's
     # model covers (CUDA: nvcc, whichever family is in use).
     label: str = ""
+    # Where the compilers of this build live (bin/..): the compiler's own and, for an MPI
+    # wrapper, that of the compiler it runs. A graded compile may read there (its headers,
+    # Fortran modules) and its box shows them.
+    prefixes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -417,7 +417,7 @@ def run_box(request: RunRequest, toolchain: Toolchain, settings: Settings, probe
         readable += pplan.libraries.values()
         if pplan.installation is not None and not sandbox.in_system_dirs(pplan.installation):
             readable.append(pplan.installation)
-    readable += [p for p in family.prefixes(toolchain) if not sandbox.in_system_dirs(p)]
+    readable += [Path(p) for p in toolchain.prefixes if not sandbox.in_system_dirs(Path(p))]
     readable += sandbox.library_path_dirs(how.env)
     profiler_env = {**(pplan.env if pplan is not None else {}), **counting.env}
     inner_guard = None
@@ -443,14 +443,15 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
     shown = profile.output_filter(pplan, renamed)  # nsys's progress bars: one line
     # The built-in tracer's file, read as it is written; never a box's (read after, by boundary).
     followed = profile.follower(pplan) if staged.run_folder is None else None
+    outside, inside = how.around_box() if box is not None else ((), how.argv)
     with followed or contextlib.nullcontext():
-        p = proc.run(how.program if box is not None else how.argv, what="run",
+        p = proc.run(inside, what="run",
                      timeout=planned.timeout, spec=proc.ProcSpec(
                          cwd=staged.cwd, env=how.env, on_output=shown, terminal=True,
                          max_output=request.max_output, protections=probe.protections,
                          limits=held.limits(request.limits) if held is not None else request.limits,
                          gpu_run=prepared.family.gpu_context(toolchain),
-                         box=box, outer=how.launcher if box is not None else ()))
+                         box=box, outer=outside))
     shown.finish()
     renamed.finish()
     p = profile.stopped(pplan, p)

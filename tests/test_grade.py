@@ -6,8 +6,10 @@ import csv
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -350,3 +352,67 @@ def test_feedback_carries_the_compiler_s_messages_the_signal_and_the_output(tmp_
     assert value["excerpt"] == "  1 | n = 10\n> 2 | total = 45" and value["pattern"]
     assert "// ^ check failed: data clauses: The pointer a is used in the parallel region at line 8" in carol
     assert "// ^ implicit data: firstprivate(a) added by the compiler" in carol
+
+
+MPI_PROGRAM = ('#include <mpi.h>\n#include <stdio.h>\nint main(int argc, char **argv) {\n'
+               '  int rank, size;\n  MPI_Init(&argc, &argv);\n  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n'
+               '  MPI_Comm_size(MPI_COMM_WORLD, &size);\n'
+               '  if (rank == 0) printf("answer = %d\\n", {value} * size / 2);\n'
+               '  MPI_Finalize();\n  return 0;\n}\n')
+
+
+def gcc_in(prefix: Path) -> Path:
+    """A gcc of its own in `prefix` that forces a header of its prefix into every compile."""
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "include").mkdir()
+    (prefix / "include" / "forced.h").write_text("#define FROM_THE_PREFIX 42\n")
+    gcc = prefix / "bin" / "gcc"
+    gcc.write_text(f'#!/bin/sh\nexec /usr/bin/gcc -include {prefix}/include/forced.h "$@"\n')
+    gcc.chmod(0o755)
+    return prefix / "bin"
+
+
+@pytest.mark.skipif(isolation.sandbox_support().level == "none",
+                    reason="no sandbox on this machine: idrrun grade refuses")
+def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path: Path) -> None:
+    """On the GPU machine gcc lives in /opt/gcc-offload and mpicc in /usr/bin: the course check
+    refused the MPI solutions there for reading gfortran's openacc.mod ("from outside the
+    submission"), a sandboxed compile did not see that gcc, and the ranks, each in a box of its
+    own, could not reach mpirun (MPI_Init failed): no MPI submission could pass. Here mpicc runs
+    a gcc of a folder of its own, found on PATH, that forces a header of its prefix in."""
+    examples = tmp_path / "examples"
+    (examples / "C").mkdir(parents=True)
+    (examples / "C" / "ranks_exercise.c").write_text(MPI_PROGRAM.replace("{value}", "0"))
+    (examples / "C" / "ranks_solution.c").write_text(MPI_PROGRAM.replace("{value}", "FROM_THE_PREFIX"))
+    (examples / "ranks.toml").write_text(
+        'name = "ranks"\nranks = 2\ntimeout = 30\n[sources.c]\nexercise = "C/ranks_exercise.c"\n'
+        'solution = "C/ranks_solution.c"\n[args]\nhost = []\n[[check]]\nkind = "exit_ok"\n'
+        '[[check]]\nkind = "value"\nlabel = "answer"\npattern = \'answer = (\\S+)\'\nexpected = 42\n')
+    (tmp_path / "ann.c").write_text(MPI_PROGRAM.replace("{value}", "FROM_THE_PREFIX"))
+
+    def idrrun(bin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples),
+                   PATH=f"{bin_dir}:{os.environ['PATH']}", XDG_CACHE_HOME=str(tmp_path / "cache"))
+        return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    # A compiler the box's users cannot reach (pytest's folders are root's alone): the build
+    # fails in the box, and the student's feedback shows why.
+    private = idrrun(gcc_in(tmp_path / "private"), "grade", "ranks", "ann.c", "--feedback", "fb")
+    assert "compile failed" in private.stdout, private.stdout
+    feedback = (tmp_path / "fb" / "ann.md").read_text()
+    assert "The end of the build's output:" in feedback and "Permission denied" in feedback, feedback
+
+    shared = Path(tempfile.mkdtemp(prefix="idrrun-test-gcc-", dir="/tmp"))
+    try:
+        shared.chmod(0o755)
+        bin_dir = gcc_in(shared / "gcc")
+        checked = idrrun(bin_dir, "course", "check", "--json")
+        assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+        row, = json.loads(checked.stdout)["rows"]
+        assert row["ok"] and row["solution"]["verdict"] == "pass", row["findings"]
+        graded = idrrun(bin_dir, "grade", "ranks", "ann.c", "--json", "--fresh")
+        ann, = json.loads(graded.stdout)["rows"]
+        assert ann["verdict"] == "pass", ann["reasons"]
+    finally:
+        shutil.rmtree(shared)

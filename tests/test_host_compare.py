@@ -195,7 +195,7 @@ def test_a_racy_histogram_is_caught_on_the_gpu(tmp_path: Path) -> None:
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert report.is_file(), done.stdout + done.stderr
     rows = {r["student"]: r for r in json.loads(report.read_text())}
-    compared = {name: next(c for c in row["checks"] if c["name"] == "agrees_with_host")
+    compared = {name: next(c for c in row["checks"] if c["name"] == "bin (GPU as host)")
                 for name, row in rows.items()}
     print(json.dumps(compared, indent=1))
     assert rows["sol"]["verdict"] == "pass", rows["sol"]

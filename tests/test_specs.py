@@ -68,7 +68,7 @@ kind = "exit_ok"
      "field 'args.draw.ranges[0]': expected finite numbers"),
     (('host = ["10"]', 'host = ["10"]\ndraw = {sets = 2, ranges = [[1, 9]], seed = 4}'),
      "field 'args.draw.seed': unknown field"),
-    (('host = ["10"]', 'host = ["10"]\nstart = "cpu"'), "field 'args.start': expected \"host\" or \"gpu\""),
+    (('host = ["10"]', 'host = ["10"]\nstart = "cpu"'), "field 'args.start': expected \"host\", \"gpu\" or a list of arguments"),
     (('kind = "exit_ok"', 'kind = "agrees_with_host"\npattern = "x"'),
      "field 'check[0].pattern': needs a group"),
 ])

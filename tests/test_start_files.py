@@ -19,19 +19,40 @@ from idrrun.request import config
 from idrrun.request import source as source_mod
 
 
-def test_a_start_file_is_checked_at_the_host_arguments() -> None:
-    ex = specs.load(ROOT / "examples" / "data_laplace.toml")
+def test_a_start_file_is_checked_at_the_host_arguments_or_its_own() -> None:
+    ex = specs.load(ROOT / "examples" / "tiling_laplace.toml")
     assert ex.gpu_args != ex.host_args and ex.start_args == "host"
     start = ex.as_start_file()
     assert start.gpu_args == ex.host_args and start.host_args == ex.host_args
     needs_gpu = dataclasses.replace(ex, start_args="gpu")
     assert needs_gpu.as_start_file() is needs_gpu
+    # data_laplace's C start file moves fixed-size arrays on a GPU whatever n: fewer iterations.
+    laplace = specs.load(ROOT / "examples" / "data_laplace.toml")
+    assert laplace.start_args == ("256", "20")
+    own = laplace.as_start_file()
+    assert own.host_args == own.gpu_args == ("256", "20")
+
+
+@pytest.mark.parametrize("start, message", [("'both'", "got 'both'"), ("[['1']]", "a list of arguments"),
+                                            ("3", "got 3")])
+def test_a_wrong_start_is_named_with_what_it_may_be(tmp_path: Path, start: str, message: str) -> None:
+    text = (ROOT / "examples" / "intro_pi.toml").read_text().replace(
+        "[args]\n", f"[args]\nstart = {start}\n", 1)
+    (tmp_path / "intro_pi.toml").write_text(text)
+    for folder in ("C", "Fortran"):
+        (tmp_path / folder).mkdir()
+        for source in (ROOT / "examples" / folder).glob("intro_pi_*"):
+            (tmp_path / folder / source.name).write_text(source.read_text())
+    with pytest.raises(Exception) as err:
+        specs.load(tmp_path / "intro_pi.toml")
+    assert "args.start" in str(err.value) and message in str(err.value), str(err.value)
 
 
 def test_course_check_gives_start_files_their_host_arguments(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """What each row of `course check` is graded with: the solutions with the exercise as it is,
-    the start files with the GPU arguments replaced by the host's, unless [args] start = "gpu"."""
+    the start files with the GPU arguments replaced by the host's, unless [args] start says
+    "gpu" or gives its own."""
     seen: dict[str, tuple[str, ...]] = {}
 
     def record(sub: Submission, exercise: specs.Exercise, *args: object) -> object:
@@ -39,14 +60,17 @@ def test_course_check_gives_start_files_their_host_arguments(tmp_path: Path,
         return classroom.GradeRow(sub.student, exercise.name, "c", "fail", 0.0, 0.0, str(sub.path))
 
     monkeypatch.setattr(course, "grade_one", record)
-    ex = specs.load(ROOT / "examples" / "data_laplace.toml")
+    ex = specs.load(ROOT / "examples" / "tiling_laplace.toml")
     settings = config.load(tmp_path, environ={})
     probe = toolchains.probe(settings, "gcc")
-    course.course_check([ex, dataclasses.replace(ex, name="laplace_gpu_start", start_args="gpu")],
+    course.course_check([ex, dataclasses.replace(ex, name="laplace_gpu_start", start_args="gpu"),
+                         dataclasses.replace(ex, name="laplace_own_start", start_args=("9", "3"))],
                         ["c"], settings, probe, 1)
-    assert seen == {"data_laplace/c/solution": ex.gpu_args, "data_laplace/c/start": ex.host_args,
+    assert seen == {"tiling_laplace/c/solution": ex.gpu_args, "tiling_laplace/c/start": ex.host_args,
                     "laplace_gpu_start/c/solution": ex.gpu_args,
-                    "laplace_gpu_start/c/start": ex.gpu_args}
+                    "laplace_gpu_start/c/start": ex.gpu_args,
+                    "laplace_own_start/c/solution": ex.gpu_args,
+                    "laplace_own_start/c/start": ("9", "3")}
 
 
 def test_the_timeout_reason_against_the_solution_s_time() -> None:

@@ -153,9 +153,10 @@ class Exercise:
     files: tuple[Path, ...] = ()  # data files copied beside the program before it runs
     # [args] start: the arguments `idrrun course check` runs the start file with, "host" (its
     # host arguments on any machine: a start file is a serial program, which at the GPU sizes
-    # would run for minutes only to fail its checks) or "gpu" (the start file passes some check
-    # at the host sizes and fails only at the GPU's).
-    start_args: str = "host"
+    # would run for minutes only to fail its checks), "gpu" (the start file passes some check
+    # at the host sizes and fails only at the GPU's) or a list of its own (a start file whose
+    # cost on a GPU does not follow the arguments, e.g. fixed-size arrays moved at every step).
+    start_args: str | tuple[str, ...] = "host"
     # From a students' copy of the course (`idrrun course init --students`): no solutions (but
     # those its notebooks show), no grading-only data.
     students: bool = False
@@ -194,8 +195,13 @@ class Exercise:
 
     def as_start_file(self) -> Exercise:
         """The exercise as `idrrun course check` checks its start file: at its host arguments
-        on any machine, unless the spec says the start file needs the GPU's ([args] start)."""
-        return self if self.start_args == "gpu" else dataclasses.replace(self, gpu_args=self.host_args)
+        on any machine, unless the spec says the start file needs the GPU's or gives its own
+        ([args] start)."""
+        if self.start_args == "gpu":
+            return self
+        if isinstance(self.start_args, tuple):
+            return dataclasses.replace(self, host_args=self.start_args, gpu_args=self.start_args)
+        return dataclasses.replace(self, gpu_args=self.host_args)
 
     @property
     def compares_host(self) -> bool:
@@ -614,11 +620,13 @@ def _arg_table(data: Mapping[str, Any], path: Path) -> Mapping[str, Any]:
     return args
 
 
-def _start_args(args: Mapping[str, Any], path: Path) -> str:
+def _start_args(args: Mapping[str, Any], path: Path) -> str | tuple[str, ...]:
     start = args.get("start", "host")
+    if isinstance(start, list) and all(isinstance(a, (str, int, float)) for a in start):
+        return tuple(str(a) for a in start)
     if start not in ("host", "gpu"):
-        raise _err(path, "args.start", f"expected \"host\" or \"gpu\" (the arguments the course "
-                                       f"check runs the start file with), got {start!r}")
+        raise _err(path, "args.start", f"expected \"host\", \"gpu\" or a list of arguments (those "
+                                       f"the course check runs the start file with), got {start!r}")
     return str(start)
 
 

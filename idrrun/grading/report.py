@@ -29,7 +29,7 @@ from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
 from ..files import temp_beside
-from ..model import CheckResult, Comparison, Diagnostic, FailureKind, Settings
+from ..model import CheckResult, Comparison, Diagnostic, Failure, FailureKind, Settings
 from ..pipeline import Outcome
 from ..run import boundary
 from ..version import __version__
@@ -119,6 +119,9 @@ class GradeRow:
     # the compiler's messages about their lines, and their source annotated (Markdown).
     failure_hint: str = ""
     diagnostics: tuple[Diagnostic, ...] = ()
+    # The build's last lines when it failed with no message the feedback can place (a linker's,
+    # a wrapper's, the box's own): a student must see why their program did not build.
+    failure_output: str = ""
     annotated: str = ""
     # The public run's figures beside the solution's (checks/compare.py), and the timelines.
     comparison: Comparison | None = None
@@ -258,11 +261,26 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         score=score(exercise, outcome.verdict.checks if outcome.verdict is not None else (),
                     len(exercise.hidden_args)),
         failure_hint=failure.hint if failure is not None else "",
+        failure_output=_unplaced_output(failure, listing),
         diagnostics=(*listing.diagnostics, *listing.elsewhere) if listing is not None else (),
         annotated=annotate.markdown(listing) if listing is not None else "",
         comparison=verdict.comparison if verdict is not None else None,
         lane=outcome.run.lane if outcome.run is not None else "",
     )
+
+
+# How much of an unexplained build's output the feedback shows: its end, where the reason is.
+FAILURE_OUTPUT_LINES = 15
+
+
+def _unplaced_output(failure: Failure | None, listing: annotate.Listing | None) -> str:
+    """The end of a failed build's output when none of its errors was placed on a line."""
+    if failure is None or not failure.compile_step or not failure.output.strip():
+        return ""
+    if listing is not None and any(d.severity == "error"
+                                   for d in (*listing.diagnostics, *listing.elsewhere)):
+        return ""
+    return "\n".join(failure.output.rstrip("\n").splitlines()[-FAILURE_OUTPUT_LINES:])
 
 
 def _check_from(record: Any) -> CheckResult:
@@ -290,6 +308,7 @@ def _content_from(record: Any) -> ContentKey | None:
 def _feedback_fields(record: Any) -> dict[str, Any]:
     """What a row keeps for the student's feedback (absent from states written before)."""
     return {"failure_hint": str(record.get("failure_hint") or ""),
+            "failure_output": str(record.get("failure_output") or ""),
             "diagnostics": tuple(_diagnostic_from(d) for d in record.get("diagnostics") or []),
             "annotated": str(record.get("annotated") or "")}
 
@@ -360,6 +379,7 @@ def _record(row: GradeRow) -> dict[str, Any]:
     return row.as_dict() | {"failure": row.failure.value if row.failure is not None else None,
                             "failure_what": row.failure_what,
                             "failure_hint": row.failure_hint,
+                            "failure_output": row.failure_output,
                             "checks": [dataclasses.asdict(c) for c in row.checks],
                             "diagnostics": [dataclasses.asdict(d) for d in row.diagnostics],
                             "annotated": row.annotated,
@@ -542,6 +562,8 @@ def _what_went_wrong(row: GradeRow) -> list[str]:
         if more > 0:
             lines.append(f"- and {more} more")
         lines.append("")
+    if row.failure_output:
+        lines += ["The end of the build's output:", "", _fenced(row.failure_output), ""]
     if row.failure_hint:
         lines += [f"Hint: {row.failure_hint}", ""]
     return lines

@@ -75,6 +75,15 @@ class Launch:
     def argv(self) -> tuple[str, ...]:
         return (*self.launcher, *self.program)
 
+    def around_box(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(outside, inside) a sandbox. srun stays outside: it starts the step as idrrun's
+        user and speaks with SLURM's daemons; the box is made on the node around each task.
+        mpirun goes inside with its ranks, which reach it through the box's own /tmp and
+        loopback: a box per rank cuts them off from it (MPI_Init fails in PMIx)."""
+        if self.step is not None:
+            return self.launcher, self.program
+        return (), self.argv
+
 
 def _flag(flag: str, value: int) -> tuple[str, ...]:
     """IDRIS site files write "--ntasks=" (glued) or "-np" (separate word)."""

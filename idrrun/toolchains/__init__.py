@@ -128,4 +128,19 @@ def resolve(request: RunRequest, probe_: Probe, settings: Settings,
         label=family.name if language != "cuda" else Path(command).name,
         machine_notes=tuple(machine_notes),
         offload=offload,
+        prefixes=_prefixes(family, request, probe_, settings, info),
     )
+
+
+def _prefixes(family: Family, request: RunRequest, probe_: Probe, settings: Settings,
+              info: CompilerInfo) -> tuple[str, ...]:
+    """The family's prefixes of the compilers a build runs: the compiler's and, behind an MPI
+    wrapper, those of the family's compiler of the language, which Open MPI's and MPICH's
+    wrappers run by its name from PATH (gcc offloading on the GPU machine lives in
+    /opt/gcc-offload, the wrapper in /usr/bin)."""
+    paths = [info.path]
+    if request.mpi_ranks is not None:
+        plain = compiler_command(family, compiler_key(request.source.language, False), settings)
+        paths.append((probe_.compiler(plain) or probe_compiler(plain)).path)
+    found = dict.fromkeys(str(d) for p in paths if p is not None for d in family.prefixes(p))
+    return tuple(found)

@@ -156,9 +156,10 @@ class Family(Protocol):
         source checks read."""
         ...
 
-    def prefixes(self, toolchain: Toolchain) -> tuple[Path, ...]:
-        """The folders the compiler and the programs it builds read from (headers, libraries,
-        its runtime): a box shows them read-only when they are outside the system's folders."""
+    def prefixes(self, compiler: str) -> tuple[Path, ...]:
+        """The folders a compiler of this family (its resolved path) and the programs it
+        builds read from (headers, libraries, its runtime): a box shows them read-only when
+        they are outside the system's folders."""
         ...
 
     def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
@@ -224,10 +225,9 @@ class CommandFamily:
     def feedback_files(self, toolchain: Toolchain) -> tuple[str, ...]:
         return ()
 
-    def prefixes(self, toolchain: Toolchain) -> tuple[Path, ...]:
+    def prefixes(self, compiler: str) -> tuple[Path, ...]:
         # bin/gcc -> the installation's root (an offload GCC unpacked in /opt/gcc-offload)
-        path = toolchain.compiler.path
-        return (Path(path).resolve().parent.parent,) if path else ()
+        return (Path(compiler).resolve().parent.parent,)
 
     def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
         return DependencyList()

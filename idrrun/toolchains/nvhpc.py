@@ -56,13 +56,10 @@ class NvhpcFamily(CommandFamily):
                     "host with the nvhpc or gcc family")
         return ""
 
-    def prefixes(self, toolchain: Toolchain) -> tuple[Path, ...]:
+    def prefixes(self, compiler: str) -> tuple[Path, ...]:
         # SDK/Linux_x86_64/24.1/compilers/bin/nvc: the compilers read (and the programs load)
         # the version's cuda/, math_libs/ and comm_libs/ beside compilers/.
-        path = toolchain.compiler.path
-        if not path:
-            return ()
-        compilers = Path(path).resolve().parent.parent
+        compilers = Path(compiler).resolve().parent.parent
         return (compilers.parent if compilers.name == "compilers" else compilers,)
 
     def dependencies(self, toolchain: Toolchain, product: str) -> DependencyList:
