@@ -66,6 +66,7 @@ class SolutionRun:
     # From the course's references (a students' copy has no solution to run): problem is then
     # why there is none for these arguments, not a failure of the solution.
     from_reference: bool = False
+    left_out: tuple[str, ...] = ()  # files its reference does not keep, with why
     # Its figures for the comparison with a student's run (checks/compare.py), and its
     # timeline when it was profiled on a GPU.
     figures: compare.RunFigures | None = None
@@ -125,7 +126,8 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         ref = reference.lookup(exercise, request.source.language, request.program_args)
         if ref is None:
             return SolutionRun(None, None, NO_SOLUTION)
-        return SolutionRun(ref.output, ref.folder, ref.problem, from_reference=True)
+        return SolutionRun(ref.output, ref.folder, ref.problem, from_reference=True,
+                           left_out=ref.left_out)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
     # Profiled as the student's run is, when the exercise compares traces: once per argument
     # set and toolchain, as its output.
@@ -264,6 +266,7 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         acc_requested=request.acc,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,
+        solution_left_out=solution.left_out if solution is not None else (),
         regions=outcome.run.regions if outcome.run is not None else None,
         source_name=request.source.name, first_line=request.source.first_line,
         temporary=build_mod.source_file_name(request.source), host=host,

@@ -256,3 +256,30 @@ def test_grading_refuses_a_students_course(students: Path, tmp_path: Path) -> No
     assert f"{students / 'examples'} was not read" in r.stdout, r.stdout + r.stderr
     r = cli("course", "check", "--exercise", "intro_saxpy", cwd=env_cwd)
     assert r.returncode == 2 and "has no solutions to check" in r.stderr
+
+
+def test_a_picture_the_reference_does_not_keep_is_said_so(students: Path, tmp_path: Path) -> None:
+    """mandelbrot_rows' picture at the GPU size (13.4 MB) is over what a reference keeps: in a
+    students' copy on a GPU its image check cannot be evaluated, and says why (not that the
+    solution wrote no picture)."""
+    from idrrun.checks import kinds, reference
+    from idrrun.model import BuildResult, ProcResult, RunResult
+
+    exercise = specs.load(students / "examples" / "mandelbrot_rows.toml")
+    ref = reference.lookup(exercise, "c", exercise.gpu_args)
+    assert ref is not None and ref.output is not None and ref.folder is not None
+    assert ref.left_out and ref.left_out[0].startswith("mandelbrot.pgm (")
+    (tmp_path / "mandelbrot.pgm").write_bytes(b"P5\n2 2\n255\n\0\0\0\0")
+    image, = (c for c in exercise.checks if c.kind == "image")
+    built = BuildResult(ok=True, command=(), proc=None, output="", cached=True, key="", build_dir=None)
+    ran = RunResult(("prog",), ProcResult(("prog",), 0, output=ref.output))
+    evidence = kinds.Evidence(source_text="", language="c", build=built, run=ran, acc=None,
+                              solution_output=ref.output, from_reference=True, run_dir=tmp_path,
+                              solution_dir=ref.folder, solution_left_out=ref.left_out)
+    result = kinds.evaluate_one(image, evidence)
+    assert result.status == "incomplete", result
+    assert "reference does not keep the solution's mandelbrot.pgm (13.4 MB" in result.reason, result.reason
+    # Where the reference has the picture (the host's arguments), it is compared.
+    host = reference.lookup(exercise, "c", exercise.host_args)
+    assert host is not None and host.left_out == () and host.folder is not None
+    assert (host.folder / "mandelbrot.pgm").is_file()

@@ -50,6 +50,8 @@ class Evidence:
     acc_requested: bool = True  # built with -a: the OpenACC checks mean something
     run_dir: Path | None = None  # where the program ran (its files, for image checks)
     solution_dir: Path | None = None  # the solution's files for the same arguments
+    # Files of the solution's that the course's reference does not keep, with why.
+    solution_left_out: tuple[str, ...] = ()
     # The compute constructs the run executed (OpenACC profiling, profile/regions.py); None:
     # not counted (no run, not an OpenACC build).
     regions: RegionsRan | None = None
@@ -586,6 +588,11 @@ def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "incomplete", spec.file, "",
                            "the solution's picture is not available: " +
                            (ev.solution_problem or "the solution was not run"))
+    left_out = next((f for f in ev.solution_left_out if f.split(" ", 1)[0] == spec.file), None)
+    if left_out is not None and not (ev.solution_dir / spec.file).is_file():
+        return CheckResult(spec.label, "incomplete", spec.file, "",
+                           f"the course's reference does not keep the solution's {left_out}: "
+                           "the check needs the solution itself")
     return image_check(ev.run_dir / spec.file, ev.solution_dir / spec.file, spec.label,
                        min_psnr=spec.min_psnr, max_diff=spec.max_diff, raw=spec.raw)
 

@@ -46,6 +46,8 @@ class Reference:
     output: str | None  # None: no reference for them (problem says why)
     folder: Path | None = None  # where its files are (the pictures image checks compare)
     problem: str = ""
+    # The files it does not keep, with why ("mandelbrot.pgm (13.4 MB: larger than …)").
+    left_out: tuple[str, ...] = ()
 
 
 def folder(exercise: Exercise) -> Path:
@@ -102,5 +104,6 @@ def lookup(exercise: Exercise, language: str, args: tuple[str, ...]) -> Referenc
         except OSError as exc:
             return Reference(None, problem=f"{NO_TARGET_REFERENCE.format(target=describe(target))} "
                                            f"({where / OUTPUT}: {exc.strerror})")
-        return Reference(output, where)
+        return Reference(output, where,
+                         left_out=tuple(str(f) for f in entry.get("left_out", ()) or ()))
     return Reference(None, problem=OTHER_ARGUMENTS.format(args=" ".join(args) or "none"))

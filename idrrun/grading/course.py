@@ -336,7 +336,8 @@ def reference_checks(exercise: Exercise, language: str, settings: Settings,
     run = RunResult(("solution",), ProcResult(("solution",), 0, output=ran.output))
     evidence = kinds.Evidence(source_text="", language=language, build=built, run=run, acc=None,
                               solution_output=ref.output, solution_problem=ref.problem,
-                              from_reference=True, run_dir=ran.files, solution_dir=ref.folder)
+                              from_reference=True, run_dir=ran.files, solution_dir=ref.folder,
+                              solution_left_out=ref.left_out)
     return tuple(dataclasses.replace(kinds.evaluate_one(c, evidence), name=f"{c.label} (reference)")
                  for c in exercise.checks if c.kind in ("matches_solution", "image"))
 
