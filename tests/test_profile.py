@@ -653,6 +653,19 @@ def test_a_second_run_in_the_same_folder_shows_no_stale_data_with_fake_nsys(
 REAL = DATA / "async_trace_h200.jsonl"
 
 
+def test_a_queue_with_copies_only_is_not_a_queue_of_work() -> None:
+    """gfortran's `enter data create(a) async(q)` copies a's descriptor on q: a Fortran port of
+    async_matmul with every kernel on one queue still showed 3 queues with work on the H100 and
+    passed its queues check. The check counts the queues that ran kernels; the stream table
+    still shows every stream."""
+    from idrrun.profile.summary import queues
+    trace = read_trace(REAL)
+    moved = dataclasses.replace(trace.copies[0], stream=9999)
+    more = dataclasses.replace(trace, copies=(*trace.copies, moved))
+    assert len(queues(more)) == len(queues(trace)) + 1
+    assert trace_values(more)["queues"] == trace_values(trace)["queues"] == 4
+
+
 def test_real_h200_trace_shows_the_three_queues(tmp_path: Path) -> None:
     trace = read_trace(REAL)
     values = trace_values(trace)

@@ -473,7 +473,7 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) ->
         queues, want = int(values.get("queues", 0)), spec.minimum or 1
         status: CheckStatus = "pass" if queues >= want else "fail"
         return CheckResult(spec.label, status, f"≥ {plural(want, 'queue')}", str(queues),
-                           f"{plural(queues, 'queue')} of the GPU had work" + (
+                           f"{plural(queues, 'queue')} of the GPU ran kernels" + (
                                "" if status == "pass" else ": use async(n) on distinct queues"))
     assert spec.max_bytes is not None
     moved = values.get("bytes_moved", 0.0)
