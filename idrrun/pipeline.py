@@ -420,6 +420,11 @@ def run_box(request: RunRequest, toolchain: Toolchain, settings: Settings, probe
     readable += [Path(p) for p in toolchain.prefixes if not sandbox.in_system_dirs(Path(p))]
     readable += sandbox.library_path_dirs(how.env)
     profiler_env = {**(pplan.env if pplan is not None else {}), **counting.env}
+    gpu = family.gpu_context(toolchain)
+    if not gpu and prepared.support.level == "namespaces":
+        # Such a box has no /sys: hwloc (in Open MPI) would warn "failed to find sysfs cpu
+        # topology directory" into the output of every rank; it finds the CPUs from cpuid.
+        profiler_env = {"HWLOC_COMPONENTS": "-linux", **profiler_env}
     inner_guard = None
     guard = probe.protections.guard if probe.protections is not None else None
     if guard is not None and request.room is not None and prepared.uid >= 0:
@@ -428,7 +433,7 @@ def run_box(request: RunRequest, toolchain: Toolchain, settings: Settings, probe
                hidden=(*request.hide, *sandbox.package_dirs(), settings.cache_dir),
                env=sandbox.box_env(how.env, profiler_env, prepared.support,
                                    staged.cwd / build_mod.BOX_TMP),
-               gpu=family.gpu_context(toolchain), uid=prepared.uid, gid=prepared.uid,
+               gpu=gpu, uid=prepared.uid, gid=prepared.uid,
                support=prepared.support, disk_caps=request.room is not None,
                inner_guard=inner_guard)
 
