@@ -4,6 +4,7 @@ solution says so, never passes falsely); grading-only checks stay with the teach
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -254,6 +255,10 @@ def test_grading_refuses_a_students_course(students: Path, tmp_path: Path) -> No
     # the one found there is said, not used.
     r = cli("grade", "intro_saxpy", str(tmp_path / "a.c"), "--json", cwd=env_cwd)
     assert f"{students / 'examples'} was not read" in r.stdout, r.stdout + r.stderr
+    # From idrrun's own checkout the course found there is the one graded: nothing to say.
+    own = cli("grade", "intro_saxpy", str(tmp_path / "a.c"), "--json", cwd=ROOT / "notebooks" / "C")
+    assert json.loads(own.stdout)["rows"][0]["exercise"] == "intro_saxpy", own.stdout + own.stderr
+    assert "was not read" not in own.stdout + own.stderr
     r = cli("course", "check", "--exercise", "intro_saxpy", cwd=env_cwd)
     assert r.returncode == 2 and "has no solutions to check" in r.stderr
 

@@ -40,7 +40,9 @@ def exercise_for_grading(name: str, settings: Settings, workdir: Path) -> tuple[
     exercise = specs.find(name, settings, None)
     notes = []
     walked = specs.locate_examples(settings, workdir)
-    if walked is not None and walked.origin == "found":
+    # (Not when it is the course taken anyway: idrrun's own, graded from its checkout.)
+    if walked is not None and walked.origin == "found" and \
+            walked.path.resolve() != exercise.path.parent.resolve():
         notes.append(f"{walked.path} was not read (a grader reads no course from its working "
                      f"folder): give it with IDRRUN_EXAMPLES or examples_dir in --config")
     if exercise.students:
