@@ -390,9 +390,9 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
         '[[check]]\nkind = "value"\nlabel = "answer"\npattern = \'answer = (\\S+)\'\nexpected = 42\n')
     (tmp_path / "ann.c").write_text(MPI_PROGRAM.replace("{value}", "FROM_THE_PREFIX"))
 
-    def idrrun(bin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    def idrrun(bin_dir: Path, *args: str, path: str = os.environ["PATH"]) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples),
-                   PATH=f"{bin_dir}:{os.environ['PATH']}", XDG_CACHE_HOME=str(tmp_path / "cache"))
+                   PATH=f"{bin_dir}:{path}", XDG_CACHE_HOME=str(tmp_path / "cache"))
         return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
 
@@ -414,5 +414,17 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
         graded = idrrun(bin_dir, "grade", "ranks", "ann.c", "--json", "--fresh")
         ann, = json.loads(graded.stdout)["rows"]
         assert ann["verdict"] == "pass", ann["reasons"]
+        assert ann["sandbox"] == "namespaces", ann["sandbox"]
+        if os.geteuid() == 0:
+            # The "uid" level (bubblewrap hidden): mpirun and its ranks as the box's uid.
+            hidden = shared / "no-bwrap"
+            hidden.mkdir()
+            for folder in ("/usr/local/bin", "/usr/bin", "/usr/sbin"):
+                for entry in os.scandir(folder):
+                    if entry.name != "bwrap" and not (hidden / entry.name).exists():
+                        (hidden / entry.name).symlink_to(entry.path)
+            graded = idrrun(bin_dir, "grade", "ranks", "ann.c", "--json", "--fresh", path=str(hidden))
+            ann, = json.loads(graded.stdout)["rows"]
+            assert (ann["verdict"], ann["sandbox"]) == ("pass", "uid"), (ann, graded.stderr)
     finally:
         shutil.rmtree(shared)
