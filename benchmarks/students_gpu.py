@@ -1,0 +1,125 @@
+"""Issues 25 and 26 on the GPU machine: what a student and a teacher get there.
+
+    python3 benchmarks/students_gpu.py [--wheel FILE] [--host] [--record]
+
+- students: the wheel installed alone in a folder of its own (`pip install --no-deps --target`),
+  a students' copy of the course made from it (`idrrun course init --students`), and from that
+  copy's examples the C solutions of async_matmul, data_laplace and profile_cg checked with
+  `idrrun run -a --profile --check` as a student's notebook checks them: on a GPU each must
+  PASS with every check evaluated (the solution's output from the copy's references).
+- feedback: data_laplace graded with the teacher's course (`--visibility full`): the solution
+  and a port that brings A back to the host at every iteration; the feedback's comparison with
+  the solution (figures and both timelines) is printed, the files kept in the log folder.
+--wheel: the wheel to install (default: the newest in dist/, else one built with `pip wheel`).
+--host: without a GPU, a check of the driver (PASS here, no timelines).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import bench
+
+sys.path.insert(0, str(bench.ROOT))
+
+from idrrun.grading.comparison import HEADING  # noqa: E402
+
+EXERCISES = ("async_matmul", "data_laplace", "profile_cg")
+LAPLACE_LOOP = "        iter++;\n"
+
+
+def wheel(given: Path | None, work: Path) -> Path:
+    if given is not None:
+        return given
+    built = sorted((bench.ROOT / "dist").glob("idrrun-*.whl"), key=lambda p: p.stat().st_mtime)
+    if built:
+        return built[-1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(bench.ROOT), "--no-deps", "-q",
+                    "-w", str(work)], check=True)
+    return next(work.glob("idrrun-*.whl"))
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def students(whl: Path, work: Path) -> list[str]:
+    target = work / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
+                    "--target", str(target), str(whl)], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDRRUN_EXAMPLES")}
+    env["PYTHONPATH"] = str(target)
+    copy = work / "students"
+    made = run([sys.executable, "-m", "idrrun.cli", "course", "init", "--students", str(copy)],
+               env, work)
+    if made.returncode != 0:
+        return [f"course init --students failed: {made.stderr.strip()}"]
+    env["IDRRUN_EXAMPLES"] = str(copy / "examples")
+    lines = [f"a students' copy made from {whl.name}, installed alone"]
+    for ex in EXERCISES:
+        solution = bench.EXAMPLES / "C" / f"{ex}_solution.c"
+        checked = run([sys.executable, "-m", "idrrun.cli", "run", "-a", "--profile", "--check", ex,
+                       str(solution)], env, work)
+        verdict = next((line for line in checked.stdout.splitlines() if line.startswith(f"{ex}: ")),
+                       f"{ex}: no verdict (exit {checked.returncode}): {checked.stderr.strip()[-200:]}")
+        lines.append(f"  {verdict}  (exit {checked.returncode})")
+        lines += [f"    {line.strip()}" for line in checked.stdout.splitlines()
+                  if re.match(r"\s+\S.*\s(INCOMPLETE|FAIL)\s", line)]
+    return lines
+
+
+def feedback(work: Path, logs: Path) -> list[str]:
+    klass = work / "class"
+    klass.mkdir()
+    solution = (bench.EXAMPLES / "C" / "data_laplace_solution.c").read_text()
+    (klass / "ann.c").write_text(solution)
+    if LAPLACE_LOOP not in solution:
+        sys.exit("students_gpu: data_laplace's solution changed: update LAPLACE_LOOP")
+    (klass / "bob.c").write_text(solution.replace(
+        LAPLACE_LOOP, LAPLACE_LOOP + "        #pragma acc update self(A[0:n])\n", 1))
+    env = bench.idrrun_env(IDRRUN_EXAMPLES=str(bench.EXAMPLES))
+    out = logs / "feedback"
+    graded = run([sys.executable, "-m", "idrrun.cli", "grade", "data_laplace", "ann.c", "bob.c",
+                  "--feedback", str(out), "--visibility", "full"], env, klass)
+    lines = [f"data_laplace graded (exit {graded.returncode}), feedback in {out}"]
+    for name in ("ann", "bob"):
+        page = out / f"{name}.md"
+        text = page.read_text() if page.is_file() else ""
+        verdict = re.search(r"Verdict: \*\*(\w+)\*\*", text)
+        pictures = len(re.findall(r"!\[[^\]]*\]\(", text))
+        lines.append(f"  {name}: {verdict.group(1) if verdict else 'no feedback'}, "
+                     f"{pictures} pictures")
+        at = text.find(HEADING)
+        if at >= 0:
+            lines += [f"    {line}" for line in text[at:].splitlines()[:25] if line.strip()]
+        elif text:
+            lines.append(f"    no comparison with the solution; its sections: "
+                         f"{re.findall(r'^## (.+)$', text, re.M)}")
+    return lines
+
+
+def main() -> int:
+    ap = bench.parser(__doc__)
+    ap.add_argument("--wheel", type=Path, help="the wheel to install (default: dist/'s newest)")
+    ap.add_argument("--host", action="store_true", help="run without a GPU: a check of the driver")
+    args = ap.parse_args()
+    gpu = (bench.gpu_name() or "no GPU") if args.host else bench.require_gpu("students_gpu")
+    work = Path(tempfile.mkdtemp(prefix="idrrun-students-"))
+    logs = Path(os.environ.get("OUT", work)) / "logs" if os.environ.get("OUT") else work
+    logs.mkdir(parents=True, exist_ok=True)
+    try:
+        lines = [gpu, *students(wheel(args.wheel, work), work), *feedback(work, logs)]
+    finally:
+        shutil.rmtree(work / "site", ignore_errors=True)
+    bench.report("a students' copy and a feedback on this machine", lines, record=args.record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
