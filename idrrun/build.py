@@ -350,9 +350,14 @@ def _cached(job: _Job) -> BuildResult | None:
 
 def _compile(job: _Job, argv: tuple[str, ...], work: Path, box: Box | None,
              extra: tuple[str, ...]) -> ProcResult:
+    # The compiler's temporary files in the build folder, which goes: with -save-temps (the
+    # checks' preprocessed source) gcc keeps them, and its offload list files (ccXXXXXX.ofldlist)
+    # went to /tmp, two per checked build, never removed. A box has its own /tmp.
+    env = job.env if box is not None else \
+        {**(job.env if job.env is not None else os.environ), "TMPDIR": str(work)}
     return proc.run((argv[0], *extra, *argv[1:]), what="compile",
                     timeout=job.request.compile_timeout,
-                    spec=_compile_spec(job.request, work, job.env, job.protections, box,
+                    spec=_compile_spec(job.request, work, env, job.protections, box,
                                        job.launcher))
 
 

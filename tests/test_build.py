@@ -6,6 +6,8 @@ import dataclasses
 import re
 from pathlib import Path
 
+import pytest
+
 from idrrun import build
 from idrrun.model import CompilerInfo, Language, RunRequest, Toolchain
 from idrrun.request.source import from_cell
@@ -95,6 +97,28 @@ def test_a_checked_gcc_build_keeps_what_its_compiler_read_and_no_other_temporary
         assert any(n.endswith(".original") for n in left), left  # the feedback's dumps stay
         again = build.build(request, toolchain, tmp_path / "cache", preprocess=preprocess)
         assert again.cached
+
+
+def test_a_checked_offloaded_build_leaves_nothing_in_tmpdir(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With -save-temps (the checks' preprocessed source) gcc keeps its temporaries, and those
+    of the offload link went to TMPDIR: two ccXXXXXX.ofldlist files per checked build, 3150 of
+    them in this machine's /tmp after a day of tests."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    text = ("#include <stdio.h>\nint main(void) {\n  double s = 0;\n"
+            "  #pragma acc parallel loop reduction(+:s)\n  for (int i = 0; i < 100; i++) s += i;\n"
+            "  printf(\"%g\\n\", s);\n  return 0;\n}\n")
+    request, toolchain = setup(tmp_path / "cell", text)
+    toolchain = dataclasses.replace(toolchain, flags=(
+        "-O2", "-fopenacc", "-foffload=nvptx-none", "-foffload-options=nvptx-none=-misa=sm_80 -lm"))
+    preprocess = GCC.preprocess(toolchain, build.source_file_name(request.source), build.product_name(request))
+    result = build.build(request, toolchain, tmp_path / "cache", preprocess=preprocess)
+    assert result.ok and result.build_dir is not None, result.output
+    assert (result.build_dir / build.PREPROCESSED).is_file()
+    assert sorted(p.name for p in tmpdir.iterdir()) == []
+    assert not [p.name for p in result.build_dir.iterdir() if p.name.endswith(".ofldlist")]
 
 
 def test_a_graded_build_is_judged_by_the_files_its_compiler_read(tmp_path: Path) -> None:
