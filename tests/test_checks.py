@@ -37,6 +37,24 @@ def test_exit_ok() -> None:
     assert (r.status, r.reason) == ("fail", "the program did not build (see the compiler's messages)")
 
 
+def test_exit_ok_says_how_the_program_ended_in_a_sentence() -> None:
+    spec = CheckSpec("exit_ok", "exit")
+
+    def said(**how: object) -> str:
+        proc = ProcResult(("prog",), **how)  # type: ignore[arg-type]
+        run = RunResult(("prog",), proc)
+        return evaluate_one(spec, dataclasses.replace(ev(), run=run)).reason
+
+    assert said(returncode=3) == "the program ended with exit code 3"
+    assert said(returncode=-11) == "the program was killed by SIGSEGV"
+    assert said(returncode=-9, limit="memory") == "the program was stopped at the memory limit"
+    assert said(returncode=None, timed_out=True) == "the program did not end in time (it timed out)"
+    assert said(returncode=-2, interrupted=True) == "the program was interrupted"
+    assert said(returncode=None, interrupted=True, timed_out=True) == "the program was interrupted"
+    assert said(returncode=None, start_error="No such file or directory") == \
+        "the program could not be started (No such file or directory)"
+
+
 def test_value_within_tolerance() -> None:
     spec = CheckSpec("value", "C[0]", pattern=r"C\[0\]\s*=\s*(\S+)", expected=42.0, abs_tol=1e-6)
     assert evaluate_one(spec, ev("C[0] = 42.000000\n")).status == "pass"

@@ -126,18 +126,15 @@ def _excerpt(ev: Evidence, output: str, at: int | None) -> str:
 
 
 def _ended(p: ProcResult) -> str:
-    """How the program ended, as a sentence: 'the program was killed by SIGSEGV'."""
+    """How the program ended, as a sentence around ProcResult.describe's words: 'the program
+    was killed by SIGSEGV', 'the program ended with exit code 3'."""
     if p.start_error is not None:
         return f"the program could not be started ({p.start_error})"
-    if p.interrupted:
-        return "the program was interrupted"
-    if p.timed_out:
+    if p.timed_out and not p.interrupted:
         return "the program did not end in time (it timed out)"
-    if p.limit is not None:
-        return f"the program was stopped at the {p.limit} limit"
-    if p.signal_name is not None:
-        return f"the program was killed by {p.signal_name}"
-    return f"the program ended with exit code {p.returncode}"
+    if p.interrupted or p.limit is not None or p.signal_name is not None:
+        return f"the program was {p.describe()}"
+    return f"the program ended with {p.describe()}"
 
 
 def _exit_ok(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -588,7 +585,8 @@ def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "incomplete", spec.file, "",
                            "the solution's picture is not available: " +
                            (ev.solution_problem or "the solution was not run"))
-    left_out = next((f for f in ev.solution_left_out if f.split(" ", 1)[0] == spec.file), None)
+    left_out = next((f for f in ev.solution_left_out
+                     if f == spec.file or f.startswith(f"{spec.file} (")), None)
     if left_out is not None and not (ev.solution_dir / spec.file).is_file():
         return CheckResult(spec.label, "incomplete", spec.file, "",
                            f"the course's reference does not keep the solution's {left_out}: "
