@@ -111,12 +111,15 @@ def main() -> int:
     args = ap.parse_args()
     gpu = (bench.gpu_name() or "no GPU") if args.host else bench.require_gpu("students_gpu")
     work = Path(tempfile.mkdtemp(prefix="idrrun-students-"))
-    logs = Path(os.environ.get("OUT", work)) / "logs" if os.environ.get("OUT") else work
+    # The feedback files stay: in run.sh's log folder when there is one, else in a folder of
+    # their own that the report names.
+    logs = Path(os.environ["OUT"]) / "logs" if "OUT" in os.environ else \
+        Path(tempfile.mkdtemp(prefix="idrrun-students-feedback-"))
     logs.mkdir(parents=True, exist_ok=True)
     try:
         lines = [gpu, *students(wheel(args.wheel, work), work), *feedback(work, logs)]
     finally:
-        shutil.rmtree(work / "site", ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     bench.report("a students' copy and a feedback on this machine", lines, record=args.record)
     return 0
 

@@ -30,6 +30,19 @@ from .common import unread_config
 from .common import with_progress as _with_progress
 
 
+def _selection(p: argparse.ArgumentParser, what: str) -> None:
+    """The options `course check` and `course references` share: what they run, and with what."""
+    p.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N",
+                   help=f"{what} built and run at once (default 2)")
+    p.add_argument("--language", "-l", choices=("c", "fortran"), action="append",
+                   help="only this language (repeat for several; default: all)")
+    p.add_argument("--exercise", action="append", metavar="NAME",
+                   help="only this exercise (repeat for several; default: all)")
+    p.add_argument("-c", "--compiler", choices=registry.names(),
+                   help="compiler family (default: from config, else detected)")
+    p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+
+
 def parser() -> Parser:
     p = Parser(prog="idrrun course", description="The course's own checks and tools.",
                epilog="Exit codes: 0 done (check: every exercise is right), 1 check: some exercise "
@@ -38,15 +51,7 @@ def parser() -> Parser:
     chk = sub.add_parser("check", help="every solution passes, every start file builds and fails",
                          description="Run every exercise's solution (it must pass its checks) and "
                                      "start file (it must build and fail them).")
-    chk.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N",
-                     help="programs built and run at once (default 2)")
-    chk.add_argument("--language", "-l", choices=("c", "fortran"), action="append",
-                     help="only this language (repeat for several; default: all)")
-    chk.add_argument("--exercise", action="append", metavar="NAME",
-                     help="only this exercise (repeat for several; default: all)")
-    chk.add_argument("-c", "--compiler", choices=registry.names(),
-                     help="compiler family (default: from config, else detected)")
-    chk.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+    _selection(chk, "programs")
     chk.add_argument("--json", action="store_true",
                      help="print the results as JSON on stdout (no table, no progress)")
     chk.add_argument("--seed", metavar="TEXT",
@@ -58,15 +63,7 @@ def parser() -> Parser:
                                       "compare) in examples/reference/NAME/: a students' course, "
                                       "which has no solutions, compares with them. Nothing is kept "
                                       "for hidden argument sets.")
-    refs.add_argument("-j", "--jobs", type=_jobs, default=2, metavar="N",
-                      help="solutions built and run at once (default 2)")
-    refs.add_argument("--language", "-l", choices=("c", "fortran"), action="append",
-                      help="only this language (repeat for several; default: all)")
-    refs.add_argument("--exercise", action="append", metavar="NAME",
-                      help="only this exercise (repeat for several; default: all)")
-    refs.add_argument("-c", "--compiler", choices=registry.names(),
-                      help="compiler family (default: from config, else detected)")
-    refs.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+    _selection(refs, "solutions")
     refs.add_argument("--gpu", action="store_true",
                       help="also the GPU arguments where the solutions run on the host (long: "
                            "each run within --gpu-timeout); on a GPU they are always made")
