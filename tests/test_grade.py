@@ -396,12 +396,14 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
         return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
 
-    # A compiler the box's users cannot reach (pytest's folders are root's alone): the build
-    # fails in the box, and the student's feedback shows why.
-    private = idrrun(gcc_in(tmp_path / "private"), "grade", "ranks", "ann.c", "--feedback", "fb")
-    assert "compile failed" in private.stdout, private.stdout
-    feedback = (tmp_path / "fb" / "ann.md").read_text()
-    assert "The end of the build's output:" in feedback and "Permission denied" in feedback, feedback
+    # A compiler the box's users cannot reach (pytest's folders are root's alone): bubblewrap
+    # cannot make the build's box. The grader's failure, not the student's: an error row that
+    # says why, never a "compile failed".
+    private = idrrun(gcc_in(tmp_path / "private"), "grade", "ranks", "ann.c", "--json")
+    ann, = json.loads(private.stdout)["rows"]
+    assert ann["verdict"] == "error", ann
+    assert ann["reasons"].startswith("not graded: the build could not start: the sandbox could "
+                                     "not be set up (bwrap: ") and "Permission denied" in ann["reasons"], ann
 
     shared = Path(tempfile.mkdtemp(prefix="idrrun-test-gcc-", dir="/tmp"))
     try:

@@ -223,3 +223,26 @@ def test_a_resumed_row_is_scored_with_the_points_the_spec_has_now(tmp_path: Path
     records[0]["mac"] = report._mac(records[0], key)
     state.write_text(json.dumps(records))
     assert report.load_report(path, ex.name, key) == {}
+
+
+def test_a_build_that_failed_with_no_message_on_a_line_shows_the_end_of_its_output(tmp_path: Path) -> None:
+    """A compiler that died (a wrapper that finds no compiler, an internal error, the judge's
+    refusal) places no error on the student's lines: the feedback shows the build's last lines."""
+    from idrrun import annotate
+    from idrrun.model import Diagnostic, Failure, FailureKind
+
+    said = "\n".join(f"line {i}" for i in range(30)) + "\nmpicc: unable to find the compiler 'gcc'\n"
+    failure = Failure(FailureKind.COMPILE_ERROR, "exit code 1", output=said)
+    kept = report._unplaced_output(failure, None)
+    assert kept.splitlines()[-1] == "mpicc: unable to find the compiler 'gcc'"
+    assert len(kept.splitlines()) == report.FAILURE_OUTPUT_LINES
+    placed = annotate.Listing("ann.c", "c", (), diagnostics=(
+        Diagnostic("ann.c", 3, None, "error", "expected ';'"),))
+    assert report._unplaced_output(failure, placed) == ""  # its messages say it on their lines
+    assert report._unplaced_output(Failure(FailureKind.EXIT_STATUS, "exit code 1", output=said),
+                                   None) == ""  # a run's output is the checks' excerpts
+    ex = _exercise(tmp_path)
+    row = dataclasses.replace(_row(ex, ()), status="fail", failure=FailureKind.COMPILE_ERROR,
+                              failure_what="exit code 1", failure_output=kept)
+    text = report.feedback_markdown(row, ex)
+    assert "The end of the build's output:" in text and "unable to find the compiler" in text

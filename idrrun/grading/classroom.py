@@ -20,7 +20,7 @@ from ..checking import check_language, execute_checked, solution_output
 from ..checks import compare, specs
 from ..checks.specs import COURSE_DIRS, Exercise
 from ..errors import IdrrunError, UsageError
-from ..model import Lanes, Probe, Settings
+from ..model import FailureKind, Lanes, Probe, Settings
 from ..pipeline import NullReporter
 from ..request import resolve
 from ..request import source as source_mod
@@ -154,6 +154,12 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
                                              policy(exercise, room, timeout, sandbox, lanes))
         outcome = execute_checked(request, toolchain, exercise, probe, settings, NullReporter(),
                                   hidden=True)
+        failure = outcome.failure
+        if failure is not None and failure.kind is FailureKind.NOT_STARTED:
+            # The compiler, the box or the program could not be started: the grader's failure
+            # (a machine or a setting to mend), never the student's.
+            step = "build" if failure.compile_step else "run"
+            return error_row(f"not graded: the {step} {failure.what}", sub.source.language)
         row = row_from_outcome(sub, exercise, outcome, sandbox)
         return dataclasses.replace(row, comparison=comparison.kept(row.comparison, settings))
     except IdrrunError as exc:

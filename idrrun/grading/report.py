@@ -275,7 +275,8 @@ FAILURE_OUTPUT_LINES = 15
 
 def _unplaced_output(failure: Failure | None, listing: annotate.Listing | None) -> str:
     """The end of a failed build's output when none of its errors was placed on a line."""
-    if failure is None or not failure.compile_step or not failure.output.strip():
+    if failure is None or not (failure.compile_step or failure.kind.step == "compile") or \
+            not failure.output.strip():
         return ""
     if listing is not None and any(d.severity == "error"
                                    for d in (*listing.diagnostics, *listing.elsewhere)):

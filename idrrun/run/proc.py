@@ -17,6 +17,7 @@ import codecs
 import logging
 import os
 import pty
+import re
 import selectors
 import signal
 import subprocess
@@ -144,6 +145,7 @@ class Running:
     exited: bool = False
     next_disk_check: float = 0.0
     over_disk: str | None = None  # why the box went past its disk caps
+    inner_reports: bool = False  # a guard inside the box says the program's status (compose.py)
 
     def guard_status(self) -> guard.GuardStatus:
         return guard.read_status(self.status_text)
@@ -201,7 +203,7 @@ def spawn(argv: Sequence[str], *, what: str, spec: ProcSpec = ProcSpec()) -> Run
     return Running(argv=composed.argv, what=what, popen=popen, fd=fd,
                    collector=_Collector(spec.on_output, spec.max_output), selector=selector,
                    start=time.monotonic(), terminal=spec.terminal, jail=jail, status_fd=status_r,
-                   box=spec.box, pidfd=pidfd)
+                   box=spec.box, pidfd=pidfd, inner_reports=composed.inner_reports)
 
 
 def _open_jail(spec: ProcSpec) -> Jail | None:
@@ -397,8 +399,10 @@ def finish(running: Running, ending: Ending) -> ProcResult:
             _read_status(running)
         limit: str | None = None
         notes: tuple[str, ...] = ()
+        start_error: str | None = None
         if running.jail is not None:
             status = running.guard_status()
+            start_error = _box_not_made(running, ending, status)
             if status.child is not None:
                 _signal_group(status.child, signal.SIGKILL)
             if status.program is not None:
@@ -424,7 +428,8 @@ def finish(running: Running, ending: Ending) -> ProcResult:
     running.collector.finish()
     return ProcResult(
         argv=running.argv,
-        returncode=returncode,
+        returncode=None if start_error is not None else returncode,
+        start_error=start_error,
         timed_out=ending == TIMED_OUT,
         interrupted=ending == INTERRUPTED,
         output=running.collector.text(),
@@ -433,6 +438,21 @@ def finish(running: Running, ending: Ending) -> ProcResult:
         limit=limit,
         notes=notes,
     )
+
+
+# bubblewrap's own messages: the box was not made (a folder it must show is missing or
+# unreadable, namespaces refused).
+_BWRAP_SAID = re.compile(r"^bwrap: (.+)$", re.MULTILINE)
+
+
+def _box_not_made(running: Running, ending: Ending, status: guard.GuardStatus) -> str | None:
+    """Why the box was never made, when bubblewrap failed before the guard inside it started:
+    our failure, not the program's (a program that runs always has its status said by that
+    guard). None when the program ran, or nothing says bubblewrap stopped it."""
+    if not running.inner_reports or status.inner is not None or ending != EXITED:
+        return None
+    said = _BWRAP_SAID.search(running.collector.text())
+    return f"the sandbox could not be set up (bwrap: {said.group(1)})" if said else None
 
 
 def run(argv: Sequence[str], *, what: str, timeout: float,
