@@ -54,7 +54,11 @@ def students(whl: Path, work: Path) -> list[str]:
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
                     "--target", str(target), str(whl)], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDRRUN_EXAMPLES")}
-    env["PYTHONPATH"] = str(target)
+    # The wheel alone, but its dependencies where this machine has them (the GPU machine's
+    # /tmp/gpu-site from .gpu/activate.sh): every PYTHONPATH entry but the checkout's root.
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and Path(p).resolve() != bench.ROOT.resolve()]
+    env["PYTHONPATH"] = os.pathsep.join([str(target), *kept])
     copy = work / "students"
     made = run([sys.executable, "-m", "idrrun.cli", "course", "init", "--students", str(copy)],
                env, work)
