@@ -364,6 +364,8 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
     checks stay as the first run gave them. A program that fails another check is not run
     again: its verdict is decided (kinds.unmeasured_result)."""
     timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS}
+    if outcome.run is None or not outcome.run.proc.ok:
+        return verdict  # its trace checks are not judged (kinds.CUT_SHORT): nothing to measure
 
     def figures(values: dict[str, float] | None) -> dict[str, Figure]:
         found = {label: kinds.figure(spec, values) for label, spec in timed.items()}
@@ -383,7 +385,9 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
         return dataclasses.replace(verdict, checks=tuple(
             kinds.unmeasured_result(timed[c.name], first[c.name])
             if c.name in first and not c.hidden else c for c in verdict.checks))
-    measured = measure.repeat(first, again)
+    bounds = {label: bound for label, spec in timed.items()
+              if (bound := kinds.timed_bound(spec)) is not None}
+    measured = measure.repeat(first, again, bounds=bounds)
     return dataclasses.replace(verdict, checks=tuple(
         kinds.measured_result(timed[c.name], measured[c.name])
         if c.name in measured and not c.hidden else c for c in verdict.checks))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from idrrun.checks.kinds import Evidence, HostComparison, evaluate_one
+from idrrun.checks.kinds import CUT_SHORT, Evidence, HostComparison, evaluate_one
 from idrrun.checks.specs import CheckSpec
 from idrrun.model import (AccReport, BuildResult, ConstructRan, ImplicitData, ProcResult,
                           RegionsRan, RunResult)
@@ -200,6 +200,26 @@ def test_trace_checks_on_trace_values() -> None:
     assert r.status == "fail" and r.reason.endswith("keep the data on the device")
     r = evaluate_one(per_it, with_trace(gpu, "no count here\n"))
     assert (r.status, r.got) == ("fail", "no iteration count")
+
+
+def test_trace_checks_do_not_judge_a_run_that_did_not_end_normally() -> None:
+    """Work still queued on the GPU when a program dies may or may not reach its trace (the GPU
+    machine: one program, 0 kernels graded alone, 3 beside seven others): the trace checks are
+    incomplete, the same whatever else ran; the exit check fails it."""
+    gpu = {"ran_on_gpu": 1.0, "kernels": 3.0, "queues": 3.0, "bytes_moved": 1e3, "gpu_busy": 0.4}
+    for rc, timed_out, how in ((1, False, "exit code 1"), (-11, False, "killed by SIGSEGV"),
+                               (None, True, "timed out")):
+        died = dataclasses.replace(ev(rc=rc, timed_out=timed_out), trace_values=gpu)
+        for spec in (CheckSpec("ran_on_gpu", "gpu"), CheckSpec("queues", "queues", minimum=3),
+                     CheckSpec("data_moved", "data", max_bytes=1.0),
+                     CheckSpec("gpu_busy", "busy", min_share=0.25)):
+            r = evaluate_one(spec, died)
+            assert r.status == "incomplete", (spec.kind, r)
+            assert r.reason == CUT_SHORT.format(how=how), r.reason
+        assert evaluate_one(CheckSpec("exit_ok", "exit"), died).status == "fail"
+    ended = dataclasses.replace(ev(), trace_values=gpu)
+    assert evaluate_one(CheckSpec("queues", "queues", minimum=3), ended).status == "pass"
+    assert evaluate_one(CheckSpec("data_moved", "data", max_bytes=1.0), ended).status == "fail"
 
 
 def test_agrees_with_host() -> None:

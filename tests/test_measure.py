@@ -79,6 +79,41 @@ def test_an_exact_figure_is_one_run_and_a_failed_run_stops_the_measure() -> None
     assert result.status == "incomplete" and "measured 1 time(s) only" in result.reason
 
 
+def test_runs_clear_of_the_bound_stop_at_the_least_count() -> None:
+    """Far from the bound, a spread wider than the tolerance cannot change the verdict: the
+    least count of runs decides (the GPU machine's solution of profile_cg: 61 %, 49 %, 63 %
+    against 25 % went on to 7 runs before)."""
+    calls, again = run_of([0.49, 0.63, 0.5, 0.6])
+    got = measure.repeat({"GPU busy": Figure(0.61)}, again, bounds={"GPU busy": 0.25})["GPU busy"]
+    assert calls == [2] and got.samples == (0.61, 0.49, 0.63)
+    assert not got.stable and got.clear
+    result = kinds.measured_result(dataclasses.replace(BUSY, min_share=0.25), got)
+    assert result.status == "pass" and result.got == "61 % (median of 3 runs: 49–63 %)"
+    assert "all 3 runs are clear of the bound by more than ±10 %" in result.reason
+    # Clear below the bound fails the same way: 3 runs, not 7.
+    calls, again = run_of([0.1, 0.25, 0.05, 0.2])
+    got = measure.repeat({"GPU busy": Figure(0.15)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
+    assert calls == [2] and kinds.measured_result(BUSY, got).status == "fail"
+    # Near the bound the runs go on until the figure settles: 0.52 is within ±10 % of 0.5.
+    calls, again = run_of([0.70, 0.56, 0.57, 0.56, 0.9])
+    got = measure.repeat({"GPU busy": Figure(0.52)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
+    assert calls == [4] and got.stable and got.samples[-3:] == (0.56, 0.57, 0.56)
+    # Without a bound, as before: on to the most.
+    calls, again = run_of([0.49, 0.63, 0.5, 0.6, 0.45, 0.66])
+    got = measure.repeat({"GPU busy": Figure(0.61)}, again)["GPU busy"]
+    assert calls == [6] and not got.clear
+
+
+def test_clear_of_needs_every_run_beyond_the_tolerance() -> None:
+    how = Repeat()
+    assert measure.clear_of([0.61, 0.49, 0.63], 0.25, how)
+    assert measure.clear_of([0.1, 0.12, 0.08], 0.5, how)
+    assert not measure.clear_of([0.61, 0.49], 0.25, how)  # fewer than `least`
+    assert not measure.clear_of([0.27, 0.31, 0.45], 0.25, how)  # 0.27 is within ±0.031
+    assert not measure.clear_of([0.1, 0.6, 0.7], 0.5, how)  # both sides
+    assert measure.clear_of([0.0, 0.01, 0.0], 0.25, how)  # near zero: ±0.02
+
+
 def test_settled_is_within_the_tolerance_of_the_median() -> None:
     how = Repeat()
     assert measure.settled([0.5, 0.54, 0.46], how)  # ±0.04 of 0.5: within ±10 %
@@ -158,6 +193,17 @@ def test_a_timed_run_is_repeated_until_its_figure_is_stable(
     assert busy_check.got == "59 % (median of 3 runs: 57–61 %)"
 
 
+def test_a_timed_figure_clear_of_its_bound_takes_the_least_runs(
+        busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spec's bound (min 0.5) reaches measure.repeat: 0.9, 0.7, 0.8 pass at 3 runs."""
+    outcome, runs = checked(*busy, monkeypatch, [0.9, 0.7, 0.8, 0.55, 0.95])
+    assert runs == 3
+    assert outcome.verdict is not None and outcome.verdict.passed, outcome.verdict
+    [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
+    assert busy_check.got == "80 % (median of 3 runs: 70–90 %)"
+    assert "more runs could not change the verdict" in busy_check.reason
+
+
 def test_a_timed_figure_that_does_not_settle_is_incomplete(
         busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     outcome, runs = checked(*busy, monkeypatch, [0.3, 0.7, 0.45, 0.6, 0.35, 0.65, 0.4])
@@ -165,6 +211,18 @@ def test_a_timed_figure_that_does_not_settle_is_incomplete(
     assert outcome.verdict is not None and outcome.verdict.incomplete and outcome.failure is None
     [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
     assert busy_check.status == "incomplete" and "not stable over 7 runs" in busy_check.reason
+
+
+def test_a_run_that_did_not_end_normally_is_not_measured(
+        busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its trace may stop short (kinds.CUT_SHORT): one run, the timed check incomplete."""
+    exercise, folder = busy
+    (folder / "busy.c").write_text('#include <stdio.h>\nint main(void){puts("ran");return 3;}\n')
+    outcome, runs = checked(exercise, folder, monkeypatch, [0.9, 0.9, 0.9])
+    assert runs == 1 and outcome.verdict is not None
+    [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
+    assert busy_check.status == "incomplete"
+    assert busy_check.reason == kinds.CUT_SHORT.format(how="exit code 3")
 
 
 def test_an_untimed_request_takes_one_sample(busy: tuple[specs.Exercise, Path],

@@ -8,7 +8,7 @@ incomplete check is never a pass: the verdict is then incomplete, shown and coun
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -508,6 +508,7 @@ class _TimedFigure:
     """Where a timed kind's figure is among a trace's values, and how it is shown."""
 
     key: str  # in profile.summary.trace_values
+    bound: Callable[[CheckSpec], float | None]  # the spec's bound the figure is compared with
     scale: float = 1.0
     unit: str = ""
 
@@ -519,10 +520,16 @@ class _TimedFigure:
 
 
 # Every kind of specs.TIMED_KINDS has its figure here.
-_TIMED = {"gpu_busy": _TimedFigure("gpu_busy", 100.0, " %")}
+_TIMED = {"gpu_busy": _TimedFigure("gpu_busy", lambda spec: spec.min_share, 100.0, " %")}
 UNSTABLE = ("not stable over {runs} runs ({spread}: more than {tolerance}), and the runs disagree "
             "on the verdict: the machine was too busy to time it; grade it again with fewer jobs")
 TOO_FEW = "measured {runs} time(s) only, too few to tell: {stopped}"
+
+
+def timed_bound(spec: CheckSpec) -> float | None:
+    """A timed check's bound in its figure's terms (measure.repeat stops once runs clear it)."""
+    timed = _TIMED.get(spec.kind)
+    return timed.bound(spec) if timed is not None else None
 
 
 def figure(spec: CheckSpec, values: Mapping[str, float] | None) -> Figure | None:
@@ -564,6 +571,10 @@ def measured_result(spec: CheckSpec, measured: Measured) -> CheckResult:
     got = f"{timed.show(measured.median)} (median of {runs} runs: {spread})"
     if measured.stable:
         return replace(at_median, got=got)
+    if measured.clear:
+        return replace(at_median, got=got, reason=at_median.reason + (
+            f" (all {runs} runs are clear of the bound by more than "
+            f"±{100 * measured.how.rel_tol:.0f} %: more runs could not change the verdict)"))
     if runs < measured.how.least:
         return CheckResult(spec.label, "incomplete", at_median.expected, got,
                            TOO_FEW.format(runs=runs, stopped=measured.stopped))
@@ -624,6 +635,11 @@ def passed_here(gpu_checks: Sequence[CheckResult]) -> str:
     return PASSED_HERE.format(checks=", ".join(dict.fromkeys(c.name for c in gpu_checks)))
 
 
+# Why a GPU-trace check does not judge a run that did not end normally.
+CUT_SHORT = ("not judged: the run did not end normally ({how}), and the GPU trace of a run that "
+             "stops early can miss work still in flight on the GPU; judged once it ends normally")
+
+
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if spec.kind in TRACE_KINDS:
         if ev.trace_values is None and ev.target not in (None, "gpu"):
@@ -632,6 +648,13 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
         if ev.trace_values is None:
             return CheckResult(spec.label, "incomplete", "", "",
                                "needs a GPU trace: run with --profile on a GPU")
+        if ev.run is not None and not ev.run.proc.ok:
+            # A program that dies with kernels queued (libgomp's fatal errors exit at once)
+            # leaves a trace with or without them, as the GPU's timing has it: the same program
+            # gave 0 kernels graded alone and 3 beside seven others. Its verdict already fails
+            # on how it ended; these checks wait for a run that ends.
+            return CheckResult(spec.label, "incomplete", "", "",
+                               CUT_SHORT.format(how=ev.run.proc.describe()))
         return _trace(spec, ev.trace_values, ev)
     if ev.build is None or not ev.build.ok:
         if spec.kind == "source":

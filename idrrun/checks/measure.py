@@ -6,12 +6,14 @@ the figure is stable — its last REPEAT.least values within ±REPEAT.rel_tol of
 within ±REPEAT.abs_tol for a figure near zero — or REPEAT.most runs were made. The median is
 the figure the check compares; the spread is shown with it ("59 % (median of 3 runs: 57–61 %)").
 A figure that does not settle decides nothing unless every run fell on the same side of the
-bound: noise never fails a program (kinds.measured_result).
+bound: noise never fails a program (kinds.measured_result). Where the check's bound is given,
+the runs also stop once REPEAT.least of them are all clear of it by more than the tolerance:
+the verdict is decided, and more runs (alone on a GPU the class waits for) could not change it.
 
 A figure that does not depend on time (the program never used the GPU: a share of 0 by
 definition) is `exact`: one run says it all.
 
-    repeat(first, again, how) -> {check label: Measured}
+    repeat(first, again, how, bounds) -> {check label: Measured}
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Measured:
     exact: bool = False
     stopped: str = ""  # why the runs stopped before the figure settled (a run that failed)
     how: Repeat = REPEAT
+    bound: float | None = None  # the check's bound, where the runs could stop once clear of it
 
     @property
     def median(self) -> float:
@@ -72,6 +75,15 @@ class Measured:
     def stable(self) -> bool:
         return self.exact or settled(self.samples, self.how)
 
+    @property
+    def clear(self) -> bool:
+        """Every run is clear of the bound (`clear_of`): the verdict does not hang on noise."""
+        return self.bound is not None and clear_of(self.samples, self.bound, self.how)
+
+
+def _room(samples: Sequence[float], how: Repeat) -> float:
+    return max(how.abs_tol, how.rel_tol * abs(statistics.median(samples)))
+
 
 def settled(samples: Sequence[float], how: Repeat = REPEAT) -> bool:
     """The last `how.least` values lie within the tolerance of their median."""
@@ -79,8 +91,18 @@ def settled(samples: Sequence[float], how: Repeat = REPEAT) -> bool:
         return False
     last = samples[-how.least:]
     middle = statistics.median(last)
-    room = max(how.abs_tol, how.rel_tol * abs(middle))
+    room = _room(last, how)
     return max(last) - middle <= room and middle - min(last) <= room
+
+
+def clear_of(samples: Sequence[float], bound: float, how: Repeat = REPEAT) -> bool:
+    """At least `how.least` values, all on one side of `bound` and each farther from it than
+    the tolerance (of their median): "61 %, 49 %, 63 % against 25 %" is a pass whatever the
+    spread; "27 %, 31 %, 45 %" is not clear."""
+    if len(samples) < how.least:
+        return False
+    room = _room(samples, how)
+    return all(v - bound > room for v in samples) or all(bound - v > room for v in samples)
 
 
 # Another run: each timed check's figure by its label, or why it could not be had (its run
@@ -88,14 +110,23 @@ def settled(samples: Sequence[float], how: Repeat = REPEAT) -> bool:
 Again = Callable[[], "Mapping[str, Figure] | str"]
 
 
-def repeat(first: Mapping[str, Figure], again: Again, how: Repeat = REPEAT) -> dict[str, Measured]:
+def repeat(first: Mapping[str, Figure], again: Again, how: Repeat = REPEAT,
+           bounds: Mapping[str, float] | None = None) -> dict[str, Measured]:
     """The figures of `first` (one run's), measured: `again()` runs once more while one of
-    them has not settled and fewer than `how.most` runs were made."""
+    them has neither settled nor (where `bounds` gives its check's bound) cleared its bound,
+    and fewer than `how.most` runs were made."""
     samples = {label: [f.value] for label, f in first.items()}
     exact = {label: f.exact for label, f in first.items()}
+    bound = dict(bounds or {})
+
+    def done(label: str) -> bool:
+        values = samples[label]
+        return exact[label] or settled(values, how) or \
+            (label in bound and clear_of(values, bound[label], how))
+
     stopped = ""
     runs = 1
-    while runs < how.most and any(not exact[k] and not settled(v, how) for k, v in samples.items()):
+    while runs < how.most and not all(done(label) for label in samples):
         figures = again()
         runs += 1
         if isinstance(figures, str):
@@ -104,5 +135,5 @@ def repeat(first: Mapping[str, Figure], again: Again, how: Repeat = REPEAT) -> d
         for label, values in samples.items():
             if label in figures:
                 values.append(figures[label].value)
-    return {label: Measured(tuple(values), exact[label], stopped, how)
+    return {label: Measured(tuple(values), exact[label], stopped, how, bound.get(label))
             for label, values in samples.items()}
