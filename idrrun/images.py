@@ -26,6 +26,7 @@ from __future__ import annotations
 import array
 import base64
 import glob
+import gzip
 import html
 import io
 import math
@@ -310,15 +311,25 @@ def parse_raw(data: bytes, width: int, height: int, dtype: str, channels: int = 
     return Image(width, height, planes, None, name, f"raw {dtype}")
 
 
+# A gzip-compressed picture (a course's reference keeps a large one so) is read up to this size.
+MAX_UNPACKED = 1 << 30
+
+
 def _read(path: PathLike) -> tuple[bytes, str]:
     name = os.fspath(path)
     try:
+        if name.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                data = fh.read(MAX_UNPACKED + 1)
+            if len(data) > MAX_UNPACKED:
+                raise ImageError(f"{name}: more than {MAX_UNPACKED >> 20} MiB once uncompressed")
+            return data, name[:-3]
         return Path(path).read_bytes(), name
     except FileNotFoundError:
         raise ImageError(f"{name}: no such file (did the program write it? --get {Path(name).name} "
                          "reports it)") from None
-    except OSError as exc:
-        raise ImageError(f"{name}: cannot be read: {exc.strerror or exc}") from None
+    except (OSError, EOFError) as exc:  # gzip's BadGzipFile is an OSError
+        raise ImageError(f"{name}: cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def read_pnm(path: PathLike) -> Image:

@@ -263,28 +263,81 @@ def test_grading_refuses_a_students_course(students: Path, tmp_path: Path) -> No
     assert r.returncode == 2 and "has no solutions to check" in r.stderr
 
 
-def test_a_picture_the_reference_does_not_keep_is_said_so(students: Path, tmp_path: Path) -> None:
-    """mandelbrot_rows' picture at the GPU size (13.4 MB) is over what a reference keeps: in a
-    students' copy on a GPU its image check cannot be evaluated, and says why (not that the
-    solution wrote no picture)."""
+def test_a_large_reference_picture_is_kept_compressed_and_compared(students: Path,
+                                                                     tmp_path: Path) -> None:
+    """mandelbrot_rows' picture at the GPU size (13.4 MB, over the 4 MiB a reference keeps) is
+    in the students' copy gzip-compressed (0.6 MB): its image check is evaluated on a GPU, a
+    right picture passes and a wrong one fails, where it used to be incomplete."""
+    import gzip
+
     from idrrun.checks import kinds, reference
     from idrrun.model import BuildResult, ProcResult, RunResult
 
     exercise = specs.load(students / "examples" / "mandelbrot_rows.toml")
     ref = reference.lookup(exercise, "c", exercise.gpu_args)
     assert ref is not None and ref.output is not None and ref.folder is not None
-    assert ref.left_out and ref.left_out[0].startswith("mandelbrot.pgm (")
-    (tmp_path / "mandelbrot.pgm").write_bytes(b"P5\n2 2\n255\n\0\0\0\0")
+    assert ref.left_out == () and not (ref.folder / "mandelbrot.pgm").exists()
+    packed = ref.folder / "mandelbrot.pgm.gz"
+    assert packed.is_file() and packed.stat().st_size < 4 << 20
     image, = (c for c in exercise.checks if c.kind == "image")
     built = BuildResult(ok=True, command=(), proc=None, output="", cached=True, key="", build_dir=None)
     ran = RunResult(("prog",), ProcResult(("prog",), 0, output=ref.output))
-    evidence = kinds.Evidence(source_text="", language="c", build=built, run=ran, acc=None,
-                              solution_output=ref.output, from_reference=True, run_dir=tmp_path,
-                              solution_dir=ref.folder, solution_left_out=ref.left_out)
-    result = kinds.evaluate_one(image, evidence)
-    assert result.status == "incomplete", result
-    assert "reference does not keep the solution's mandelbrot.pgm (13.4 MB" in result.reason, result.reason
-    # Where the reference has the picture (the host's arguments), it is compared.
+
+    def checked(picture: bytes) -> object:
+        (tmp_path / "mandelbrot.pgm").write_bytes(picture)
+        evidence = kinds.Evidence(source_text="", language="c", build=built, run=ran, acc=None,
+                                  solution_output=ref.output, from_reference=True,
+                                  run_dir=tmp_path, solution_dir=ref.folder,
+                                  solution_left_out=ref.left_out)
+        return kinds.evaluate_one(image, evidence)
+
+    right = gzip.decompress(packed.read_bytes())
+    assert len(right) > 13_000_000
+    result = checked(right)
+    assert result.status == "pass" and result.got.startswith("identical"), result
+    result = checked(b"P5\n2 2\n255\n\0\0\0\0")
+    assert result.status == "fail", result
+    # Where the reference has the picture as it is (the host's arguments), it is compared too.
     host = reference.lookup(exercise, "c", exercise.host_args)
     assert host is not None and host.left_out == () and host.folder is not None
     assert (host.folder / "mandelbrot.pgm").is_file()
+
+
+def test_references_keep_large_pictures_compressed_or_say_why_not(tmp_path: Path) -> None:
+    """write_references: a picture over 4 MiB is kept as NAME.gz (the same bytes each time);
+    one still over 4 MiB compressed (noise) is left out with its sizes, and its image check
+    says so instead of comparing."""
+    import gzip
+
+    from idrrun.checking import SolutionRun
+    from idrrun.checks import kinds, reference
+    from idrrun.grading import course
+
+    (tmp_path / "mandelbrot_rows.toml").write_text((ROOT / "examples" / "mandelbrot_rows.toml").read_text())
+    for folder, suffix in (("C", "c"), ("Fortran", "f90")):
+        (tmp_path / folder).mkdir()
+        for role in ("exercise", "solution"):
+            name = f"mandelbrot_rows_{role}.{suffix}"
+            (tmp_path / folder / name).write_text((ROOT / "examples" / folder / name).read_text())
+    exercise = specs.load(tmp_path / "mandelbrot_rows.toml")
+    header = b"P5\n4096 1100\n255\n"
+    smooth = header + bytes(range(256)) * (4096 * 1100 // 256)
+    noise = header + os.urandom(4096 * 1100)
+    made = []
+    for language, picture in (("c", smooth), ("fortran", noise)):
+        files = tmp_path / f"run-{language}"
+        files.mkdir()
+        (files / "mandelbrot.pgm").write_bytes(picture)
+        row = course.ReferenceRow(exercise.name, language, "gpu", exercise.gpu_args, made="gcc")
+        made.append((row, SolutionRun("iterations = 1\n", files)))
+    course.write_references(exercise, made)
+    c = reference.lookup(exercise, "c", exercise.gpu_args)
+    assert c is not None and c.folder is not None and c.left_out == ()
+    packed = (c.folder / "mandelbrot.pgm.gz").read_bytes()
+    assert gzip.decompress(packed) == smooth and len(packed) < 4 << 20
+    course.write_references(exercise, made[:1])
+    assert (c.folder / "mandelbrot.pgm.gz").read_bytes() == packed  # reproducible
+    f = reference.lookup(exercise, "fortran", exercise.gpu_args)
+    assert f is not None and f.folder is not None and not list(f.folder.glob("mandelbrot.pgm*"))
+    assert f.left_out == ("mandelbrot.pgm (4.5 MB, 4.5 MB compressed: larger than the 4 MiB "
+                          "a reference keeps)",), f.left_out

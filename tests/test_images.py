@@ -458,3 +458,20 @@ int main(void)
     assert frame.width > 64 * 3
     bad = kernel.run("show('nothing.pgm')")
     assert bad.status == "error" and "ImageError" in bad.error_text and "no such file" in bad.error_text
+
+
+def test_a_compressed_reference_is_read_and_a_broken_one_said(tmp_path: Path) -> None:
+    """A course keeps a large reference picture as NAME.gz: read as the picture it holds; a
+    corrupt or truncated one makes the check incomplete with why, never an exception."""
+    import gzip
+
+    picture = b"P5\n3 2\n255\n" + bytes([0, 50, 100, 150, 200, 250])
+    (tmp_path / "got.pgm").write_bytes(picture)
+    (tmp_path / "ref.pgm.gz").write_bytes(gzip.compress(picture, mtime=0))
+    result = image_check(tmp_path / "got.pgm", tmp_path / "ref.pgm.gz", "picture")
+    assert result.status == "pass" and result.got.startswith("identical"), result
+    assert images.read_pnm(tmp_path / "ref.pgm.gz").source.endswith("ref.pgm")
+    for broken in (b"not gzip at all", gzip.compress(picture)[:12]):
+        (tmp_path / "bad.pgm.gz").write_bytes(broken)
+        result = image_check(tmp_path / "got.pgm", tmp_path / "bad.pgm.gz", "picture")
+        assert result.status == "incomplete" and "cannot be read" in result.reason, result

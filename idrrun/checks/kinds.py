@@ -18,6 +18,7 @@ from ..toolchains.diagnostics import rename_temporary
 from . import loops, regex
 from .directives import code_text, has_directives
 from .measure import Figure, Measured
+from .reference import kept_file
 from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
 from .words import output_line, plural, printed_name
 
@@ -598,11 +599,12 @@ def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            (ev.solution_problem or "the solution was not run"))
     left_out = next((f for f in ev.solution_left_out
                      if f == spec.file or f.startswith(f"{spec.file} (")), None)
-    if left_out is not None and not (ev.solution_dir / spec.file).is_file():
+    expected = kept_file(ev.solution_dir, spec.file)
+    if left_out is not None and not expected.is_file():
         return CheckResult(spec.label, "incomplete", spec.file, "",
                            f"the course's reference does not keep the solution's {left_out}: "
                            "the check needs the solution itself")
-    return image_check(ev.run_dir / spec.file, ev.solution_dir / spec.file, spec.label,
+    return image_check(ev.run_dir / spec.file, expected, spec.label,
                        min_psnr=spec.min_psnr, max_diff=spec.max_diff, raw=spec.raw)
 
 

@@ -5,6 +5,7 @@ solution, still evaluates the checks that compare with it (`matches_solution`, `
     examples/reference/NAME/reference.toml       one entry per language and target
     examples/reference/NAME/LANG-TARGET/output.txt  the solution's output for those arguments
     examples/reference/NAME/LANG-TARGET/FILE         the files its image checks compare
+                                                     (FILE.gz where FILE is over 4 MiB)
 
 `idrrun course references` runs each solution and writes them (grading/course.py); `idrrun
 course check` holds each solution to its reference. Nothing is kept for hidden argument sets:
@@ -32,6 +33,7 @@ from .specs import Exercise
 FOLDER = "reference"  # beside the specs
 INDEX = "reference.toml"
 OUTPUT = "output.txt"
+PACKED = ".gz"  # a picture kept gzip-compressed (grading/course.py: over MAX_REFERENCE_FILE)
 TARGETS = ("host", "gpu")
 # Why a check that compares with the solution cannot be evaluated from the references.
 NO_TARGET_REFERENCE = "no reference for the {target} arguments"
@@ -48,6 +50,14 @@ class Reference:
     problem: str = ""
     # The files it does not keep, with why ("mandelbrot.pgm (13.4 MB: larger than …)").
     left_out: tuple[str, ...] = ()
+
+
+def kept_file(where: Path, name: str) -> Path:
+    """A solution's file in a folder of its files: NAME, or NAME.gz where a reference keeps it
+    compressed (images read either); NAME when neither is there."""
+    plain = where / name
+    packed = where / (name + PACKED)
+    return packed if not plain.is_file() and packed.is_file() else plain
 
 
 def folder(exercise: Exercise) -> Path:
