@@ -5,13 +5,14 @@
 - students: the wheel installed alone in a folder of its own (`pip install --no-deps --target`),
   a students' copy of the course made from it (`idrrun course init --students`), and from that
   copy's examples the C solutions of async_matmul, data_laplace and profile_cg checked with
-  `idrrun run -a --profile --check` as a student's notebook checks them: on a GPU each must
+  `idrrun run -a --profile --check` (`-t` for OpenMP target) as a student's notebook checks them: on a GPU each must
   PASS with every check evaluated (the solution's output from the copy's references).
 - feedback: data_laplace graded with the teacher's course (`--visibility full`): the solution
   and a port that brings A back to the host at every iteration; the feedback's comparison with
   the solution (figures and both timelines) is printed, the files kept in the log folder.
 --wheel: the wheel to install (default: the newest in dist/, else one built with `pip wheel`).
 --host: without a GPU, a check of the driver (PASS here, no timelines).
+--all: every exercise's C solution checked in the students' copy, not only the three.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import bench
 
 sys.path.insert(0, str(bench.ROOT))
 
+from idrrun.checks import specs  # noqa: E402
 from idrrun.grading.comparison import HEADING  # noqa: E402
 
 EXERCISES = ("async_matmul", "data_laplace", "profile_cg")
@@ -49,7 +52,7 @@ def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Completed
     return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
-def students(whl: Path, work: Path) -> list[str]:
+def students(whl: Path, work: Path, exercises: Sequence[str] = EXERCISES) -> list[str]:
     target = work / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
                     "--target", str(target), str(whl)], check=True)
@@ -66,15 +69,20 @@ def students(whl: Path, work: Path) -> list[str]:
         return [f"course init --students failed: {made.stderr.strip()}"]
     env["IDRRUN_EXAMPLES"] = str(copy / "examples")
     lines = [f"a students' copy made from {whl.name}, installed alone"]
-    for ex in EXERCISES:
+    for ex in exercises:
         solution = bench.EXAMPLES / "C" / f"{ex}_solution.c"
-        checked = run([sys.executable, "-m", "idrrun.cli", "run", "-a", "--profile", "--check", ex,
+        # The flag of the exercise's model, as its notebook's cells have it: -t for OpenMP target.
+        model = "-t" if specs.load(bench.EXAMPLES / f"{ex}.toml").model == "openmp" else "-a"
+        checked = run([sys.executable, "-m", "idrrun.cli", "run", model, "--profile", "--check", ex,
                        str(solution)], env, work)
         verdict = next((line for line in checked.stdout.splitlines() if line.startswith(f"{ex}: ")),
                        f"{ex}: no verdict (exit {checked.returncode}): {checked.stderr.strip()[-200:]}")
         lines.append(f"  {verdict}  (exit {checked.returncode})")
         lines += [f"    {line.strip()}" for line in checked.stdout.splitlines()
                   if re.match(r"\s+\S.*\s(INCOMPLETE|FAIL)\s", line)]
+        if ": PASS" not in verdict:  # what the run said, to tell why
+            lines += [f"    | {line}" for line in
+                      (checked.stdout + checked.stderr).strip().splitlines()[-12:]]
     return lines
 
 
@@ -112,6 +120,8 @@ def main() -> int:
     ap = bench.parser(__doc__)
     ap.add_argument("--wheel", type=Path, help="the wheel to install (default: dist/'s newest)")
     ap.add_argument("--host", action="store_true", help="run without a GPU: a check of the driver")
+    ap.add_argument("--all", action="store_true",
+                    help="every exercise's C solution in the students' copy, not only the three")
     args = ap.parse_args()
     gpu = (bench.gpu_name() or "no GPU") if args.host else bench.require_gpu("students_gpu")
     work = Path(tempfile.mkdtemp(prefix="idrrun-students-"))
@@ -121,7 +131,8 @@ def main() -> int:
         Path(tempfile.mkdtemp(prefix="idrrun-students-feedback-"))
     logs.mkdir(parents=True, exist_ok=True)
     try:
-        lines = [gpu, *students(wheel(args.wheel, work), work), *feedback(work, logs)]
+        exercises = sorted(p.stem for p in bench.EXAMPLES.glob("*.toml")) if args.all else EXERCISES
+        lines = [gpu, *students(wheel(args.wheel, work), work, exercises), *feedback(work, logs)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     bench.report("a students' copy and a feedback on this machine", lines, record=args.record)
