@@ -459,7 +459,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                          box=box, outer=outside))
     shown.finish()
     renamed.finish()
-    p = profile.stopped(pplan, p)
+    p = profile.stopped(pplan, p, staged.run_folder)
     notes.add(p.notes)
     nodes, placed = launch.after(how, p)
     if len(nodes) > 1:

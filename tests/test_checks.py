@@ -51,8 +51,9 @@ def test_exit_ok_says_how_the_program_ended_in_a_sentence() -> None:
     assert said(returncode=None, timed_out=True) == "the program did not end in time (it timed out)"
     assert said(returncode=-2, interrupted=True) == "the program was interrupted"
     assert said(returncode=None, interrupted=True, timed_out=True) == "the program was interrupted"
+    # Not the program's doing: not judged (test_a_program_that_could_not_start_...).
     assert said(returncode=None, start_error="No such file or directory") == \
-        "the program could not be started (No such file or directory)"
+        "not judged: the program could not be started (No such file or directory), so it did not run"
 
 
 def test_value_within_tolerance() -> None:
@@ -220,6 +221,22 @@ def test_trace_checks_do_not_judge_a_run_that_did_not_end_normally() -> None:
     ended = dataclasses.replace(ev(), trace_values=gpu)
     assert evaluate_one(CheckSpec("queues", "queues", minimum=3), ended).status == "pass"
     assert evaluate_one(CheckSpec("data_moved", "data", max_bytes=1.0), ended).status == "fail"
+
+
+def test_a_program_that_could_not_start_is_not_judged_on_its_run() -> None:
+    """Its launcher, a profiler or the box failed: the checks of what a run shows are
+    incomplete, saying why; the ones on the source still judge."""
+    proc = ProcResult(("prog",), None, start_error="nsys ended (exit code 1) before it started")
+    never = dataclasses.replace(ev(), run=RunResult(("prog",), proc),
+                                trace_values={"kernels": 0.0})
+    for spec in (CheckSpec("exit_ok", "exit"), CheckSpec("line", "greeting", exact="hi"),
+                 CheckSpec("ran_on_gpu", "gpu")):
+        r = evaluate_one(spec, never)
+        assert (r.status, r.got) == ("incomplete", "not run"), r
+        assert r.reason == ("not judged: the program could not be started (nsys ended (exit code "
+                            "1) before it started), so it did not run"), r.reason
+    r = evaluate_one(CheckSpec("source", "clause", regex=r"#pragma acc parallel"), never)
+    assert r.status == "pass", r
 
 
 def test_agrees_with_host() -> None:

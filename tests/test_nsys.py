@@ -8,6 +8,7 @@ Newer generations that cannot be installed here go through the fake (test_profil
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -340,3 +341,66 @@ def test_real_nsys_stops_the_program_at_its_timeout(nsys: str, tmp_path: Path) -
     assert "run failed: timed out after 3 s" in r.stderr and "started" in r.stdout
     assert took < 40, took  # nsys starts and writes its report in a few seconds; the grace is 60
     assert "GPU profile (Nsight Systems)" in r.stdout  # the report was written and read
+
+
+def test_nsys_failing_before_the_program_is_not_the_programs_failure(nsys: str, tmp_path: Path) -> None:
+    """Real nsys that cannot start (a TMPDIR it cannot write, as a full disk does) ends with
+    exit code 1 before the program runs: once a FAIL of "the program ended with exit code 1"
+    and every output check, now a run that could not start, its checks not judged; a program
+    that fails under nsys still fails, and no launch mark is left in the profile folder."""
+    from idrrun.profile.session import LAUNCHED_PREFIX, NOT_LAUNCHED
+
+    (tmp_path / "p.c").write_text(HOST_PROGRAM)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, TMPDIR=str(tmp_path / "no-such-folder"))
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "run", "-a", "--profile",
+                        "--profiler", "nsys", "p.c"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 3, r.stdout + r.stderr
+    said = NOT_LAUNCHED.format(how="exit code 1")
+    assert f"run failed: could not start: {said}" in r.stderr, r.stdout + r.stderr
+    assert "sum = " not in r.stdout
+    # The program itself failing under nsys is the program's failure, as before.
+    (tmp_path / "q.c").write_text('#include <stdio.h>\nint main(void){puts("ran");return 3;}\n')
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "run", "--profile", "--profiler", "nsys",
+                        "q.c"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=PYTHONPATH))
+    assert r.returncode == 3 and "run failed: exit code 3" in r.stderr, r.stdout + r.stderr
+    assert "ran" in r.stdout
+    assert not list((tmp_path / "idrrun-profile").rglob(LAUNCHED_PREFIX + "*"))
+
+
+def test_graded_under_nsys_in_the_box_nsys_failing_is_an_error_row(nsys: str, tmp_path: Path) -> None:
+    """A notebook's `--profile` line graded in the box under real nsys: a program that exits 3
+    fails as its own doing (the launch mark is made and read in the box's folder); nsys that
+    cannot start (the teacher's profiler command with an option it does not know) makes an
+    error row, "not graded", never the student's fail."""
+    import nbformat
+
+    from idrrun.profile.session import NOT_LAUNCHED
+
+    solution = (ROOT / "examples" / "C" / "intro_saxpy_solution.c").read_text()
+    assert "return 0;" in solution
+    for name, text in (("ann", solution), ("cid", solution.replace("return 0;", "return 3;"))):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("%%idrrun -a --profile\n" + text)]
+        nbformat.write(nb, str(tmp_path / f"{name}.ipynb"))
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(ROOT / "examples"))
+
+    def graded(*extra: str) -> dict[str, dict[str, object]]:
+        r = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "intro_saxpy", "ann.ipynb",
+                            "cid.ipynb", "--json", "--fresh", *extra], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600, env=env)
+        assert r.stdout.strip(), r.stderr
+        rows = json.loads(r.stdout)["rows"]
+        return {str(row["student"]): row for row in rows}
+
+    rows = graded()
+    assert rows["ann"]["verdict"] in ("pass", "incomplete"), rows["ann"]
+    assert rows["cid"]["verdict"] == "fail" and "exit code 3" in str(rows["cid"]["reasons"])
+    assert not str(rows["cid"]["sandbox"]).startswith("none"), rows["cid"]
+    (tmp_path / "teacher.toml").write_text('[profiler]\ncommand = ["nsys", "profile", "--no-such-option"]\n')
+    rows = graded("--config", "teacher.toml")
+    for row in rows.values():
+        assert row["verdict"] == "error", row
+        assert row["reasons"] == "not graded: the run could not start: " + \
+            NOT_LAUNCHED.format(how="exit code 1"), row["reasons"]

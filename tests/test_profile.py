@@ -22,7 +22,7 @@ from idrrun.profile import perfetto, timeline, tracefile, tracer
 from idrrun.profile.model import (HTOD, NO_GPU_ACTIVITY, Copy, Device, Kernel, Memset, ProfilePlan,
                                   StreamQueue, Sync, Trace)
 from idrrun.profile.render import ProfileView
-from idrrun.profile.session import collect, plan
+from idrrun.profile.session import LAUNCH_MARK, LAUNCHED_PREFIX, LAUNCHED_VAR, collect, plan
 from idrrun.profile.summary import summarize, trace_values, where
 from idrrun.profile.tracefile import read_trace
 from idrrun.profile.tracer import find_cupti
@@ -394,11 +394,14 @@ def test_nsys_command_line_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
                                           host_program: Path) -> None:
     run = tmp_path / "run"
     p = plan("auto", run, tmp_path / "cache")
-    assert p.kind == "nsys" and p.env == {}
+    # Between nsys and the program, the launch mark (session.LAUNCH_MARK): its own name per run.
+    assert p.kind == "nsys" and p.launched.startswith(LAUNCHED_PREFIX)
+    assert p.env == {LAUNCHED_VAR: str(run / p.launched)}
     assert p.argv_prefix == (str(FAKES / "nsys"), "profile", "--trace=openacc,cuda,osrt,nvtx",
                              "--sample=none", "--cpuctxsw=none", "--stats=false",
-                             "-o", str(run / "report"), "--force-overwrite=true")
+                             "-o", str(run / "report"), "--force-overwrite=true", *LAUNCH_MARK)
     _run_under(p, host_program)
+    assert (run / p.launched).is_file()  # the launch left its mark; stopped() takes it away
     report = collect(p, source_name="cell[1]")
     calls = _logged(fake_nsys_env)
     assert calls[0][1:] == [*p.argv_prefix[1:], str(host_program)]
@@ -522,7 +525,8 @@ def test_configured_nsys_options_replace_the_defaults_with_fake_nsys(
     # the sampling given stays; context switches stay off (nsys.QUIET_OPTIONS)
     assert p.argv_prefix == (str(FAKES / "nsys"), "profile", "--trace=cuda,openacc",
                              "--sample=none", "--cpuctxsw=none", "--stats=false",
-                             "-o", str(tmp_path / "run" / "report"), "--force-overwrite=true")
+                             "-o", str(tmp_path / "run" / "report"), "--force-overwrite=true",
+                             *LAUNCH_MARK)
 
 
 def test_nsys_chosen_but_missing_gives_none(tmp_path: Path) -> None:

@@ -643,6 +643,12 @@ CUT_SHORT = ("not judged: the run did not end normally ({how}), and the GPU trac
 
 
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    if ev.run is not None and ev.run.proc.start_error is not None and \
+            (spec.kind in _NEEDS_RUN or spec.kind in TRACE_KINDS):
+        # The program never ran (its launcher, a profiler or the box failed): nothing of the
+        # student's to judge in what a run shows.
+        return CheckResult(spec.label, "incomplete", "", "not run",
+                           f"not judged: {_ended(ev.run.proc)}, so it did not run")
     if spec.kind in TRACE_KINDS:
         if ev.trace_values is None and ev.target not in (None, "gpu"):
             # Built for the host: only a GPU can say; the verdict names it ("PASS here").

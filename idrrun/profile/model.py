@@ -44,6 +44,9 @@ class ProfilePlan:
     # The profiler's own installation, when it runs in front of the program (nsys in an SDK):
     # a box shows it read-only.
     installation: Path | None = None
+    # nsys: the name, in run_dir, of the mark the program's launch leaves (LAUNCH_MARK), which
+    # tells nsys failing before the program from the program failing; "": none.
+    launched: str = ""
 
 
 # ---------------------------------------------------------------------------------------

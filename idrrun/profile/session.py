@@ -40,6 +40,7 @@ import dataclasses
 import math
 import os
 import re
+import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import ProcResult
-from ..run import proc
+from ..run import boundary, proc
 from . import nsys as _nsys
 from . import nsysdb, perfetto
 from .hints import find_hints
@@ -101,6 +102,17 @@ def run_dir_name(label: str) -> str:
     """The name of one profiled run's folder: LABEL-YYYYmmdd-HHMMSS."""
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "run"
     return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+# Between nsys and the program: a shell that leaves a mark (an empty file named by
+# LAUNCHED_VAR, in the profile's folder), then execs the program (same pid, which nsys follows).
+# No mark after a failed run: nsys failed before it started the program (stopped()).
+LAUNCHED_VAR = "IDRRUN_LAUNCHED"
+LAUNCHED_PREFIX = ".idrrun-launched-"
+LAUNCH_MARK = ("/bin/sh", "-c", ': > "$IDRRUN_LAUNCHED"; exec "$0" "$@"')
+NOT_LAUNCHED = ("nsys ended ({how}) before it started the program, so the program did not run "
+                "(nsys's own messages are in the run's output: a full disk, a TMPDIR it cannot "
+                "write, an option it does not know?)")
 
 
 def relocated(plan: ProfilePlan, folder: Path) -> ProfilePlan:
@@ -164,18 +176,31 @@ def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str
         if not command:
             found = shutil.which("nsys", path=env.get("PATH", os.defpath))
             command = (found,) if found else ()
+
         if command and not _nsys.is_nsys(command):
             if choice == "nsys":
                 return _none(run_dir, f"the configured profiler {command[0]} is not nsys")
             return ProfilePlan(kind="command", argv_prefix=command, env={}, run_dir=run_dir,
                                notes=((f"profiling with the configured {Path(command[0]).name}; "
                                        "idrrun does not read its results"),))
+        if command and "/" not in command[0]:
+            # A bare name is looked up on PATH here: its installation (shown to a box) is where
+            # the found executable lives, not a name beside the working folder.
+            found = shutil.which(command[0], path=env.get("PATH", os.defpath))
+            if found is None:
+                return _none(run_dir, f"the configured profiler {command[0]} is not on PATH")
+            command = (found, *command[1:])
         if command:
             report = run_dir / f"{_nsys.REPORT_BASENAME}.nsys-rep"
             duration = math.ceil(timeout) if timeout is not None else None
-            return ProfilePlan(kind="nsys", argv_prefix=_nsys.profile_argv(command, run_dir, duration),
-                               env={}, run_dir=run_dir, output=report, nsys=command[0],
-                               grace=NSYS_GRACE, duration=duration,
+            # A name of its own per run: no mark of an earlier run is taken for this one's.
+            mark = LAUNCHED_PREFIX + secrets.token_hex(8)
+            return ProfilePlan(kind="nsys",
+                               argv_prefix=(*_nsys.profile_argv(command, run_dir, duration),
+                                            *LAUNCH_MARK),
+                               env={LAUNCHED_VAR: str(run_dir / mark)}, run_dir=run_dir,
+                               output=report, nsys=command[0], grace=NSYS_GRACE,
+                               duration=duration, launched=mark,
                                installation=Path(command[0]).resolve().parent.parent)
         if choice == "nsys":
             return _none(run_dir, f"nsys is not on PATH: {NSYS_HINT}")
@@ -340,13 +365,52 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
     return _finish(plan, trace, summary, shown, report, notes, work)
 
 
-def stopped(plan: ProfilePlan | None, result: ProcResult) -> ProcResult:
+def stopped(plan: ProfilePlan | None, result: ProcResult, box_folder: Path | None = None) -> ProcResult:
     """The run as it ended: a program that nsys stopped at its --duration (the program's time
-    limit) timed out, though what ended was nsys, with status 128 + SIGKILL."""
-    if plan is None or plan.duration is None or result.timed_out or \
+    limit) timed out, though what ended was nsys, with status 128 + SIGKILL; nsys that failed
+    before it started the program (no launch mark: a full disk, an unusable TMPDIR, a profiler
+    that cannot run here) could not start the program, rather than the program failing.
+    box_folder: the graded run's folder, which holds plan.run_dir (its mark is read beneath it,
+    no link followed); None for a run in the user's folder. The mark is removed."""
+    if plan is None:
+        return result
+    started = _launched(plan, box_folder) if plan.launched else True
+    if not result.ok and not result.timed_out and not result.interrupted and \
+            result.start_error is None and started is False:
+        return dataclasses.replace(result, returncode=None,
+                                   start_error=NOT_LAUNCHED.format(how=result.describe()))
+    if plan.duration is None or result.timed_out or \
             result.returncode != _nsys.KILLED_STATUS or result.seconds < plan.duration:
         return result
     return dataclasses.replace(result, timed_out=True)
+
+
+def _launched(plan: ProfilePlan, box_folder: Path | None) -> bool | None:
+    """Whether the launch mark is in plan.run_dir (any entry of its name: only the launch, or
+    the program after it, makes one), removed once seen; None when the folder cannot be read."""
+    base = box_folder if box_folder is not None else plan.run_dir
+    try:
+        rel = plan.run_dir.relative_to(base).as_posix()
+        fd = boundary.open_dir(base)
+    except (OSError, ValueError):
+        return None
+    try:
+        inner = fd if rel == "." else \
+            boundary.open_beneath(fd, rel, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            try:
+                os.stat(plan.launched, dir_fd=inner, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            boundary.discard(inner, plan.launched)
+            return True
+        finally:
+            if inner != fd:
+                os.close(inner)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _tail(output: str, lines: int = 5) -> str:
