@@ -242,6 +242,25 @@ def make_reference(exercise: Exercise, language: str, target: str, settings: Set
     return ReferenceRow(exercise.name, language, target, args, made=_made(toolchain)), run
 
 
+def _keep_file(files: Path, name: str, folder: Path) -> str:
+    """The solution's file `name` (a picture, in `files`) kept in the reference folder: as it
+    is, or as NAME.gz over MAX_REFERENCE_FILE; "" when kept (or not written), else why not."""
+    picture = files / name
+    if not picture.is_file():
+        return ""
+    size = picture.stat().st_size
+    if size <= MAX_REFERENCE_FILE:
+        shutil.copyfile(picture, folder / name)
+        return ""
+    # mtime 0: the same picture makes the same bytes (the course is under git).
+    packed = gzip.compress(picture.read_bytes(), compresslevel=9, mtime=0)
+    if len(packed) <= MAX_REFERENCE_FILE:
+        (folder / (name + reference.PACKED)).write_bytes(packed)
+        return ""
+    return (f"{name} ({size / 1e6:.1f} MB, {len(packed) / 1e6:.1f} MB compressed: larger "
+            f"than the {MAX_REFERENCE_FILE >> 20} MiB a reference keeps)")
+
+
 def write_references(exercise: Exercise, made: Sequence[tuple[ReferenceRow, SolutionRun | None]]) -> Path:
     """The exercise's reference folder from what make_reference returned: every entry given
     replaced (an entry not made keeps the one already there, when it was made for the same
@@ -264,23 +283,8 @@ def write_references(exercise: Exercise, made: Sequence[tuple[ReferenceRow, Solu
             entry["made"] = row.made
             folder.mkdir(parents=True)
             (folder / reference.OUTPUT).write_text(run.output, encoding="utf-8")
-            left_out = []
-            for name in exercise.solution_files:
-                picture = run.files / name if run.files is not None else None
-                if picture is None or not picture.is_file():
-                    continue
-                size = picture.stat().st_size
-                if size <= MAX_REFERENCE_FILE:
-                    shutil.copyfile(picture, folder / name)
-                    continue
-                # mtime 0: the same picture makes the same bytes (the course is under git).
-                packed = gzip.compress(picture.read_bytes(), compresslevel=9, mtime=0)
-                if len(packed) <= MAX_REFERENCE_FILE:
-                    (folder / (name + reference.PACKED)).write_bytes(packed)
-                else:
-                    left_out.append(f"{name} ({size / 1e6:.1f} MB, {len(packed) / 1e6:.1f} MB "
-                                    f"compressed: larger than the {MAX_REFERENCE_FILE >> 20} MiB "
-                                    "a reference keeps)")
+            left_out = [why for name in exercise.solution_files
+                        if run.files is not None and (why := _keep_file(run.files, name, folder))]
             if left_out:
                 entry["left_out"] = left_out
         index.setdefault(row.language, {})[row.target] = entry
