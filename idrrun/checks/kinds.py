@@ -659,7 +659,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
         if ev.run is not None and not ev.run.proc.ok:
             # A program that dies with kernels queued (libgomp's fatal errors exit at once)
             # leaves a trace with or without them, as the GPU's timing has it: the same program
-            # gave 0 kernels graded alone and 3 beside seven others. Its verdict already fails
+            # gave 0 kernels graded at -j 1 and 3 at -j 8 (an H100). Its verdict already fails
             # on how it ended; these checks wait for a run that ends.
             return CheckResult(spec.label, "incomplete", "", "",
                                CUT_SHORT.format(how=ev.run.proc.describe()))
