@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade similarity sandbox annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed students slurm"
+SUITES="cell run jacobi grade similarity sandbox annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed students students-lines slurm"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -42,6 +42,7 @@ describe() {
     lanes-bench) echo "GPU: that class at -j 8 against the same work bare (lanes_class.py bench; 5 min)" ;;
     timed) echo "GPU: the timed checks' figures, solutions alone, as grading measures them (timed_figures.py; 2 min)" ;;
     students) echo "GPU: a students' copy from the wheel checks three solutions; data_laplace's feedback beside the solution (students_gpu.py; 1 min)" ;;
+    students-lines) echo "GPU: every check cell of the students' notebooks, with its own flags, on the solution, C and Fortran (students_gpu.py --lines; 4 min)" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
     host) echo "cell run grade similarity sandbox annotate" ;;
     gpu) echo "jacobi profile course-gpu" ;;
@@ -205,6 +206,9 @@ run_suite() {
     students)
       gpu_only students || return 0
       step students 300 "$PY" benchmarks/students_gpu.py ;;
+    students-lines)
+      gpu_only students-lines || return 0
+      step students-lines 540 "$PY" benchmarks/students_gpu.py --lines ;;
     slurm) step slurm 900 "$PY" benchmarks/slurm_bench.py --count "$(q 12 60)" --repeat "$(q 5 20)" ;;
   esac
 }

@@ -13,12 +13,17 @@
 --wheel: the wheel to install (default: the newest in dist/, else one built with `pip wheel`).
 --host: without a GPU, a check of the driver (PASS here, no timelines).
 --all: every exercise's C solution checked in the students' copy, not only the three.
+--lines: every `%%idrrun ... --check NAME` cell of the students' copy's notebooks, C and Fortran,
+  with the notebook's own flags (no --profile added), on the teacher's solution of that language:
+  on a GPU each must PASS with every check evaluated (issue 34).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -52,7 +57,9 @@ def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Completed
     return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
-def students(whl: Path, work: Path, exercises: Sequence[str] = EXERCISES) -> list[str]:
+def install(whl: Path, work: Path) -> tuple[Path, dict[str, str]] | str:
+    """The wheel installed alone and a students' copy made from it: the copy and the
+    environment that runs idrrun from the wheel with that copy's examples; or why not."""
     target = work / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
                     "--target", str(target), str(whl)], check=True)
@@ -66,8 +73,31 @@ def students(whl: Path, work: Path, exercises: Sequence[str] = EXERCISES) -> lis
     made = run([sys.executable, "-m", "idrrun.cli", "course", "init", "--students", str(copy)],
                env, work)
     if made.returncode != 0:
-        return [f"course init --students failed: {made.stderr.strip()}"]
+        return f"course init --students failed: {made.stderr.strip()}"
     env["IDRRUN_EXAMPLES"] = str(copy / "examples")
+    return copy, env
+
+
+def verdict_lines(name: str, checked: subprocess.CompletedProcess[str]) -> list[str]:
+    """The verdict line of one checked run, the rows that did not pass, and the run's last
+    lines where it is no PASS."""
+    verdict = next((line for line in checked.stdout.splitlines() if line.startswith(f"{name}: ")),
+                   f"{name}: no verdict (exit {checked.returncode}): "
+                   f"{checked.stderr.strip()[-200:]}")
+    lines = [f"  {verdict}  (exit {checked.returncode})"]
+    lines += [f"    {line.strip()}" for line in checked.stdout.splitlines()
+              if re.match(r"\s+\S.*\s(INCOMPLETE|FAIL)\s", line)]
+    if ": PASS" not in verdict or "PASS here" in verdict:
+        lines += [f"    | {line}" for line in
+                  (checked.stdout + checked.stderr).strip().splitlines()[-12:]]
+    return lines
+
+
+def students(whl: Path, work: Path, exercises: Sequence[str] = EXERCISES) -> list[str]:
+    made = install(whl, work)
+    if isinstance(made, str):
+        return [made]
+    copy, env = made
     lines = [f"a students' copy made from {whl.name}, installed alone"]
     for ex in exercises:
         solution = bench.EXAMPLES / "C" / f"{ex}_solution.c"
@@ -75,14 +105,50 @@ def students(whl: Path, work: Path, exercises: Sequence[str] = EXERCISES) -> lis
         model = "-t" if specs.load(bench.EXAMPLES / f"{ex}.toml").model == "openmp" else "-a"
         checked = run([sys.executable, "-m", "idrrun.cli", "run", model, "--profile", "--check", ex,
                        str(solution)], env, work)
-        verdict = next((line for line in checked.stdout.splitlines() if line.startswith(f"{ex}: ")),
-                       f"{ex}: no verdict (exit {checked.returncode}): {checked.stderr.strip()[-200:]}")
-        lines.append(f"  {verdict}  (exit {checked.returncode})")
-        lines += [f"    {line.strip()}" for line in checked.stdout.splitlines()
-                  if re.match(r"\s+\S.*\s(INCOMPLETE|FAIL)\s", line)]
-        if ": PASS" not in verdict:  # what the run said, to tell why
-            lines += [f"    | {line}" for line in
-                      (checked.stdout + checked.stderr).strip().splitlines()[-12:]]
+        lines += verdict_lines(ex, checked)
+    return lines
+
+
+CHECK_CELL = re.compile(r"^%%idrrun\s+(.*--check\s+(\w+).*)$")
+SUFFIX = {"C": ".c", "Fortran": ".f90"}
+
+
+def notebook_lines(copy: Path) -> list[tuple[str, str, list[str], str]]:
+    """Every check cell of the copy's notebooks: (language folder, notebook, its flags, the
+    exercise), in the notebooks' order."""
+    found = []
+    for lang in SUFFIX:
+        for nb in sorted((copy / "notebooks" / lang).glob("*.ipynb")):
+            cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+            for cell in cells:
+                if cell.get("cell_type") != "code":
+                    continue
+                first = "".join(cell.get("source", "")).split("\n", 1)[0].strip()
+                m = CHECK_CELL.match(first)
+                if m is not None:
+                    found.append((lang, nb.name, shlex.split(m.group(1)), m.group(2)))
+    return found
+
+
+def lines_mode(whl: Path, work: Path) -> list[str]:
+    """Each check cell's own flags on the teacher's solution of its language, in the copy."""
+    made = install(whl, work)
+    if isinstance(made, str):
+        return [made]
+    copy, env = made
+    cells = notebook_lines(copy)
+    lines = [f"a students' copy made from {whl.name}: {len(cells)} check cells"]
+    passed = 0
+    for lang, nb, flags, ex in cells:
+        solution = bench.EXAMPLES / lang / f"{ex}_solution{SUFFIX[lang]}"
+        # Where the notebook runs: the copy's notebooks folder of that language.
+        checked = run([sys.executable, "-m", "idrrun.cli", "run", *flags, str(solution)],
+                      env, copy / "notebooks" / lang)
+        lines.append(f"{lang}/{nb}: %%idrrun {shlex.join(flags)}")
+        got = verdict_lines(ex, checked)
+        passed += int(": PASS" in got[0] and "PASS here" not in got[0])
+        lines += got
+    lines.append(f"{passed} of {len(cells)} check cells PASS with every check evaluated")
     return lines
 
 
@@ -122,6 +188,8 @@ def main() -> int:
     ap.add_argument("--host", action="store_true", help="run without a GPU: a check of the driver")
     ap.add_argument("--all", action="store_true",
                     help="every exercise's C solution in the students' copy, not only the three")
+    ap.add_argument("--lines", action="store_true",
+                    help="every check cell of the copy's notebooks with its own flags, C and Fortran")
     args = ap.parse_args()
     gpu = (bench.gpu_name() or "no GPU") if args.host else bench.require_gpu("students_gpu")
     work = Path(tempfile.mkdtemp(prefix="idrrun-students-"))
@@ -132,7 +200,10 @@ def main() -> int:
     logs.mkdir(parents=True, exist_ok=True)
     try:
         exercises = sorted(p.stem for p in bench.EXAMPLES.glob("*.toml")) if args.all else EXERCISES
-        lines = [gpu, *students(wheel(args.wheel, work), work, exercises), *feedback(work, logs)]
+        if args.lines:
+            lines = [gpu, *lines_mode(wheel(args.wheel, work), work)]
+        else:
+            lines = [gpu, *students(wheel(args.wheel, work), work, exercises), *feedback(work, logs)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     bench.report("a students' copy and a feedback on this machine", lines, record=args.record)
