@@ -48,7 +48,7 @@ def test_moodle_csv_has_the_columns_of_moodles_grade_import(tmp_path: Path) -> N
     rows = _read(gradebook.moodle_csv(_book(tmp_path)))
     assert rows[0] == ["First name", "Last name", "ID number", "Email address", "loops_dot", "intro_pi"]
     assert rows[1:] == [["Ann", "Martin", "20230001", "ann@uni.example", "12", "17"],
-                        ["Bob Durand", "", "20230002", "bob@uni.example", "", ""],
+                        ["Bob Durand", "", "20230002", "bob@uni.example", "8", ""],
                         ["Cy Li", "", "20230003", "cy@uni.example", "", ""]]
 
 
@@ -69,14 +69,18 @@ def test_gradebook_policies_and_what_it_says(tmp_path: Path) -> None:
     assert [s.submission for s in book.students] == ["ann", "bob", "cy"]  # one row each, roster order
     assert [r.student for r in book.unmatched] == ["zed"]
     notes = "\n".join(book.notes)
-    assert "bob, loops_dot: 2 points not evaluated here" in notes
+    # Most of the class had every point evaluated: bob's 2 not evaluated count as not earned.
+    assert "bob, loops_dot: 2 points not evaluated for this submission, counted as not earned: " \
+        "look at its row" in notes
     assert "bob, intro_pi: not graded (error" in notes and "cy, loops_dot: no submission" in notes
     scaled = _book(tmp_path, gradebook.Policy(out_of=20))
     assert scaled.cells["ann", "loops_dot"] == round(12 * 20 / 14, 2) and scaled.possible["intro_pi"] == 20
     plain = _read(gradebook.plain_csv(book))
     assert plain[0][:8] == ["submission", "id", "email", "name", "loops_dot", "loops_dot out of",
                             "loops_dot not evaluated", "loops_dot verdict"]
-    assert plain[2][4:8] == ["", "14", "2", "fail"] and plain[3][4:8] == ["", "14", "", "no submission"]
+    assert plain[2][4:8] == ["8", "14", "2", "fail"] and plain[3][4:8] == ["", "14", "", "no submission"]
+    blank = _book(tmp_path, gradebook.Policy(incomplete="blank"))
+    assert blank.cells["bob", "loops_dot"] is None and blank.cells["ann", "loops_dot"] == 12
 
 
 @pytest.mark.parametrize("roster, message", [
