@@ -110,7 +110,7 @@ def main(tokens: Sequence[str]) -> int:
 def _say(book: gradebook.Gradebook, outputs: dict[str, Path], said: Sequence[str]) -> None:
     print(f"gradebook: {plural(len(book.students), 'student')}, "
           f"{plural(len(book.exercises), 'exercise')} "
-          f"({', '.join(f'{book.column(e)} /{points(book.possible[e])}' for e in book.exercises)})")
+          f"({', '.join(_out_of(book, e) for e in book.exercises)})")
     for name, path in outputs.items():
         print(f"{name}: {path}")
     for line in said:
@@ -122,3 +122,10 @@ def _say(book: gradebook.Gradebook, outputs: dict[str, Path], said: Sequence[str
     for r in book.unmatched:
         # Submission names are students' file names: printed neutralised.
         print(neutralise(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})"))
+
+
+def _out_of(book: gradebook.Gradebook, exercise: str) -> str:
+    """"loops_dot /14"; "intro_pi /17 (17 of 18 points evaluated)" where not every point could be."""
+    column = book.column(exercise)
+    return f"{exercise} /{points(book.possible[exercise])}" + \
+        (column.removeprefix(exercise) if column != exercise else "")
