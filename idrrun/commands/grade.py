@@ -111,13 +111,13 @@ def main(tokens: Sequence[str]) -> int:
     lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
     for note in lane_notes:
         say(note)
-    # Said before a grading starts (a cluster's GPUs are on its nodes, not on this machine).
-    say(grades.before_grading(exercise, possible(exercise, len(exercise.hidden_args)),
-                              bool(probe.gpus) or settings.launcher.kind == "srun"))
+    say(_before_grading(exercise, probe, settings))
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
     key = report.grading_key(settings)
+    # Read before grading: a teacher's typo in it stops the command now, not after the class.
+    adjustments = _adjustments(args.report)
     already: dict[str, report.GradeRow] = {}
     if args.report is not None and not args.fresh:
         already, said = report.resume(args.report, exercise, subs, key)
@@ -129,7 +129,7 @@ def main(tokens: Sequence[str]) -> int:
     rows = _grade(args, console, subs, exercise, settings, probe, level, already, key, lanes)
     if rows is None:
         return EXIT_INTERRUPTED
-    rows, said = _adjusted(args.report, rows)
+    rows, said = _adjusted(args.report, adjustments, rows)
     for line in said:
         say(line)
     summary = stats.class_stats(exercise.name, rows, {r.student: r.adjustment for r in rows
@@ -137,16 +137,29 @@ def main(tokens: Sequence[str]) -> int:
     _write(args, rows, exercise, key, summary)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
-        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": notes,
-                    "report": str(args.report) if args.report is not None else None,
-                    "feedback": str(args.feedback) if args.feedback is not None else None,
-                    "stats": stats.as_dict(summary),
-                    "rows": [row_dict(r) for r in rows]})
+        _print_json(args, exercise, level, counts, notes, summary, rows)
     else:
         _render(console, args, rows, counts, summary)
     # Completed grading is a success whatever the students' verdicts (nbgrader, otter); rows the
     # grader could not judge at all are not.
     return EXIT_FAILED if counts["error"] else EXIT_OK
+
+
+def _before_grading(exercise: Exercise, probe: Probe, settings: Settings) -> str:
+    """What this machine cannot evaluate, said before a grading starts (a cluster's GPUs are
+    on its nodes, not on this machine)."""
+    return grades.before_grading(exercise, possible(exercise, len(exercise.hidden_args)),
+                                 bool(probe.gpus) or settings.launcher.kind == "srun")
+
+
+def _print_json(args: argparse.Namespace, exercise: Exercise, level: str, counts: dict[str, int],
+                notes: Sequence[str], summary: stats.ClassStats,
+                rows: Sequence[report.GradeRow]) -> None:
+    print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": list(notes),
+                "report": str(args.report) if args.report is not None else None,
+                "feedback": str(args.feedback) if args.feedback is not None else None,
+                "stats": stats.as_dict(summary),
+                "rows": [row_dict(r) for r in rows]})
 
 
 def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
@@ -186,13 +199,18 @@ def _grade(args: argparse.Namespace, console: Console, subs: list[discover.Submi
         return None
 
 
-def _adjusted(path: Path | None, rows: list[report.GradeRow]) -> tuple[list[report.GradeRow], list[str]]:
+def _adjustments(path: Path | None) -> dict[str, grades.Adjustment]:
+    """The teacher's adjustments beside the report ({} without a report)."""
+    return grades.read_adjustments(grades.adjustments_path(path)) if path is not None else {}
+
+
+def _adjusted(path: Path | None, found: dict[str, grades.Adjustment],
+              rows: list[report.GradeRow]) -> tuple[list[report.GradeRow], list[str]]:
     """The rows with the teacher's adjustments (the file beside the report, which no grading
     writes: it outlives every regrading), and what to say of them."""
     if path is None:
         return rows, []
     where = grades.adjustments_path(path)
-    found = grades.read_adjustments(where)
     said = grades.unknown_students(found, [r.student for r in rows if r.score is not None], where)
     rows = [dataclasses.replace(r, adjustment=found.get(r.student) if r.score is not None else None)
             for r in rows]

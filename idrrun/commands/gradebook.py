@@ -78,16 +78,7 @@ def main(tokens: Sequence[str]) -> int:
     if not outputs:
         raise UsageError("idrrun gradebook: give at least one of --moodle, --canvas, --csv")
     roster = gradebook.read_roster(args.roster)
-    left_out = [gradebook.beside_a_report(path) for path in args.reports]
-    reports = [path for path, why in zip(args.reports, left_out) if not why]
-    if not reports:
-        raise UsageError("idrrun gradebook: no report among " +
-                         ", ".join(str(p) for p in args.reports))
-    marked, said = [], [why for why in left_out if why]
-    for path in reports:
-        rows = gradebook.read_report(path)
-        said += gradebook.adjustment_notes(path, rows)
-        marked += rows
+    marked, said = _read_reports(args.reports)
     book = gradebook.gradebook(roster, marked, gradebook.Policy(args.missing, args.incomplete,
                                                                 args.out_of))
     texts = {name: gradebook.FORMATS[name](book) for name in outputs}  # all checked, then written
@@ -105,6 +96,22 @@ def main(tokens: Sequence[str]) -> int:
     else:
         _say(book, outputs, said)
     return EXIT_FAILED if book.unmatched else EXIT_OK
+
+
+def _read_reports(paths: Sequence[Path]) -> tuple[list[gradebook.Marked], list[str]]:
+    """The rows of every report given, and what to say of the files beside them (a statistics
+    file a glob named, the adjustments)."""
+    left_out = [gradebook.beside_a_report(path) for path in paths]
+    reports = [path for path, why in zip(paths, left_out) if not why]
+    if not reports:
+        raise UsageError("idrrun gradebook: no report among " + ", ".join(str(p) for p in paths))
+    marked: list[gradebook.Marked] = []
+    said = [why for why in left_out if why]
+    for path in reports:
+        rows = gradebook.read_report(path)
+        said += gradebook.adjustment_notes(path, rows)
+        marked += rows
+    return marked, said
 
 
 def _say(book: gradebook.Gradebook, outputs: dict[str, Path], said: Sequence[str]) -> None:

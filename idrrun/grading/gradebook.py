@@ -300,13 +300,21 @@ def _column(exercise: str, scale: float, possible: float) -> str:
     return f"{exercise} ({points(scale)} of {plural(possible, 'point')} evaluated)"
 
 
+def _exercises(exercises: Sequence[str], reports: Sequence[Marked], policy: Policy) -> tuple[
+        dict[str, float], dict[str, float], dict[str, tuple[str, ...]]]:
+    """Each exercise's points, what its grades are out of (before --out-of), and its checks."""
+    rows = {e: [r for r in reports if r.exercise == e] for e in exercises}
+    return ({e: _possible(e, rows[e]) for e in exercises},
+            {e: _scale(rows[e], policy) for e in exercises},
+            {e: tuple(dict.fromkeys(label for r in rows[e] for label in r.by_check)) for e in exercises})
+
+
 def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Policy) -> Gradebook:
     """Every roster student's grade for every exercise of the reports (in the order met)."""
     exercises = tuple(dict.fromkeys(r.exercise for r in reports))
     known = {s.submission for s in roster}
     by_key = _by_student(reports)
-    possible = {e: _possible(e, [r for r in reports if r.exercise == e]) for e in exercises}
-    scale = {e: _scale([r for r in reports if r.exercise == e], policy) for e in exercises}
+    possible, scale, checks = _exercises(exercises, reports, policy)
     cells: dict[tuple[str, str], float | None] = {}
     notes = []
     for student in roster:
@@ -316,8 +324,6 @@ def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Poli
             if why:
                 notes.append(f"{student.submission}, {exercise}: {why}")
     written = {e: policy.out_of if policy.out_of is not None else scale[e] for e in exercises}
-    checks = {e: tuple(dict.fromkeys(label for r in reports if r.exercise == e for label in r.by_check))
-              for e in exercises}
     return Gradebook(exercises, written, tuple(roster), cells,
                      {k: v for k, v in by_key.items() if k[0] in known}, tuple(notes),
                      tuple(r for r in reports if r.student not in known),
