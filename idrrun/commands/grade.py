@@ -23,7 +23,7 @@ from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
 from ..checks.specs import Exercise
-from ..grading import classroom, discover, grades, report, stats
+from ..grading import classroom, discover, grades, names, report, stats
 from ..model import Lanes, Probe, Settings
 from ..request import config, options, policy
 from ..run import isolation, lanes as lanes_mod, rooms
@@ -98,7 +98,7 @@ def main(tokens: Sequence[str]) -> int:
 
     def say(text: str) -> None:
         if not args.json:  # stdout holds the JSON only
-            console.print(neutralise(text), markup=False)
+            console.print(neutralise(names.decodable(text)), markup=False)
 
     say(isolation.sandbox_support().describe())
     for note in notes:
@@ -241,7 +241,7 @@ def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeR
                  "kept by every regrading)" if args.report is not None else "",
                  f"feedback: {args.feedback}/" if args.feedback is not None else ""):
         if line:
-            console.print(neutralise(line), markup=False)
+            console.print(neutralise(names.decodable(line)), markup=False)
 
 
 @contextlib.contextmanager
@@ -284,7 +284,7 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
         # Students' text is never markup: Text cells are printed as they are, neutralised.
         table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
                       report.score_text(r.score, r.adjustment) if r.score is not None else "",
-                      Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
+                      Text(neutralise(names.decodable(r.reasons))), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
                       *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()))
     console.print(table)
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..files import write_atomic
 from ..checks.score import points
 from ..checks.words import plural
-from ..grading import grades, gradebook
+from ..grading import grades, gradebook, names
 from .common import Parser, print_json
 
 
@@ -114,21 +114,26 @@ def _read_reports(paths: Sequence[Path]) -> tuple[list[gradebook.Marked], list[s
     return marked, said
 
 
+def _out(text: str) -> None:
+    """A line on the terminal: names and paths are files' names, printed neutralised, their
+    bytes that are not UTF-8 as every report writes them (names.py)."""
+    print(neutralise(names.decodable(text)))
+
+
 def _say(book: gradebook.Gradebook, outputs: dict[str, Path], said: Sequence[str]) -> None:
-    print(f"gradebook: {plural(len(book.students), 'student')}, "
-          f"{plural(len(book.exercises), 'exercise')} "
-          f"({', '.join(_out_of(book, e) for e in book.exercises)})")
+    _out(f"gradebook: {plural(len(book.students), 'student')}, "
+        f"{plural(len(book.exercises), 'exercise')} "
+        f"({', '.join(_out_of(book, e) for e in book.exercises)})")
     for name, path in outputs.items():
-        print(f"{name}: {path}")
+        _out(f"{name}: {path}")
     for line in said:
-        print(neutralise(line))
+        _out(line)
     if book.notes:
         print("cells to look at:")
     for note in book.notes:
-        print(f"  {note}")
+        _out(f"  {note}")
     for r in book.unmatched:
-        # Submission names are students' file names: printed neutralised.
-        print(neutralise(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})"))
+        _out(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})")
 
 
 def _out_of(book: gradebook.Gradebook, exercise: str) -> str:
