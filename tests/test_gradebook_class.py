@@ -254,9 +254,14 @@ def test_a_class_graded_on_a_host_has_a_number_for_everyone_statistics_and_adjus
     rows = {row["student"]: row for row in csv.DictReader(report.open(encoding="utf-8"))}
     assert rows["dee"]["adjustment"] == "1.0" and "1 adjustment included" in r.stdout
 
-    r = idrrun("gradebook", str(report), "--roster", "roster.csv", "--moodle", "book/moodle.csv",
+    # As a shell's grades/* names them: the report, its statistics, its adjustments.
+    beside = sorted(str(p) for p in (tmp_path / "grades").iterdir() if not p.name.startswith("."))
+    assert len(beside) == 3
+    r = idrrun("gradebook", *beside, "--roster", "roster.csv", "--moodle", "book/moodle.csv",
                "--canvas", "book/canvas.csv", "--csv", "book/plain.csv", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "intro_pi.stats.csv: the class statistics beside a report, not a report: left out" in r.stdout
+    assert "dee, intro_pi: adjusted +1: found the wrong constant at the oral" in r.stdout
 
     def read(name: str) -> list[list[str]]:
         with (tmp_path / "book" / name).open(newline="", encoding="utf-8") as fh:
