@@ -7,11 +7,15 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import PYTHONPATH
 from idrrun.errors import UsageError
 from idrrun.grading import gradebook, grades, names, report
 from test_marks import _checks, _exercise, _row
@@ -265,3 +269,9 @@ def test_names_are_escaped_by_one_reversible_rule() -> None:
     assert len(set(written)) == len(set(tricky)) and written[-1] == "é"
     assert all(w.isprintable() for w in written)
     assert names.decodable(os.fsdecode(b"x\xff\\y\n")) == "x\\xff\\y\n"  # text keeps its lines
+    # --json too: a path that is not UTF-8 is written by the same rule, as JSON every reader takes.
+    r = subprocess.run([sys.executable, "-c", "import os; from idrrun.commands.common import print_json; "
+                        "print_json({'rows': [{'submission': os.fsdecode(b'/c/caf\\xe9.c')}]})"],
+                       capture_output=True, env=dict(os.environ, PYTHONPATH=PYTHONPATH), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.decode("utf-8")) == {"rows": [{"submission": "/c/caf\\xe9.c"}]}

@@ -12,6 +12,7 @@ backslashes `\\\\`, so that no two names are ever written alike (the rule can be
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # A byte that is not UTF-8, as os.fsdecode leaves it (U+DC80..U+DCFF stand for 0x80..0xFF).
 _UNDECODED = re.compile("[\udc80-\udcff]")
@@ -41,3 +42,15 @@ def decodable(text: str) -> str:
     """Any text for a report (a reason, a path, a compiler's message, a source line): its bytes
     that are not UTF-8 written `\\xNN`, the rest as it is."""
     return _UNDECODED.sub(lambda m: _escape(m.group(0)), text)
+
+
+def decodable_data(value: Any) -> Any:
+    """JSON-like data (dicts, lists, texts, numbers) with every text in it decodable: what a
+    JSON report or --json writes, UTF-8 that every reader takes."""
+    if isinstance(value, str):
+        return decodable(value)
+    if isinstance(value, dict):
+        return {decodable(k) if isinstance(k, str) else k: decodable_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [decodable_data(v) for v in value]
+    return value

@@ -503,7 +503,7 @@ def render_report(rows: Sequence[GradeRow], path: Path) -> str:
     inert and quoted (a spreadsheet set to another separator, the semicolon of a French Excel,
     would otherwise cut a cell at a student's ";" and start a new one)."""
     if path.suffix.lower() == ".json":
-        return json.dumps([_decodable(_record(r)) for r in rows], indent=2) + "\n"
+        return json.dumps([names.decodable_data(_record(r)) for r in rows], indent=2) + "\n"
     if path.suffix.lower() == ".csv":
         checks = list(dict.fromkeys(CHECK_COLUMN + label for r in rows
                                     for label in (by_check(r.score) if r.score else {})))
@@ -519,17 +519,6 @@ def render_report(rows: Sequence[GradeRow], path: Path) -> str:
         # One rule for every byte that is not UTF-8 (names.py), in every cell at once.
         return names.decodable(buf.getvalue())
     raise UsageError(f"--report {path}: use a .csv or .json file name")
-
-
-def _decodable(value: Any) -> Any:
-    """A record for a JSON report: every text in it decodable (names.py)."""
-    if isinstance(value, str):
-        return names.decodable(value)
-    if isinstance(value, dict):
-        return {names.decodable(k): _decodable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decodable(v) for v in value]
-    return value
 
 
 def write_report(rows: Sequence[GradeRow], path: Path, key: bytes) -> None:
