@@ -238,6 +238,7 @@ def test_a_class_graded_on_a_host_has_a_number_for_everyone_statistics_and_adjus
     # A build that failed earns no run point, and its feedback says it once, with the message.
     run_labels = [c.label for c in spec.checks if c.kind in specs.OUTPUT_KINDS]
     assert all(float(rows["carl"][report_mod.CHECK_COLUMN + label]) == 0 for label in run_labels)
+    assert "compile failed: exit code 1 (carl.c:" in rows["carl"]["reasons"]  # the compiler's message
     carl = (tmp_path / "class" / "feedback" / "carl.md").read_text()
     assert "The program did not build: exit code 1." in carl and "error: expected" in carl
 

@@ -142,11 +142,22 @@ class GradeRow:
             return passed_here([c for c in self.checks if c.status == "incomplete"])
         parts = []
         if self.failure is not None and self.failure is not FailureKind.CHECK:
-            parts.append(f"{self.failure.step} failed: {self.failure_what}")
+            parts.append(f"{self.failure.step} failed: {self.failure_what}" + self._first_error())
         parts += [f"{c.name}: {c.reason}" for c in self.checks if c.status == "fail"]
         parts += [f"{c.name}: not evaluated ({c.reason})" for c in self.checks
                   if c.status == "incomplete"]
         return "; ".join(parts)
+
+    def _first_error(self) -> str:
+        """A build that failed: its first error, as the compiler placed it (" (carl.c:28:
+        expected ';' before 'printf')"), or the end of its output's last line; "" otherwise."""
+        if self.failure is None or self.failure.step != "compile":
+            return ""
+        first = next((d for d in self.diagnostics if d.severity == "error"), None)
+        if first is not None:
+            return f" ({first.file}:{first.line}: {first.message})"
+        last = self.failure_output.strip().splitlines()[-1:] if self.failure_output.strip() else []
+        return f" ({last[0].strip()[:200]})" if last else ""
 
     @property
     def passed_here(self) -> bool:
