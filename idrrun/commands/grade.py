@@ -48,7 +48,10 @@ def parser() -> Parser:
     p.add_argument("--language", "-l", choices=("c", "c++", "fortran", "cuda"),
                    help="the submissions' language (default: from each file)")
     p.add_argument("--report", type=Path, metavar="FILE.csv|FILE.json",
-                   help="write the verdicts there after every row; the same command resumes")
+                   help="write the verdicts there after every row; the same command resumes. "
+                        "Beside it: the class's statistics (FILE.stats.csv|json), and the "
+                        "teacher's adjustments it reads and never writes (FILE.adjustments.csv: "
+                        "student,points,reason)")
     p.add_argument("--feedback", type=Path, metavar="DIR", help="write one Markdown file per student")
     p.add_argument("--visibility", choices=[o for o in visibility.OVERRIDES if o != "spec"],
                    help="what the feedback files show of the checks, instead of what each spec "
