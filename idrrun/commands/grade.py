@@ -290,9 +290,11 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
                       Text(neutralise(names.decodable(r.reasons))), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
                       *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()))
     console.print(table)
-    console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "
-                  f"incomplete (could not be judged), {plural(counts['error'], 'error')}",
-                  markup=False)
+    here = sum(r.passed_here for r in rows)
+    console.print(f"{counts['pass']} passed, " +
+                  (f"{here} passed here (but for the checks that need a GPU), " if here else "") +
+                  f"{counts['fail']} failed, {counts['incomplete'] - here} incomplete (could not be "
+                  f"judged), {plural(counts['error'], 'error')}", markup=False)
 
 
 def _class(console: Console, summary: stats.ClassStats) -> None:
