@@ -70,18 +70,19 @@ def grade(earned: float, possible: float, not_evaluated: float, out_of: float,
     notes = []
     evaluated = possible - not_evaluated
     if policy == "blank" and not_evaluated:
-        return None, (f"{plural(not_evaluated, 'point')} not evaluated here: grade where every check can "
-                      "run (e.g. on a GPU), or leave --incomplete at its default")
+        return None, (f"{plural(not_evaluated, 'point')} not evaluated here: grade where every "
+                      "check can run (e.g. on a GPU), or leave --incomplete at its default")
     if policy == "evaluated" and evaluated > out_of + 1e-9:
         value = earned * out_of / evaluated
-        notes.append(f"{points(earned)} of {points(evaluated)} evaluated, brought to the class's "
-                     f"{points(out_of)}")
+        if earned:  # nothing earned is 0 on any scale: nothing to look at
+            notes.append(f"{points(earned)} of {points(evaluated)} evaluated, brought to the "
+                         f"class's {points(out_of)}")
     else:
         value = earned
         missing = not_evaluated if policy != "evaluated" else out_of - evaluated
         if missing > 1e-9:
-            notes.append(f"{plural(missing, 'point')} not evaluated for this submission, counted as not "
-                         "earned" + ("" if policy != "evaluated" else ": look at its row"))
+            notes.append(f"{plural(missing, 'point')} not evaluated for this submission, counted "
+                         "as not earned" + ("" if policy != "evaluated" else ": look at its row"))
     if adjustment is not None and adjustment.points:
         value += adjustment.points
         notes.append(f"adjusted {signed(adjustment.points)}: {adjustment.reason}")
