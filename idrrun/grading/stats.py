@@ -1,8 +1,9 @@
 """A class's statistics, what a teacher looks at after a grading: per check how many passed,
 failed or could not be evaluated, and the spread of the grades (grades.py's, adjustments
-included). Pure: made from the rows, rendered as JSON or as a CSV beside the report.
+included): made from the rows, rendered as JSON or as CSV, and written beside the report.
 
-    class_stats(rows, adjustments) -> ClassStats; as_dict(stats); as_csv(stats)
+    class_stats(exercise, rows, adjustments) -> ClassStats; as_dict / as_csv(stats)
+    write_stats(stats, stats_path(report)): grades/intro_pi.json -> grades/intro_pi.stats.json
 """
 
 from __future__ import annotations
@@ -142,5 +143,6 @@ def stats_path(report: Path) -> Path:
 
 
 def write_stats(summary: ClassStats, path: Path) -> None:
+    """The statistics beside the report, in its format (written whole, as the report is)."""
     files.write_atomic(path, json.dumps(as_dict(summary), indent=2) + "\n"
                        if path.suffix == ".json" else as_csv(summary))
