@@ -5,13 +5,19 @@ plain score, reports read back as they were graded."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import PYTHONPATH
 from idrrun.errors import UsageError
-from idrrun.grading import gradebook, report
+from idrrun.grading import gradebook, grades, names, report
 from test_marks import _checks, _exercise, _row
 
 ROSTER = """submission,id,email,name,first_name,last_name,login,section,canvas_id
@@ -48,7 +54,7 @@ def test_moodle_csv_has_the_columns_of_moodles_grade_import(tmp_path: Path) -> N
     rows = _read(gradebook.moodle_csv(_book(tmp_path)))
     assert rows[0] == ["First name", "Last name", "ID number", "Email address", "loops_dot", "intro_pi"]
     assert rows[1:] == [["Ann", "Martin", "20230001", "ann@uni.example", "12", "17"],
-                        ["Bob Durand", "", "20230002", "bob@uni.example", "", ""],
+                        ["Bob Durand", "", "20230002", "bob@uni.example", "8", ""],
                         ["Cy Li", "", "20230003", "cy@uni.example", "", ""]]
 
 
@@ -69,14 +75,18 @@ def test_gradebook_policies_and_what_it_says(tmp_path: Path) -> None:
     assert [s.submission for s in book.students] == ["ann", "bob", "cy"]  # one row each, roster order
     assert [r.student for r in book.unmatched] == ["zed"]
     notes = "\n".join(book.notes)
-    assert "bob, loops_dot: 2 points not evaluated here" in notes
+    # Most of the class had every point evaluated: bob's 2 not evaluated count as not earned.
+    assert "bob, loops_dot: 2 points not evaluated for this submission, counted as not earned: " \
+        "look at its row" in notes
     assert "bob, intro_pi: not graded (error" in notes and "cy, loops_dot: no submission" in notes
     scaled = _book(tmp_path, gradebook.Policy(out_of=20))
     assert scaled.cells["ann", "loops_dot"] == round(12 * 20 / 14, 2) and scaled.possible["intro_pi"] == 20
     plain = _read(gradebook.plain_csv(book))
     assert plain[0][:8] == ["submission", "id", "email", "name", "loops_dot", "loops_dot out of",
                             "loops_dot not evaluated", "loops_dot verdict"]
-    assert plain[2][4:8] == ["", "14", "2", "fail"] and plain[3][4:8] == ["", "14", "", "no submission"]
+    assert plain[2][4:8] == ["8", "14", "2", "fail"] and plain[3][4:8] == ["", "14", "", "no submission"]
+    blank = _book(tmp_path, gradebook.Policy(incomplete="blank"))
+    assert blank.cells["bob", "loops_dot"] is None and blank.cells["ann", "loops_dot"] == 12
 
 
 @pytest.mark.parametrize("roster, message", [
@@ -126,3 +136,143 @@ def test_reports_read_back_as_graded(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text('[{"student": "ann", "exercise": "x", "verdict": "pass"}]')
     with pytest.raises(UsageError, match="no score"):
         gradebook.read_report(tmp_path / "old.json")
+
+
+def _host_class() -> list[gradebook.Marked]:
+    """intro_pi graded on a host: 4 of its 18 points need a GPU. A program that did not build
+    lost them instead (nothing left unjudged); one row could not be graded."""
+    return [_marked("ann", "intro_pi", 14, 18, 4, "incomplete"),
+            _marked("bob", "intro_pi", 10, 18, 4), _marked("cy", "intro_pi", 0, 18, 0),
+            _marked("dee", "intro_pi", 2, 18, 0), _marked("eve", "intro_pi", 3, 18, 4),
+            _marked("fay", "intro_pi", None, verdict="error")]
+
+
+HOST_ROSTER = "submission,id,email,name\n" + "".join(
+    f"{s},{i},{s}@uni.example,{s.title()}\n" for i, s in enumerate(("ann", "bob", "cy", "dee", "eve", "fay", "gus")))
+
+
+def test_a_class_graded_on_a_host_has_a_number_for_every_graded_student(tmp_path: Path) -> None:
+    (tmp_path / "roster.csv").write_text(HOST_ROSTER)
+    roster = gradebook.read_roster(tmp_path / "roster.csv")
+    book = gradebook.gradebook(roster, _host_class(), gradebook.Policy())
+    # Out of the 14 points evaluated here, said in the column Moodle and Canvas read.
+    moodle = _read(gradebook.moodle_csv(book))
+    assert moodle[0][4] == "intro_pi (14 of 18 points evaluated)"
+    # dee's build lost its 18 points (2 earned by its source): brought to the class's 14.
+    assert [row[4] for row in moodle[1:]] == ["14", "10", "0", "1.56", "3", "", ""]
+    canvas = _read(gradebook.canvas_csv(book))
+    assert canvas[0][5] == "intro_pi (14 of 18 points evaluated)" and canvas[1][5] == "14"
+    notes = "\n".join(book.notes)
+    assert "dee, intro_pi: 2 of 18 evaluated, brought to the class's 14" in notes
+    assert "ann, intro_pi" not in notes and "cy, intro_pi" not in notes  # nothing to look at
+    assert "fay, intro_pi: not graded" in notes
+    # Asked for: the points earned out of every point, or no grade where any was not evaluated.
+    earned = gradebook.gradebook(roster, _host_class(), gradebook.Policy(incomplete="earned"))
+    assert [earned.cells[s, "intro_pi"] for s in ("ann", "cy", "dee")] == [14, 0, 2]
+    assert earned.column("intro_pi") == "intro_pi" and earned.possible["intro_pi"] == 18
+    blank = gradebook.gradebook(roster, _host_class(), gradebook.Policy(incomplete="blank"))
+    assert [blank.cells[s, "intro_pi"] for s in ("ann", "cy", "dee")] == [None, 0, 2]
+    scaled = gradebook.gradebook(roster, _host_class(), gradebook.Policy(out_of=20))
+    assert scaled.cells["bob", "intro_pi"] == round(10 * 20 / 14, 2) and scaled.possible["intro_pi"] == 20
+    # Every point evaluated (a GPU machine): the column is the exercise's name.
+    gpu = [gradebook.Marked(m.student, m.exercise, m.verdict, m.score, m.possible, 0, m.report)
+           for m in _host_class()]
+    assert gradebook.gradebook(roster, gpu, gradebook.Policy()).column("intro_pi") == "intro_pi"
+
+
+def test_a_grade_rule_never_scales_up_and_keeps_adjustments_in_bounds() -> None:
+    assert grades.scale([(18, 4), (18, 4), (18, 0)]) == 14
+    assert grades.scale([(18, 4), (18, 0)]) == 18  # as common: the larger
+    assert grades.scale([(18, 4)], "earned") == 18 and grades.scale([]) == 0
+    # A row with less evaluated than the class (our check could not judge it) is not scaled up.
+    assert grades.grade(3, 18, 15, 14) == (3, "11 points not evaluated for this submission, "
+                                              "counted as not earned: look at its row")
+    plus = grades.Adjustment("ann", 2, "oral exam")
+    assert grades.grade(10, 18, 4, 14, adjustment=plus) == (12, "adjusted +2: oral exam")
+    value, note = grades.grade(13, 18, 4, 14, adjustment=plus)
+    assert value == 14 and note == "adjusted +2: oral exam; kept within 0 and 14"
+    assert grades.grade(1, 18, 4, 14, adjustment=grades.Adjustment("a", -3, "late"))[0] == 0
+    assert grades.grade(1, 18, 1, 17, "blank")[0] is None
+    assert grades.grade(1, 18, 1, 17, "blank")[1].startswith("1 point not evaluated here")
+
+
+ADJUSTMENTS = """student,points,reason
+bob,+2,explained the reduction at the oral
+bob,-0.5,late by a day
+cy;x,1,a name with a semicolon
+"""
+
+
+def test_adjustments_beside_the_report_reach_the_gradebook(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path)
+    bob = dataclasses.replace(_row(ex, _checks(reduction="fail")), student="bob", submission="/c/bob.c")
+    report.write_report([_row(ex, _checks()), bob], tmp_path / "r.json", b"k" * 32)
+    (tmp_path / "r.adjustments.csv").write_text(ADJUSTMENTS)
+    found = grades.read_adjustments(tmp_path / "r.adjustments.csv")
+    assert found["bob"].points == 1.5 and found["bob"].reason == \
+        "explained the reduction at the oral; late by a day" and found["bob"].lines == (2, 3)
+    (tmp_path / "roster.csv").write_text("submission,email\nann,ann@x\nbob,bob@x\n")
+    rows = gradebook.read_report(tmp_path / "r.json")
+    book = gradebook.gradebook(gradebook.read_roster(tmp_path / "roster.csv"), rows, gradebook.Policy())
+    assert book.cells["ann", "demo_dot"] == 16 and book.cells["bob", "demo_dot"] == 15.5  # 14 + 1.5
+    assert "bob, demo_dot: adjusted +1.5: explained the reduction" in "\n".join(book.notes)
+    plain = _read(gradebook.plain_csv(book))
+    header = plain[0]
+    bob_row = dict(zip(header, plain[2]))
+    assert bob_row["demo_dot adjustment"] == "+1.5" and bob_row["demo_dot: reduction"] == "0"
+    assert bob_row["demo_dot: dot"] == "5" and bob_row["demo_dot: ran_on_gpu"] == ""  # not evaluated
+    said = gradebook.adjustment_notes(tmp_path / "r.json", rows)
+    assert any("r.adjustments.csv:4: no graded submission named 'cy;x'" in s for s in said), said
+    assert any("changed since" in s and "bob" in s for s in said), said
+    # A teacher's mistake names its line.
+    (tmp_path / "r.adjustments.csv").write_text("student,points,reason\nbob,two,oral\n")
+    with pytest.raises(UsageError, match="r.adjustments.csv:2: a line is a student, points"):
+        gradebook.read_report(tmp_path / "r.json")
+    (tmp_path / "r.adjustments.csv").write_text("name,points\n")
+    with pytest.raises(UsageError, match="r.adjustments.csv:1: an adjustments file's first line"):
+        gradebook.read_report(tmp_path / "r.json")
+    # A French spreadsheet's: ";" and a decimal comma.
+    (tmp_path / "r.adjustments.csv").write_text("student;points;reason\nbob;-0,5;late\n")
+    assert grades.read_adjustments(tmp_path / "r.adjustments.csv")["bob"].points == -0.5
+
+
+def test_a_name_that_is_not_utf8_survives_csv_and_json_reports_into_the_gradebook(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path)
+    raw = os.fsdecode(b"caf\xe9\tn\\o")  # a Latin-1 file name, a tab, a backslash
+    name = names.student_name(raw)
+    assert name == "caf\\xe9\\x09n\\\\o" and name.isprintable()
+    row = dataclasses.replace(_row(ex, _checks()), student=name,
+                              submission=os.fsdecode(b"/class/caf\xe9\tn\\o.c"))
+    (tmp_path / "roster.csv").write_text(f"submission,email\n\"{name}\",cafe@x\n", encoding="utf-8")
+    roster = gradebook.read_roster(tmp_path / "roster.csv")
+    for suffix in (".csv", ".json"):
+        path = tmp_path / f"r{suffix}"
+        report.write_report([row], path, b"k" * 32)
+        path.read_bytes().decode("utf-8")  # UTF-8 through and through
+        (marked,) = gradebook.read_report(path)
+        assert marked.student == name
+        book = gradebook.gradebook(roster, [marked], gradebook.Policy())
+        assert not book.unmatched and _read(gradebook.moodle_csv(book))[1][3:] == ["cafe@x", "16"]
+    assert "/class/caf\\xe9\tn\\o.c" in (tmp_path / "r.csv").read_text()
+    # A report an older idrrun wrote with the raw bytes reads too, by the same rule.
+    (tmp_path / "old.csv").write_bytes(b'"student","exercise","verdict","score","points"\n'
+                                       b'"caf\xe9","demo_dot","pass","3","18"\n')
+    assert [m.student for m in gradebook.read_report(tmp_path / "old.csv")] == ["caf\\xe9"]
+    # The feedback: UTF-8, the name as the reports write it, in a file of its own.
+    report.write_feedback([row], ex, tmp_path / "fb")
+    (feedback,) = (tmp_path / "fb").iterdir()
+    assert f"Student: {name}" in feedback.read_bytes().decode("utf-8")
+
+
+def test_names_are_escaped_by_one_reversible_rule() -> None:
+    tricky = ["a\\x41", "aA", "a\x41", os.fsdecode(b"a\x85"), "a\x85", "a\\x85", "a\\\\x85", "é"]
+    written = [names.student_name(t) for t in tricky]
+    assert len(set(written)) == len(set(tricky)) and written[-1] == "é"
+    assert all(w.isprintable() for w in written)
+    assert names.decodable(os.fsdecode(b"x\xff\\y\n")) == "x\\xff\\y\n"  # text keeps its lines
+    # --json too: a path that is not UTF-8 is written by the same rule, as JSON every reader takes.
+    r = subprocess.run([sys.executable, "-c", "import os; from idrrun.commands.common import print_json; "
+                        "print_json({'rows': [{'submission': os.fsdecode(b'/c/caf\\xe9.c')}]})"],
+                       capture_output=True, env=dict(os.environ, PYTHONPATH=PYTHONPATH), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.decode("utf-8")) == {"rows": [{"submission": "/c/caf\\xe9.c"}]}

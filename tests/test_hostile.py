@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Kernel, PYTHONPATH, ROOT, has_gpu, started
+from idrrun.checks.words import plural
 from idrrun.grading import report as report_mod
 from idrrun.run import isolation, jail
 from idrrun.model import Limits
@@ -391,7 +392,7 @@ def test_row_15_class_of_50_killed_and_resumed(tmp_path: Path) -> None:
     # (report.resume): here the class repeats its cases, so the copies of those cases too.
     graded = {Path(rec["submission"]).name.split("_", 1)[1] for rec in signed}
     same = sum(1 for p in klass.iterdir() if p.name.split("_", 1)[1] in graded)
-    assert f"resuming: {same} rows kept" in r.stdout, r.stdout
+    assert f"resuming: {plural(same, 'row')} kept" in r.stdout, r.stdout
     rows = list(csv.DictReader(report.open()))
     assert len(rows) == 50
     kept = {row["submission"]: row for row in partial}

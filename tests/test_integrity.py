@@ -250,6 +250,6 @@ def test_forged_rows_are_graded_again(tmp_path: Path) -> None:
             rec["verdict"], rec["reasons"], rec["checks"] = "pass", "", []  # forged, MAC kept
     state.write_text(json.dumps(records))
     r = grade([str(good), str(wrong), "--report", str(report)], tmp_path, cache)
-    assert "resuming: 1 rows kept" in r.stdout, r.stdout
+    assert "resuming: 1 row kept" in r.stdout, r.stdout
     rows = {row["student"]: row for row in json.loads(report.read_text())}
     assert rows["bob"]["verdict"] == "fail" and rows["alice"]["verdict"] == "pass"

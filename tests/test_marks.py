@@ -148,13 +148,15 @@ def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> Non
     ex = _exercise(tmp_path)
     row = _row(ex, _checks(dot1="fail"))
     text = report.feedback_markdown(row, ex)
-    assert "Score: **15/18, 2 points not evaluated here**" in text
+    # Out of the points evaluated here, those that were not named.
+    assert "Score: **15/16**, out of the 16 points evaluated here; not evaluated here: ran_on_gpu " \
+        "(2 points of 18)" in text
     assert "| dot | pass | 1234.5 | 1234.5 | agrees |" in text  # shown
     assert f"| reduction | pass |  |  | {visibility.SUMMARY_ONLY} |" in text  # summary: no regex
     assert "/reduction/" not in text
     # A hidden check: not a word of it, but that there is one (three rows: main, two hidden runs).
     assert "dot = 42" not in text and "| line" not in text
-    assert visibility.NOT_SHOWN.format(count=3) in text
+    assert "\n3 more checks graded and not shown here.\n" in text
     # Hidden runs: their result and kind, never their arguments nor values.
     assert "| dot (hidden run 1) | fail |  |  | a check on a hidden case (same as the solution)" in text
     for secret in ("4321", "98765"):

@@ -147,8 +147,8 @@ def test_resubmitted_file_is_graded_again_while_an_unchanged_one_is_kept(tmp_pat
     rows, said = grade(str(klass / "alice.c"), str(klass / "robert.c"))
     assert rows["alice"]["verdict"] == "pass", rows["alice"]
     assert rows["robert"]["verdict"] == "pass" and rows["robert"]["submission"] == str(klass / "robert.c")
-    assert f"resuming: 1 rows kept from {report}" in said, said
-    assert f"1 rows of {report} graded again: 1 changed submission(s)" in said, said
+    assert f"resuming: 1 row kept from {report}" in said, said
+    assert f"1 row of {report} graded again: 1 changed" in said, said
     # A run with nothing changed keeps both; a changed spec grades both again.
     rows, said = grade(str(klass / "alice.c"), str(klass / "robert.c"))
     assert f"resuming: 2 rows kept from {report}" in said and "graded again" not in said, said

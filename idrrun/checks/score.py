@@ -18,6 +18,7 @@ from typing import Literal
 
 from ..model import CheckResult
 from .specs import OUTPUT_KINDS, Exercise
+from .words import plural
 
 # What became of one check's points on one run: earned (it passed), lost (it failed, or did
 # not run), not evaluated (it could not be judged here: counted apart).
@@ -56,7 +57,7 @@ class Score:
         """"7/10", "7/10, 2 points not evaluated here"."""
         text = f"{points(self.earned)}/{points(self.possible)}"
         if self.not_evaluated:
-            text += f", {points(self.not_evaluated)} points not evaluated here"
+            text += f", {plural(self.not_evaluated, 'point')} not evaluated here"
         return text
 
 

@@ -9,6 +9,7 @@ from the check's kind and label. Pure.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # A label for each kind whose spec gives none (value and matches_solution take the name their
 # pattern prints, so that two of them in one exercise are told apart).
@@ -51,9 +52,18 @@ _PIECES = re.compile(r"""
 """, re.VERBOSE)
 
 
-def plural(count: int, one: str, many: str | None = None) -> str:
-    """'1 value', '2 values', '1 compute region', '0 queues'."""
-    return f"{count} {one if count == 1 else (many or one + 's')}"
+def plural(count: float, one: str, many: str | None = None) -> str:
+    """'1 value', '2 values', '1 compute region', '0 queues', '0.5 points': the one helper for
+    a count in words (a number of points as people write marks)."""
+    return f"{round(count, 2):g} {one if count == 1 else (many or one + 's')}"
+
+
+def listing(items: Sequence[str], last: str = "and") -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"
 
 
 def pattern_words(pattern: str, group_is_number: bool = True) -> str | None:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..display import neutralise
+from ..grading import names
 from ..grading.report import GradeRow
 from ..model import CheckResult
 from ..request import config, options
@@ -58,7 +59,8 @@ def console() -> Console:
 
 def print_json(value: Any) -> None:
     """One JSON document on stdout (--json): what scripts read instead of the tables."""
-    sys.stdout.write(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+    # A file's name can hold bytes that are not UTF-8: written by the reports' rule (names.py).
+    sys.stdout.write(json.dumps(names.decodable_data(value), indent=1, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 

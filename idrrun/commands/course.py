@@ -24,6 +24,7 @@ from ..model import Settings
 from ..request import config, options
 from ..run import lanes as lanes_mod
 from ..toolchains import registry
+from ..checks.words import plural
 from .common import CONFIG_HELP, Parser, check_dict, console as _console, jobs as _jobs, print_json
 from .common import row_dict
 from .common import unread_config
@@ -160,7 +161,7 @@ def _check(args: argparse.Namespace) -> int:
     if not args.json:
         for note in notes:
             console.print(neutralise(note), markup=False)
-        console.print(f"course check: {len(exercises)} exercises in {folder}, {probe.family} "
+        console.print(f"course check: {plural(len(exercises), 'exercise')} in {folder}, {probe.family} "
                       f"family, {where}", markup=False)
     total = sum(2 * len([lang for lang in e.sources if not args.language or lang in args.language])
                 for e in exercises)

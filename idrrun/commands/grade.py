@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -16,12 +17,13 @@ from rich.text import Text
 
 from .. import toolchains
 from ..checks import draw, visibility
-from ..checks.words import plural
+from ..checks.score import points, possible
+from ..checks.words import listing, plural
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
 from ..checks.specs import Exercise
-from ..grading import classroom, discover, report
+from ..grading import classroom, discover, grades, names, report, stats
 from ..model import Lanes, Probe, Settings
 from ..request import config, options, policy
 from ..run import isolation, lanes as lanes_mod, rooms
@@ -46,7 +48,10 @@ def parser() -> Parser:
     p.add_argument("--language", "-l", choices=("c", "c++", "fortran", "cuda"),
                    help="the submissions' language (default: from each file)")
     p.add_argument("--report", type=Path, metavar="FILE.csv|FILE.json",
-                   help="write the verdicts there after every row; the same command resumes")
+                   help="write the verdicts there after every row; the same command resumes. "
+                        "Beside it: the class's statistics (FILE.stats.csv|json), and the "
+                        "teacher's adjustments it reads and never writes (FILE.adjustments.csv: "
+                        "student,points,reason)")
     p.add_argument("--feedback", type=Path, metavar="DIR", help="write one Markdown file per student")
     p.add_argument("--visibility", choices=[o for o in visibility.OVERRIDES if o != "spec"],
                    help="what the feedback files show of the checks, instead of what each spec "
@@ -96,7 +101,7 @@ def main(tokens: Sequence[str]) -> int:
 
     def say(text: str) -> None:
         if not args.json:  # stdout holds the JSON only
-            console.print(neutralise(text), markup=False)
+            console.print(neutralise(names.decodable(text)), markup=False)
 
     say(isolation.sandbox_support().describe())
     for note in notes:
@@ -109,10 +114,13 @@ def main(tokens: Sequence[str]) -> int:
     lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
     for note in lane_notes:
         say(note)
+    say(_before_grading(exercise, probe, settings))
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
     key = report.grading_key(settings)
+    # Read before grading: a teacher's typo in it stops the command now, not after the class.
+    adjustments = _adjustments(args.report)
     already: dict[str, report.GradeRow] = {}
     if args.report is not None and not args.fresh:
         already, said = report.resume(args.report, exercise, subs, key)
@@ -124,18 +132,37 @@ def main(tokens: Sequence[str]) -> int:
     rows = _grade(args, console, subs, exercise, settings, probe, level, already, key, lanes)
     if rows is None:
         return EXIT_INTERRUPTED
-    _write(args, rows, exercise, key)
+    rows, said = _adjusted(args.report, adjustments, rows)
+    for line in said:
+        say(line)
+    summary = stats.class_stats(exercise.name, rows, {r.student: r.adjustment for r in rows
+                                                      if r.adjustment is not None})
+    _write(args, rows, exercise, key, summary)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
-        print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": notes,
-                    "report": str(args.report) if args.report is not None else None,
-                    "feedback": str(args.feedback) if args.feedback is not None else None,
-                    "rows": [row_dict(r) for r in rows]})
+        _print_json(args, exercise, level, counts, notes, summary, rows)
     else:
-        _render(console, args, rows, counts)
+        _render(console, args, rows, counts, summary)
     # Completed grading is a success whatever the students' verdicts (nbgrader, otter); rows the
     # grader could not judge at all are not.
     return EXIT_FAILED if counts["error"] else EXIT_OK
+
+
+def _before_grading(exercise: Exercise, probe: Probe, settings: Settings) -> str:
+    """What this machine cannot evaluate, said before a grading starts (a cluster's GPUs are
+    on its nodes, not on this machine)."""
+    return grades.before_grading(exercise, possible(exercise, len(exercise.hidden_args)),
+                                 bool(probe.gpus) or settings.launcher.kind == "srun")
+
+
+def _print_json(args: argparse.Namespace, exercise: Exercise, level: str, counts: dict[str, int],
+                notes: Sequence[str], summary: stats.ClassStats,
+                rows: Sequence[report.GradeRow]) -> None:
+    print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": list(notes),
+                "report": str(args.report) if args.report is not None else None,
+                "feedback": str(args.feedback) if args.feedback is not None else None,
+                "stats": stats.as_dict(summary),
+                "rows": [row_dict(r) for r in rows]})
 
 
 def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
@@ -175,23 +202,49 @@ def _grade(args: argparse.Namespace, console: Console, subs: list[discover.Submi
         return None
 
 
+def _adjustments(path: Path | None) -> dict[str, grades.Adjustment]:
+    """The teacher's adjustments beside the report ({} without a report)."""
+    return grades.read_adjustments(grades.adjustments_path(path)) if path is not None else {}
+
+
+def _adjusted(path: Path | None, found: dict[str, grades.Adjustment],
+              rows: list[report.GradeRow]) -> tuple[list[report.GradeRow], list[str]]:
+    """The rows with the teacher's adjustments (the file beside the report, which no grading
+    writes: it outlives every regrading), and what to say of them."""
+    if path is None:
+        return rows, []
+    where = grades.adjustments_path(path)
+    said = grades.unknown_students(found, [r.student for r in rows if r.score is not None], where)
+    rows = [dataclasses.replace(r, adjustment=found.get(r.student) if r.score is not None else None)
+            for r in rows]
+    adjusted = sum(r.adjustment is not None for r in rows)
+    if adjusted:
+        said.append(f"adjustments: {plural(adjusted, 'student')} adjusted, from {where}")
+    return rows, said
+
+
 def _write(args: argparse.Namespace, rows: list[report.GradeRow], exercise: Exercise,
-           key: bytes) -> None:
+           key: bytes, summary: stats.ClassStats) -> None:
     if args.report is not None:
         classroom.session_path(args.report).unlink(missing_ok=True)
         report.write_report(rows, args.report, key)
+        stats.write_stats(summary, stats.stats_path(args.report))
     if args.feedback is not None:
         report.write_feedback(rows, exercise, args.feedback, args.visibility or "spec")
 
 
 def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeRow],
-            counts: dict[str, int]) -> None:
+            counts: dict[str, int], summary: stats.ClassStats) -> None:
     _summary(console, rows, counts)
+    _class(console, summary)
     for line in (_placement(rows),
                  f"report: {args.report}" if args.report is not None else "",
+                 f"class statistics: {stats.stats_path(args.report)}" if args.report is not None else "",
+                 f"adjustments: {grades.adjustments_path(args.report)} (student,points,reason; "
+                 "kept by every regrading)" if args.report is not None else "",
                  f"feedback: {args.feedback}/" if args.feedback is not None else ""):
         if line:
-            console.print(neutralise(line), markup=False)
+            console.print(neutralise(names.decodable(line)), markup=False)
 
 
 @contextlib.contextmanager
@@ -233,10 +286,36 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
         style = {"pass": "green", "fail": "red", "incomplete": "yellow", "error": "magenta"}[r.status]
         # Students' text is never markup: Text cells are printed as they are, neutralised.
         table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
-                      str(r.score) if r.score is not None else "",
-                      Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
+                      report.score_text(r.score, r.adjustment) if r.score is not None else "",
+                      Text(neutralise(names.decodable(r.reasons))), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
                       *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()))
     console.print(table)
-    console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "
-                  f"incomplete (could not be judged), {plural(counts['error'], 'error')}",
+    here = sum(r.passed_here for r in rows)
+    console.print(f"{counts['pass']} passed, " +
+                  (f"{here} passed here (but for the checks that need a GPU), " if here else "") +
+                  f"{counts['fail']} failed, {counts['incomplete'] - here} incomplete (could not be "
+                  f"judged), {plural(counts['error'], 'error')}", markup=False)
+
+
+def _class(console: Console, summary: stats.ClassStats) -> None:
+    """The class's statistics: what the grades are out of, their spread, then each check."""
+    if not summary.grades:
+        return
+    spread = summary.spread()
+    out_of = f"grades out of {points(summary.out_of)}"
+    if summary.not_evaluated_here > 0:
+        left = listing([c.label for c in summary.unevaluated_checks()])
+        out_of += (f", the points evaluated here ({plural(summary.not_evaluated_here, 'point')} "
+                   f"of {points(summary.possible)} not evaluated here" +
+                   (f": {left})" if left else ")"))
+    console.print(f"class: {plural(len(summary.grades), 'student')} graded, {out_of}", markup=False)
+    console.print("grades: " + ", ".join(f"{k} {points(v or 0.0)}" for k, v in spread.items()) +
+                  (f" ({plural(summary.adjusted, 'adjustment')} included)" if summary.adjusted else ""),
                   markup=False)
+    table = Table(title="checks")
+    for col in ("check", "points", "passed", "failed", "not evaluated"):
+        table.add_column(col, justify="left" if col == "check" else "right")
+    for c in summary.checks:
+        table.add_row(Text(c.label), points(c.worth), str(c.passed), str(c.failed),
+                      str(c.not_evaluated))
+    console.print(table)

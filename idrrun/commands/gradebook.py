@@ -17,7 +17,8 @@ from ..display import neutralise
 from ..errors import UsageError
 from ..files import write_atomic
 from ..checks.score import points
-from ..grading import gradebook
+from ..checks.words import plural
+from ..grading import grades, gradebook, names
 from .common import Parser, print_json
 
 
@@ -40,7 +41,9 @@ def parser() -> argparse.ArgumentParser:
                epilog="Exit codes: 0 written; 1 written, but some graded submissions match no "
                       "student of the roster (they are listed, not written); 2 usage error.")
     p.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
-                   help="reports of idrrun grade (.json or .csv), one or more per exercise")
+                   help="reports of idrrun grade (.json or .csv), one or more per exercise; the "
+                        "teacher's adjustments beside each (REPORT.adjustments.csv: "
+                        "student,points,reason) are added to its grades")
     p.add_argument("--roster", type=Path, required=True, metavar="FILE.csv",
                    help="the class: a CSV whose first line names its columns: submission (the "
                         "name idrrun grade gives a submission), and any of id, email, name, "
@@ -51,13 +54,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--canvas", type=Path, metavar="FILE.csv",
                    help="Canvas's gradebook import (Grades > Import)")
     p.add_argument("--csv", type=Path, metavar="FILE.csv",
-                   help="a plain CSV: the grade, out of, points not evaluated, verdict")
+                   help="a plain CSV: the grade, out of, points not evaluated, verdict, the "
+                        "teacher's adjustment and its reason, and the points earned on each check")
     p.add_argument("--missing", choices=("blank", "zero"), default="blank",
                    help="a roster student with no graded submission: no grade (default), or 0")
-    p.add_argument("--incomplete", choices=("blank", "earned"), default="blank",
-                   help="a score with points that could not be evaluated here (e.g. GPU checks "
-                        "graded on a CPU): no grade (default), or the points earned (those not "
-                        "evaluated counted as not earned)")
+    p.add_argument("--incomplete", choices=grades.INCOMPLETE_POLICIES, default="evaluated",
+                   help="where some points could not be evaluated (e.g. GPU checks graded on a "
+                        "host): evaluated (default) grades out of the points evaluated there, "
+                        "which the column's name says ('intro_pi (14 of 18 points evaluated)'); "
+                        "earned: the points earned out of every point, those not evaluated "
+                        "counted as not earned; blank: no grade")
     p.add_argument("--out-of", type=_points, metavar="N",
                    help="every grade out of N points (e.g. 20, 100) instead of the exercise's own")
     p.add_argument("--json", action="store_true",
@@ -72,7 +78,7 @@ def main(tokens: Sequence[str]) -> int:
     if not outputs:
         raise UsageError("idrrun gradebook: give at least one of --moodle, --canvas, --csv")
     roster = gradebook.read_roster(args.roster)
-    marked = [row for path in args.reports for row in gradebook.read_report(path)]
+    marked, said = _read_reports(args.reports)
     book = gradebook.gradebook(roster, marked, gradebook.Policy(args.missing, args.incomplete,
                                                                 args.out_of))
     texts = {name: gradebook.FORMATS[name](book) for name in outputs}  # all checked, then written
@@ -80,6 +86,7 @@ def main(tokens: Sequence[str]) -> int:
         write_atomic(path, texts[name])
     if args.json:
         print_json({"exercises": list(book.exercises), "out_of": book.possible,
+                    "columns": {e: book.column(e) for e in book.exercises}, "said": said,
                     "files": {name: str(path) for name, path in outputs.items()},
                     "grades": {s.submission: {e: book.cells[s.submission, e] for e in book.exercises}
                                for s in book.students},
@@ -87,19 +94,50 @@ def main(tokens: Sequence[str]) -> int:
                     "not_in_roster": [{"submission": r.student, "exercise": r.exercise,
                                        "report": r.report} for r in book.unmatched]})
     else:
-        _say(book, outputs)
+        _say(book, outputs, said)
     return EXIT_FAILED if book.unmatched else EXIT_OK
 
 
-def _say(book: gradebook.Gradebook, outputs: dict[str, Path]) -> None:
-    print(f"gradebook: {len(book.students)} students, {len(book.exercises)} exercise(s) "
-          f"({', '.join(f'{e} /{points(book.possible[e])}' for e in book.exercises)})")
+def _read_reports(paths: Sequence[Path]) -> tuple[list[gradebook.Marked], list[str]]:
+    """The rows of every report given, and what to say of the files beside them (a statistics
+    file a glob named, the adjustments)."""
+    left_out = [gradebook.beside_a_report(path) for path in paths]
+    reports = [path for path, why in zip(paths, left_out) if not why]
+    if not reports:
+        raise UsageError("idrrun gradebook: no report among " + ", ".join(str(p) for p in paths))
+    marked: list[gradebook.Marked] = []
+    said = [why for why in left_out if why]
+    for path in reports:
+        rows = gradebook.read_report(path)
+        said += gradebook.adjustment_notes(path, rows)
+        marked += rows
+    return marked, said
+
+
+def _out(text: str) -> None:
+    """A line on the terminal: names and paths are files' names, printed neutralised, their
+    bytes that are not UTF-8 as every report writes them (names.py)."""
+    print(neutralise(names.decodable(text)))
+
+
+def _say(book: gradebook.Gradebook, outputs: dict[str, Path], said: Sequence[str]) -> None:
+    _out(f"gradebook: {plural(len(book.students), 'student')}, "
+        f"{plural(len(book.exercises), 'exercise')} "
+        f"({', '.join(_out_of(book, e) for e in book.exercises)})")
     for name, path in outputs.items():
-        print(f"{name}: {path}")
+        _out(f"{name}: {path}")
+    for line in said:
+        _out(line)
     if book.notes:
         print("cells to look at:")
     for note in book.notes:
-        print(f"  {note}")
+        _out(f"  {note}")
     for r in book.unmatched:
-        # Submission names are students' file names: printed neutralised.
-        print(neutralise(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})"))
+        _out(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})")
+
+
+def _out_of(book: gradebook.Gradebook, exercise: str) -> str:
+    """"loops_dot /14"; "intro_pi /17 (17 of 18 points evaluated)" where not every point could be."""
+    column = book.column(exercise)
+    return f"{exercise} /{points(book.possible[exercise])}" + \
+        (column.removeprefix(exercise) if column != exercise else "")

@@ -25,6 +25,7 @@ from ..errors import UsageError
 from ..files import write_atomic
 from ..grading import classroom, discover, similarity
 from ..request import config
+from ..checks.words import plural
 from .common import CONFIG_HELP, Parser, console as _console, print_json, unread_config
 
 
@@ -132,6 +133,7 @@ def _render(result: similarity.Similarity, notes: Sequence[str],
                       f"{p.shares[0]:.0%}", f"{p.shares[1]:.0%}", where)
     console.print(table)
     students = sum(not d.published for d in result.compared)
-    console.print(f"{students} submissions compared ({result.library}); {len(result.pairs)} pairs "
-                  "above the threshold" + (f"; passages in {report}" if report is not None else ""),
+    console.print(f"{plural(students, 'submission')} compared ({result.library}); "
+                  f"{plural(len(result.pairs), 'pair')} above the threshold" +
+                  (f"; passages in {report}" if report is not None else ""),
                   markup=False)

@@ -24,6 +24,7 @@ from ..request import notebook, options
 from ..request import source as source_mod
 from ..request.options import Options
 from ..run import boundary, sandbox
+from . import names
 
 
 
@@ -242,7 +243,10 @@ def discover(paths: Sequence[Path], exercise: Exercise, language: Language | Non
     for path in paths:
         if os.path.abspath(path) not in seen:  # the same path given twice is one submission
             seen.add(os.path.abspath(path))
-            subs.append(_discover_one(path, exercise, language, budget))
+            sub = _discover_one(path, exercise, language, budget)
+            # The name every report, roster and feedback file knows the student by: made here,
+            # once (names.py: a byte that is not UTF-8, a control character, escaped).
+            subs.append(dataclasses.replace(sub, student=names.student_name(sub.student)))
     return _one_each(subs)
 
 

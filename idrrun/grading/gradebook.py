@@ -28,6 +28,11 @@ The formats, as their importers read them:
   cell is no score.
 Student names come from the roster only (the teacher's file), never from what students handed
 in, so no cell needs the spreadsheet-formula guard of the reports.
+
+A grade is grades.py's: by default out of the points evaluated where the class was graded
+(every graded student has a number; the column's name says "14 of 18 points evaluated" when
+some could not be), with the teacher's adjustments (REPORT.adjustments.csv beside each report,
+read again each time) added. The plain CSV adds, per exercise, the points earned on each check.
 """
 
 from __future__ import annotations
@@ -42,8 +47,10 @@ from pathlib import Path
 from typing import Literal
 
 from ..checks.score import points
+from ..checks.words import plural
 from ..errors import UsageError
-from .report import uninert
+from . import grades, names
+from .report import CHECK_COLUMN, uninert
 
 # The roster's columns: `submission` (the name `idrrun grade` gives a submission: alice for
 # alice.c, alice.ipynb or the folder alice/) and what the LMSs identify students by.
@@ -56,7 +63,7 @@ CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_POINTS_ROW = "Points Possible"
 PLAIN_COLUMNS = ("submission", "id", "email", "name")
 Missing = Literal["blank", "zero"]
-Incomplete = Literal["blank", "earned"]
+Incomplete = grades.Incomplete
 
 
 @dataclass(frozen=True)
@@ -86,17 +93,22 @@ class Marked:
     possible: float | None
     not_evaluated: float | None
     report: str
+    by_check: dict[str, float | None] = field(default_factory=dict)  # points earned per check
+    # The teacher's adjustment (the file beside the report, as it is now), and the one the
+    # report was written with (None: none, or a report of an older idrrun).
+    adjustment: grades.Adjustment | None = None
+    reported_adjustment: float | None = None
 
 
 @dataclass(frozen=True)
 class Policy:
     """What a cell holds when there is no plain score: a roster student with no submission
-    (blank, or zero); a score with points not evaluated here (blank, or the points earned, the
-    rest counted as not earned); and every score out of `out_of` points instead of the
-    exercise's own."""
+    (blank, or zero); a score with points not evaluated here (grades.py: out of the points
+    evaluated, the default; the points earned out of every point; or blank); and every grade
+    out of `out_of` points instead of the exercise's own."""
 
     missing: Missing = "blank"
-    incomplete: Incomplete = "blank"
+    incomplete: Incomplete = "evaluated"
     out_of: float | None = None
 
 
@@ -109,13 +121,13 @@ class Gradebook:
     rows: dict[tuple[str, str], Marked]  # (submission, exercise) -> its report's row
     notes: tuple[str, ...] = ()  # why some cells are blank, per student and exercise
     unmatched: tuple[Marked, ...] = field(default=())  # graded, but in no roster line
+    # Each exercise's column name (its name, and "14 of 18 points evaluated" when some could
+    # not be where it was graded) and its checks (the plain CSV's columns).
+    columns: dict[str, str] = field(default_factory=dict)
+    checks: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-
-def _sniff(text: str) -> str:
-    """The roster's separator: ";" when its first line has more of them than commas (a
-    spreadsheet set to French or German writes that), else ","."""
-    first = text.splitlines()[0] if text else ""
-    return ";" if first.count(";") > first.count(",") else ","
+    def column(self, exercise: str) -> str:
+        return self.columns.get(exercise, exercise)
 
 
 def read_roster(path: Path) -> list[Student]:
@@ -125,7 +137,7 @@ def read_roster(path: Path) -> list[Student]:
         text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's byte-order mark is fine
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--roster {path}: cannot be read: {exc}") from None
-    reader = csv.reader(io.StringIO(text), delimiter=_sniff(text))
+    reader = csv.reader(io.StringIO(text), delimiter=grades.separator(text))
     header = [h.strip().lower().replace(" ", "_") for h in next(reader, [])]
     unknown = [h for h in header if h not in ROSTER_COLUMNS]
     if "submission" not in header or unknown:
@@ -167,28 +179,77 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def read_report(path: Path) -> list[Marked]:
-    """The rows of a report of `idrrun grade` (.json, or .csv: the JSON keeps names exact)."""
+def beside_a_report(path: Path) -> str:
+    """What to say of a file that idrrun grade or the teacher keeps beside a report, given as
+    one (a shell's grades/*.csv names them too); "" for anything else."""
+    name = path.name.lower()
+    if name.endswith((".stats.csv", ".stats.json")):
+        return f"{path}: the class statistics beside a report, not a report: left out"
+    if name.endswith(".adjustments.csv"):
+        return f"{path}: the adjustments beside a report, not a report: left out"
+    return ""
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    """A report's rows as dicts. Its bytes that are not UTF-8 (a report of an older idrrun,
+    a student's file name) are read by the one rule of names.py, never refused."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = names.decodable(path.read_bytes().decode("utf-8", "surrogateescape"))
         records = json.loads(text) if path.suffix.lower() == ".json" else \
             [{k: uninert(v or "") for k, v in r.items()} for r in csv.DictReader(io.StringIO(text))]
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: not a report of idrrun grade: {exc}") from None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise UsageError(f"{path}: not a report of idrrun grade (a list of rows)")
+    return records
+
+
+def _by_check(record: dict[str, object]) -> dict[str, float | None]:
+    """The points earned per check: a JSON report's by_check, a CSV report's "check: " columns."""
+    found = record.get("by_check")
+    if isinstance(found, dict):
+        return {str(k): _number(v) for k, v in found.items()}
+    return {k.removeprefix(CHECK_COLUMN): _number(v) for k, v in record.items()
+            if isinstance(k, str) and k.startswith(CHECK_COLUMN)}
+
+
+def read_report(path: Path) -> list[Marked]:
+    """The rows of a report of `idrrun grade` (.json, or .csv), each with the teacher's
+    adjustment as the file beside the report has it now."""
+    adjustments = grades.read_adjustments(grades.adjustments_path(path))
     out = []
-    for r in records:
+    for r in _records(path):
         if "points" not in r or "student" not in r or "exercise" not in r:
             raise UsageError(f"{path}: its rows have no score: a report of an older idrrun; run "
                              f"the same idrrun grade command again (it scores the rows)")
         try:
             out.append(Marked(str(r["student"]), str(r["exercise"]), str(r.get("verdict", "")),
                               _number(r.get("score")), _number(r["points"]),
-                              _number(r.get("not_evaluated")) or 0.0, str(path)))
+                              _number(r.get("not_evaluated")) or 0.0, str(path), _by_check(r),
+                              adjustments.get(str(r["student"])), _number(r.get("adjustment"))))
         except UsageError as exc:
             raise UsageError(f"{path}: {r['student']}: {exc}") from None
     return out
+
+
+def adjustment_notes(path: Path, rows: Sequence[Marked]) -> list[str]:
+    """What to say of a report's adjustments: those naming no graded row, and those changed
+    since the report (and the feedback) were written."""
+    adjustments = grades.read_adjustments(grades.adjustments_path(path))
+    notes = grades.unknown_students(adjustments, [r.student for r in rows],
+                                    grades.adjustments_path(path))
+    changed = [r.student for r in rows if r.score is not None and
+               (r.adjustment.points if r.adjustment else None) != r.reported_adjustment]
+    if changed:
+        notes.append(f"{grades.adjustments_path(path)}: changed since {path} was written "
+                     f"({listing_names(changed)}): the gradebook has them; run the same idrrun "
+                     "grade command again to write them into the report and the feedback")
+    return notes
+
+
+def listing_names(students: Sequence[str]) -> str:
+    shown = ", ".join(students[:5])
+    return shown + (f" and {len(students) - 5} more" if len(students) > 5 else "")
 
 
 def _possible(exercise: str, rows: Sequence[Marked]) -> float:
@@ -199,21 +260,23 @@ def _possible(exercise: str, rows: Sequence[Marked]) -> float:
     return totals[0] if totals else 0.0
 
 
-def _cell(row: Marked | None, policy: Policy, possible: float) -> tuple[float | None, str]:
-    """A student's grade for one exercise, or None, and why it is none."""
+def _scale(rows: Sequence[Marked], policy: Policy) -> float:
+    """What an exercise's grades are out of before --out-of (grades.scale)."""
+    return grades.scale([(r.possible, r.not_evaluated or 0.0) for r in rows
+                         if r.score is not None and r.possible is not None], policy.incomplete)
+
+
+def _cell(row: Marked | None, policy: Policy, scale: float) -> tuple[float | None, str]:
+    """A student's grade for one exercise, or None, and why it is none (or what to look at)."""
     if row is None:
         return (0.0, "no submission: 0") if policy.missing == "zero" else (None, "no submission")
     if row.score is None or row.possible is None:
         return None, f"not graded ({row.verdict}: see {row.report})"
-    if row.not_evaluated and policy.incomplete == "blank":
-        return None, (f"{points(row.not_evaluated)} points not evaluated here: grade where every "
-                      f"check can run (e.g. on a GPU), or give --incomplete earned")
-    earned = row.score
-    if policy.out_of is not None and possible:
-        earned = earned * policy.out_of / possible
-    note = f"{points(row.not_evaluated)} points not evaluated, counted as not earned" \
-        if row.not_evaluated else ""
-    return round(earned, 2), note
+    value, note = grades.grade(row.score, row.possible, row.not_evaluated or 0.0, scale,
+                               policy.incomplete, row.adjustment)
+    if value is not None and policy.out_of is not None and scale:
+        value = round(value * policy.out_of / scale, 2)
+    return value, note
 
 
 def _by_student(reports: Sequence[Marked]) -> dict[tuple[str, str], Marked]:
@@ -228,24 +291,43 @@ def _by_student(reports: Sequence[Marked]) -> dict[tuple[str, str], Marked]:
     return by_key
 
 
+def _column(exercise: str, scale: float, possible: float) -> str:
+    """An exercise's column: its name, and what it is out of when not every point could be
+    evaluated ("intro_pi (14 of 18 points evaluated)"; a new title is a new assignment in
+    Canvas, as a grade on another footing should be)."""
+    if scale >= possible:
+        return exercise
+    return f"{exercise} ({points(scale)} of {plural(possible, 'point')} evaluated)"
+
+
+def _exercises(exercises: Sequence[str], reports: Sequence[Marked], policy: Policy) -> tuple[
+        dict[str, float], dict[str, float], dict[str, tuple[str, ...]]]:
+    """Each exercise's points, what its grades are out of (before --out-of), and its checks."""
+    rows = {e: [r for r in reports if r.exercise == e] for e in exercises}
+    return ({e: _possible(e, rows[e]) for e in exercises},
+            {e: _scale(rows[e], policy) for e in exercises},
+            {e: tuple(dict.fromkeys(label for r in rows[e] for label in r.by_check)) for e in exercises})
+
+
 def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Policy) -> Gradebook:
     """Every roster student's grade for every exercise of the reports (in the order met)."""
     exercises = tuple(dict.fromkeys(r.exercise for r in reports))
     known = {s.submission for s in roster}
     by_key = _by_student(reports)
-    possible = {e: _possible(e, [r for r in reports if r.exercise == e]) for e in exercises}
+    possible, scale, checks = _exercises(exercises, reports, policy)
     cells: dict[tuple[str, str], float | None] = {}
     notes = []
     for student in roster:
         for exercise in exercises:
-            value, why = _cell(by_key.get((student.submission, exercise)), policy, possible[exercise])
+            value, why = _cell(by_key.get((student.submission, exercise)), policy, scale[exercise])
             cells[student.submission, exercise] = value
             if why:
                 notes.append(f"{student.submission}, {exercise}: {why}")
-    written = {e: policy.out_of if policy.out_of is not None else possible[e] for e in exercises}
+    written = {e: policy.out_of if policy.out_of is not None else scale[e] for e in exercises}
     return Gradebook(exercises, written, tuple(roster), cells,
                      {k: v for k, v in by_key.items() if k[0] in known}, tuple(notes),
-                     tuple(r for r in reports if r.student not in known))
+                     tuple(r for r in reports if r.student not in known),
+                     {e: _column(e, scale[e], possible[e]) for e in exercises}, checks)
 
 
 def _grade(value: float | None) -> str:
@@ -269,7 +351,7 @@ def moodle_csv(book: Gradebook) -> str:
     """Moodle's grade import (module docstring): names, ID number, email, a column per
     exercise."""
     _require(book, "Moodle", ("email", "id"))
-    rows = [[*MOODLE_COLUMNS, *book.exercises]]
+    rows = [[*MOODLE_COLUMNS, *map(book.column, book.exercises)]]
     for s in book.students:
         rows.append([s.first_name or s.name, s.last_name, s.id, s.email,
                      *(_grade(book.cells[s.submission, e]) for e in book.exercises)])
@@ -280,7 +362,7 @@ def canvas_csv(book: Gradebook) -> str:
     """Canvas's gradebook import (module docstring): the student columns, a column per
     exercise, the Points Possible row."""
     _require(book, "Canvas", ("canvas_id", "id", "login", "name"))
-    rows = [[*CANVAS_COLUMNS, *book.exercises],
+    rows = [[*CANVAS_COLUMNS, *map(book.column, book.exercises)],
             [CANVAS_POINTS_ROW, "", "", "", "", *(points(book.possible[e]) for e in book.exercises)]]
     for s in book.students:
         # Canvas's own export writes "Last, First" (its sortable name), which it matches too.
@@ -291,20 +373,31 @@ def canvas_csv(book: Gradebook) -> str:
     return _csv(rows)
 
 
+def _plain_cells(marked: Marked | None, checks: Sequence[str]) -> list[str]:
+    """An exercise's cells of the plain CSV but for the grade and out of."""
+    if marked is None:
+        return ["", "no submission", "", "", *("" for _ in checks)]
+    a = marked.adjustment
+    return [points(marked.not_evaluated or 0.0), marked.verdict,
+            grades.signed(a.points) if a is not None else "", a.reason if a is not None else "",
+            *(_grade(marked.by_check.get(label)) for label in checks)]
+
+
 def plain_csv(book: Gradebook) -> str:
     """For the teacher: who, then for each exercise the grade, out of, the points not
-    evaluated here and the verdict."""
+    evaluated here, the verdict, the adjustment and its reason, and the points earned on each
+    check."""
     header = list(PLAIN_COLUMNS)
     for e in book.exercises:
-        header += [e, f"{e} out of", f"{e} not evaluated", f"{e} verdict"]
+        header += [book.column(e), f"{e} out of", f"{e} not evaluated", f"{e} verdict",
+                   f"{e} adjustment", f"{e} adjustment reason",
+                   *(f"{e}: {label}" for label in book.checks.get(e, ()))]
     rows = [header]
     for s in book.students:
         row = [s.submission, s.id, s.email, s.name or " ".join(p for p in (s.first_name, s.last_name) if p)]
         for e in book.exercises:
-            marked = book.rows.get((s.submission, e))
             row += [_grade(book.cells[s.submission, e]), points(book.possible[e]),
-                    points(marked.not_evaluated or 0.0) if marked is not None else "",
-                    marked.verdict if marked is not None else "no submission"]
+                    *_plain_cells(book.rows.get((s.submission, e)), book.checks.get(e, ()))]
         rows.append(row)
     return _csv(rows)
 

@@ -24,7 +24,8 @@ from typing import Any, Literal
 from .. import annotate
 from ..checks import compare, visibility
 from ..checks.kinds import passed_here
-from ..checks.score import Score, score
+from ..checks.score import CheckPoints, Score, points, score
+from ..checks.words import listing, plural
 from ..checks.specs import Exercise
 from ..errors import UsageError
 from .. import files
@@ -33,7 +34,7 @@ from ..model import CheckResult, Comparison, Diagnostic, Failure, FailureKind, S
 from ..pipeline import Outcome
 from ..run import boundary
 from ..version import __version__
-from . import comparison
+from . import comparison, grades, names
 from .discover import Submission
 
 
@@ -128,6 +129,9 @@ class GradeRow:
     # The GPU lane its run had (run/lanes.py): "GPU 0 alone, CPUs 14-15" for a timed run,
     # "GPU 1" shared; "" without lanes.
     lane: str = ""
+    # The teacher's adjustment (grades.py), from the file beside the report as it is when the
+    # report is written: never kept in the state (the file is what a regrading reads again).
+    adjustment: grades.Adjustment | None = None
 
     @property
     def reasons(self) -> str:
@@ -138,11 +142,22 @@ class GradeRow:
             return passed_here([c for c in self.checks if c.status == "incomplete"])
         parts = []
         if self.failure is not None and self.failure is not FailureKind.CHECK:
-            parts.append(f"{self.failure.step} failed: {self.failure_what}")
+            parts.append(f"{self.failure.step} failed: {self.failure_what}" + self._first_error())
         parts += [f"{c.name}: {c.reason}" for c in self.checks if c.status == "fail"]
         parts += [f"{c.name}: not evaluated ({c.reason})" for c in self.checks
                   if c.status == "incomplete"]
         return "; ".join(parts)
+
+    def _first_error(self) -> str:
+        """A build that failed: its first error, as the compiler placed it (" (carl.c:28:
+        expected ';' before 'printf')"), or the end of its output's last line; "" otherwise."""
+        if self.failure is None or self.failure.step != "compile":
+            return ""
+        first = next((d for d in self.diagnostics if d.severity == "error"), None)
+        if first is not None:
+            return f" ({first.file}:{first.line}: {first.message})"
+        last = self.failure_output.strip().splitlines()[-1:] if self.failure_output.strip() else []
+        return f" ({last[0].strip()[:200]})" if last else ""
 
     @property
     def passed_here(self) -> bool:
@@ -152,6 +167,7 @@ class GradeRow:
 
     def as_dict(self) -> dict[str, object]:
         s = self.score
+        a = self.adjustment
         return {
             "student": self.student, "exercise": self.exercise, "language": self.language,
             "verdict": self.status,
@@ -159,11 +175,32 @@ class GradeRow:
             "score": s.earned if s is not None else None,
             "points": s.possible if s is not None else None,
             "not_evaluated": s.not_evaluated if s is not None else None,
+            "evaluated": s.evaluated if s is not None else None,
+            "adjustment": a.points if a is not None else None,
+            "adjustment_reason": a.reason if a is not None else "",
             "reasons": self.reasons,
             "build_seconds": round(self.build_seconds, 3), "run_seconds": round(self.run_seconds, 3),
             "submission": self.submission, "sandbox": self.sandbox, "node": self.node,
             "build_node": self.build_node, "lane": self.lane,
+            "by_check": by_check(s) if s is not None else {},
         }
+
+
+def by_check(score: Score) -> dict[str, float | None]:
+    """The points earned on each [[check]] (its main and hidden runs together), by its label
+    (a label two checks share gets its index: "pi #3"); None where none of its runs could be
+    evaluated here."""
+    items: dict[int, list[CheckPoints]] = {}
+    for item in score.items:
+        items.setdefault(item.check, []).append(item)
+    labels = {c: next((i.label for i in its if not i.hidden), its[0].label) for c, its in items.items()}
+    shared = collections.Counter(labels.values())
+    out: dict[str, float | None] = {}
+    for check in sorted(items):
+        label = labels[check] if shared[labels[check]] == 1 else f"{labels[check]} #{check}"
+        out[label] = None if all(i.outcome == "not_evaluated" for i in items[check]) else \
+            sum(i.worth for i in items[check] if i.outcome == "earned")
+    return out
 
 
 def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
@@ -197,10 +234,10 @@ def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
             again[_why_again(already[str(sub.path)], now, exercise)] += 1
     said = []
     if kept:
-        said.append(f"resuming: {len(kept)} rows kept from {path} (the same submission, exercise "
-                    "and idrrun as when they were graded; --fresh grades them again)")
+        said.append(f"resuming: {plural(len(kept), 'row')} kept from {path} (the same submission, "
+                    "exercise and idrrun as when they were graded; --fresh grades them again)")
     if again:
-        said.append(f"{sum(again.values())} rows of {path} graded again: " +
+        said.append(f"{plural(sum(again.values()), 'row')} of {path} graded again: " +
                     ", ".join(f"{n} {why}" for why, n in sorted(again.items())))
     return kept, said
 
@@ -212,7 +249,7 @@ def _why_again(old: GradeRow, now: ContentKey, exercise: Exercise) -> str:
     if old.content is None:
         return "were graded before rows kept their content (no key)"
     if old.content.submission != now.submission:
-        return "changed submission(s)"
+        return "changed"
     if old.content.exercise != now.exercise:
         return "graded with another exercise spec, solution or data"
     if old.content.idrrun != now.idrrun:
@@ -445,8 +482,10 @@ def _text(record: Any, key: str) -> str:
 
 
 REPORT_FIELDS = ("student", "exercise", "language", "verdict", "score", "points", "not_evaluated",
-                 "reasons", "build_seconds", "run_seconds", "submission", "sandbox", "node",
-                 "build_node", "lane")
+                 "evaluated", "adjustment", "adjustment_reason", "reasons", "build_seconds",
+                 "run_seconds", "submission", "sandbox", "node", "build_node", "lane")
+# A CSV report's column for the points earned on one check: "check: pi".
+CHECK_COLUMN = "check: "
 
 
 # OWASP's rule against CSV injection: Excel, LibreOffice Calc and Google Sheets read a cell
@@ -475,14 +514,21 @@ def render_report(rows: Sequence[GradeRow], path: Path) -> str:
     inert and quoted (a spreadsheet set to another separator, the semicolon of a French Excel,
     would otherwise cut a cell at a student's ";" and start a new one)."""
     if path.suffix.lower() == ".json":
-        return json.dumps([_record(r) for r in rows], indent=2) + "\n"
+        return json.dumps([names.decodable_data(_record(r)) for r in rows], indent=2) + "\n"
     if path.suffix.lower() == ".csv":
+        checks = list(dict.fromkeys(CHECK_COLUMN + label for r in rows
+                                    for label in (by_check(r.score) if r.score else {})))
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=REPORT_FIELDS, quoting=csv.QUOTE_ALL)
+        writer = csv.DictWriter(buf, fieldnames=[*REPORT_FIELDS, *checks], quoting=csv.QUOTE_ALL)
         writer.writeheader()
         for r in rows:
-            writer.writerow({key: inert(value) for key, value in r.as_dict().items()})
-        return buf.getvalue()
+            cells = r.as_dict()
+            earned = cells.pop("by_check")
+            assert isinstance(earned, dict)
+            cells |= {CHECK_COLUMN + label: value for label, value in earned.items()}
+            writer.writerow({key: inert(value) for key, value in cells.items()})
+        # One rule for every byte that is not UTF-8 (names.py), in every cell at once.
+        return names.decodable(buf.getvalue())
     raise UsageError(f"--report {path}: use a .csv or .json file name")
 
 
@@ -512,29 +558,32 @@ FEEDBACK_MESSAGES = 10
 
 def feedback_markdown(row: GradeRow, exercise: Exercise,
                       override: visibility.Override = "spec",
-                      timelines: tuple[str, str] | None = None) -> str:
+                      timelines: tuple[str, str] | None = None,
+                      out_of: float | None = None) -> str:
     """A student's feedback: their score, what went wrong (the compiler's messages on their
     lines, the signal or limit and its hint), the checks as the spec (or the grader's override)
     lets students see them (checks/visibility.py: hidden runs say only their result and their
     kind, the arguments, drawn or fixed, stay the instructor's, unless `full`), the output
     around the failed checks they may see, the source annotated, and the public run beside the
-    solution's, with the timelines (files beside it) named, when the student may see it all."""
+    solution's, with the timelines (files beside it) named, when the student may see it all.
+    out_of: what the class is graded out of (grades.scale; default: the row's own points
+    evaluated)."""
     lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**  "]
     if row.score is not None:
-        lines.append(f"Score: **{row.score}**")
+        lines += score_lines(row.score, out_of, row.adjustment)
     lines.append("")
     lines += _what_went_wrong(row)
     shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
-    if row.checks and row.failure is not None and row.failure.step == "compile":
-        lines += [f"None of the {len(row.checks)} checks could judge it: the program did not "
-                  "build.", ""]
-    elif row.checks:
+    if row.failure is not None and row.failure.step == "compile":
+        lines += ["The program did not build: no check of what it does when it runs could earn "
+                  "points.", ""]
+    if row.checks:
         lines += ["## Checks", "", "| check | result | expected | got | why |", "|---|---|---|---|---|"]
         for c in (c for c in shown if c is not None):
             cells = [c.name, c.status, c.expected, c.got, c.reason]
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
         if None in shown:
-            lines += ["", visibility.NOT_SHOWN.format(count=shown.count(None))]
+            lines += ["", NOT_SHOWN.format(checks=plural(shown.count(None), "more check"))]
         lines.append("")
     elif row.reasons:
         lines += [row.reasons, ""]
@@ -544,6 +593,44 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     if row.comparison is not None and visibility.comparison_seen(exercise, override):
         lines += comparison.markdown(row.comparison, timelines, _table_cell)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# What a feedback says of the checks the spec does not let students see.
+NOT_SHOWN = "{checks} graded and not shown here."
+
+
+def score_text(s: Score, adjustment: grades.Adjustment | None = None) -> str:
+    """A score on one line, out of the points evaluated here: "15/18", "17/17 (1 of 18 not
+    evaluated)", "13/17 (1 of 18 not evaluated) +1.5"."""
+    text = f"{points(s.earned)}/{points(s.evaluated)}"
+    if s.not_evaluated:
+        text += f" ({points(s.not_evaluated)} of {points(s.possible)} not evaluated)"
+    if adjustment is not None:
+        text += f" {grades.signed(adjustment.points)}"
+    return text
+
+
+def score_lines(s: Score, out_of: float | None = None,
+                adjustment: grades.Adjustment | None = None) -> list[str]:
+    """A feedback's score as a student reads it: the points earned out of those evaluated here
+    (those that were not, and why, said), the teacher's adjustment, and the grade when it is
+    not the score (grades.py: adjusted, or brought to the class's scale)."""
+    scale = s.evaluated if out_of is None else out_of
+    if s.not_evaluated:
+        left = [i for i in s.items if i.outcome == "not_evaluated"]
+        what = listing(list(dict.fromkeys(i.label for i in left)))
+        lines = [f"Score: **{points(s.earned)}/{points(s.evaluated)}**, out of the "
+                 f"{plural(s.evaluated, 'point')} evaluated here; not evaluated here: {what} "
+                 f"({plural(s.not_evaluated, 'point')} of {points(s.possible)})  "]
+    else:
+        lines = [f"Score: **{points(s.earned)}/{points(s.possible)}**  "]
+    if adjustment is not None:
+        lines.append(f"Adjustment: **{grades.signed(adjustment.points)}**: "
+                     f"{_table_cell(adjustment.reason)}  ")
+    value, _ = grades.grade(s.earned, s.possible, s.not_evaluated, scale, adjustment=adjustment)
+    if value is not None and (value != round(s.earned, 2) or scale != s.evaluated):
+        lines.append(f"Grade: **{points(value)}/{points(scale)}**  ")
+    return lines
 
 
 def _what_went_wrong(row: GradeRow) -> list[str]:
@@ -596,22 +683,31 @@ def feedback_names(students: Sequence[str]) -> dict[str, str]:
     sanitiser never lets through: two students never share a file."""
     safe = {s: re.sub(r"[^A-Za-z0-9_.-]+", "_", s) for s in students}
     folded = collections.Counter(name.casefold() for name in safe.values())
-    names = {}
+    out = {}
     for student, name in safe.items():
         if name == student and name and name[0] not in ".-" and folded[name.casefold()] == 1:
-            names[student] = f"{name}.md"
+            out[student] = f"{name}.md"
         else:
             digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-            names[student] = f"{re.sub(r'^[.-]', '_', name)}~{digest}.md"
-    return names
+            out[student] = f"{re.sub(r'^[.-]', '_', name)}~{digest}.md"
+    return out
 
 
 def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path,
                    override: visibility.Override = "spec") -> None:
-    names = feedback_names([row.student for row in rows])
+    named = feedback_names([row.student for row in rows])
     folder.mkdir(parents=True, exist_ok=True)
+    out_of = class_scale(rows)
     for row in rows:
-        drawn = comparison.pictures(row.comparison, folder, names[row.student].removesuffix(".md")) \
+        drawn = comparison.pictures(row.comparison, folder, named[row.student].removesuffix(".md")) \
             if row.comparison is not None and visibility.comparison_seen(exercise, override) else None
-        files.write_atomic(folder / names[row.student],
-                           feedback_markdown(row, exercise, override, drawn))
+        # The compiler's messages and the source lines quote bytes the student wrote: those
+        # that are not UTF-8 are written by the one rule of names.py.
+        files.write_atomic(folder / named[row.student],
+                           names.decodable(feedback_markdown(row, exercise, override, drawn, out_of)))
+
+
+def class_scale(rows: Sequence[GradeRow]) -> float:
+    """What the class's grades are out of (grades.scale): the points most rows had evaluated."""
+    return grades.scale([(r.score.possible, r.score.not_evaluated) for r in rows
+                         if r.score is not None])

@@ -42,6 +42,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..model import Language
+from ..checks.words import plural
 
 try:  # the optional extra idrrun[similarity]; library() says how to install it
     copydetect: Any = importlib.import_module("copydetect")
@@ -331,7 +332,7 @@ def render_markdown(result: Similarity, exercise: str) -> str:
     students = sum(not d.published for d in docs)
     published = " and the published solution" if any(d.published for d in docs) else ""
     lines = [f"# Similarity: {exercise}", "",
-             f"{students} submissions{published} compared with each other, the start file's "
+             f"{plural(students, 'submission')}{published} compared with each other, the start file's "
              f"code removed first ({result.library}; names do not count, comments neither). "
              f"Pairs where one shares at least {_percent(result.threshold)} of its own code "
              "with the other: a reason to look, not a verdict.", ""]
