@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
                    help="source files, notebooks, or one folder per student (as for grade)")
     p.add_argument("--threshold", type=_share, default=similarity.THRESHOLD, metavar="SHARE",
                    help="list a pair when one of the two shares at least this much of its own "
-                        f"code with the other (default {similarity.THRESHOLD:.0%})")
+                        f"code with the other (default {similarity.THRESHOLD:.0%}%)")
     p.add_argument("--report", type=Path, metavar="FILE.md|FILE.json",
                    help="write the pairs and their passages there (Markdown or JSON)")
     p.add_argument("--language", "-l", choices=("c", "c++", "fortran", "cuda"),
