@@ -169,3 +169,54 @@ def test_the_shares_are_copydetects_own() -> None:
         mine, in_common = similarity._shares(a, b)
         assert mine == tuple(float(s) for s in shares), (a.document.name, b.document.name)
         assert in_common <= int(shared)
+
+
+# A renamed copy of the published solution: every name of its own changed (the solution adds
+# about 40 lines to the start file).
+RENAMED = {"A": "mat", "x": "vec", "y": "res", "nn": "cells", "x0": "first", "lambda": "eig",
+           "it": "step", "i": "row", "j": "col", "sum": "acc", "xy": "dot", "yy": "norm2",
+           "scale": "inv"}
+
+
+def renamed(text: str) -> str:
+    return re.sub(r"\b(" + "|".join(map(re.escape, RENAMED)) + r")\b",
+                  lambda m: RENAMED[m.group(1)], text)
+
+
+def test_code_hidden_in_a_folders_headers_is_the_students_code(tmp_path: Path) -> None:
+    """What the compiler reads is compared: mallory's folder hands in a loops_matvec.c that only
+    includes impl.h, which is ana's program; rene's includes <port.h> (the compile's -I is the
+    folder), which includes inc/body.h, a renamed copy of the published solution. Both pairs
+    are found, and the passages say in which file the shared lines are."""
+    paths = klass(tmp_path)
+    ana = (tmp_path / "class" / "ana.c").read_text()
+    mallory, rene = tmp_path / "class" / "mallory", tmp_path / "class" / "rene"
+    (mallory).mkdir()
+    (mallory / "loops_matvec.c").write_text("/* my port */\n#include \"impl.h\"\n")
+    (mallory / "impl.h").write_text(ana)
+    (mallory / "notes.h").write_text(START_C)  # not included: not compiled, not compared
+    (rene / "inc").mkdir(parents=True)
+    (rene / "loops_matvec.c").write_text("#include <stdio.h>\n#include <port.h>\n")
+    (rene / "port.h").write_text("#include \"inc/body.h\"\n")
+    (rene / "inc" / "body.h").write_text(renamed(SOLUTION_C))
+    assert "double *restrict mat = malloc" in renamed(SOLUTION_C)
+    r = idrrun("similarity", "loops_matvec", *paths, str(mallory), str(rene),
+               "--report", str(tmp_path / "s.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads((tmp_path / "s.json").read_text())
+    pairs = pairs_of(report)
+    assert frozenset(("ana", "mallory")) in pairs, sorted(map(sorted, pairs))
+    assert frozenset(("rene", "SOLUTION")) in pairs, sorted(map(sorted, pairs))
+    for key in (frozenset(("ana", "mallory")), frozenset(("rene", "SOLUTION"))):
+        assert min(pairs[key]["shares"]) > 0.9, pairs[key]  # type: ignore[call-overload]
+    assert "mallory" not in report["unchanged"] and "rene" not in report["unchanged"]
+    mine = pairs[frozenset(("ana", "mallory"))]
+    side = mine["passages"][0]["first" if mine["first"] == "mallory" else "second"]  # type: ignore[index]
+    assert side["files"] == ["impl.h", "impl.h"], side
+    body = pairs[frozenset(("rene", "SOLUTION"))]
+    side = body["passages"][0]["first" if body["first"] == "rene" else "second"]  # type: ignore[index]
+    assert side["files"][0] == "inc/body.h" and "#pragma acc data create(mat[0:cells]" in side["text"], side
+    # The Markdown report names the header and its own line numbers.
+    r = idrrun("similarity", "loops_matvec", *paths, str(mallory), "--report",
+               str(tmp_path / "s.md"), cwd=tmp_path)
+    assert re.search(r"mallory, impl\.h, lines \d+-\d+:", (tmp_path / "s.md").read_text())

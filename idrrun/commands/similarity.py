@@ -69,8 +69,9 @@ def documents(subs: Sequence[discover.Submission], exercise: Exercise,
               with_solution: bool) -> list[similarity.Document]:
     """The submissions that could be read, then the published solution of each of their
     languages."""
-    docs = [similarity.Document(s.student, s.source.language, s.source.text,
-                                first_line=s.source.first_line)
+    docs = [similarity.joined(s.student, s.source.language,
+                              [(_graded_name(s), s.source.text), *s.headers],
+                              s.source.first_line)
             for s in subs if s.source is not None]
     for language in dict.fromkeys(d.language for d in docs):
         pair = exercise.sources.get(language)
@@ -80,6 +81,11 @@ def documents(subs: Sequence[discover.Submission], exercise: Exercise,
             docs.append(similarity.Document(name, language, pair.solution.read_text(errors="replace"),
                                             published=True))
     return docs
+
+
+def _graded_name(sub: discover.Submission) -> str:
+    """The graded file's name, beside its headers' (they are named from its folder)."""
+    return (sub.chosen or sub.path).name
 
 
 def starts(exercise: Exercise) -> dict[str, str]:
