@@ -20,6 +20,7 @@ from ..checks.words import plural
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
+from ..escape import terminal_line
 from ..checks.specs import Exercise
 from ..grading import classroom, discover, report
 from ..model import Lanes, Probe, Settings
@@ -96,7 +97,7 @@ def main(tokens: Sequence[str]) -> int:
 
     def say(text: str) -> None:
         if not args.json:  # stdout holds the JSON only
-            console.print(neutralise(text), markup=False)
+            console.print(terminal_line(text), markup=False)
 
     say(isolation.sandbox_support().describe())
     for note in notes:
@@ -232,9 +233,9 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
     for r in rows:
         style = {"pass": "green", "fail": "red", "incomplete": "yellow", "error": "magenta"}[r.status]
         # Students' text is never markup: Text cells are printed as they are, neutralised.
-        table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
+        table.add_row(Text(terminal_line(r.student)), r.language, Text(r.status, style=style),
                       str(r.score) if r.score is not None else "",
-                      Text(neutralise(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
+                      Text(terminal_line(r.reasons)), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
                       *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()))
     console.print(table)
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['incomplete']} "

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK
-from ..display import neutralise
+from ..escape import terminal_line
 from ..errors import UsageError
 from ..files import write_atomic
 from ..checks.score import points
@@ -102,4 +102,4 @@ def _say(book: gradebook.Gradebook, outputs: dict[str, Path]) -> None:
         print(f"  {note}")
     for r in book.unmatched:
         # Submission names are students' file names: printed neutralised.
-        print(neutralise(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})"))
+        print(terminal_line(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})"))

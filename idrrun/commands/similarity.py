@@ -22,6 +22,7 @@ from ..checks.specs import Exercise
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
+from ..escape import terminal_line
 from ..files import write_atomic
 from ..grading import classroom, discover, similarity
 from ..request import config
@@ -125,16 +126,16 @@ def _render(result: similarity.Similarity, notes: Sequence[str],
     for note in notes:
         console.print(neutralise(note), markup=False)
     for sub in unread:
-        console.print(neutralise(f"{sub.student}: not compared: {sub.problem}"), markup=False)
+        console.print(terminal_line(f"{sub.student}: not compared: {sub.problem}"), markup=False)
     if result.unchanged:
-        console.print(neutralise("no code of their own beyond the start file: "
-                                 + ", ".join(result.unchanged)), markup=False)
+        console.print("no code of their own beyond the start file: "
+                      + ", ".join(map(terminal_line, result.unchanged)), markup=False)
     table = Table(title=f"pairs sharing at least {result.threshold:.0%} of one's own code")
     for col in ("first", "second", "share of the first's", "of the second's", "passages"):
         table.add_column(col)
     for p in result.pairs:
         where = "; ".join(f"{a.first}-{a.last} / {b.first}-{b.last}" for a, b in p.passages)
-        table.add_row(Text(neutralise(p.first.label)), Text(neutralise(p.second.label)),
+        table.add_row(Text(terminal_line(p.first.label)), Text(terminal_line(p.second.label)),
                       f"{p.shares[0]:.0%}", f"{p.shares[1]:.0%}", where)
     console.print(table)
     students = sum(not d.published for d in result.compared)

@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import escape
 from ..errors import UsageError
 from ..model import Language
 
@@ -357,15 +358,10 @@ def _percent(share: float) -> str:
     return f"{100 * share:.0f} %"
 
 
-def _fence(text: str) -> str:
-    """A Markdown fence longer than any run of backticks in the text (a student's text never
-    closes it)."""
-    longest = max((len(m.group(0)) for m in re.finditer(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
 def _cell(text: str) -> str:
-    return " ".join(text.splitlines()).replace("|", "\\|")
+    """A name or a place, as the report writes it: Markdown that shows it as it is (and no
+    formula where a table is pasted into a spreadsheet)."""
+    return escape.markdown_cell(text)
 
 
 def _language_tag(language: Language) -> str:
@@ -397,9 +393,8 @@ def render_markdown(result: Similarity, exercise: str) -> str:
                       f"{_percent(p.shares[0])} and {_percent(p.shares[1])}"]
         for one, other in p.passages:
             for doc, passage in ((p.first, one), (p.second, other)):
-                fence = _fence(passage.text)
                 lines += ["", f"{_cell(doc.label)}, {_cell(passage.where)}:", "",
-                          fence + _language_tag(doc.language), passage.text, fence]
+                          escape.fenced(passage.text, _language_tag(doc.language))]
     return "\n".join(lines) + "\n"
 
 
