@@ -6,7 +6,8 @@ interpreted there. One helper per destination, stdlib only:
     terminal(text)       a program's output: controls shown as \\xNN, lines and tabs kept
     terminal_line(text)  a name or a one-line field: every control shown, line breaks too
     markdown_text(text)  inline Markdown on one line: no HTML, no link, no emphasis, no table cell
-    markdown_cell(text)  several lines of output made one inline text (a table's cell)
+    markdown_joined(text)  several lines of output as one inline text
+    markdown_cell(text)  a table's cell: markdown_text, and no formula for a spreadsheet
     markdown_code(text)  a code span; fenced(text) a code block nothing inside can close
     html_text(text)      text in HTML (an element or an attribute)
     csv_cell(value)      a CSV cell no spreadsheet reads as a formula; csv_uncell reverses it
@@ -79,10 +80,15 @@ def markdown_text(text: str) -> str:
     return "\\" + escaped
 
 
+def markdown_joined(text: str) -> str:
+    """Several lines of output or of a message as one inline text: joined by spaces."""
+    return markdown_text(" ".join(text.splitlines()))
+
+
 def markdown_cell(text: str) -> str:
-    """A table's cell: several lines (a program's output) joined by spaces, inline text, and
-    no formula where it starts (a table is pasted into spreadsheets too: a quote first)."""
-    text = " ".join(text.splitlines())
+    """A table's cell: inline text, and no formula where it starts (a table is pasted into
+    spreadsheets too: a quote first). Lines joined first where they are output to read
+    (report._table_cell), shown as \x0a in a name."""
     return markdown_text("'" + text if _formula(text) else text)
 
 

@@ -89,7 +89,7 @@ def test_html_text_and_csv_cells() -> None:
         assert escape.csv_uncell(cell) == value
     assert escape.csv_cell("-2.5") == "-2.5" and escape.csv_cell(3) == 3
     # A Markdown table's cell is pasted into spreadsheets too: no formula, one quote only.
-    assert escape.markdown_cell("=1+2\n<b>") == "'=1+2 &lt;b&gt;"
+    assert escape.markdown_cell("=1+2\n<b>") == "'=1+2\\\\x0a&lt;b&gt;"
     assert escape.markdown_cell("'dot = 42'") == "'dot = 42'"
 
 

@@ -482,7 +482,7 @@ def write_report(rows: Sequence[GradeRow], path: Path, key: bytes) -> None:
 def _table_cell(text: str) -> str:
     """A Markdown table cell: on one line, inert (a table is pasted into spreadsheets too),
     nothing in it read as Markdown or HTML (escape.markdown_cell)."""
-    return escape.markdown_cell(text)
+    return escape.markdown_cell(" ".join(text.splitlines()))
 
 
 # What a student's feedback says of a check on a hidden argument set, instead of its values.
@@ -502,7 +502,8 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     kind, the arguments, drawn or fixed, stay the instructor's, unless `full`), the output
     around the failed checks they may see, the source annotated, and the public run beside the
     solution's, with the timelines (files beside it) named, when the student may see it all."""
-    lines = [f"# {exercise.title}", "", f"Student: {escape.markdown_text(row.student)}  ", f"Verdict: **{row.status}**  "]
+    lines = [f"# {exercise.title}", "", f"Student: {escape.markdown_text(row.student)}  ",
+             f"Verdict: **{row.status}**  "]
     if row.score is not None:
         lines.append(f"Score: **{row.score}**")
     lines.append("")
@@ -520,7 +521,7 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
             lines += ["", visibility.NOT_SHOWN.format(count=shown.count(None))]
         lines.append("")
     elif row.reasons:
-        lines += [escape.markdown_cell(row.reasons), ""]
+        lines += [escape.markdown_joined(row.reasons), ""]
     lines += _excerpts([c for c in shown if c is not None])
     if row.annotated:
         lines += ["## Your source, annotated", "", row.annotated]
@@ -534,14 +535,14 @@ def _what_went_wrong(row: GradeRow) -> list[str]:
         return []
     lines = ["## What went wrong", "",
              f"{_FAILED_STEP.get(row.failure.step, 'It failed')}: "
-             f"{escape.markdown_cell(row.failure_what)}.", ""]
+             f"{escape.markdown_joined(row.failure_what)}.", ""]
     shown = [d for d in row.diagnostics if d.severity in ("error", "warning")][:FEEDBACK_MESSAGES]
     if shown:
         lines += ["The compiler's messages:", ""]
         for d in shown:
             where = f"{d.file}:{d.line}" + (f":{d.column}" if d.column else "")
             lines.append(f"- {escape.markdown_code(where)} {d.severity}: "
-                         f"{escape.markdown_cell(d.message)}")
+                         f"{escape.markdown_joined(d.message)}")
             if d.code.strip():
                 lines += ["", _fenced(f"{d.line} | {d.code}", "  ")]
         more = sum(d.severity in ("error", "warning") for d in row.diagnostics) - len(shown)
@@ -551,7 +552,7 @@ def _what_went_wrong(row: GradeRow) -> list[str]:
     if row.failure_output:
         lines += ["The end of the build's output:", "", _fenced(row.failure_output), ""]
     if row.failure_hint:
-        lines += [f"Hint: {escape.markdown_cell(row.failure_hint)}", ""]
+        lines += [f"Hint: {escape.markdown_joined(row.failure_hint)}", ""]
     return lines
 
 
