@@ -9,6 +9,7 @@ what a permissive renderer (a wiki, an LMS, a teacher's editor) would make of th
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from markdown_it import MarkdownIt
 
 from conftest import PYTHONPATH, ROOT
 from idrrun import escape
+from idrrun.grading import gradebook
 from idrrun.run import isolation
 
 DATA = ROOT / "tests" / "data" / "integrity"
@@ -88,6 +90,12 @@ def test_html_text_and_csv_cells() -> None:
         assert isinstance(cell, str) and not cell.lstrip(" ").startswith(escape.FORMULA_START)
         assert escape.csv_uncell(cell) == value
     assert escape.csv_cell("-2.5") == "-2.5" and escape.csv_cell(3) == 3
+    # The gradebook's spreadsheet for the teacher: a submission named like a formula.
+    book = gradebook.gradebook([gradebook.Student("=1+2", line=2)],
+                               [gradebook.Marked("=1+2", "x", "pass", 3.0, 3.0, 0.0, "r.csv")],
+                               gradebook.Policy())
+    cells = [row for row in csv.reader(io.StringIO(gradebook.plain_csv(book)))][1]
+    assert cells[0] == "'=1+2" and cells[4:6] == ["3", "3"], cells
     # A Markdown table's cell is pasted into spreadsheets too: no formula, one quote only.
     assert escape.markdown_cell("=1+2\n<b>") == "'=1+2\\\\x0a&lt;b&gt;"
     assert escape.markdown_cell("'dot = 42'") == "'dot = 42'"

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .. import escape
 from ..checks.score import points
 from ..errors import UsageError
 from .report import uninert
@@ -306,7 +307,8 @@ def plain_csv(book: Gradebook) -> str:
                     points(marked.not_evaluated or 0.0) if marked is not None else "",
                     marked.verdict if marked is not None else "no submission"]
         rows.append(row)
-    return _csv(rows)
+    # The teacher's spreadsheet: a submission's name is a student's, never a formula there.
+    return _csv([[str(escape.csv_cell(cell)) for cell in row] for row in rows])
 
 
 FORMATS = {"moodle": moodle_csv, "canvas": canvas_csv, "csv": plain_csv}
