@@ -220,3 +220,52 @@ def test_code_hidden_in_a_folders_headers_is_the_students_code(tmp_path: Path) -
     r = idrrun("similarity", "loops_matvec", *paths, str(mallory), "--report",
                str(tmp_path / "s.md"), cwd=tmp_path)
     assert re.search(r"mallory, impl\.h, lines \d+-\d+:", (tmp_path / "s.md").read_text())
+
+
+def _renamed_everywhere(text: str, language: str) -> str:
+    """Every variable and function name of the text (its directives' too) given another,
+    consistently: a copy as a student who renamed all of them would hand it in. The names
+    are those Pygments reads as names (not the language's intrinsics) in the text as it is
+    compared (similarity.normalised keeps every offset)."""
+    from pygments.lexers import get_lexer_by_name
+    from pygments.token import Name
+
+    lexer = get_lexer_by_name(similarity._LEXERS[language])  # type: ignore[index]
+    names = (Name, Name.Variable, Name.Attribute, Name.Function, Name.Class)
+    seen: dict[str, str] = {}
+    out, at = [], 0
+    compared = similarity.normalised(text, language)  # type: ignore[arg-type]
+    for start, kind, value in lexer.get_tokens_unprocessed(compared):
+        if kind in names and re.fullmatch(r"[A-Za-z_]\w*", value):
+            key = value.lower() if language == "fortran" else value
+            out += [text[at:start], seen.setdefault(key, f"q{len(seen)}")]
+            at = start + len(value)
+    return "".join(out) + text[at:]
+
+
+@pytest.mark.parametrize("language,folder,suffix", [("c", "C", ".c"), ("fortran", "Fortran", ".f90")])
+def test_copies_of_every_published_solution_are_paired_where_it_adds_a_few_lines(
+        language: str, folder: str, suffix: str) -> None:
+    """Over the whole course: an exact copy of the published solution, and a copy with every
+    name changed, are both paired with it wherever the solution adds at least MIN_SHARED of
+    code of its own to the start file (about three lines). Below that (one directive added),
+    honest answers are the solution itself: listing them would list the whole class."""
+    below = []
+    for solution in sorted((EXAMPLES / folder).glob(f"*_solution{suffix}")):
+        start = solution.with_name(solution.name.replace("_solution", "_exercise")).read_text()
+        text = solution.read_text()
+        copies = [similarity.Document("exact", language, text),  # type: ignore[arg-type]
+                  similarity.Document("renamed", language,  # type: ignore[arg-type]
+                                      _renamed_everywhere(text, language)),
+                  similarity.Document("sol", language, text, published=True)]  # type: ignore[arg-type]
+        assert copies[1].text != text and "q0" in copies[1].text
+        result = similarity.compare(copies, {language: start})
+        own = similarity._print(copies[2], similarity._boilerplate(start, language)).coverage
+        paired = {frozenset((p.first.name, p.second.name)) for p in result.pairs}
+        if own < similarity.MIN_SHARED:
+            below.append(solution.stem)
+            continue
+        assert {frozenset(("exact", "sol")), frozenset(("renamed", "sol"))} <= paired, solution.name
+    # The exercises whose solution adds less (said here, so that a change is seen).
+    assert below == {"c": ["intro_pi_solution", "variables_median_solution"],
+                     "fortran": ["intro_pi_solution"]}[language]
