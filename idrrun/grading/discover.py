@@ -39,8 +39,6 @@ MAX_SOURCE_BYTES = 2 << 20
 SUBMISSION_BUDGET = boundary.Budget()
 
 
-
-
 @dataclass(frozen=True)
 class Submission:
     student: str
