@@ -42,8 +42,11 @@ _COMPILER_OUTPUT = "compiler_output"
 # An include line: C's `#include "x.h"` and `#include <x.h>` (the compile's -I is the source's
 # own folder, so a <x.h> found there is the student's file), Fortran's `include 'x'`. One
 # pattern per line, anchored: linear in the text.
-_INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include[ \t]*["<]([^">\n]+)[">]'
+_INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include(?:_next)?[ \t]*["<]([^">\n]+)[">]'
                       r'|include[ \t]*[\'"]([^\'"\n]+)[\'"])', re.MULTILINE | re.IGNORECASE)
+# An include whose file a macro names (`#include IMPL`, `#define IMPL "impl.h"`): which file it
+# opens is known once the compiler has expanded the macros, not from the text.
+_COMPUTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include(?:_next)?[ \t]+[A-Za-z_]', re.MULTILINE)
 
 
 def source_file_name(source: Source) -> str:
@@ -61,6 +64,11 @@ MAX_HEADER_BYTES = 4 << 20
 def included(text: str) -> list[str]:
     """The names of the files `text` includes, as written."""
     return [m.group(1) or m.group(2) for m in _INCLUDE.finditer(text)]
+
+
+def computed_include(text: str) -> bool:
+    """Whether `text` includes a file that a macro names."""
+    return _COMPUTED_INCLUDE.search(text) is not None
 
 
 def local_includes(text: str, read: Callable[[str], str | None]) -> list[tuple[str, str]]:

@@ -199,16 +199,23 @@ def test_code_hidden_in_a_folders_headers_is_the_students_code(tmp_path: Path) -
     (rene / "loops_matvec.c").write_text("#include <stdio.h>\n#include <port.h>\n")
     (rene / "port.h").write_text("#include \"inc/body.h\"\n")
     (rene / "inc" / "body.h").write_text(renamed(SOLUTION_C))
+    # max's file is named by a macro: only the compiler knows which; the folder's files count.
+    maxi = tmp_path / "class" / "max"
+    (maxi / "deep").mkdir(parents=True)
+    (maxi / "loops_matvec.c").write_text('#define IMPL "deep/impl.h"\n#include IMPL\n')
+    (maxi / "deep" / "impl.h").write_text((tmp_path / "class" / "ben.c").read_text())
     assert "double *restrict mat = malloc" in renamed(SOLUTION_C)
-    r = idrrun("similarity", "loops_matvec", *paths, str(mallory), str(rene),
+    r = idrrun("similarity", "loops_matvec", *paths, str(mallory), str(rene), str(maxi),
                "--report", str(tmp_path / "s.json"), cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads((tmp_path / "s.json").read_text())
     pairs = pairs_of(report)
     assert frozenset(("ana", "mallory")) in pairs, sorted(map(sorted, pairs))
     assert frozenset(("rene", "SOLUTION")) in pairs, sorted(map(sorted, pairs))
-    for key in (frozenset(("ana", "mallory")), frozenset(("rene", "SOLUTION"))):
-        assert min(pairs[key]["shares"]) > 0.9, pairs[key]  # type: ignore[call-overload]
+    assert frozenset(("ben", "max")) in pairs, sorted(map(sorted, pairs))
+    for key in (frozenset(("ana", "mallory")), frozenset(("rene", "SOLUTION")),
+                frozenset(("ben", "max"))):
+        assert min(pairs[key]["shares"]) > 0.85, pairs[key]  # type: ignore[call-overload]
     assert "mallory" not in report["unchanged"] and "rene" not in report["unchanged"]
     mine = pairs[frozenset(("ana", "mallory"))]
     side = mine["passages"][0]["first" if mine["first"] == "mallory" else "second"]  # type: ignore[index]

@@ -29,6 +29,8 @@ from ..run import boundary, sandbox
 
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
+# What a source may include besides other sources: headers and Fortran include files.
+INCLUDABLE_SUFFIXES = SOURCE_SUFFIXES | {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".fi", ".fh"}
 
 
 # A submission bigger than this is refused (one error row), not read into the grader's memory.
@@ -228,7 +230,21 @@ def _headers(dirfd: int, files: Sequence[str], chosen: str,
             return None
         return taken.data.decode("utf-8", "surrogateescape")
 
-    return tuple(build.local_includes(source.text, read))
+    found = build.local_includes(source.text, read)
+    if not any(build.computed_include(text) for text in (source.text, *(t for _, t in found))):
+        return tuple(found)
+    # A macro names an included file: which one, only the compiler knows. Every file of the
+    # folder that a source could include is then the student's code, whichever it opens.
+    named = {rel for rel, _ in found}
+    prefix = beside + "/" if beside else ""
+    for name in sorted(files):
+        rel = name[len(prefix):]
+        if name.startswith(prefix) and name != chosen and rel not in named and \
+                posixpath.splitext(name)[1] in INCLUDABLE_SUFFIXES:
+            text = read(rel)
+            if text is not None:
+                found.append((rel, text))
+    return tuple(found)
 
 
 def _one_each(subs: Sequence[Submission]) -> list[Submission]:
