@@ -65,6 +65,11 @@ def test_a_header_found_through_the_include_folder_is_part_of_the_key(tmp_path: 
     key = build.build_key(request, toolchain)
     (tmp_path / "inc" / "more.h").write_text("#define X 2\n")
     assert build.build_key(request, toolchain) != key
+    # Fortran's include line, in any case; a name leading out of the folder is never read.
+    (tmp_path / "consts.inc").write_text("integer, parameter :: k = 3\n")
+    fortran = from_cell("program p\n  INCLUDE 'consts.inc'\n  include '../x.inc'\nend program\n",
+                        "cell[5]", "fortran", None, tmp_path)
+    assert build.local_headers(fortran) == [tmp_path / "consts.inc"]
 
 
 def test_failed_build_leaves_nothing_runnable(tmp_path: Path) -> None:
