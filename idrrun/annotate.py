@@ -17,11 +17,11 @@ apart. Nothing here raises on odd input.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from . import escape
 from .model import AccReport, CheckResult, Diagnostic
 from .toolchains import diagnostics
 from .toolchains.remarks import REGION_MADE, explain
@@ -199,6 +199,4 @@ def markdown(listing: Listing, context: int = CONTEXT) -> str:
     body = text(listing, context)
     if not body:
         return ""
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{_FENCE_LANGUAGE.get(listing.language, '')}\n{body}\n{fence}\n"
+    return escape.fenced(body, _FENCE_LANGUAGE.get(listing.language, "")) + "\n"

@@ -13,11 +13,12 @@ import functools
 import hashlib
 import json
 import os
+import posixpath
 import re
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +39,14 @@ _MARKER = "build.json"
 # not the "cell[3]" that first built it).
 _COMPILER_OUTPUT = "compiler_output"
 
-_C_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
-_F_INCLUDE = re.compile(r"^\s*include\s*['\"]([^'\"]+)['\"]", re.MULTILINE | re.IGNORECASE)
+# An include line: C's `#include "x.h"` and `#include <x.h>` (the compile's -I is the source's
+# own folder, so a <x.h> found there is the student's file), Fortran's `include 'x'`. One
+# pattern per line, anchored: linear in the text.
+_INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include(?:_next)?[ \t]*["<]([^">\n]+)[">]'
+                      r'|include[ \t]*[\'"]([^\'"\n]+)[\'"])', re.MULTILINE | re.IGNORECASE)
+# An include whose file a macro names (`#include IMPL`, `#define IMPL "impl.h"`): which file it
+# opens is known once the compiler has expanded the macros, not from the text.
+_COMPUTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include(?:_next)?[ \t]+[A-Za-z_]', re.MULTILINE)
 
 
 def source_file_name(source: Source) -> str:
@@ -54,27 +61,62 @@ def padded_text(source: Source) -> str:
 MAX_HEADER_BYTES = 4 << 20
 
 
+def included(text: str) -> list[str]:
+    """The names of the files `text` includes, as written."""
+    return [m.group(1) or m.group(2) for m in _INCLUDE.finditer(text)]
+
+
+def computed_include(text: str) -> bool:
+    """Whether `text` includes a file that a macro names."""
+    return _COMPUTED_INCLUDE.search(text) is not None
+
+
+def local_includes(text: str, read: Callable[[str], str | None]) -> list[tuple[str, str]]:
+    """The files `text` includes from its own folder, transitively, each once, in the order
+    first included: (its name in the folder, its text). A name is looked for beside the file
+    that includes it, then in the folder itself (the compile's -I), as the compiler does;
+    read(name) gives a file's text, or None where the compile would find none of the folder's
+    (absent, not a regular file, too big). A name leading out of the folder is never read."""
+    found: dict[str, str] = {}
+    todo = [("", text)]  # (the folder of the including file, its text)
+    while todo:
+        here, body = todo.pop(0)
+        for name in included(body):
+            for rel in dict.fromkeys((posixpath.normpath(posixpath.join(here, name)),
+                                      posixpath.normpath(name))):
+                if rel in found:
+                    break
+                if rel.startswith(("/", "..")):
+                    continue
+                got = read(rel)
+                if got is not None:
+                    found[rel] = got
+                    todo.append((posixpath.dirname(rel), got))
+                    break
+    return list(found.items())
+
+
 def local_headers(source: Source) -> list[Path]:
     """Headers and Fortran include files the source pulls from its own folder, transitively:
     regular files of a sensible size only (a header that is a link to /dev/zero must not hang
     idrrun, which reads them to key the build)."""
-    seen: dict[Path, None] = {}
-    todo = [source.text]
     origin = source.origin_dir.resolve()
-    while todo:
-        text = todo.pop()
-        for name in _C_INCLUDE.findall(text) + _F_INCLUDE.findall(text):
-            path = (source.origin_dir / name).resolve()
-            if path in seen or origin not in path.parents:
-                continue
-            try:
-                if not path.is_file() or path.stat().st_size > MAX_HEADER_BYTES:
-                    continue
-                seen[path] = None
-                todo.append(path.read_text(errors="replace"))
-            except OSError:
-                pass
-    return list(seen)
+    paths: dict[str, Path] = {}
+
+    def read(rel: str) -> str | None:
+        path = (source.origin_dir / rel).resolve()
+        if origin not in path.parents:
+            return None
+        try:
+            if not path.is_file() or path.stat().st_size > MAX_HEADER_BYTES:
+                return None
+            text = path.read_text(errors="replace")
+        except OSError:
+            return None
+        paths[rel] = path
+        return text
+
+    return [paths[rel] for rel, _ in local_includes(source.text, read)]
 
 
 LINKABLE = (".o", ".a")

@@ -5,13 +5,12 @@ from __future__ import annotations
 import base64
 import html
 import os
-import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import annotate
+from . import annotate, escape
 from .annotate import Listing
 from .checks.kinds import passed_here
 from .checks.visibility import MORE_AT_GRADING
@@ -63,9 +62,6 @@ def render_failure(failure: Failure, with_output: bool = False, max_lines: int =
     return text
 
 
-# Control characters a program could use to drive a terminal (escape sequences set its title,
-# write to the clipboard, clear the screen...). Newlines, tabs and carriage returns stay.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def color_allowed() -> bool:
@@ -74,8 +70,8 @@ def color_allowed() -> bool:
 
 
 def neutralise(text: str) -> str:
-    """Text from a program or a student, safe to print in a terminal: controls shown as \\xNN."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    """Text from a program or a student, safe to print in a terminal (escape.terminal)."""
+    return escape.terminal(text)
 
 
 def where_it_runs(request: RunRequest, toolchain: Toolchain) -> str:

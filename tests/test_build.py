@@ -52,6 +52,26 @@ def test_key_follows_source_flags_and_compiler(tmp_path: Path) -> None:
     assert build.build_key(with_header, toolchain) != k1  # a local header is part of the key
 
 
+def test_a_header_found_through_the_include_folder_is_part_of_the_key(tmp_path: Path) -> None:
+    """`#include <impl.h>` finds the source's own folder too (-I), and so does a header that
+    impl.h includes beside itself: both are the student's code, and key the build."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "impl.h").write_text('#include "inc/deep.h"\n')
+    (tmp_path / "inc" / "deep.h").write_text('#include "more.h"\n')
+    (tmp_path / "inc" / "more.h").write_text("#define X 1\n")
+    request, toolchain = setup(tmp_path, "#include <impl.h>\n" + GOOD)
+    assert build.local_headers(request.source) == [tmp_path / "impl.h", tmp_path / "inc" / "deep.h",
+                                                   tmp_path / "inc" / "more.h"]
+    key = build.build_key(request, toolchain)
+    (tmp_path / "inc" / "more.h").write_text("#define X 2\n")
+    assert build.build_key(request, toolchain) != key
+    # Fortran's include line, in any case; a name leading out of the folder is never read.
+    (tmp_path / "consts.inc").write_text("integer, parameter :: k = 3\n")
+    fortran = from_cell("program p\n  INCLUDE 'consts.inc'\n  include '../x.inc'\nend program\n",
+                        "cell[5]", "fortran", None, tmp_path)
+    assert build.local_headers(fortran) == [tmp_path / "consts.inc"]
+
+
 def test_failed_build_leaves_nothing_runnable(tmp_path: Path) -> None:
     request, toolchain = setup(tmp_path, "int main(void) { return 0 }\n")
     result = build.build(request, toolchain, tmp_path / "cache")

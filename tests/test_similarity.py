@@ -169,3 +169,110 @@ def test_the_shares_are_copydetects_own() -> None:
         mine, in_common = similarity._shares(a, b)
         assert mine == tuple(float(s) for s in shares), (a.document.name, b.document.name)
         assert in_common <= int(shared)
+
+
+# A renamed copy of the published solution: every name of its own changed (the solution adds
+# about 40 lines to the start file).
+RENAMED = {"A": "mat", "x": "vec", "y": "res", "nn": "cells", "x0": "first", "lambda": "eig",
+           "it": "step", "i": "row", "j": "col", "sum": "acc", "xy": "dot", "yy": "norm2",
+           "scale": "inv"}
+
+
+def renamed(text: str) -> str:
+    return re.sub(r"\b(" + "|".join(map(re.escape, RENAMED)) + r")\b",
+                  lambda m: RENAMED[m.group(1)], text)
+
+
+def test_code_hidden_in_a_folders_headers_is_the_students_code(tmp_path: Path) -> None:
+    """What the compiler reads is compared: mallory's folder hands in a loops_matvec.c that only
+    includes impl.h, which is ana's program; rene's includes <port.h> (the compile's -I is the
+    folder), which includes inc/body.h, a renamed copy of the published solution. Both pairs
+    are found, and the passages say in which file the shared lines are."""
+    paths = klass(tmp_path)
+    ana = (tmp_path / "class" / "ana.c").read_text()
+    mallory, rene = tmp_path / "class" / "mallory", tmp_path / "class" / "rene"
+    (mallory).mkdir()
+    (mallory / "loops_matvec.c").write_text("/* my port */\n#include \"impl.h\"\n")
+    (mallory / "impl.h").write_text(ana)
+    (mallory / "notes.h").write_text(START_C)  # not included: not compiled, not compared
+    (rene / "inc").mkdir(parents=True)
+    (rene / "loops_matvec.c").write_text("#include <stdio.h>\n#include <port.h>\n")
+    (rene / "port.h").write_text("#include \"inc/body.h\"\n")
+    (rene / "inc" / "body.h").write_text(renamed(SOLUTION_C))
+    # max's file is named by a macro: only the compiler knows which; the folder's files count.
+    maxi = tmp_path / "class" / "max"
+    (maxi / "deep").mkdir(parents=True)
+    (maxi / "loops_matvec.c").write_text('#define IMPL "deep/impl.h"\n#include IMPL\n')
+    (maxi / "deep" / "impl.h").write_text((tmp_path / "class" / "ben.c").read_text())
+    assert "double *restrict mat = malloc" in renamed(SOLUTION_C)
+    r = idrrun("similarity", "loops_matvec", *paths, str(mallory), str(rene), str(maxi),
+               "--report", str(tmp_path / "s.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads((tmp_path / "s.json").read_text())
+    pairs = pairs_of(report)
+    assert frozenset(("ana", "mallory")) in pairs, sorted(map(sorted, pairs))
+    assert frozenset(("rene", "SOLUTION")) in pairs, sorted(map(sorted, pairs))
+    assert frozenset(("ben", "max")) in pairs, sorted(map(sorted, pairs))
+    for key in (frozenset(("ana", "mallory")), frozenset(("rene", "SOLUTION")),
+                frozenset(("ben", "max"))):
+        assert min(pairs[key]["shares"]) > 0.85, pairs[key]  # type: ignore[call-overload]
+    assert "mallory" not in report["unchanged"] and "rene" not in report["unchanged"]
+    mine = pairs[frozenset(("ana", "mallory"))]
+    side = mine["passages"][0]["first" if mine["first"] == "mallory" else "second"]  # type: ignore[index]
+    assert side["files"] == ["impl.h", "impl.h"], side
+    body = pairs[frozenset(("rene", "SOLUTION"))]
+    side = body["passages"][0]["first" if body["first"] == "rene" else "second"]  # type: ignore[index]
+    assert side["files"][0] == "inc/body.h" and "#pragma acc data create(mat[0:cells]" in side["text"], side
+    # The Markdown report names the header and its own line numbers.
+    r = idrrun("similarity", "loops_matvec", *paths, str(mallory), "--report",
+               str(tmp_path / "s.md"), cwd=tmp_path)
+    assert re.search(r"mallory, impl\.h, lines \d+-\d+:", (tmp_path / "s.md").read_text())
+
+
+def _renamed_everywhere(text: str, language: str) -> str:
+    """Every variable and function name of the text (its directives' too) given another,
+    consistently: a copy as a student who renamed all of them would hand it in. The names
+    are those Pygments reads as names (not the language's intrinsics) in the text as it is
+    compared (similarity.normalised keeps every offset)."""
+    from pygments.lexers import get_lexer_by_name
+    from pygments.token import Name
+
+    lexer = get_lexer_by_name(similarity._LEXERS[language])  # type: ignore[index]
+    names = (Name, Name.Variable, Name.Attribute, Name.Function, Name.Class)
+    seen: dict[str, str] = {}
+    out, at = [], 0
+    compared = similarity.normalised(text, language)  # type: ignore[arg-type]
+    for start, kind, value in lexer.get_tokens_unprocessed(compared):
+        if kind in names and re.fullmatch(r"[A-Za-z_]\w*", value):
+            key = value.lower() if language == "fortran" else value
+            out += [text[at:start], seen.setdefault(key, f"q{len(seen)}")]
+            at = start + len(value)
+    return "".join(out) + text[at:]
+
+
+@pytest.mark.parametrize("language,folder,suffix", [("c", "C", ".c"), ("fortran", "Fortran", ".f90")])
+def test_copies_of_every_published_solution_are_paired_where_it_adds_a_few_lines(
+        language: str, folder: str, suffix: str) -> None:
+    """Over the whole course: an exact copy of the published solution, and a copy with every
+    name changed, are both paired with it wherever the solution adds at least MIN_SHARED of
+    code of its own to the start file (about three lines). Below that (one directive added),
+    honest answers are the solution itself: listing them would list the whole class."""
+    below = []
+    for solution in sorted((EXAMPLES / folder).glob(f"*_solution{suffix}")):
+        start = solution.with_name(solution.name.replace("_solution", "_exercise")).read_text()
+        text = solution.read_text()
+        copies = [similarity.Document("exact", language, text),  # type: ignore[arg-type]
+                  similarity.Document("renamed", language,  # type: ignore[arg-type]
+                                      _renamed_everywhere(text, language)),
+                  similarity.Document("sol", language, text, published=True)]  # type: ignore[arg-type]
+        assert copies[1].text != text and "q0" in copies[1].text
+        result = similarity.compare(copies, {language: start})
+        own = similarity._print(copies[2], similarity._boilerplate(start, language)).coverage
+        paired = {frozenset((p.first.name, p.second.name)) for p in result.pairs}
+        if own < similarity.MIN_SHARED:
+            below.append(solution.stem)
+            continue
+        assert {frozenset(("exact", "sol")), frozenset(("renamed", "sol"))} <= paired, solution.name
+    # The exercises whose solution adds less (said here, so that a change is seen).
+    assert below == {"c": ["intro_pi_solution", "variables_median_solution"],
+                     "fortran": ["intro_pi_solution"]}[language]

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..display import neutralise
+from ..escape import terminal_line
 from ..grading import names
 from ..grading.report import GradeRow
 from ..model import CheckResult
@@ -87,4 +87,6 @@ def with_progress(console: Console, total: int, label: str,
                       TimeRemainingColumn(), console=console) as progress:
             task = progress.add_task(label, total=total)
             return work(lambda row: progress.advance(task))
-    return work(lambda row: print(neutralise(f"{row.student}: {row.status}"), flush=True))
+    # One line per row whatever the name holds: "eve: pass\n\rmallory.c" never prints a line
+    # "eve: pass" (escape.terminal_line shows its controls).
+    return work(lambda row: print(f"{terminal_line(names.decodable(row.student))}: {row.status}", flush=True))

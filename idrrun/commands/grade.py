@@ -22,6 +22,7 @@ from ..checks.words import listing, plural
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
+from ..escape import terminal_line
 from ..checks.specs import Exercise
 from ..grading import classroom, discover, grades, names, report, stats
 from ..model import Lanes, Probe, Settings
@@ -101,7 +102,7 @@ def main(tokens: Sequence[str]) -> int:
 
     def say(text: str) -> None:
         if not args.json:  # stdout holds the JSON only
-            console.print(neutralise(names.decodable(text)), markup=False)
+            console.print(terminal_line(names.decodable(text)), markup=False)
 
     say(isolation.sandbox_support().describe())
     for note in notes:
@@ -285,9 +286,9 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
     for r in rows:
         style = {"pass": "green", "fail": "red", "incomplete": "yellow", "error": "magenta"}[r.status]
         # Students' text is never markup: Text cells are printed as they are, neutralised.
-        table.add_row(Text(neutralise(r.student)), r.language, Text(r.status, style=style),
+        table.add_row(Text(terminal_line(names.decodable(r.student))), r.language, Text(r.status, style=style),
                       report.score_text(r.score, r.adjustment) if r.score is not None else "",
-                      Text(neutralise(names.decodable(r.reasons))), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
+                      Text(terminal_line(names.decodable(r.reasons))), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
                       *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()))
     console.print(table)
     here = sum(r.passed_here for r in rows)

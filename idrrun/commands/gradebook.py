@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK
-from ..display import neutralise
+from ..escape import terminal_line
 from ..errors import UsageError
 from ..files import write_atomic
 from ..checks.score import points
@@ -117,7 +117,7 @@ def _read_reports(paths: Sequence[Path]) -> tuple[list[gradebook.Marked], list[s
 def _out(text: str) -> None:
     """A line on the terminal: names and paths are files' names, printed neutralised, their
     bytes that are not UTF-8 as every report writes them (names.py)."""
-    print(neutralise(names.decodable(text)))
+    print(terminal_line(names.decodable(text)))
 
 
 def _say(book: gradebook.Gradebook, outputs: dict[str, Path], said: Sequence[str]) -> None:
@@ -133,6 +133,7 @@ def _say(book: gradebook.Gradebook, outputs: dict[str, Path], said: Sequence[str
     for note in book.notes:
         _out(f"  {note}")
     for r in book.unmatched:
+        # Submission names are students' file names: printed neutralised.
         _out(f"  not in the roster, not written: {r.student} ({r.exercise}, {r.report})")
 
 

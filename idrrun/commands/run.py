@@ -7,6 +7,7 @@ timeout, 130 interrupted.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -54,6 +55,11 @@ def exit_code(outcome: Outcome) -> int:
         return EXIT_INCOMPLETE if outcome.verdict is not None and outcome.verdict.incomplete \
             else EXIT_RUN
     return EXIT_CODES[outcome.failure.kind]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's parser (its --help), as main parses with it."""
+    return options.files_parser(PROG, EXIT_HELP)
 
 
 def main(tokens: Sequence[str]) -> int:

@@ -22,6 +22,7 @@ from ..checks.specs import Exercise
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
+from ..escape import terminal_line
 from ..files import write_atomic
 from ..grading import classroom, discover, similarity
 from ..request import config
@@ -54,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
                    help="source files, notebooks, or one folder per student (as for grade)")
     p.add_argument("--threshold", type=_share, default=similarity.THRESHOLD, metavar="SHARE",
                    help="list a pair when one of the two shares at least this much of its own "
-                        f"code with the other (default {similarity.THRESHOLD:.0%})")
+                        f"code with the other (default {similarity.THRESHOLD:.0%}%)")
     p.add_argument("--report", type=Path, metavar="FILE.md|FILE.json",
                    help="write the pairs and their passages there (Markdown or JSON)")
     p.add_argument("--language", "-l", choices=("c", "c++", "fortran", "cuda"),
@@ -70,8 +71,9 @@ def documents(subs: Sequence[discover.Submission], exercise: Exercise,
               with_solution: bool) -> list[similarity.Document]:
     """The submissions that could be read, then the published solution of each of their
     languages."""
-    docs = [similarity.Document(s.student, s.source.language, s.source.text,
-                                first_line=s.source.first_line)
+    docs = [similarity.joined(s.student, s.source.language,
+                              [(_graded_name(s), s.source.text), *s.headers],
+                              s.source.first_line)
             for s in subs if s.source is not None]
     for language in dict.fromkeys(d.language for d in docs):
         pair = exercise.sources.get(language)
@@ -81,6 +83,11 @@ def documents(subs: Sequence[discover.Submission], exercise: Exercise,
             docs.append(similarity.Document(name, language, pair.solution.read_text(errors="replace"),
                                             published=True))
     return docs
+
+
+def _graded_name(sub: discover.Submission) -> str:
+    """The graded file's name, beside its headers' (they are named from its folder)."""
+    return (sub.chosen or sub.path).name
 
 
 def starts(exercise: Exercise) -> dict[str, str]:
@@ -120,16 +127,16 @@ def _render(result: similarity.Similarity, notes: Sequence[str],
     for note in notes:
         console.print(neutralise(note), markup=False)
     for sub in unread:
-        console.print(neutralise(f"{sub.student}: not compared: {sub.problem}"), markup=False)
+        console.print(terminal_line(f"{sub.student}: not compared: {sub.problem}"), markup=False)
     if result.unchanged:
-        console.print(neutralise("no code of their own beyond the start file: "
-                                 + ", ".join(result.unchanged)), markup=False)
+        console.print("no code of their own beyond the start file: "
+                      + ", ".join(map(terminal_line, result.unchanged)), markup=False)
     table = Table(title=f"pairs sharing at least {result.threshold:.0%} of one's own code")
     for col in ("first", "second", "share of the first's", "of the second's", "passages"):
         table.add_column(col)
     for p in result.pairs:
         where = "; ".join(f"{a.first}-{a.last} / {b.first}-{b.last}" for a, b in p.passages)
-        table.add_row(Text(neutralise(p.first.label)), Text(neutralise(p.second.label)),
+        table.add_row(Text(terminal_line(p.first.label)), Text(terminal_line(p.second.label)),
                       f"{p.shares[0]:.0%}", f"{p.shares[1]:.0%}", where)
     console.print(table)
     students = sum(not d.published for d in result.compared)

@@ -10,13 +10,14 @@ import dataclasses
 import errno
 import hashlib
 import os
-import re
+import posixpath
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import build
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
 from ..model import Language, Source
@@ -29,6 +30,8 @@ from . import names
 
 
 SOURCE_SUFFIXES = {".c", ".cpp", ".cc", ".cxx", ".cu", ".f90", ".f95", ".f03", ".f08", ".f", ".F90"}
+# What a source may include besides other sources: headers and Fortran include files.
+INCLUDABLE_SUFFIXES = SOURCE_SUFFIXES | {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".fi", ".fh"}
 
 
 # A submission bigger than this is refused (one error row), not read into the grader's memory.
@@ -37,10 +40,6 @@ MAX_SOURCE_BYTES = 2 << 20
 
 # The most of a folder a student may hand in (its walk at discovery, its copy into the box).
 SUBMISSION_BUDGET = boundary.Budget()
-
-
-_INCLUDE = re.compile(r'^[ \t]*(?:#[ \t]*include[ \t]*["<]([^">\n]+)[">]|include[ \t]*[\'"]([^\'"\n]+)[\'"])',
-                      re.MULTILINE | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,10 @@ class Submission:
     # sha256 of what was handed in (the file's bytes; a folder's files, names and bytes): a
     # resumed grading keeps a row only for the same content (report.resume).
     digest: str = ""
+    # In a folder handed in, the files the graded source includes from it, transitively, as the
+    # compiler finds them (build.local_includes): (name beside the source, text). They are the
+    # student's code as much as the source is (similarity compares them too).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def notebook_cell(nb: dict[str, Any], name: str, exercise: str) -> tuple[Options, str]:
@@ -207,9 +210,42 @@ def _discover_one(path: Path, exercise: Exercise, language: Language | None,
             return Submission(path.name, path, None, "no source file or notebook in the folder")
         sub = _read(top, choice, path / choice, path.name, exercise, language)
         return dataclasses.replace(sub, path=path, chosen=path / choice,
-                                   digest=_folder_digest(top, files, budget.size))
+                                   digest=_folder_digest(top, files, budget.size),
+                                   headers=_headers(top, files, choice, sub.source))
     finally:
         os.close(top)
+
+
+def _headers(dirfd: int, files: Sequence[str], chosen: str,
+             source: Source | None) -> tuple[tuple[str, str], ...]:
+    """The folder's files the source `chosen` includes (build.local_includes), read through
+    the folder's descriptor as the source was: regular files of the listing, bounded."""
+    if source is None:
+        return ()
+    listed, beside = set(files), posixpath.dirname(chosen)
+
+    def read(rel: str) -> str | None:
+        name = posixpath.join(beside, rel)
+        taken = boundary.take(dirfd, name, MAX_SOURCE_BYTES) if name in listed else None
+        if taken is None or taken.data is None:
+            return None
+        return taken.data.decode("utf-8", "surrogateescape")
+
+    found = build.local_includes(source.text, read)
+    if not any(build.computed_include(text) for text in (source.text, *(t for _, t in found))):
+        return tuple(found)
+    # A macro names an included file: which one, only the compiler knows. Every file of the
+    # folder that a source could include is then the student's code, whichever it opens.
+    named = {rel for rel, _ in found}
+    prefix = beside + "/" if beside else ""
+    for name in sorted(files):
+        rel = name[len(prefix):]
+        if name.startswith(prefix) and name != chosen and rel not in named and \
+                posixpath.splitext(name)[1] in INCLUDABLE_SUFFIXES:
+            text = read(rel)
+            if text is not None:
+                found.append((rel, text))
+    return tuple(found)
 
 
 def _one_each(subs: Sequence[Submission]) -> list[Submission]:
@@ -263,8 +299,7 @@ def outside_includes(text: str) -> list[str]:
     """Files a source includes from outside its own folder (absolute paths, or `..`): refused
     in grading, where only what was handed in may be compiled. Linear: one pattern per line."""
     found = []
-    for m in _INCLUDE.finditer(text[:MAX_SOURCE_BYTES]):
-        name = m.group(1) or m.group(2) or ""
+    for name in build.included(text[:MAX_SOURCE_BYTES]):
         if name.startswith("/") or ".." in Path(name).parts or name.startswith("~"):
             found.append(name)
     return found

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .. import escape
 from ..checks.score import points
 from ..checks.words import plural
 from ..errors import UsageError
@@ -399,7 +400,8 @@ def plain_csv(book: Gradebook) -> str:
             row += [_grade(book.cells[s.submission, e]), points(book.possible[e]),
                     *_plain_cells(book.rows.get((s.submission, e)), book.checks.get(e, ()))]
         rows.append(row)
-    return _csv(rows)
+    # The teacher's spreadsheet: a submission's name is a student's, never a formula there.
+    return _csv([[str(escape.csv_cell(cell)) for cell in row] for row in rows])
 
 
 FORMATS = {"moodle": moodle_csv, "canvas": canvas_csv, "csv": plain_csv}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import annotate
+from .. import annotate, escape
 from ..checks import compare, visibility
 from ..checks.kinds import passed_here
 from ..checks.score import CheckPoints, Score, points, score
@@ -488,25 +488,8 @@ REPORT_FIELDS = ("student", "exercise", "language", "verdict", "score", "points"
 CHECK_COLUMN = "check: "
 
 
-# OWASP's rule against CSV injection: Excel, LibreOffice Calc and Google Sheets read a cell
-# that starts with = + - or @ as a formula (=HYPERLINK, =WEBSERVICE, DDE), and some drop a
-# leading tab or carriage return (or spaces, LibreOffice's "trim spaces") before looking.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def inert(value: object) -> object:
-    """A report cell no spreadsheet reads as a formula: text that would start one gets a single
-    quote first, which they show as text. Numbers pass (ours are never negative)."""
-    if isinstance(value, str) and value.lstrip(" ").startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
-def uninert(value: str) -> str:
-    """A CSV report's cell as it was before inert() (the gradebook reads reports back)."""
-    if value.startswith("'") and value[1:].lstrip(" ").startswith(_FORMULA_START):
-        return value[1:]
-    return value
+# A CSV cell no spreadsheet reads as a formula, and back (escape.py; the gradebook reads it).
+inert, uninert = escape.csv_cell, escape.csv_uncell
 
 
 def render_report(rows: Sequence[GradeRow], path: Path) -> str:
@@ -544,8 +527,8 @@ def write_report(rows: Sequence[GradeRow], path: Path, key: bytes) -> None:
 
 def _table_cell(text: str) -> str:
     """A Markdown table cell: on one line, inert (a table is pasted into spreadsheets too),
-    its bars escaped."""
-    return str(inert(" ".join(text.splitlines()))).replace("|", "\\|")
+    nothing in it read as Markdown or HTML (escape.markdown_cell)."""
+    return escape.markdown_cell(" ".join(text.splitlines()))
 
 
 # What a student's feedback says of a check on a hidden argument set, instead of its values.
@@ -568,7 +551,7 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     solution's, with the timelines (files beside it) named, when the student may see it all.
     out_of: what the class is graded out of (grades.scale; default: the row's own points
     evaluated)."""
-    lines = [f"# {exercise.title}", "", f"Student: {row.student}  ", f"Verdict: **{row.status}**  "]
+    lines = [f"# {exercise.title}", "", f"Student: {escape.markdown_text(row.student)}  ", f"Verdict: **{row.status}**  "]
     if row.score is not None:
         lines += score_lines(row.score, out_of, row.adjustment)
     lines.append("")
@@ -586,7 +569,7 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
             lines += ["", NOT_SHOWN.format(checks=plural(shown.count(None), "more check"))]
         lines.append("")
     elif row.reasons:
-        lines += [row.reasons, ""]
+        lines += [escape.markdown_joined(row.reasons), ""]
     lines += _excerpts([c for c in shown if c is not None])
     if row.annotated:
         lines += ["## Your source, annotated", "", row.annotated]
@@ -637,13 +620,15 @@ def _what_went_wrong(row: GradeRow) -> list[str]:
     if row.failure is None or row.failure is FailureKind.CHECK:
         return []
     lines = ["## What went wrong", "",
-             f"{_FAILED_STEP.get(row.failure.step, 'It failed')}: {row.failure_what}.", ""]
+             f"{_FAILED_STEP.get(row.failure.step, 'It failed')}: "
+             f"{escape.markdown_joined(row.failure_what)}.", ""]
     shown = [d for d in row.diagnostics if d.severity in ("error", "warning")][:FEEDBACK_MESSAGES]
     if shown:
         lines += ["The compiler's messages:", ""]
         for d in shown:
             where = f"{d.file}:{d.line}" + (f":{d.column}" if d.column else "")
-            lines.append(f"- `{where}` {d.severity}: {d.message}")
+            lines.append(f"- {escape.markdown_code(where)} {d.severity}: "
+                         f"{escape.markdown_joined(d.message)}")
             if d.code.strip():
                 lines += ["", _fenced(f"{d.line} | {d.code}", "  ")]
         more = sum(d.severity in ("error", "warning") for d in row.diagnostics) - len(shown)
@@ -653,7 +638,7 @@ def _what_went_wrong(row: GradeRow) -> list[str]:
     if row.failure_output:
         lines += ["The end of the build's output:", "", _fenced(row.failure_output), ""]
     if row.failure_hint:
-        lines += [f"Hint: {row.failure_hint}", ""]
+        lines += [f"Hint: {escape.markdown_joined(row.failure_hint)}", ""]
     return lines
 
 
@@ -665,15 +650,13 @@ def _excerpts(shown: Sequence[CheckResult]) -> list[str]:
         return []
     lines = ["## The output around the failed checks", ""]
     for c in failed:
-        lines += [f"**{_table_cell(c.name)}** ({c.reason})", "", _fenced(c.excerpt), ""]
+        lines += [f"**{_table_cell(c.name)}** ({_table_cell(c.reason)})", "", _fenced(c.excerpt), ""]
     return lines
 
 
 def _fenced(text: str, indent: str = "") -> str:
-    """A code block no backtick in `text` can end."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return "\n".join(indent + line for line in (fence, *text.splitlines(), fence))
+    """A code block nothing in `text` can end (escape.fenced)."""
+    return escape.fenced(text, indent=indent)
 
 
 def feedback_names(students: Sequence[str]) -> dict[str, str]:

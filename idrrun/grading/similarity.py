@@ -15,6 +15,10 @@ in Python; tree-sitter's Python grammars come without a fingerprinting library, 
 be ours to write and keep.
 
 What idrrun adds, each where the code does it:
+- a student's code is what the compiler reads: in a folder handed in, the files the source
+  includes from it (build.local_includes, as discovery read them) follow the source in one
+  document (joined), and a passage names the file of its lines. A copy hidden in `impl.h` behind
+  a source of one `#include` is found as a copy, not "no code of their own".
 - the directives are made code before the text is tokenised: Pygments reads `#pragma acc ...`
   as one preprocessor token (copydetect keeps one letter of it) and `!$acc ...` as a comment
   (dropped), and in an OpenACC course the directives are most of what a student writes.
@@ -40,6 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import escape
 from ..errors import UsageError
 from ..model import Language
 from ..checks.words import plural
@@ -84,17 +89,54 @@ class Document:
     text: str
     published: bool = False  # the published solution
     first_line: int = 1  # the line number of the text's first line (2 in a notebook's cell)
+    # When the text is made of several files (a folder's source, then the headers it includes,
+    # each from a line of its own): each file's name and the index of its first line in the
+    # text, the first file at 0. Empty: one file, named by `name`.
+    files: tuple[tuple[str, int], ...] = ()
 
     @property
     def label(self) -> str:
         return f"the published solution ({self.name})" if self.published else self.name
+
+    def where(self, index: int) -> tuple[str, int]:
+        """The file ("" when there is one) and its line number of the text's line `index`."""
+        if not self.files:
+            return "", index + self.first_line
+        k = bisect.bisect_right([start for _, start in self.files], index) - 1
+        name, start = self.files[k]
+        return name, index - start + (self.first_line if k == 0 else 1)
+
+
+def joined(name: str, language: Language, parts: Sequence[tuple[str, str]],
+           first_line: int = 1) -> Document:
+    """One student's code made of several files (the source first, then its headers): one
+    document, each file from a line of its own, its lines numbered as in its file."""
+    if len(parts) == 1:
+        return Document(name, language, parts[0][1], first_line=first_line)
+    texts, files, at = [], [], 0
+    for file, text in parts:
+        text = text if text.endswith("\n") else text + "\n"
+        files.append((file, at))
+        texts.append(text)
+        at += len(text.splitlines())
+    return Document(name, language, "".join(texts), first_line=first_line, files=tuple(files))
 
 
 @dataclass(frozen=True)
 class Passage:
     first: int  # line numbers, inclusive, as the file (or the notebook's cell) numbers them
     last: int
-    text: str  # those lines, cut after MAX_PASSAGE_LINES
+    text: str  # those lines, cut after MAX_PASSAGE_LINES; a "[file]" line where a file starts
+    # The files of `first` and `last`, when the document is made of several ("" otherwise).
+    file: str = ""
+    last_file: str = ""
+
+    @property
+    def where(self) -> str:
+        """"lines 3-40", "impl.h, lines 1-40" or "x.c line 3 to impl.h line 40"."""
+        if self.file != self.last_file:
+            return f"{self.file} line {self.first} to {self.last_file} line {self.last}"
+        return (f"{self.file}, " if self.file else "") + f"lines {self.first}-{self.last}"
 
 
 @dataclass(frozen=True)
@@ -248,12 +290,18 @@ def _lines(p: _Print, start: int, end: int) -> tuple[int, int]:
 
 
 def _passage(p: _Print, first: int, last: int) -> Passage:
-    lines = p.lines[first:last + 1]
-    shown = list(lines[:MAX_PASSAGE_LINES])
-    if len(lines) > len(shown):
-        shown.append(f"[... {len(lines) - len(shown)} more lines]")
-    offset = p.document.first_line
-    return Passage(first + offset, last + offset, "\n".join(shown))
+    doc = p.document
+    starts = {start: name for name, start in doc.files}
+    shown: list[str] = []
+    for index in range(first, last + 1):
+        if len(shown) >= MAX_PASSAGE_LINES:
+            shown.append(f"[... {last + 1 - index} more lines]")
+            break
+        if index in starts and index != first:
+            shown.append(f"[{starts[index]}]")
+        shown.append(p.lines[index] if index < len(p.lines) else "")
+    (file, line), (last_file, last_line) = doc.where(first), doc.where(last)
+    return Passage(line, last_line, "\n".join(shown), file, last_file)
 
 
 def _passages(a: _Print, b: _Print) -> tuple[tuple[Passage, Passage], ...]:
@@ -311,15 +359,10 @@ def _percent(share: float) -> str:
     return f"{100 * share:.0f} %"
 
 
-def _fence(text: str) -> str:
-    """A Markdown fence longer than any run of backticks in the text (a student's text never
-    closes it)."""
-    longest = max((len(m.group(0)) for m in re.finditer(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
 def _cell(text: str) -> str:
-    return " ".join(text.splitlines()).replace("|", "\\|")
+    """A name or a place, as the report writes it: Markdown that shows it as it is (and no
+    formula where a table is pasted into a spreadsheet)."""
+    return escape.markdown_cell(text)
 
 
 def _language_tag(language: Language) -> str:
@@ -351,14 +394,14 @@ def render_markdown(result: Similarity, exercise: str) -> str:
                       f"{_percent(p.shares[0])} and {_percent(p.shares[1])}"]
         for one, other in p.passages:
             for doc, passage in ((p.first, one), (p.second, other)):
-                fence = _fence(passage.text)
-                lines += ["", f"{_cell(doc.label)}, lines {passage.first}-{passage.last}:", "",
-                          fence + _language_tag(doc.language), passage.text, fence]
+                lines += ["", f"{_cell(doc.label)}, {_cell(passage.where)}:", "",
+                          escape.fenced(passage.text, _language_tag(doc.language))]
     return "\n".join(lines) + "\n"
 
 
 def _side(passage: Passage) -> dict[str, object]:
-    return {"lines": [passage.first, passage.last], "text": passage.text}
+    files = {"files": [passage.file, passage.last_file]} if passage.file else {}
+    return {"lines": [passage.first, passage.last], "text": passage.text, **files}
 
 
 def as_json(result: Similarity, exercise: str) -> dict[str, object]:

@@ -451,19 +451,25 @@ def parse_files(tokens: Sequence[str], prog: str,
     """`idrrun run [flags] FILE...`: the flags, and every file (built and run in turn, with the
     same flags: one start-up of idrrun for a whole suite of small programs). epilog: what its
     --help says after the flags (the exit codes)."""
+    parser = files_parser(prog, epilog)
+    glued = glue_word_lists(tokens)
+    check_one_dash(parser, glued)
+    try:
+        ns = parser.parse_args(glued)
+    except _HelpAsked:
+        _help_asked(parser, True)
+        return None
+    return from_namespace(ns), tuple(ns.files)
+
+
+def files_parser(prog: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    """The parser of `idrrun run [flags] FILE...` (kept, as _parser keeps the magic's)."""
     key = (prog, True, ("files",) + registry.names())
     if key not in _parsers:
         parser = make_parser(prog, with_file=False, epilog=epilog)
         parser.add_argument("files", nargs="+", metavar="FILE", help="the source files")
         _parsers[key] = parser
-    glued = glue_word_lists(tokens)
-    check_one_dash(_parsers[key], glued)
-    try:
-        ns = _parsers[key].parse_args(glued)
-    except _HelpAsked:
-        _help_asked(_parsers[key], True)
-        return None
-    return from_namespace(ns), tuple(ns.files)
+    return _parsers[key]
 
 
 def dash_hint(tokens: Sequence[str], form: str) -> str:
