@@ -49,6 +49,7 @@ from pathlib import Path
 
 from ..model import ProcResult
 from ..run import boundary, proc
+from ..run.evidence import Ledger
 from . import nsys as _nsys
 from . import nsysdb, perfetto
 from .hints import find_hints
@@ -286,7 +287,7 @@ def follower(plan: ProfilePlan | None) -> Follower | None:
 
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
             iterations: int | None = None, bytes_per_iteration: float | None = None,
-            followed: Follower | None = None) -> ProfileReport:
+            followed: Follower | None = None, ledger: Ledger | None = None) -> ProfileReport:
     """After the run: read what the profiler left in plan.run_dir, sum it up, draw it, export
     it, and say what could be better.
 
@@ -295,6 +296,8 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
     peaks the rates are compared with. iterations and bytes_per_iteration (the bytes the
     exercise's kernels must move in device memory per iteration) give the kernels' achieved
     memory bandwidth. followed: follower(plan), stopped, that read the trace during the run.
+    ledger: a graded run's account of what is read of its box (run/evidence.py): past it,
+    nothing of the profile is used (kind "none", saying why).
     """
     work = Work(gpu=gpu, iterations=iterations, bytes_per_iteration=bytes_per_iteration,
                 source_name=source_name)
@@ -307,13 +310,20 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
                              message=f"ran under {' '.join(plan.argv_prefix)}; see its output above")
     if plan.kind == "builtin":
         assert plan.output is not None
-        trace = read_trace(plan.output, followed)
+        trace = read_trace(plan.output, followed, ledger=ledger)
+        if ledger is not None and ledger.refused:
+            return _refused(ledger)
         summary = summarize(trace, source_name=source_name) if trace is not None else None
         report_file = trace.files[0] if trace is not None and trace.files else None
         # the events formatted during the run belong to this trace only if it was the follower's
         prepared = followed.prepared if followed is not None and followed.used else None
         return _finish(plan, trace, summary, (), report_file, notes, work, prepared=prepared)
     return _collect_nsys(plan, timeout, source_name, notes, work)
+
+
+def _refused(ledger: Ledger) -> ProfileReport:
+    return ProfileReport(kind="none", trace=None, summary=None,
+                         message=f"no GPU profile: {ledger.refused}")
 
 
 def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,

@@ -46,6 +46,8 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .evidence import Ledger
+
 # openat2(2) (Linux 5.6): struct open_how and its RESOLVE_* flags, from <linux/openat2.h>. The
 # system call has the same number on every architecture (it came after the tables merged).
 _SYS_OPENAT2 = 437
@@ -132,10 +134,12 @@ class Taken:
         return None if self.data is None else self.data.decode("utf-8", errors="replace")
 
 
-def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
+def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = (),
+         ledger: Ledger | None = None) -> Taken:
     """Read `rel` out of the box folder `dirfd`: a regular file with one link (a hard link to a
     file the box may not read is refused), owned by one of `owners` (any when empty), of at
-    most `cap` bytes. Never raises for what the box did: the reason is in Taken.why."""
+    most `cap` bytes, counted against the row's `ledger` (evidence.py) before it is read.
+    Never raises for what the box did: the reason is in Taken.why."""
     try:
         fd = open_beneath(dirfd, rel)
     except FileNotFoundError:
@@ -148,7 +152,7 @@ def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
         return Taken(None, f"cannot open it ({exc.strerror})")
     try:
         st = os.fstat(fd)
-        problem = _refused(st, cap, owners)
+        problem = _refused(st, cap, owners, ledger, rel)
         if problem:
             return Taken(None, problem)
         chunks, left = [], st.st_size
@@ -165,7 +169,8 @@ def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
         os.close(fd)
 
 
-def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...]) -> str:
+def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...],
+             ledger: Ledger | None = None, rel: str = "") -> str:
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
     if st.st_nlink != 1:
@@ -174,13 +179,16 @@ def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...]) -> str:
         return "a file the box did not write: not read"
     if st.st_size > cap:
         return f"{st.st_size} bytes, more than the {cap} bytes read"
+    if ledger is not None and not ledger.file(rel, st.st_size):
+        return ledger.refused
     return ""
 
 
 def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] = (),
-            mode: int = 0o644) -> str:
+            mode: int = 0o644, ledger: Ledger | None = None) -> str:
     """Copy `rel` out of the box folder `dirfd` into `dest` (a new name in a folder the grader
-    owns; streamed, at most `cap` bytes, holes kept); "" when done, else why not."""
+    owns; streamed, at most `cap` bytes, holes kept, counted against the row's `ledger` first);
+    "" when done, else why not."""
     try:
         fd = open_beneath(dirfd, rel)
     except FileNotFoundError:
@@ -191,7 +199,7 @@ def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] 
         return "absent" if exc.errno == errno.ENOTDIR else f"cannot open it ({exc.strerror})"
     try:
         st = os.fstat(fd)
-        problem = _refused(st, cap, owners)
+        problem = _refused(st, cap, owners, ledger, rel)
         if problem:
             return problem
         out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
