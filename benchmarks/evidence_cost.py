@@ -9,6 +9,7 @@ grader itself, not its children) when it ends. The course is tests/data/integrit
 - trace: the same, on a line that keeps `--profiler builtin`, writing a forged trace of
   TRACE_MIB MiB of kernel records at $IDRRUN_TRACE_FILE;
 - regions: the same, with REGIONS sparse files of 1 MiB named $IDRRUN_ACC_REGIONS.N;
+- honest_picture: secret_image's solution, as it is;
 - picture: secret_image's solution, whose picture.pgm becomes a regular sparse P5 of
   16000x16000 pixels (256 MB, under the output cap).
 Printed per row: its verdict, the grader's peak RSS (MiB) and the seconds the grading took.
@@ -16,7 +17,6 @@ Printed per row: its verdict, the grader's peak RSS (MiB) and the seconds the gr
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -27,7 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import bench
+
+ROOT = bench.ROOT
 COURSE = ROOT / "tests" / "data" / "integrity"
 
 # The grader, run so that it reports its own peak memory when it ends (however it ends).
@@ -101,7 +103,7 @@ def _notebook(code: str, line: str) -> str:
 
 
 def submissions(folder: Path, trace_mib: int, regions: int) -> dict[str, tuple[str, Path]]:
-    """name -> (exercise, submission file)."""
+    """name -> (exercise, submission file), each in a folder of its own, named as its row."""
     sum_sol = (COURSE / "C" / "secret_sum_solution.c").read_text()
     image_sol = (COURSE / "C" / "secret_image_solution.c").read_text()
     made: dict[str, tuple[str, str, str]] = {
@@ -111,6 +113,7 @@ def submissions(folder: Path, trace_mib: int, regions: int) -> dict[str, tuple[s
             "%%idrrun --profiler builtin --check secret_sum")),
         "regions": ("secret_sum", "regions.c",
                     _with(sum_sol, FORGE_REGIONS, f"forge_regions({regions})", "    free(w);")),
+        "honest_picture": ("secret_image", "honest_picture.c", image_sol),
         "picture": ("secret_image", "picture.c",
                     _with(image_sol, FORGE_PICTURE, "forge_picture()", '    printf("picture written')),
     }
@@ -123,45 +126,52 @@ def submissions(folder: Path, trace_mib: int, regions: int) -> dict[str, tuple[s
     return out
 
 
-def grade_one(exercise: str, sub: Path, work: Path, course: Path) -> tuple[str, float, float]:
-    """(verdict and reason, the grader's peak RSS in MiB, seconds)."""
-    report = work / f"{sub.parent.name}.csv"
+def grade(exercise: str, subs: list[Path], work: Path,
+          course: Path) -> tuple[dict[str, tuple[str, str]], float, float]:
+    """({row: (verdict, reasons)}, the grader's peak RSS in MiB, seconds): `subs` graded
+    together by one grader, one row at a time."""
+    report = work / f"{subs[0].parent.name}.csv"
     env = dict(os.environ, PYTHONPATH=str(ROOT), IDRRUN_EXAMPLES=str(course),
                XDG_CACHE_HOME=str(work / "cache"), IDRRUN_RESIDENT="0")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", GRADER, "grade", exercise, "-j", "1",
-                           "--timeout", "60", "--report", str(report), "--fresh", "--", str(sub)],
+                           "--timeout", "60", "--report", str(report), "--fresh", "--",
+                           *map(str, subs)],
                           cwd=work, env=env, capture_output=True, text=True, timeout=1200)
     seconds = time.monotonic() - started
     peak = next((int(line.split()[1]) for line in done.stderr.splitlines()
                  if line.startswith("PEAK_KIB ")), 0)
-    verdict = "no report: " + done.stderr.strip()[-300:]
-    if report.is_file():
-        rows = list(csv.DictReader(report.open()))
-        if rows:
-            verdict = f"{rows[0]['verdict']}: {rows[0].get('reasons', '')}"[:160]
-    return verdict, peak / 1024, seconds
+    rows = {row["student"]: (row["verdict"], row["reasons"])
+            for row in csv.DictReader(report.open())} if report.is_file() else {}
+    if not rows:
+        rows = {"?": ("no report", done.stderr.strip()[-300:])}
+    return rows, peak / 1024, seconds
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench.parser(__doc__)
     parser.add_argument("--trace-mib", type=int, default=48)
     parser.add_argument("--regions", type=int, default=1024)
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-evidence-"))
+    lines = [f"{'row':14} {'peak RSS':>10} {'seconds':>8}  verdict"]
     try:
         course = work / "course"
         shutil.copytree(COURSE, course)
         subs = submissions(work, args.trace_mib, args.regions)
-        print(f"{'row':10} {'peak RSS':>10} {'seconds':>8}  verdict")
         for name, (exercise, sub) in subs.items():
             if args.only and name not in args.only:
                 continue
-            verdict, peak, seconds = grade_one(exercise, sub, work, course)
-            print(f"{name:10} {peak:7.0f} MiB {seconds:8.1f}  {verdict}", flush=True)
+            rows, peak, seconds = grade(exercise, [sub], work, course)
+            verdict = "; ".join(f"{v}: {r}"[:120] for v, r in rows.values())
+            lines.append(f"{name:14} {peak:6.0f} MiB {seconds:8.1f}  {verdict}")
+            print(lines[-1], flush=True)
     finally:
         subprocess.run(["rm", "-rf", "--one-file-system", str(work)], check=False)
+    bench.report(f"the grader's peak memory per row (trace {args.trace_mib} MiB, "
+                 f"{args.regions} regions files, a 16000x16000 sparse picture)", lines,
+                 record=args.record)
     return 0
 
 
