@@ -420,6 +420,41 @@ def remove(path: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(path)  # a link or a file where a folder was: the name itself goes
         return
+    _empty(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def remove_entry(dirfd: int, name: str, uid: int) -> bool:
+    """Remove the entry `name` of the folder `dirfd` (one component, never followed) if it
+    belongs to `uid`: a file or a link goes by unlinkat, a folder is emptied through
+    descriptors (as `remove`) then removed. Whether it was removed."""
+    if not name or "/" in name or name in (".", ".."):
+        raise BoundaryError(errno.EXDEV, f"not a name inside the folder: {name!r}")
+    try:
+        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        if st.st_uid != uid:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=dirfd)
+            return True
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
+    except OSError:
+        return False
+    opened = os.fstat(fd)
+    if (opened.st_dev, opened.st_ino, opened.st_uid) != (st.st_dev, st.st_ino, uid):
+        os.close(fd)
+        return False  # replaced between the look and the open: left alone
+    _empty(fd)
+    try:
+        os.rmdir(name, dir_fd=dirfd)
+        return True
+    except OSError:
+        return False
+
+
+def _empty(fd: int) -> None:
+    """Remove everything below the folder `fd` (closed here), never following a link."""
     names: list[str] = []  # the way down from the top, and each folder's (device, inode)
     ids: list[tuple[int, int]] = []
     stuck: list[set[str]] = [set()]  # per level, what could not be removed
@@ -461,8 +496,6 @@ def remove(path: Path) -> None:
                 stuck[-1].add(name)
     finally:
         os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
 
 
 def _first(fd: int, skip: set[str]) -> tuple[str, bool] | None:

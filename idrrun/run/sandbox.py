@@ -17,9 +17,10 @@ processes are its own; RLIMIT_NPROC then counts that uid's processes alone.
 Levels, probed once (`probe`), reported by `idrrun doctor`:
 - "namespaces": bubblewrap works here (user, mount, PID, network namespaces);
 - "uid": no namespaces (e.g. a default Docker container) but root: a fresh uid per box, its
-  folders private to it, every process of that uid killed and its /tmp litter removed after
-  the run. The box then sees every file other users can read: the grader refuses a course
-  whose solutions others can read (readable_by_others);
+  folders private to it, every process of that uid killed after the run, then its SysV IPC
+  objects and its files in the world-writable folders removed (leftovers.py). The box then
+  sees every file other users can read: the grader refuses a course whose solutions others
+  can read (readable_by_others);
 - "none": neither; `idrrun grade` refuses unless --unsafe.
 """
 
@@ -287,25 +288,3 @@ def readable_by_others(path: Path) -> bool:
         return all(os.stat(p).st_mode & 0o001 for p in path.parents)
     except OSError:
         return False
-
-
-def remove_litter(uid: int) -> list[str]:
-    """At the "uid" level the box shares /tmp with the machine: remove what its uid left there."""
-    notes = []
-    for tmp in ("/tmp", "/var/tmp", "/dev/shm"):
-        try:
-            entries = list(os.scandir(tmp))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-                notes.append(f"removed {entry.path}, left by the program")
-            except OSError:
-                continue
-    return notes
