@@ -47,7 +47,7 @@ from .model import (
 )
 from .profile import regions
 from .profile import session as profile
-from .profile.model import ProfilePlan, ProfileReport
+from .profile.model import ExportBox, ProfilePlan, ProfileReport
 from .profile.tracefile import Follower
 from .errors import UsageError
 from .run import boundary, evidence, isolation, lanes, launch, proc, sandbox, tools
@@ -523,6 +523,17 @@ def take_out(request: RunRequest, prepared: Prepared, staged: Staged, pplan: Pro
     return out, pplan
 
 
+def _export_box(request: RunRequest, probe: Probe, prepared: Prepared,
+                box: Box | None) -> ExportBox | None:
+    """For a graded run in a box: the box nsys's export of its report runs in (the run's own
+    level, uid, guard, limits and hidden folders); None for a run outside a box."""
+    if box is None or request.room is None or prepared.support is None:
+        return None
+    return ExportBox(room=request.room, support=prepared.support, uid=prepared.uid,
+                     protections=probe.protections, limits=request.limits,
+                     environ=prepared.environ, hidden=box.hidden)
+
+
 def execute(
     request: RunRequest,
     toolchain: Toolchain,
@@ -583,7 +594,8 @@ def execute(
     if pplan is not None and pplan.kind != "none":
         report = profile.collect(pplan, timeout=120, source_name=request.source.name,
                                  gpu=probe.gpus[0].name if probe.gpus else "", followed=followed,
-                                 ledger=ledger)
+                                 ledger=ledger, boxed=_export_box(request, probe, prepared,
+                                                                  planned.box))
         reporter.profile(report)
     if ledger is not None and ledger.refused:
         ran = dataclasses.replace(ran, refused=ledger.refused)
