@@ -11,7 +11,9 @@ grader itself, not its children) when it ends. The course is tests/data/integrit
 - regions: the same, with REGIONS sparse files of 1 MiB named $IDRRUN_ACC_REGIONS.N;
 - honest_picture: secret_image's solution, as it is;
 - picture: secret_image's solution, whose picture.pgm becomes a regular sparse P5 of
-  16000x16000 pixels (256 MB, under the output cap).
+  16000x16000 pixels (256 MB, under the output cap);
+- picture_7k: the same at 7000x7000 (49 MB: within the row's allowance, so judged by its
+  header against the solution's 16x12).
 Printed per row: its verdict, the grader's peak RSS (MiB) and the seconds the grading took.
 """
 
@@ -76,12 +78,12 @@ static void forge_regions(int files)
 """
 
 FORGE_PICTURE = r"""
-static void forge_picture(void)
+static void forge_picture(long side)
 {
     FILE *g = fopen("picture.pgm", "w");
     if (!g) return;
-    long header = fprintf(g, "P5\n16000 16000\n255\n");
-    fseek(g, header + 16000L * 16000L - 1, SEEK_SET);
+    long header = fprintf(g, "P5\n%ld %ld\n255\n", side, side);
+    fseek(g, header + side * side - 1, SEEK_SET);
     fputc(7, g);
     fclose(g);
 }
@@ -115,7 +117,11 @@ def submissions(folder: Path, trace_mib: int, regions: int) -> dict[str, tuple[s
                     _with(sum_sol, FORGE_REGIONS, f"forge_regions({regions})", "    free(w);")),
         "honest_picture": ("secret_image", "honest_picture.c", image_sol),
         "picture": ("secret_image", "picture.c",
-                    _with(image_sol, FORGE_PICTURE, "forge_picture()", '    printf("picture written')),
+                    _with(image_sol, FORGE_PICTURE, "forge_picture(16000)",
+                          '    printf("picture written')),
+        "picture_7k": ("secret_image", "picture_7k.c",
+                       _with(image_sol, FORGE_PICTURE, "forge_picture(7000)",
+                             '    printf("picture written')),
     }
     out = {}
     for name, (exercise, file, text) in made.items():

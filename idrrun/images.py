@@ -533,9 +533,9 @@ def _fits(got: PathLike, reference: Image, raw: tuple[int, int, str] | None) -> 
     file's size alone, before its pixels are read: the solution's picture bounds the student's
     (a 256 MB picture of 16000×16000 pixels against a 512×512 one costs the grader nothing).
     A file no larger than the solution's picture may be is left to the comparison."""
-    name = os.fspath(got)
-    if name.endswith(".gz"):
+    if os.fspath(got).endswith(".gz"):
         return  # read within MAX_UNPACKED by _read
+    name = Path(got).name  # (the grader's folder is no business of the student's feedback)
     try:
         with open(got, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size

@@ -460,3 +460,26 @@ def test_a_graded_report_is_exported_in_a_box_with_real_nsys(
         assert refused.trace is None and "past the 0 MiB of evidence" in refused.message
     finally:
         boundary.remove(base)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="graded boxes of their own uid need root")
+def test_a_graded_line_keeping_real_nsys_is_graded_beside_an_honest_classmate(
+        nsys: str, tmp_path: Path) -> None:
+    """`--profiler nsys` kept on a graded line: its report exported in a box, the row graded
+    as its classmate's is."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import evidence_cost
+
+    course = tmp_path / "course"
+    shutil.copytree(evidence_cost.COURSE, course)
+    solution = (evidence_cost.COURSE / "C" / "secret_sum_solution.c").read_text()
+    (tmp_path / "class" / "nina").mkdir(parents=True)
+    (tmp_path / "class" / "nina" / "nina.ipynb").write_text(evidence_cost._notebook(
+        solution, "%%idrrun --profiler nsys --check secret_sum"))
+    (tmp_path / "class" / "hugo").mkdir()
+    (tmp_path / "class" / "hugo" / "hugo.c").write_text(solution)
+    rows, _, _ = evidence_cost.grade("secret_sum", [tmp_path / "class" / "hugo" / "hugo.c",
+                                                    tmp_path / "class" / "nina" / "nina.ipynb"],
+                                     tmp_path, course)
+    assert rows == {"hugo": ("pass", ""), "nina": ("pass", "")}
