@@ -321,7 +321,7 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
         # the events formatted during the run belong to this trace only if it was the follower's
         prepared = followed.prepared if followed is not None and followed.used else None
         return _finish(plan, trace, summary, (), report_file, notes, work, prepared=prepared)
-    return _collect_nsys(plan, timeout, source_name, notes, work, boxed, ledger)
+    return _collect_nsys(plan, timeout, notes, work, boxed, ledger)
 
 
 def _refused(ledger: Ledger) -> ProfileReport:
@@ -329,7 +329,7 @@ def _refused(ledger: Ledger) -> ProfileReport:
                          message=f"no GPU profile: {ledger.refused}")
 
 
-def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
+def _collect_nsys(plan: ProfilePlan, timeout: float,
                   notes: list[str], work: Work, boxed: ExportBox | None = None,
                   ledger: Ledger | None = None) -> ProfileReport:
     report = plan.output
@@ -357,7 +357,6 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
     if ledger is not None and ledger.refused:
         return _refused(ledger)
     tables = _nsys.read_stats(plan.run_dir, names)
-    shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
     read = nsysdb.read_trace(database) if database.is_file() else None
     if isinstance(read, str):
         notes.append(read)
@@ -366,15 +365,23 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
             "nsys's export", len(trace.kernels) + len(trace.copies) + len(trace.memsets)
             + len(trace.syncs)):
         return _refused(ledger)
+    return _nsys_report(plan, trace, tables, stats.ok, notes, work)
+
+
+def _nsys_report(plan: ProfilePlan, trace: Trace | None, tables: Mapping[str, Table],
+                 stats_ok: bool, notes: list[str], work: Work) -> ProfileReport:
+    """What nsys's export (`trace`) and stats (`tables`) say, as a report."""
+    report = plan.output
+    shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
     if trace is not None and not trace.empty:
-        return _finish(plan, trace, summarize(trace, source_name=source_name), shown, report,
-                       notes, work)
+        return _finish(plan, trace, summarize(trace, source_name=work.source_name), shown,
+                       report, notes, work)
     # No GPU operation in the export, or no export: nsys's own totals, if its tables have any.
-    summary = _nsys.summary_from_tables(tables, source_name=source_name)
+    summary = _nsys.summary_from_tables(tables, source_name=work.source_name)
     if summary is not None and (summary.kernel_count or summary.h2d.count):
         return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown,
                              report_file=report, notes=tuple(notes))
-    if trace is None and not tables and not stats.ok:
+    if trace is None and not tables and not stats_ok:
         return ProfileReport(kind="nsys", trace=None, summary=None, report_file=report,
                              notes=tuple(notes),
                              message="no GPU profile: nsys could not read its report")
