@@ -343,12 +343,13 @@ def _collect_nsys(plan: ProfilePlan, timeout: float,
     def left() -> float:
         return max(1.0, deadline - time.monotonic())
 
-    # (reads no report: run where idrrun runs)
-    probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
-                     timeout=min(30.0, left()), spec=proc.ProcSpec(max_output=256 * 1024))
-    names = _nsys.report_names(probe.output)
-    export, stats = _export_here(plan, names, left) if boxed is None else \
-        _export_in_box(plan, names, left, boxed, ledger)
+    def report_names() -> dict[str, str]:  # (reads no report: runs where idrrun runs)
+        probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
+                         timeout=min(30.0, left()), spec=proc.ProcSpec(max_output=256 * 1024))
+        return _nsys.report_names(probe.output)
+
+    export, stats, names = _export_here(plan, report_names, left) if boxed is None else \
+        _export_in_box(plan, report_names, left, boxed, ledger)
     database = report.with_suffix(".sqlite")
     if not export.ok or not database.is_file():
         notes.append(f"nsys export {export.describe()}: {_tail(export.output)}")
@@ -436,19 +437,23 @@ def _launched(plan: ProfilePlan, box_folder: Path | None) -> bool | None:
         os.close(fd)
 
 
-def _export_here(plan: ProfilePlan, names: Mapping[str, str],
-                 left: Callable[[], float]) -> tuple[ProcResult, ProcResult]:
-    """nsys export, then nsys stats, on the user's own report, where it lies: (export, stats).
-    The export first: the trace comes from it, and nsys stats reads it instead of exporting
-    the report a second time."""
+Exported = tuple[ProcResult, ProcResult, Mapping[str, str]]  # export, stats, report names
+
+
+def _export_here(plan: ProfilePlan, report_names: Callable[[], Mapping[str, str]],
+                 left: Callable[[], float]) -> Exported:
+    """nsys export, then nsys stats (of the reports `report_names()` names), on the user's own
+    report, where it lies. The export first: the trace comes from it, and nsys stats reads it
+    instead of exporting the report a second time."""
     assert plan.output is not None
     database = plan.output.with_suffix(".sqlite")
     export = proc.run(_nsys.export_argv(plan.nsys, plan.output, database), what="profile export",
                       timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir, max_output=256 * 1024))
+    names = report_names()
     source = database if database.is_file() else plan.output
     stats = proc.run(_nsys.stats_argv(plan.nsys, source, names, plan.run_dir),
                      what="profile stats", timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir))
-    return export, stats
+    return export, stats, names
 
 
 # What is taken out of the export's box: the export and the stats' CSV, each at most this big
@@ -457,8 +462,9 @@ EXPORT_CAP = 256 << 20
 BOX_TMP = ".tmp"  # the box's own temporary folder at the uid level (build.BOX_TMP)
 
 
-def _export_in_box(plan: ProfilePlan, names: Mapping[str, str], left: Callable[[], float],
-                   boxed: ExportBox, ledger: Ledger | None) -> tuple[ProcResult, ProcResult]:
+def _export_in_box(plan: ProfilePlan, report_names: Callable[[], Mapping[str, str]],
+                   left: Callable[[], float], boxed: ExportBox,
+                   ledger: Ledger | None) -> Exported:
     """nsys export, then nsys stats, on the report a graded run's box wrote, in a box of their
     own (the run's level, uid, guard and limits) in a fresh folder of the room holding a copy of
     the report; what they wrote is taken out (boundary.take_to: regular files of the box's uid,
@@ -475,6 +481,7 @@ def _export_in_box(plan: ProfilePlan, names: Mapping[str, str], left: Callable[[
         database = inside.with_suffix(".sqlite")
         export = proc.run(_nsys.export_argv(plan.nsys, inside, database),
                           what="profile export", timeout=left(), spec=spec)
+        names = report_names()
         source = database if boundary.is_file(folder, database.name) else inside
         stats = proc.run(_nsys.stats_argv(plan.nsys, source, names, folder),
                          what="profile stats", timeout=left(), spec=spec)
@@ -490,7 +497,7 @@ def _export_in_box(plan: ProfilePlan, names: Mapping[str, str], left: Callable[[
             os.close(fd)
     finally:
         boundary.remove(folder)
-    return export, stats
+    return export, stats, names
 
 
 def _export_box(plan: ProfilePlan, boxed: ExportBox, folder: Path) -> sandbox.Box:
