@@ -132,13 +132,15 @@ def submissions(folder: Path, trace_mib: int, regions: int) -> dict[str, tuple[s
     return out
 
 
-def grade(exercise: str, subs: list[Path], work: Path,
-          course: Path) -> tuple[dict[str, tuple[str, str]], float, float]:
+def grade(exercise: str, subs: list[Path], work: Path, course: Path,
+          path: str | None = None) -> tuple[dict[str, tuple[str, str]], float, float]:
     """({row: (verdict, reasons)}, the grader's peak RSS in MiB, seconds): `subs` graded
-    together by one grader, one row at a time."""
+    together by one grader, one row at a time (`path`: the grader's PATH, when not ours)."""
     report = work / f"{subs[0].parent.name}.csv"
     env = dict(os.environ, PYTHONPATH=str(ROOT), IDRRUN_EXAMPLES=str(course),
                XDG_CACHE_HOME=str(work / "cache"), IDRRUN_RESIDENT="0")
+    if path is not None:
+        env["PATH"] = path
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", GRADER, "grade", exercise, "-j", "1",
                            "--timeout", "60", "--report", str(report), "--fresh", "--",

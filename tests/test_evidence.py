@@ -6,9 +6,12 @@ graded beside an honest classmate, by a grader that reports its own peak memory.
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ import pytest
 from conftest import ROOT
 from idrrun.images import image_check
 from idrrun.profile import regions, tracefile
-from idrrun.run import boundary
+from idrrun.run import boundary, isolation
 from idrrun.run.evidence import Allowance, Ledger
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -122,21 +125,40 @@ def test_a_picture_larger_than_the_solutions_is_judged_from_its_header(tmp_path:
     assert image_check(got, reference, "picture", max_diff=0).status == "pass"
 
 
+@pytest.fixture(scope="module")
+def no_bwrap() -> Iterator[str]:
+    """A PATH with everything of /usr/bin and /usr/sbin but bubblewrap: the "uid" level."""
+    folder = Path(tempfile.mkdtemp(prefix="idrrun-no-bwrap-"))
+    os.chmod(folder, 0o755)
+    for d in ("/usr/local/bin", "/usr/bin", "/usr/sbin"):
+        for entry in os.scandir(d):
+            if entry.name != "bwrap" and not (folder / entry.name).exists():
+                (folder / entry.name).symlink_to(entry.path)
+    yield str(folder)
+    shutil.rmtree(folder)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="graded boxes of their own uid need root")
+@pytest.mark.parametrize("level", ["namespaces", "uid"])
 @pytest.mark.parametrize("hostile,honest", [("trace", "honest"), ("regions", "honest"),
                                             ("picture", "honest_picture")])
 def test_hostile_evidence_fails_its_row_and_costs_the_grader_little(
-        tmp_path: Path, hostile: str, honest: str) -> None:
+        tmp_path: Path, hostile: str, honest: str, level: str, no_bwrap: str) -> None:
     if hostile == "trace" and not HAS_CUPTI:
         pytest.skip("the built-in tracer needs CUPTI to be planned")
+    if level == "namespaces" and isolation.sandbox_support().level != "namespaces":
+        pytest.skip("this machine cannot make namespaces (bubblewrap)")
     course = tmp_path / "course"
     shutil.copytree(evidence_cost.COURSE, course)
     subs = evidence_cost.submissions(tmp_path, trace_mib=48, regions=1024)
     exercise = subs[hostile][0]
     rows, peak, _ = evidence_cost.grade(exercise, [subs[honest][1], subs[hostile][1]],
-                                        tmp_path, course)
+                                        tmp_path, course,
+                                        path=no_bwrap if level == "uid" else None)
     assert rows[honest] == ("pass", ""), rows
     verdict, reasons = rows[hostile]
     assert verdict == "fail" and "evidence limit reached" in reasons, rows
     assert 0 < peak < PEAK_BOUND_MIB, f"the grader took {peak:.0f} MiB"
+    with open(tmp_path / f"{honest}.csv", newline="") as f:
+        assert {row["sandbox"].split()[0] for row in csv.DictReader(f)} == {level}
