@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade similarity sandbox annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed students students-lines slurm"
+SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed students students-lines slurm"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -31,6 +31,7 @@ describe() {
     grade) echo "grading a class -j1, -j2 against bare xargs -P2 (grade_bench.py; 6 min)" ;;
     similarity) echo "idrrun similarity over a generated class of 100 (similarity_bench.py; 1 min)" ;;
     sandbox) echo "the guard, the sandbox, the boundary, the cgroup per run (box_cost.py; 1 min)" ;;
+    evidence) echo "the grader's peak memory per row against a forged trace, regions files, a huge picture (evidence_cost.py; 2 min)" ;;
     annotate) echo "the annotated source of a 300-line --check cell (annotate_cost.py; 20 s)" ;;
     profile) echo "GPU: what --profile costs, phase by phase, tracer part by part (profile_cost.py; 4 min)" ;;
     timelines) echo "GPU: the course's runs under the tracer, pictures with the logs (profile_cost.py timelines; 1 min)" ;;
@@ -44,7 +45,7 @@ describe() {
     students) echo "GPU: a students' copy from the wheel checks three solutions; data_laplace's feedback beside the solution (students_gpu.py; 1 min)" ;;
     students-lines) echo "GPU: every check cell of the students' notebooks, with its own flags, on the solution, C and Fortran (students_gpu.py --lines; 4 min)" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
-    host) echo "cell run grade similarity sandbox annotate" ;;
+    host) echo "cell run grade similarity sandbox evidence annotate" ;;
     gpu) echo "jacobi profile course-gpu" ;;
     all) echo "host gpu" ;;
   esac
@@ -170,6 +171,7 @@ run_suite() {
     sandbox)
       (( EUID == 0 )) && extra=(--cgroup)
       step sandbox 180 pin "$PY" benchmarks/box_cost.py --rounds "$(q 5 30)" "${extra[@]}" ;;
+    evidence) step evidence 300 pin "$PY" benchmarks/evidence_cost.py --trace-mib "$(q 8 48)" --regions "$(q 128 1024)" ;;
     annotate) step annotate 120 pin "$PY" benchmarks/annotate_cost.py --rounds "$(q 20 200)" ;;
     profile)
       gpu_only profile || return 0

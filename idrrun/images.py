@@ -521,6 +521,55 @@ def compare_images(got: ImageLike, expected: ImageLike) -> Comparison:
     return Comparison(g, e, "", max_diff, mse, psnr, peak)
 
 
+# What is read of a picture before its pixels: its header (a comment may sit in it).
+HEADER_BYTES = 4096
+# A plain (P2, P3) picture's bytes per sample at most: five digits and a few spaces or a short
+# comment; past that it is not a picture of the header's size.
+PLAIN_BYTES_PER_SAMPLE = 12
+
+
+def _fits(got: PathLike, reference: Image, raw: tuple[int, int, str] | None) -> None:
+    """Raise ImageError when the picture `got` cannot be the solution's, from its header and its
+    file's size alone, before its pixels are read: the solution's picture bounds the student's
+    (a 256 MB picture of 16000×16000 pixels against a 512×512 one costs the grader nothing).
+    A file no larger than the solution's picture may be is left to the comparison."""
+    if os.fspath(got).endswith(".gz"):
+        return  # read within MAX_UNPACKED by _read
+    name = Path(got).name  # (the grader's folder is no business of the student's feedback)
+    try:
+        with open(got, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(HEADER_BYTES)
+    except OSError:
+        return  # load() says what is wrong with it
+    if raw is not None:
+        width, height, dtype = raw
+        item = RAW_DTYPES.get(dtype, (1, "", ""))[0]
+        want = width * height * reference.channels * item
+        if size > want:
+            raise ImageError(f"{name}: too large: {width}×{height} {dtype} is {want} bytes, the "
+                             f"file has {size}")
+        return
+    if size <= reference.width * reference.height * reference.channels * PLAIN_BYTES_PER_SAMPLE \
+            + HEADER_BYTES:
+        return  # no larger than the solution's picture may be: read and compared as it is
+    channels, read_pixels = _pnm_format(head, name)
+    header, pos = _pnm_header(head, name, channels)
+    if (header.width, header.height, channels) != (reference.width, reference.height,
+                                                   reference.channels):
+        raise ImageError(f"{name}: the sizes differ: got {header.width}×{header.height} "
+                         f"{header.colour}, expected {reference.shape} (its pixels were not read)")
+    if read_pixels is _binary_pixels:
+        want = pos + 1 + header.samples * header.sample_bytes
+        if size > want:
+            raise ImageError(f"{name}: {size} bytes where the header says {header.described}, "
+                             f"that is {want} bytes with the header: do the header and the "
+                             "values written agree?")
+    elif size > header.samples * PLAIN_BYTES_PER_SAMPLE + HEADER_BYTES:
+        raise ImageError(f"{name}: {size} bytes, far more than the {header.samples} values of "
+                         f"{header.described} take")
+
+
 def image_check(got: PathLike, expected: PathLike, label: str = "image",
                 min_psnr: float | None = None, max_diff: float | None = None,
                 raw: tuple[int, int, str] | None = None) -> CheckResult:
@@ -545,6 +594,7 @@ def image_check(got: PathLike, expected: PathLike, label: str = "image",
     except ImageError as exc:
         return CheckResult(label, "incomplete", want, "", f"the solution's picture is unusable: {exc}")
     try:
+        _fits(got, reference, raw)  # the header and the size first: no pixel read in vain
         picture = load(got)
     except ImageError as exc:
         return CheckResult(label, "fail", want, "unreadable", str(exc))

@@ -47,10 +47,11 @@ from .model import (
 )
 from .profile import regions
 from .profile import session as profile
-from .profile.model import ProfilePlan, ProfileReport
+from .profile.model import ExportBox, ProfilePlan, ProfileReport
 from .profile.tracefile import Follower
 from .errors import UsageError
-from .run import boundary, isolation, lanes, launch, proc, sandbox, tools
+from .run import boundary, evidence, isolation, lanes, launch, proc, sandbox, tools
+from .run.evidence import Ledger
 from .run.lanes import Held
 from .run.sandbox import Box
 from .toolchains import family_of
@@ -241,7 +242,7 @@ def run_failure(result: RunResult, request: RunRequest,
     """The run's failure, None when it went well. frames: the program's largest stack frames
     (BuildResult.frames), which tell a stack overflow from a bad access."""
     p = result.proc
-    if p.ok and not result.missing_files:
+    if p.ok and not result.missing_files and not result.refused:
         return None
     limit = p.limit
     if p.start_error is not None:
@@ -266,6 +267,10 @@ def run_failure(result: RunResult, request: RunRequest,
     elif p.returncode != 0:
         kind, what = FailureKind.EXIT_STATUS, f"exit code {p.returncode}"
         hint = "the program returned a non-zero status, which means failure"
+    elif result.refused:
+        kind, what, limit = FailureKind.LIMIT, f"{evidence.EVIDENCE_LIMIT} limit reached", \
+            evidence.EVIDENCE_LIMIT
+        hint = f"the program left more than the grader reads: {result.refused}"
     else:
         kind, what = FailureKind.MISSING_FILES, "missing output files"
         hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
@@ -440,9 +445,11 @@ def run_box(request: RunRequest, toolchain: Toolchain, settings: Settings, probe
 
 def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared: Prepared,
               staged: Staged, planned: Planned, reporter: Reporter, notes: Notes,
-              held: Held | None = None) -> tuple[RunResult, Follower | None]:
+              held: Held | None = None, ledger: Ledger | None = None,
+              ) -> tuple[RunResult, Follower | None]:
     """The run itself, on the CPUs of the lane it holds (if any); with the built-in tracer's
-    follower, which read its trace meanwhile."""
+    follower, which read its trace meanwhile. ledger: a graded run's account of what is read of
+    its box (its regions records first)."""
     how, box, pplan = planned.how, planned.box, planned.profile
     renamed = Renamed(reporter.output, request.source)
     shown = profile.output_filter(pplan, renamed)  # nsys's progress bars: one line
@@ -468,7 +475,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
     missing = tuple(f for f in request.get_files if not _written(staged, f))
     ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes,
                     regions=regions.collect(planned.counting, staged.cwd, prepared.uid,
-                                            staged.executable),
+                                            staged.executable, ledger),
                     lane=held.describe() if held is not None else "")
     reporter.ran(request, ran)
     return ran, followed
@@ -481,10 +488,12 @@ def _written(staged: Staged, name: str) -> bool:
 
 
 def take_out(request: RunRequest, prepared: Prepared, staged: Staged, pplan: ProfilePlan | None,
-             wanted: Sequence[str]) -> tuple[Path | None, ProfilePlan | None]:
+             wanted: Sequence[str], ledger: Ledger | None = None,
+             ) -> tuple[Path | None, ProfilePlan | None]:
     """After a graded run: the files the checks want and the profile's files, copied out of
-    the run's folder (regular files of the box's uid, capped) into a folder of the grader's
-    own; the profile plan then points there. (None, plan) for a run in its working folder."""
+    the run's folder (regular files of the box's uid, capped, counted against the row's
+    `ledger`) into a folder of the grader's own; the profile plan then points there.
+    (None, plan) for a run in its working folder."""
     profiled = pplan is not None and pplan.kind in ("builtin", "nsys")
     if staged.run_folder is None or request.room is None or not (wanted or profiled):
         return None, pplan
@@ -492,7 +501,7 @@ def take_out(request: RunRequest, prepared: Prepared, staged: Staged, pplan: Pro
     fd = boundary.open_dir(staged.run_folder)
     try:
         for name in wanted:
-            boundary.take_to(fd, name, out / name, OUTPUT_CAP, prepared.owners)
+            boundary.take_to(fd, name, out / name, OUTPUT_CAP, prepared.owners, ledger=ledger)
         if pplan is not None and profiled:
             rel = pplan.run_dir.relative_to(staged.run_folder).as_posix()
             moved = boundary.fresh(request.room, "profile-")
@@ -504,13 +513,25 @@ def take_out(request: RunRequest, prepared: Prepared, staged: Staged, pplan: Pro
                 try:
                     for name in boundary.names(inner):
                         if name.startswith(profile.TRACE_FILE) or name.endswith(".nsys-rep"):
-                            boundary.take_to(inner, name, moved / name, OUTPUT_CAP, prepared.owners)
+                            boundary.take_to(inner, name, moved / name, OUTPUT_CAP,
+                                             prepared.owners, ledger=ledger)
                 finally:
                     os.close(inner)
             pplan = profile.relocated(pplan, moved)
     finally:
         os.close(fd)
     return out, pplan
+
+
+def _export_box(request: RunRequest, probe: Probe, prepared: Prepared,
+                box: Box | None) -> ExportBox | None:
+    """For a graded run in a box: the box nsys's export of its report runs in (the run's own
+    level, uid, guard, limits and hidden folders); None for a run outside a box."""
+    if box is None or request.room is None or prepared.support is None:
+        return None
+    return ExportBox(room=request.room, support=prepared.support, uid=prepared.uid,
+                     protections=probe.protections, limits=request.limits,
+                     environ=prepared.environ, hidden=box.hidden)
 
 
 def execute(
@@ -545,6 +566,8 @@ def execute(
     profile_dir = f"{PROFILE_DIR}/{profile.run_dir_name(label)}"
     staged = stage_program(request, built, prepared,
                            (profile_dir,) if request.profile is not None else ())
+    # What is read of a graded run's box, all together (run/evidence.py).
+    ledger = evidence.Ledger() if staged.run_folder is not None else None
     try:
         pplan = None
         if request.profile is not None:
@@ -560,8 +583,8 @@ def execute(
             planned = plan_run(request, toolchain, settings, probe, prepared, staged, pplan, notes,
                                held)
             ran, followed = run_stage(request, toolchain, probe, prepared, staged, planned,
-                                      reporter, notes, held)
-        outputs, pplan = take_out(request, prepared, staged, planned.profile, wanted)
+                                      reporter, notes, held, ledger)
+        outputs, pplan = take_out(request, prepared, staged, planned.profile, wanted, ledger)
     finally:
         for folder in (staged.run_folder, staged.sealed):
             if folder is not None:
@@ -570,7 +593,11 @@ def execute(
     report = None
     if pplan is not None and pplan.kind != "none":
         report = profile.collect(pplan, timeout=120, source_name=request.source.name,
-                                 gpu=probe.gpus[0].name if probe.gpus else "", followed=followed)
+                                 gpu=probe.gpus[0].name if probe.gpus else "", followed=followed,
+                                 ledger=ledger, boxed=_export_box(request, probe, prepared,
+                                                                  planned.box))
         reporter.profile(report)
+    if ledger is not None and ledger.refused:
+        ran = dataclasses.replace(ran, refused=ledger.refused)
     return Outcome(request, toolchain, built, ran, run_failure(ran, request, built.frames),
                    notes=tuple(notes.all), profile=report)

@@ -52,12 +52,14 @@ def guard_words(uid: int = -1, sweep: int = 1) -> tuple[str, ...]:
 def bwrap_words(inner_guard: Path = GUARD, inner_fd: int = I) -> tuple[str, ...]:
     g = str(inner_guard)
     return ("/usr/bin/bwrap", "--unshare-all", "--die-with-parent",
-            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+            "--size", str(1 << 20), "--tmpfs", "/", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
             "--dir", "/etc", "--ro-bind", "/etc/passwd", "/etc/passwd",
             "--proc", "/proc", "--dev", "/dev", "--size", str(256 << 20), "--tmpfs", "/tmp",
-            "--tmpfs", "/usr/local/lib/idrrun", "--ro-bind", g, g,
+            "--size", str(1 << 20), "--tmpfs", "/usr/local/lib/idrrun",
+            "--remount-ro", "/usr/local/lib/idrrun", "--ro-bind", g, g,
             "--ro-bind-try", "/opt/exe/prog", "/opt/exe/prog", "--bind", "/box/w", "/box/w",
-            "--chdir", "/box/w", "--", g, f"--inner-status-fd={inner_fd}", "--")
+            "--remount-ro", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
+            "--remount-ro", "/", "--chdir", "/box/w", "--", g, f"--inner-status-fd={inner_fd}", "--")
 
 
 # The box's environment set on the node, behind a launcher: what the launcher passed on and the
@@ -116,7 +118,7 @@ def test_box_with_a_gpu_binds_the_devices_and_sys() -> None:
     found = Found(gpu_devices=("/dev/nvidia0", "/dev/nvidiactl"), sys=True)
     words = composed(box=box(gpu=True), found=found).argv
     gpu = ("--dev-bind", "/dev/nvidia0", "/dev/nvidia0", "--dev-bind", "/dev/nvidiactl",
-           "/dev/nvidiactl", "--ro-bind", "/sys", "/sys", "--chdir")
+           "/dev/nvidiactl", "--ro-bind", "/sys", "/sys", "--remount-ro", "/dev")
     assert any(words[i:i + len(gpu)] == gpu for i in range(len(words)))
     assert "/dev/nvidia0" not in composed(box=box(), found=found).argv
 

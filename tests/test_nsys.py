@@ -404,3 +404,82 @@ def test_graded_under_nsys_in_the_box_nsys_failing_is_an_error_row(nsys: str, tm
         assert row["verdict"] == "error", row
         assert row["reasons"] == "not graded: the run could not start: " + \
             NOT_LAUNCHED.format(how="exit code 1"), row["reasons"]
+
+
+@pytest.mark.parametrize("level", ["namespaces", "uid"])
+def test_a_graded_report_is_exported_in_a_box_with_real_nsys(
+        nsys: str, host_program: Path, tmp_path: Path, level: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The report a graded run's box wrote is exported and summed up by nsys inside a box of
+    its own (issue 33, part 7): the run's level and uid, a fresh folder of the room; what it
+    wrote comes out through the boundary, counted against the row's ledger."""
+    import logging
+    import tempfile
+
+    from idrrun.model import Limits, SandboxSupport
+    from idrrun.profile.model import ExportBox
+    from idrrun.run import boundary, isolation, sandbox
+    from idrrun.run.evidence import Allowance, Ledger
+
+    support = isolation.sandbox_support()
+    if level == "namespaces" and support.level != "namespaces":
+        pytest.skip("this machine cannot make namespaces (bubblewrap)")
+    if level == "uid":
+        if os.geteuid() != 0:
+            pytest.skip("a box of its own uid needs root")
+        support = SandboxSupport("uid", None, True, "test")
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache")
+    result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300,
+                      spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env}))
+    assert result.ok, result.output
+    base = Path(tempfile.mkdtemp(prefix="idrrun-export-", dir="/tmp"))  # passable by all
+    os.chmod(base, 0o711)
+    try:
+        room = boundary.own_dir(base / "room", 0o711)
+        uid = sandbox.fresh_uid() if os.geteuid() == 0 else -1
+        boxed = ExportBox(room=room, support=support, uid=uid,
+                          protections=isolation.probe(tmp_path / "cache"), limits=Limits(),
+                          environ=dict(os.environ))
+        with caplog.at_level(logging.INFO):
+            report = collect(p, timeout=300, source_name="host_acc.c", boxed=boxed,
+                             ledger=Ledger())
+        assert report.kind == "nsys" and report.notes == (), report.notes
+        assert report.trace is not None and report.message == NO_GPU_ACTIVITY
+        assert (tmp_path / "run" / "report.sqlite").is_file()
+        assert os.stat(tmp_path / "run" / "report.sqlite").st_uid == os.geteuid()  # our copy
+        ran = [r.getMessage() for r in caplog.records]
+        boxed_runs = [m for m in ran if m.startswith(("profile export:", "profile stats:"))
+                      and (" export " in m or " --format " in m)]
+        assert len(boxed_runs) == 2, ran
+        for m in boxed_runs:
+            assert ("bwrap" in m if level == "namespaces" else f"--uid={uid}" in m), m
+        assert list(room.iterdir()) in ([], [room / "tools"])  # the export's folder removed
+        # past the row's allowance nothing of nsys's output is used, and the ledger says why
+        small = Ledger(Allowance(bytes=1024))
+        refused = collect(p, timeout=300, source_name="host_acc.c", boxed=boxed, ledger=small)
+        assert refused.trace is None and "past the 0 MiB of evidence" in refused.message
+    finally:
+        boundary.remove(base)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="graded boxes of their own uid need root")
+def test_a_graded_line_keeping_real_nsys_is_graded_beside_an_honest_classmate(
+        nsys: str, tmp_path: Path) -> None:
+    """`--profiler nsys` kept on a graded line: its report exported in a box, the row graded
+    as its classmate's is."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import evidence_cost
+
+    course = tmp_path / "course"
+    shutil.copytree(evidence_cost.COURSE, course)
+    solution = (evidence_cost.COURSE / "C" / "secret_sum_solution.c").read_text()
+    (tmp_path / "class" / "nina").mkdir(parents=True)
+    (tmp_path / "class" / "nina" / "nina.ipynb").write_text(evidence_cost._notebook(
+        solution, "%%idrrun --profiler nsys --check secret_sum"))
+    (tmp_path / "class" / "hugo").mkdir()
+    (tmp_path / "class" / "hugo" / "hugo.c").write_text(solution)
+    rows, _, _ = evidence_cost.grade("secret_sum", [tmp_path / "class" / "hugo" / "hugo.c",
+                                                    tmp_path / "class" / "nina" / "nina.ipynb"],
+                                     tmp_path, course)
+    assert rows == {"hugo": ("pass", ""), "nina": ("pass", "")}

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..model import Limits, Protections, SandboxSupport
+
 # "command": a configured profiler that is not nsys; it runs, idrrun reads nothing from it.
 ProfileKind = Literal["nsys", "builtin", "command", "none"]
 CHOICES = ("auto", "nsys", "builtin")
@@ -47,6 +49,21 @@ class ProfilePlan:
     # nsys: the name, in run_dir, of the mark the program's launch leaves (LAUNCH_MARK), which
     # tells nsys failing before the program from the program failing; "": none.
     launched: str = ""
+
+
+@dataclass(frozen=True)
+class ExportBox:
+    """Where a graded run's nsys report is exported and summed up: a box as the run's own (its
+    level, its uid, its guard and limits), in a fresh folder of the request's room; nsys never
+    reads a report a box wrote outside a box."""
+
+    room: Path  # the request's room (the grader's own folder)
+    support: SandboxSupport
+    uid: int  # the box's user (the run's); -1: idrrun's own
+    protections: Protections | None
+    limits: Limits
+    environ: Mapping[str, str]  # what the box's environment is made from (sandbox.box_env)
+    hidden: tuple[Path, ...] = ()  # what the box must not see (as the run's box: the course...)
 
 
 # ---------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ..model import ConstructRan, RegionsRan, RunRequest
 from ..run import boundary, proc, tools
+from ..run.evidence import Ledger
 from . import elflines
 
 LIBRARY_SOURCE = Path(__file__).with_name("regions.c")
@@ -236,9 +237,11 @@ def summarise(records: Sequence[Record | None], executable: Path | None) -> Regi
 
 
 def collect(counting: Counting, folder: Path, uid: int = -1,
-            executable: Path | None = None) -> RegionsRan | None:
+            executable: Path | None = None, ledger: Ledger | None = None) -> RegionsRan | None:
     """After the run: its records, read out of the folder it ran in through the boundary and
-    removed; None when the run was not counted."""
+    removed; None when the run was not counted. Each record counts against the row's `ledger`
+    (its file and bytes, then its constructs) and is parsed as soon as it is read: only the
+    parsed records are kept, never a thousand files' bytes at once."""
     if not counting.prefix:
         return None
     if counting.problem:
@@ -248,16 +251,24 @@ def collect(counting: Counting, folder: Path, uid: int = -1,
         dirfd = boundary.open_dir(folder)
     except OSError as exc:
         return RegionsRan("unreadable", why=UNREADABLE.format(why=f"its folder ({exc.strerror})"))
+    records: list[Record | None] = []
+    refused: str | None = None
     try:
         names = sorted(n for n in boundary.names(dirfd) if n.startswith(counting.prefix + "."))
-        taken: list[boundary.Taken] = []
         for name in names:
-            if len(taken) < MAX_PROCESSES:
-                taken.append(boundary.take(dirfd, name, RECORD_CAP, owners))
+            if refused is None and len(records) < MAX_PROCESSES:
+                taken = boundary.take(dirfd, name, RECORD_CAP, owners, ledger)
+                if taken.data is None:
+                    refused = taken.why
+                else:
+                    record = parse_record(taken.data)
+                    if ledger is not None and record is not None and \
+                            not ledger.records(name, len(record.constructs)):
+                        refused = ledger.refused
+                    records.append(record)
             boundary.discard(dirfd, name)
     finally:
         os.close(dirfd)
-    refused = next((t.why for t in taken if t.data is None), None)
     if refused is not None:
         return RegionsRan("unreadable", why=UNREADABLE.format(why=refused))
-    return summarise([parse_record(t.data) for t in taken if t.data is not None], executable)
+    return summarise(records, executable)

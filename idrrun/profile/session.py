@@ -48,7 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import ProcResult
-from ..run import boundary, proc
+from ..run import boundary, proc, sandbox, tools
+from ..run.evidence import Ledger
 from . import nsys as _nsys
 from . import nsysdb, perfetto
 from .hints import find_hints
@@ -59,6 +60,7 @@ from .model import (
     Copy,
     CopyRate,
     Device,
+    ExportBox,
     Hint,
     Kernel,
     KernelRate,
@@ -286,7 +288,8 @@ def follower(plan: ProfilePlan | None) -> Follower | None:
 
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
             iterations: int | None = None, bytes_per_iteration: float | None = None,
-            followed: Follower | None = None) -> ProfileReport:
+            followed: Follower | None = None, ledger: Ledger | None = None,
+            boxed: ExportBox | None = None) -> ProfileReport:
     """After the run: read what the profiler left in plan.run_dir, sum it up, draw it, export
     it, and say what could be better.
 
@@ -295,6 +298,9 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
     peaks the rates are compared with. iterations and bytes_per_iteration (the bytes the
     exercise's kernels must move in device memory per iteration) give the kernels' achieved
     memory bandwidth. followed: follower(plan), stopped, that read the trace during the run.
+    ledger: a graded run's account of what is read of its box (run/evidence.py): past it,
+    nothing of the profile is used (kind "none", saying why). boxed: for a graded run, the box
+    nsys's export and stats run in (never outside a box on a report a box wrote).
     """
     work = Work(gpu=gpu, iterations=iterations, bytes_per_iteration=bytes_per_iteration,
                 source_name=source_name)
@@ -307,17 +313,25 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
                              message=f"ran under {' '.join(plan.argv_prefix)}; see its output above")
     if plan.kind == "builtin":
         assert plan.output is not None
-        trace = read_trace(plan.output, followed)
+        trace = read_trace(plan.output, followed, ledger=ledger)
+        if ledger is not None and ledger.refused:
+            return _refused(ledger)
         summary = summarize(trace, source_name=source_name) if trace is not None else None
         report_file = trace.files[0] if trace is not None and trace.files else None
         # the events formatted during the run belong to this trace only if it was the follower's
         prepared = followed.prepared if followed is not None and followed.used else None
         return _finish(plan, trace, summary, (), report_file, notes, work, prepared=prepared)
-    return _collect_nsys(plan, timeout, source_name, notes, work)
+    return _collect_nsys(plan, timeout, notes, work, boxed, ledger)
 
 
-def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
-                  notes: list[str], work: Work) -> ProfileReport:
+def _refused(ledger: Ledger) -> ProfileReport:
+    return ProfileReport(kind="none", trace=None, summary=None,
+                         message=f"no GPU profile: {ledger.refused}")
+
+
+def _collect_nsys(plan: ProfilePlan, timeout: float,
+                  notes: list[str], work: Work, boxed: ExportBox | None = None,
+                  ledger: Ledger | None = None) -> ProfileReport:
     report = plan.output
     assert report is not None
     if not report.is_file():
@@ -329,36 +343,46 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
     def left() -> float:
         return max(1.0, deadline - time.monotonic())
 
-    # The export first: the trace comes from it, and nsys stats reads it instead of exporting
-    # the report a second time.
+    def report_names() -> dict[str, str]:  # (reads no report: runs where idrrun runs)
+        probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
+                         timeout=min(30.0, left()), spec=proc.ProcSpec(max_output=256 * 1024))
+        return _nsys.report_names(probe.output)
+
+    export, stats, names = _export_here(plan, report_names, left) if boxed is None else \
+        _export_in_box(plan, report_names, left, boxed, ledger)
     database = report.with_suffix(".sqlite")
-    export = proc.run(_nsys.export_argv(plan.nsys, report, database), what="profile export",
-                      timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir, max_output=256 * 1024))
     if not export.ok or not database.is_file():
         notes.append(f"nsys export {export.describe()}: {_tail(export.output)}")
-    probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
-                     timeout=min(30.0, left()), spec=proc.ProcSpec(max_output=256 * 1024))
-    names = _nsys.report_names(probe.output)
-    source = database if database.is_file() else report
-    stats = proc.run(_nsys.stats_argv(plan.nsys, source, names, plan.run_dir),
-                     what="profile stats", timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir))
     if not stats.ok:
         notes.append(f"nsys stats {stats.describe()}: {_tail(stats.output)}")
+    if ledger is not None and ledger.refused:
+        return _refused(ledger)
     tables = _nsys.read_stats(plan.run_dir, names)
-    shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
     read = nsysdb.read_trace(database) if database.is_file() else None
     if isinstance(read, str):
         notes.append(read)
     trace = read if isinstance(read, Trace) else None
+    if ledger is not None and trace is not None and not ledger.records(
+            "nsys's export", len(trace.kernels) + len(trace.copies) + len(trace.memsets)
+            + len(trace.syncs)):
+        return _refused(ledger)
+    return _nsys_report(plan, trace, tables, stats.ok, notes, work)
+
+
+def _nsys_report(plan: ProfilePlan, trace: Trace | None, tables: Mapping[str, Table],
+                 stats_ok: bool, notes: list[str], work: Work) -> ProfileReport:
+    """What nsys's export (`trace`) and stats (`tables`) say, as a report."""
+    report = plan.output
+    shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
     if trace is not None and not trace.empty:
-        return _finish(plan, trace, summarize(trace, source_name=source_name), shown, report,
-                       notes, work)
+        return _finish(plan, trace, summarize(trace, source_name=work.source_name), shown,
+                       report, notes, work)
     # No GPU operation in the export, or no export: nsys's own totals, if its tables have any.
-    summary = _nsys.summary_from_tables(tables, source_name=source_name)
+    summary = _nsys.summary_from_tables(tables, source_name=work.source_name)
     if summary is not None and (summary.kernel_count or summary.h2d.count):
         return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown,
                              report_file=report, notes=tuple(notes))
-    if trace is None and not tables and not stats.ok:
+    if trace is None and not tables and not stats_ok:
         return ProfileReport(kind="nsys", trace=None, summary=None, report_file=report,
                              notes=tuple(notes),
                              message="no GPU profile: nsys could not read its report")
@@ -411,6 +435,84 @@ def _launched(plan: ProfilePlan, box_folder: Path | None) -> bool | None:
         return None
     finally:
         os.close(fd)
+
+
+Exported = tuple[ProcResult, ProcResult, Mapping[str, str]]  # export, stats, report names
+
+
+def _export_here(plan: ProfilePlan, report_names: Callable[[], Mapping[str, str]],
+                 left: Callable[[], float]) -> Exported:
+    """nsys export, then nsys stats (of the reports `report_names()` names), on the user's own
+    report, where it lies. The export first: the trace comes from it, and nsys stats reads it
+    instead of exporting the report a second time."""
+    assert plan.output is not None
+    database = plan.output.with_suffix(".sqlite")
+    export = proc.run(_nsys.export_argv(plan.nsys, plan.output, database), what="profile export",
+                      timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir, max_output=256 * 1024))
+    names = report_names()
+    source = database if database.is_file() else plan.output
+    stats = proc.run(_nsys.stats_argv(plan.nsys, source, names, plan.run_dir),
+                     what="profile stats", timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir))
+    return export, stats, names
+
+
+# What is taken out of the export's box: the export and the stats' CSV, each at most this big
+# (and all within the row's ledger).
+EXPORT_CAP = 256 << 20
+BOX_TMP = ".tmp"  # the box's own temporary folder at the uid level (build.BOX_TMP)
+
+
+def _export_in_box(plan: ProfilePlan, report_names: Callable[[], Mapping[str, str]],
+                   left: Callable[[], float], boxed: ExportBox,
+                   ledger: Ledger | None) -> Exported:
+    """nsys export, then nsys stats, on the report a graded run's box wrote, in a box of their
+    own (the run's level, uid, guard and limits) in a fresh folder of the room holding a copy of
+    the report; what they wrote is taken out (boundary.take_to: regular files of the box's uid,
+    capped, counted against the row's ledger) into plan.run_dir, the grader's own folder, and
+    the folder removed. A report crafted to make nsys misbehave can only do so in that box."""
+    assert plan.output is not None
+    uid_level = boxed.support.level == "uid"
+    folder = boundary.box_folder(boxed.room, "export-", boxed.uid, boxed.uid,
+                                 files_from=plan.output, tmp=BOX_TMP if uid_level else "")
+    try:
+        spec = proc.ProcSpec(cwd=folder, max_output=256 * 1024, protections=boxed.protections,
+                             limits=boxed.limits, box=_export_box(plan, boxed, folder))
+        inside = folder / plan.output.name
+        database = inside.with_suffix(".sqlite")
+        export = proc.run(_nsys.export_argv(plan.nsys, inside, database),
+                          what="profile export", timeout=left(), spec=spec)
+        names = report_names()
+        source = database if boundary.is_file(folder, database.name) else inside
+        stats = proc.run(_nsys.stats_argv(plan.nsys, source, names, folder),
+                         what="profile stats", timeout=left(), spec=spec)
+        owners = (boxed.uid if boxed.uid >= 0 else os.geteuid(),)
+        fd = boundary.open_dir(folder)
+        try:
+            for name in sorted(boundary.names(fd)):
+                if name == database.name or (name.startswith(f"{_nsys.STATS_BASENAME}_")
+                                             and name.endswith(".csv")):
+                    boundary.take_to(fd, name, plan.run_dir / name, EXPORT_CAP, owners,
+                                     ledger=ledger)
+        finally:
+            os.close(fd)
+    finally:
+        boundary.remove(folder)
+    return export, stats, names
+
+
+def _export_box(plan: ProfilePlan, boxed: ExportBox, folder: Path) -> sandbox.Box:
+    """The export's box: its folder read-write, nsys's installation read-only (when outside
+    the system's folders), nothing else of the machine but the system's folders."""
+    readable = (plan.installation,) if plan.installation is not None and \
+        not sandbox.in_system_dirs(plan.installation) else ()
+    guard = None
+    if boxed.protections is not None and boxed.protections.guard is not None and boxed.uid >= 0:
+        guard = tools.place(boxed.protections.guard, boxed.room / "tools")
+    return sandbox.Box(workdir=folder, writable=(folder,), readable=readable,
+                       hidden=(*boxed.hidden, *sandbox.package_dirs()),
+                       env=sandbox.box_env(boxed.environ, {}, boxed.support, folder / BOX_TMP),
+                       uid=boxed.uid, gid=boxed.uid, support=boxed.support, disk_caps=True,
+                       inner_guard=guard)
 
 
 def _tail(output: str, lines: int = 5) -> str:

@@ -19,6 +19,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
+from ..run.evidence import Ledger
 from .model import Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
 from .perfetto import Prepared
 
@@ -284,12 +285,14 @@ def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
 
 
 def read_trace(path: Path, follower: Follower | None = None,
-               limit: int = MAX_TRACE_BYTES) -> Trace | None:
+               limit: int = MAX_TRACE_BYTES, ledger: Ledger | None = None) -> Trace | None:
     """The trace of a run (all its processes), or None when no process wrote one -- the
     program never initialised CUDA, so the driver never loaded the tracer. A follower of
     `path` that read it while the program ran gives what it read (and the rest): the same
     trace, without reading the file again. At most `limit` bytes are read of all the files
-    together; a trace cut there says so (Trace.truncated)."""
+    together; a trace cut there says so (Trace.truncated). A graded run's lines count against
+    its `ledger` (run/evidence.py) as they are parsed: past its records, reading stops (the
+    ledger says why, and the caller uses nothing of the trace)."""
     files = trace_files(path)
     if not files:
         return None
@@ -307,20 +310,64 @@ def read_trace(path: Path, follower: Follower | None = None,
         if binary is None:
             continue  # not a regular file of its own (a link, a FIFO): not the tracer's
         with binary:
-            # (read(n) makes a buffer of n bytes first: ask for what the file holds)
-            size = os.fstat(binary.fileno()).st_size
-            data = binary.read(max(0, min(left, size)))
-            cut = bool(binary.read(1))
-        left -= len(data)
-        lines = _text_lines(data)
-        if cut:
-            lines.pop()  # a line cut by the limit, not by the program
-        trace, _ = parse_lines(lines, process=index)
-        parts.append(dataclasses.replace(trace, truncated=True) if cut else trace)
+            trace, used = _read_file(binary, index, left, ledger, file.name)
+        left -= used
+        parts.append(trace)
         read.append(file)
+        if ledger is not None and ledger.refused:
+            break
     if not parts:
         return None
     return merge(parts, tuple(read))
+
+
+# How much of a trace file is read and parsed at a time, and the longest line parsed: the
+# memory a file takes is then its parsed records', not a multiple of its size (reading a file
+# whole took 8 times its size at the peak).
+READ_CHUNK = 1 << 20
+MAX_LINE = 64 << 10
+
+
+def _read_file(binary: BinaryIO, process: int, limit: int, ledger: Ledger | None,
+               name: str) -> tuple[Trace, int]:
+    """One file's trace, read chunk by chunk, at most `limit` bytes (cut: Trace.truncated);
+    and the bytes read. A line longer than MAX_LINE is skipped unread."""
+    parser = _Parser(process)
+    read, rest, skipping, cut = 0, b"", False, False
+    while True:
+        want = min(READ_CHUNK, limit - read)
+        if want <= 0:
+            cut = bool(binary.read(1))
+            break
+        data = binary.read(want)
+        if not data:
+            break
+        read += len(data)
+        if skipping:  # the rest of a line too long to read
+            newline = data.find(b"\n")
+            if newline < 0:
+                continue
+            data, skipping = data[newline + 1:], False
+        data = rest + data
+        end = data.rfind(b"\n") + 1
+        rest = data[end:]
+        if len(rest) > MAX_LINE:
+            rest, skipping = b"", True
+            parser.skipped += 1
+        if end and not _feed(parser, _text_lines(data[:end]), ledger, name):
+            break
+    if rest and not cut and not skipping and (ledger is None or not ledger.refused):
+        _feed(parser, _text_lines(rest), ledger, name)  # a last line without its end
+    parser.truncated = cut
+    return parser.trace()[0], read
+
+
+def _feed(parser: _Parser, lines: list[str], ledger: Ledger | None, name: str) -> bool:
+    """Parse whole lines, counted against the ledger first; False when it refuses them."""
+    if ledger is not None and not ledger.records(f"the trace {name}", len(lines)):
+        return False
+    parser.feed(_records(lines))
+    return True
 
 
 class Follower:

@@ -46,6 +46,8 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .evidence import Ledger
+
 # openat2(2) (Linux 5.6): struct open_how and its RESOLVE_* flags, from <linux/openat2.h>. The
 # system call has the same number on every architecture (it came after the tables merged).
 _SYS_OPENAT2 = 437
@@ -132,10 +134,12 @@ class Taken:
         return None if self.data is None else self.data.decode("utf-8", errors="replace")
 
 
-def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
+def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = (),
+         ledger: Ledger | None = None) -> Taken:
     """Read `rel` out of the box folder `dirfd`: a regular file with one link (a hard link to a
     file the box may not read is refused), owned by one of `owners` (any when empty), of at
-    most `cap` bytes. Never raises for what the box did: the reason is in Taken.why."""
+    most `cap` bytes, counted against the row's `ledger` (evidence.py) before it is read.
+    Never raises for what the box did: the reason is in Taken.why."""
     try:
         fd = open_beneath(dirfd, rel)
     except FileNotFoundError:
@@ -148,7 +152,7 @@ def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
         return Taken(None, f"cannot open it ({exc.strerror})")
     try:
         st = os.fstat(fd)
-        problem = _refused(st, cap, owners)
+        problem = _refused(st, cap, owners, ledger, rel)
         if problem:
             return Taken(None, problem)
         chunks, left = [], st.st_size
@@ -165,7 +169,8 @@ def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
         os.close(fd)
 
 
-def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...]) -> str:
+def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...],
+             ledger: Ledger | None = None, rel: str = "") -> str:
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
     if st.st_nlink != 1:
@@ -174,13 +179,16 @@ def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...]) -> str:
         return "a file the box did not write: not read"
     if st.st_size > cap:
         return f"{st.st_size} bytes, more than the {cap} bytes read"
+    if ledger is not None and not ledger.file(rel, st.st_size):
+        return ledger.refused
     return ""
 
 
 def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] = (),
-            mode: int = 0o644) -> str:
+            mode: int = 0o644, ledger: Ledger | None = None) -> str:
     """Copy `rel` out of the box folder `dirfd` into `dest` (a new name in a folder the grader
-    owns; streamed, at most `cap` bytes, holes kept); "" when done, else why not."""
+    owns; streamed, at most `cap` bytes, holes kept, counted against the row's `ledger` first);
+    "" when done, else why not."""
     try:
         fd = open_beneath(dirfd, rel)
     except FileNotFoundError:
@@ -191,7 +199,7 @@ def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] 
         return "absent" if exc.errno == errno.ENOTDIR else f"cannot open it ({exc.strerror})"
     try:
         st = os.fstat(fd)
-        problem = _refused(st, cap, owners)
+        problem = _refused(st, cap, owners, ledger, rel)
         if problem:
             return problem
         out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -412,6 +420,41 @@ def remove(path: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(path)  # a link or a file where a folder was: the name itself goes
         return
+    _empty(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def remove_entry(dirfd: int, name: str, uid: int) -> bool:
+    """Remove the entry `name` of the folder `dirfd` (one component, never followed) if it
+    belongs to `uid`: a file or a link goes by unlinkat, a folder is emptied through
+    descriptors (as `remove`) then removed. Whether it was removed."""
+    if not name or "/" in name or name in (".", ".."):
+        raise BoundaryError(errno.EXDEV, f"not a name inside the folder: {name!r}")
+    try:
+        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        if st.st_uid != uid:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=dirfd)
+            return True
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
+    except OSError:
+        return False
+    opened = os.fstat(fd)
+    if (opened.st_dev, opened.st_ino, opened.st_uid) != (st.st_dev, st.st_ino, uid):
+        os.close(fd)
+        return False  # replaced between the look and the open: left alone
+    _empty(fd)
+    try:
+        os.rmdir(name, dir_fd=dirfd)
+        return True
+    except OSError:
+        return False
+
+
+def _empty(fd: int) -> None:
+    """Remove everything below the folder `fd` (closed here), never following a link."""
     names: list[str] = []  # the way down from the top, and each folder's (device, inode)
     ids: list[tuple[int, int]] = []
     stuck: list[set[str]] = [set()]  # per level, what could not be removed
@@ -453,8 +496,6 @@ def remove(path: Path) -> None:
                 stuck[-1].add(name)
     finally:
         os.close(fd)
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
 
 
 def _first(fd: int, skip: set[str]) -> tuple[str, bool] | None:

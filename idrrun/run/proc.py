@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..model import Limits, ProcResult, Protections
-from . import compose, guard, jail as jail_mod, sandbox
+from . import compose, guard, jail as jail_mod, leftovers, sandbox
 from .jail import Jail
 from .sandbox import Box
 
@@ -379,6 +379,20 @@ def pump(running: Running, deadline: Deadline) -> Ending:
         return INTERRUPTED
 
 
+def remove_leftovers(uid: int) -> list[str]:
+    """After a box of the uid level (every process of `uid` gone): its files in the
+    world-writable folders and its SysV IPC objects (leftovers.py), removed; what went."""
+    notes = leftovers.remove_files(uid)
+    objects = leftovers.ipc_objects(uid)
+    argv = leftovers.ipcrm_argv(objects)
+    if argv:
+        removed = run(argv, what="remove IPC objects", timeout=30)
+        notes.append(f"removed {len(objects)} SysV IPC objects left by the program"
+                     if removed.ok else f"the program's SysV IPC objects: {' '.join(argv)} "
+                     f"{removed.describe()}: {removed.output.strip()[-200:]}")
+    return notes
+
+
 def finish(running: Running, ending: Ending) -> ProcResult:
     """The process is gone or killed: take what is still buffered (briefly), make sure nothing
     of its group outlives it, and say how it ended."""
@@ -414,7 +428,7 @@ def finish(running: Running, ending: Ending) -> ProcResult:
             if running.over_disk is not None:
                 limit, notes = "disk", notes + (f"the program wrote {running.over_disk} in its folder",)
             if running.box is not None and running.box.support.level == "uid":
-                notes += tuple(sandbox.remove_litter(running.box.uid))
+                notes += tuple(remove_leftovers(running.box.uid))
     finally:
         running.selector.close()
         if running.pidfd >= 0:

@@ -17,9 +17,10 @@ processes are its own; RLIMIT_NPROC then counts that uid's processes alone.
 Levels, probed once (`probe`), reported by `idrrun doctor`:
 - "namespaces": bubblewrap works here (user, mount, PID, network namespaces);
 - "uid": no namespaces (e.g. a default Docker container) but root: a fresh uid per box, its
-  folders private to it, every process of that uid killed and its /tmp litter removed after
-  the run. The box then sees every file other users can read: the grader refuses a course
-  whose solutions others can read (readable_by_others);
+  folders private to it, every process of that uid killed after the run, then its SysV IPC
+  objects and its files in the world-writable folders removed (leftovers.py). The box then
+  sees every file other users can read: the grader refuses a course whose solutions others
+  can read (readable_by_others);
 - "none": neither; `idrrun grade` refuses unless --unsafe.
 """
 
@@ -50,8 +51,17 @@ ENV_KEEP = ("PATH", "LD_LIBRARY_PATH", "LANG", "LANGUAGE", "TERM", "TZ", "CUDA_V
 ENV_KEEP_PREFIXES = ("LC_", "OMP_", "ACC_", "GOMP_", "OMPI_", "PRTE_", "PMIX_", "SLURM_",
                      "GFORTRAN_", "NV_ACC_", "PGI_ACC_", "NVCOMPILER_")
 TMP_SIZE = 256 << 20  # the box's /tmp
-# What a box may leave in its writable folders: checked while it runs (proc.pump), the run
-# stopped at the "disk" limit when it goes past either.
+# The box's other writable mounts, each a tmpfs with a size (shared memory, counted by the
+# machine, until the box ends): its /dev/shm (POSIX shared memory, Open MPI's shared-memory
+# transport), and its root, which bubblewrap fills with mount points only (then read-only to
+# the program, as /dev and the empty folders over hidden ones are). Without a size each
+# could take half the machine's memory: 3 x 900 MiB written to a box's / and /dev grew the
+# machine's shared memory by 2.7 GiB.
+SHM_SIZE = 64 << 20
+ROOT_SIZE = 1 << 20
+# What a box may leave, all its writable mounts together: its writable folders are checked
+# while it runs (proc.pump), against what its tmpfs mounts (their sizes) leave of DISK_CAP, the
+# run stopped at the "disk" limit when it goes past that or FILES_CAP.
 DISK_CAP = 1 << 30
 FILES_CAP = 20_000
 # Fresh uids come from here: far above any real account, so that nothing else owns them.
@@ -197,7 +207,8 @@ def bwrap_argv(box: Box, guard: Path, inner_fd: int, found: Found) -> tuple[str,
     """bubblewrap's command line for `box`, ending with the inner guard (the program follows);
     `found`: what `look` saw of this machine."""
     assert box.support.bwrap is not None
-    argv = [box.support.bwrap, "--unshare-all", "--die-with-parent"]
+    argv = [box.support.bwrap, "--unshare-all", "--die-with-parent",
+            "--size", str(ROOT_SIZE), "--tmpfs", "/"]
     for d, target in found.system:
         # Merged /usr (/bin -> usr/bin): a symlink costs nothing, a bind mount ~2 ms.
         argv += ["--symlink", target, d] if target is not None else ["--ro-bind", d, d]
@@ -206,7 +217,7 @@ def bwrap_argv(box: Box, guard: Path, inner_fd: int, found: Found) -> tuple[str,
         argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(box.tmp_size), "--tmpfs", "/tmp"]
     for h in found.hidden:
-        argv += ["--tmpfs", str(h)]
+        argv += ["--size", str(ROOT_SIZE), "--tmpfs", str(h), "--remount-ro", str(h)]
     argv += ["--ro-bind", str(guard), str(guard)]
     for r in box.readable:
         # -try: under srun the box starts on a node, which may not see every folder this machine
@@ -219,6 +230,10 @@ def bwrap_argv(box: Box, guard: Path, inner_fd: int, found: Found) -> tuple[str,
             argv += ["--dev-bind", dev, dev]
         if found.sys:
             argv += ["--ro-bind", "/sys", "/sys"]
+    # Read-only once every mount point is made (bubblewrap's remount is not recursive: the
+    # mounts below stay as they are); then /dev/shm, a tmpfs of its own with a size.
+    argv += ["--remount-ro", "/dev", "--size", str(SHM_SIZE), "--tmpfs", "/dev/shm",
+             "--remount-ro", "/"]
     argv += ["--chdir", str(box.workdir), "--", str(guard), f"--inner-status-fd={inner_fd}", "--"]
     return tuple(argv)
 
@@ -244,11 +259,20 @@ def drop_to(box: Box, setpriv: str | None) -> tuple[str, ...] | None:
     return (setpriv, f"--reuid={box.uid}", f"--regid={box.gid}", "--clear-groups", "--")
 
 
+def mounts_size(box: Box) -> int:
+    """What the box's own tmpfs mounts may hold, all together (their sizes): 0 without
+    namespaces, where the box has none."""
+    if box.support.level != "namespaces":
+        return 0
+    return ROOT_SIZE + SHM_SIZE + box.tmp_size + ROOT_SIZE * len(box.hidden)
+
+
 def over_disk_caps(box: Box) -> str | None:
-    """Why the box's folders went past DISK_CAP or FILES_CAP, or None (boundary.usage: through
-    descriptors, never following a link; the count stops as soon as a cap is passed)."""
+    """Why the box's folders went past what its tmpfs mounts leave of DISK_CAP, or FILES_CAP,
+    or None (boundary.usage: through descriptors, never following a link; the count stops as
+    soon as a cap is passed)."""
     for top in box.writable:
-        why = boundary.usage(top, DISK_CAP, FILES_CAP)
+        why = boundary.usage(top, DISK_CAP - mounts_size(box), FILES_CAP)
         if why is not None:
             return why
     return None
@@ -264,25 +288,3 @@ def readable_by_others(path: Path) -> bool:
         return all(os.stat(p).st_mode & 0o001 for p in path.parents)
     except OSError:
         return False
-
-
-def remove_litter(uid: int) -> list[str]:
-    """At the "uid" level the box shares /tmp with the machine: remove what its uid left there."""
-    notes = []
-    for tmp in ("/tmp", "/var/tmp", "/dev/shm"):
-        try:
-            entries = list(os.scandir(tmp))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-                notes.append(f"removed {entry.path}, left by the program")
-            except OSError:
-                continue
-    return notes
