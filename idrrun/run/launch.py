@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import files
-from ..errors import ToolNotFound
+from ..errors import MPI_MISSING, ToolNotFound
 from ..model import LauncherConfig, ProcResult, RunRequest, Settings
 from . import boundary, proc
 
@@ -117,7 +117,7 @@ def _executable(launcher: LauncherConfig) -> list[str]:
     words = launcher.command.split()
     exe = shutil.which(words[0])
     if exe is None:
-        hint = "apt-get install openmpi-bin" if launcher.kind == "mpirun" else "run on a SLURM login node"
+        hint = MPI_MISSING if launcher.kind == "mpirun" else "run on a SLURM login node"
         raise ToolNotFound(f"launcher '{words[0]}' not found on PATH: {hint}")
     return [exe, *words[1:]]
 
