@@ -466,7 +466,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
         placed.insert(0, launch.describe_placement(nodes))
     notes.add(placed)
     missing = tuple(f for f in request.get_files if not _written(staged, f))
-    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes,
+    ran = RunResult(command=how.shown, proc=p, missing_files=missing, nodes=nodes,
                     regions=regions.collect(planned.counting, staged.cwd, prepared.uid,
                                             staged.executable),
                     lane=held.describe() if held is not None else "")
