@@ -207,6 +207,9 @@ def _nvcc_arch(output: str, source: Source) -> str | None:
     if found is None:
         return None
     cc = int(found.group(1))
+    if cc >= 75:
+        return (f"this nvcc does not know sm_{cc} (a GPU newer than this CUDA?): `nvcc "
+                "--list-gpu-arch` lists the targets it builds; -arch=native builds for the GPU here")
     return (f"this nvcc no longer builds for sm_{cc} (CUDA 13 dropped the GPUs before Turing: "
             "sm_50 to sm_72): ask for a target it knows, the nearest being -arch=sm_75 (`nvcc "
             "--list-gpu-arch` lists them), or -arch=native for the GPU here. gcc's offloading "
