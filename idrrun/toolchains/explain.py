@@ -142,7 +142,7 @@ def _present(output: str, source: Source) -> str | None:
     where = f": {_said(present)}" if present else ""
     return (f"the runtime found no device copy of {which}{size}, which a `present` clause says is "
             f"on the device{where}. `present` moves nothing: it only checks. Put the array there "
-            f"first, with {_put_there(source.language == 'fortran', named[0] if named else 'a')}; "
+            f"first, with {_put_there(source.language == 'fortran', named[0] if named else 'array')}; "
             "or name it in copyin/copy instead of present")
 
 
