@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import html
+import json
 import shutil
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .checks import specs
-from .errors import SpecError
+from .checks.specs import Exercise
+from .errors import MPI_MISSING, IdrrunError, SpecError
 from .model import DoctorLine, Settings
 from .profile.tracer import find_cupti
 from . import resident
+from .request import options
 from .run import isolation, proc
 from .toolchains import registry, select_family
 from .toolchains.family import INFO, MISSING, OK, WARN
@@ -159,13 +163,98 @@ def _resident() -> DoctorLine:
                                  f"{resident.ENV_SWITCH}=0 turns it off)")
 
 
+@dataclass(frozen=True)
+class CourseNeeds:
+    """What the course's notebooks need beyond a compiler, by notebook name (`11_multi_gpu`,
+    the C and the Fortran one together)."""
+
+    mpi: tuple[str, ...]  # a cell runs its program on MPI ranks (-m N, or its exercise's ranks)
+    gpu: tuple[str, ...]  # a cell checks an exercise whose checks read the GPU trace
+
+
+# The magics that run a program, and whether their line names a file.
+_MAGICS = (("%%idrrun", False), ("%idrrunfile", True))
+
+
+def _magic_lines(path: Path) -> Iterator[options.Options]:
+    """The options of every idrrun cell of a notebook (a line that does not parse is left out:
+    the cell says what is wrong with it when it runs)."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return
+    for cell in cells:
+        text = cell.get("source", "") if isinstance(cell, dict) else ""
+        first = ("".join(text) if isinstance(text, list) else str(text)).lstrip().split("\n", 1)[0]
+        for magic, with_file in _MAGICS:
+            if first.startswith(magic + " ") or first == magic:
+                try:
+                    opts = options.parse_line(first[len(magic):], prog=magic, with_file=with_file,
+                                              show_help=False)
+                except IdrrunError:
+                    continue
+                if opts is not None:
+                    yield opts
+
+
+def course_needs(notebooks: Path, exercises: Mapping[str, Exercise]) -> CourseNeeds:
+    """Which notebooks of the course in `notebooks` need MPI, and which a GPU for their checks."""
+    mpi: set[str] = set()
+    gpu: set[str] = set()
+    for path in sorted(notebooks.rglob("*.ipynb")):
+        for opts in _magic_lines(path):
+            exercise = exercises.get(opts.check) if opts.check else None
+            if opts.mpi_ranks is not None or (exercise is not None and exercise.ranks):
+                mpi.add(path.stem)
+            if exercise is not None and exercise.needs_trace:
+                gpu.add(path.stem)
+    return CourseNeeds(tuple(sorted(mpi)), tuple(sorted(gpu)))
+
+
+def _needs(settings: Settings, workdir: Path, has_gpu: bool) -> list[DoctorLine]:
+    """What the course's notebooks need, up front: MPI for those with cells on MPI ranks, a GPU
+    for the checks that read its trace; each OK here or not, and how to get it."""
+    found = specs.locate_examples(settings, workdir)
+    notebooks = found.path.parent / "notebooks" if found is not None else None
+    if notebooks is None or not notebooks.is_dir():
+        return []
+    try:
+        exercises = {e.name: e for e in specs.all_exercises(found.path)} if found else {}
+    except SpecError:
+        exercises = {}
+    needs = course_needs(notebooks, exercises)
+    lines: list[DoctorLine] = []
+    if needs.mpi:
+        missing = [tool for tool in ("mpirun", "mpicc") if shutil.which(tool) is None]
+        which = ", ".join(needs.mpi)
+        if missing:
+            lines.append(DoctorLine("notebooks: MPI", MISSING,
+                                    f"{which} run cells on MPI ranks (-m N): {' and '.join(missing)} "
+                                    "not found", MPI_MISSING))
+        else:
+            lines.append(DoctorLine("notebooks: MPI", OK, f"{which} run cells on MPI ranks (-m N)"))
+    if needs.gpu:
+        which = ", ".join(needs.gpu)
+        if has_gpu:
+            lines.append(DoctorLine("notebooks: GPU", OK, f"{which} check what ran on the GPU"))
+        else:
+            lines.append(DoctorLine(
+                "notebooks: GPU", INFO,
+                f"{which} check what ran on the GPU: without one those checks are n/a here "
+                "(the rest of each exercise is checked)",
+                "a machine with an NVIDIA GPU and its driver (the course's) evaluates them all"))
+    return lines
+
+
 def diagnose(settings: Settings, workdir: Path | None = None) -> Report:
     lines: list[DoctorLine] = []
     active, source = select_family(settings, None)
     lines.append(DoctorLine("family", INFO, f"{active} ({source}; known: {', '.join(registry.names())})"))
     for family in registry.families():
         lines += family.doctor(settings, family.name == active)
-    lines += _gpus()
+    gpus = _gpus()
+    lines += _needs(settings, workdir or Path.cwd(), any(g.status == OK for g in gpus))
+    lines += gpus
     lines += _cupti()
     lines.append(_tool("nsys", "nsys", "install NVIDIA Nsight Systems (or the HPC SDK); "
                        "without it --profile uses the built-in tracer", INFO))

@@ -28,6 +28,11 @@ class ToolNotFound(IdrrunError):
     """A compiler or launcher is not installed; the message says how to get it."""
 
 
+# What a cell with `-m N` says when Open MPI is missing (its compiler wrapper or its mpirun).
+MPI_MISSING = ("-m N runs the program on N MPI ranks, with Open MPI: apt-get install openmpi-bin "
+               "libopenmpi-dev (`idrrun doctor` lists the notebooks that need it)")
+
+
 class SpecError(IdrrunError):
     """An exercise spec that is missing or malformed; the message names the file and field."""
 

@@ -700,6 +700,54 @@ class Pictures:
         return _html_strip(self.images, self.labels)
 
 
+# The pictures a notebook cell was to write (`--get`) when it did not run or failed, by absolute
+# path, with why (the magic says so): showing one then says why it is missing, and the cell that
+# shows it does not fail too, for a cause the cell above already reported (the `-m 2` cell on a
+# machine without MPI, then its picture). A cell that runs well takes its names off again.
+_NOT_WRITTEN: dict[str, str] = {}
+
+NOT_WRITTEN = "{name}: not written: {why}"
+
+
+def cell_outcome(paths: Sequence[PathLike], why: str | None) -> None:
+    """What became of the files a cell was to write: `why` it failed, or None when it ran well."""
+    for path in paths:
+        key = os.path.abspath(path)
+        if why is None:
+            _NOT_WRITTEN.pop(key, None)
+        else:
+            _NOT_WRITTEN[key] = why
+
+
+@dataclass(frozen=True)
+class NotShown:
+    """What `show` returns when its pictures are missing because the cell that writes them did
+    not run: why, one line per picture."""
+
+    reasons: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return "\n".join(self.reasons)
+
+    def _repr_html_(self) -> str:
+        return "".join(f"<p><b>not shown</b>: {html.escape(r)}</p>" for r in self.reasons)
+
+
+def _not_written(items: Sequence[ImageLike]) -> NotShown | None:
+    """Why the named pictures are missing, when each missing one was to come from a failed cell
+    (None when any is missing for another reason, or none is missing)."""
+    reasons: list[str] = []
+    for item in items:
+        if isinstance(item, Image) or (isinstance(item, str) and glob.has_magic(item)):
+            continue
+        key = os.path.abspath(item)
+        if not os.path.exists(key):
+            if key not in _NOT_WRITTEN:
+                return None
+            reasons.append(NOT_WRITTEN.format(name=os.fspath(item), why=_NOT_WRITTEN[key]))
+    return NotShown(tuple(reasons)) if reasons else None
+
+
 def _expand(item: ImageLike) -> list[Image]:
     if isinstance(item, Image):
         return [item]
@@ -712,12 +760,17 @@ def _expand(item: ImageLike) -> list[Image]:
     return [read_pnm(item)]
 
 
-def show(*items: ImageLike, labels: Sequence[str] | None = None) -> Pictures:
+def show(*items: ImageLike, labels: Sequence[str] | None = None) -> Pictures | NotShown:
     """Pictures to show in a row: Images, PGM/PPM paths, or patterns such as "life_*.pgm".
 
     The last expression of a notebook cell is displayed; a colour or gray picture larger than
-    512 pixels is shrunk, a small one enlarged with square pixels.
+    512 pixels is shrunk, a small one enlarged with square pixels. A picture that a failed cell
+    of this kernel was to write (`--get`) and did not is not an error here: the result says why
+    it is missing.
     """
+    missing = _not_written(items)
+    if missing is not None:
+        return missing
     images = [image for item in items for image in _expand(item)]
     if not images:
         raise ImageError("show: nothing to show (give files, patterns or Images)")

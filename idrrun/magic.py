@@ -167,6 +167,7 @@ class IdrrunMagics(Magics):
     def _run(self, line: str, cell: str | None) -> None:
         prog = "%%idrrun" if cell is not None else "%idrrunfile"
         workdir = Path.cwd()
+        opts: options.Options | None = None
         try:
             opts = options.parse_line(line, prog=prog, with_file=cell is None)
             if opts is None:
@@ -188,14 +189,26 @@ class IdrrunMagics(Magics):
             reporter.notes(protections)  # what this machine cannot enforce
             outcome = run_with_options(opts, src, settings, workdir, probe, reporter)
         except IdrrunError as exc:
+            _gotten(opts, workdir, f"cell In [{cell_number(self.shell)}] did not run ({exc})")
             # Exactly IPython's UsageError: the shell prints one line, no traceback.
             raise IPythonUsageError(str(exc)) from None
         if self.shell is not None:
             self.shell.user_ns["_idrrun"] = outcome
+        _gotten(opts, workdir, None if outcome.failure is None else
+                f"cell In [{cell_number(self.shell)}] failed ({outcome.failure.what})")
         if outcome.failure is not None:
             if outcome.request.raise_on_failure:
                 raise IdrrunFailure(outcome.failure)
             reporter.failure(outcome.failure)
+
+
+def _gotten(opts: options.Options | None, workdir: Path, why: str | None) -> None:
+    """Tell idrrun.images what became of the files the cell was to write (--get): a picture of
+    a cell that did not run is then shown as missing, with why, not as an error of its own."""
+    if opts is not None and opts.get_files:
+        from . import images  # Pillow, only for a cell that writes files
+
+        images.cell_outcome([workdir / name for name in opts.get_files], why)
 
 
 IdrrunMagics.idrrun.__doc__ = options.help_text("%%idrrun", with_file=False)

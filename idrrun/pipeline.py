@@ -54,7 +54,7 @@ from .run import boundary, evidence, isolation, lanes, launch, proc, sandbox, to
 from .run.evidence import Ledger
 from .run.lanes import Held
 from .run.sandbox import Box
-from .toolchains import family_of
+from .toolchains import explain, family_of
 from .toolchains.family import Family
 
 
@@ -163,8 +163,9 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
         hint = result.refused
     else:
         kind, what = FailureKind.COMPILE_ERROR, p.describe()
-        hint = (f"fix the first error above; line numbers are those of {request.source.name}"
-                if p.returncode else "the compiler produced no output file")
+        hint = explain.compile_hint(p.output, request.source) or (
+            f"fix the first error above; line numbers are those of {request.source.name}"
+            if p.returncode else "the compiler produced no output file")
     return Failure(kind=kind, what=what, command=result.command, output=result.output, hint=hint,
                    compile_step=True)
 
@@ -262,11 +263,13 @@ def run_failure(result: RunResult, request: RunRequest,
                 "never comes? If it really needs longer, raise --timeout")
     elif p.signal_name is not None:
         kind, what = FailureKind.SIGNAL, f"killed by {p.signal_name}"
-        hint = _segv_hint(frames, request.limits.stack) if p.signal_name == "SIGSEGV" else \
-            _SIGNAL_HINTS.get(p.signal_name, "the program was stopped by a signal")
+        hint = explain.run_hint(p.output, request.source) or (
+            _segv_hint(frames, request.limits.stack) if p.signal_name == "SIGSEGV" else
+            _SIGNAL_HINTS.get(p.signal_name, "the program was stopped by a signal"))
     elif p.returncode != 0:
         kind, what = FailureKind.EXIT_STATUS, f"exit code {p.returncode}"
-        hint = "the program returned a non-zero status, which means failure"
+        hint = explain.run_hint(p.output, request.source) or \
+            "the program returned a non-zero status, which means failure"
     elif result.refused:
         kind, what, limit = FailureKind.LIMIT, f"{evidence.EVIDENCE_LIMIT} limit reached", \
             evidence.EVIDENCE_LIMIT
@@ -473,7 +476,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
         placed.insert(0, launch.describe_placement(nodes))
     notes.add(placed)
     missing = tuple(f for f in request.get_files if not _written(staged, f))
-    ran = RunResult(command=how.argv, proc=p, missing_files=missing, nodes=nodes,
+    ran = RunResult(command=how.shown, proc=p, missing_files=missing, nodes=nodes,
                     regions=regions.collect(planned.counting, staged.cwd, prepared.uid,
                                             staged.executable, ledger),
                     lane=held.describe() if held is not None else "")

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT, Kernel, started
 from idrrun.checks import specs
+from idrrun.commands.course import LOAD_EVERYWHERE
 from idrrun.errors import SpecError, UsageError
 from idrrun.grading import course
 from idrrun.checking import NO_SOLUTION
@@ -49,6 +50,7 @@ def students(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = cli("course", "init", str(dest), "--students", "--from", str(ROOT), cwd=dest.parent)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "solution cells removed" in r.stdout and "38 solution sources left out" in r.stdout
+    assert LOAD_EVERYWHERE in r.stdout  # how to have %%idrrun without `%load_ext idrrun`
     return dest
 
 
@@ -108,7 +110,8 @@ def test_what_the_students_copy_refers_to_it_has(students: Path) -> None:
     their copy (10_profiling's timelines included), and their text names no folder of the
     repository; `idrrun --help` sends to `--help`, not to a README."""
     pictures = set()
-    documents = [*sorted((students / "notebooks").rglob("*.ipynb")), students / "notebooks" / "README.md"]
+    documents = [*sorted((students / "notebooks").rglob("*.ipynb")), *sorted(students.rglob("*.md"))]
+    assert students / "examples" / "README.md" in documents
     for path in documents:
         text = _markdown(path)
         assert not _REPOSITORY_ONLY.search(text), (path, _REPOSITORY_ONLY.search(text))

@@ -9,7 +9,8 @@ and types it back.
 A course notebook of a students' copy (`idrrun course init --students`) opens unmodified once its
 kernel has started (a copy saved by another Python opens modified: what the form avoids), shows
 its `!$acc` directives as directives, and takes new `%%idrrun` cells typed with the keyboard
-without Python's indentation.
+without Python's indentation and with C's and Fortran's: a loop typed line by line, without a
+blank, comes out indented (after `{`, `do`, `if … then`; back at `}` and `end …`).
 
 Needs: chromium and chromium-driver (apt; docker/install.sh dev), selenium and notebook (the `test`
 extra), jupyterlab (the `lab` extra), and idrrun's extension built (`pip install -e .` with npm on
@@ -337,11 +338,18 @@ def test_idrrun_cells_are_highlighted_as_c_and_fortran_live(
 # Typed key by key into new cells: every line starts where the language puts it. The lines of C's
 # block are indented by C's rule; nothing else is indented (Python's rules would indent the line
 # after the magic line, and C's, given the magic line as code, the line after `#include`).
-TYPED_C = '%%idrrun -a\n#include <stdio.h>\nint main(void)\n{\nprintf("%d\\n", 42);\nreturn 0;\n}'
-SHOWN_C = ('%%idrrun -a\n#include <stdio.h>\nint main(void)\n{\n    printf("%d\\n", 42);\n'
-           '    return 0;\n}')
+# Typed without indentation: each line is indented as JupyterLab's own C editor does (Lezer's C++)
+# and as a Fortran editor should (JupyterLab's legacy Fortran mode indents nothing): after `{`,
+# `do`, `if … then`, `program`, and one unit back at `}` and `end …` once typed.
+TYPED_C = ('%%idrrun -a\n#include <stdio.h>\nint main(void)\n{\nfor (int i = 0; i < 3; i++) {\n'
+           'printf("%d\\n", i);\n}\nreturn 0;\n}')
+SHOWN_C = ('%%idrrun -a\n#include <stdio.h>\nint main(void)\n{\n    for (int i = 0; i < 3; i++) {\n'
+           '        printf("%d\\n", i);\n    }\n    return 0;\n}')
 TYPED_FORTRAN = ("%%idrrun -a\nprogram typed\ninteger :: i\n!$acc parallel loop\ndo i = 1, 3\n"
-                 "print *, i\nend do\nend program typed")
+                 "if (i > 1) then\nprint *, i\nend if\nend do\nend program typed")
+SHOWN_FORTRAN = ("%%idrrun -a\nprogram typed\n    integer :: i\n    !$acc parallel loop\n"
+                 "    do i = 1, 3\n        if (i > 1) then\n            print *, i\n        end if\n"
+                 "    end do\nend program typed")
 
 
 def _settled(browser: Any, page: Page, path: str) -> dict[str, Any]:
@@ -403,11 +411,11 @@ def test_course_notebook_opens_unmodified_and_takes_typed_idrrun_cells(
     _drawn_as_directive(hello, "!$acc end serial", comment_colour)
     assert ("!$acc serial copyout(on_device)", "comment") in _tokens(hello)  # Fortran's own mode
 
-    # New cells typed with the keyboard: no indentation but the language's own.
+    # New cells typed with the keyboard: no indentation but the language's own, as its editor's.
     _type_new_cell(browser, TYPED_FORTRAN)
     _type_new_cell(browser, TYPED_C)
     page.wait("the typed cells", lambda cells: [cell["source"] for cell in cells[:2]] == [
-        SHOWN_C, TYPED_FORTRAN], CHANGE_TIMEOUT)
+        SHOWN_C, SHOWN_FORTRAN], CHANGE_TIMEOUT)
     typed_c, typed_fortran = (page.cells() or [])[:2]
     page.screenshot("typed-cells")
     assert _is_c(typed_c), typed_c["tokens"]

@@ -39,6 +39,7 @@ ALLOWED_LATE_IMPORTS = {
     ("idrrun/server.py", "toolchains"), ("idrrun/server.py", "PIL"), ("idrrun/server.py", "profile"),
     ("idrrun/profile/timeline.py", "PIL"),
     ("idrrun/checks/kinds.py", "images"),
+    ("idrrun/magic.py", ".images"),  # what became of a failed cell's pictures (--get)
     # difflib, for "did you mean": only a typo pays for it (the front ends import errors.py)
     ("idrrun/errors.py", "difflib"),
 }

@@ -56,8 +56,10 @@ def test_the_idris_line_here_cuda_13_and_no_gpu() -> None:
     # CUDA 13's ptxas has no sm_70: sm_75, said twice (what became of -gpu=cc70, and why).
     _, tc = resolved("-mp=gpu -gpu=cc70 -Minfo=all")
     assert "-foffload-options=nvptx-none=-misa=sm_75 -lm -latomic" in tc.flags and tc.target == "host"
-    assert tc.notes[1] == ("-gpu=cc70 → -foffload-options=nvptx-none=-misa=sm_75 (sm_70 cannot be "
-                           "built or run here: below)")
+    # The note says why itself: the machine's notes are said once per kernel, above it.
+    assert tc.notes[1] == ("-gpu=cc70 → -foffload-options=nvptx-none=-misa=sm_75 (this CUDA's ptxas "
+                           "no longer accepts sm_70: the program runs on GPUs of compute "
+                           "capability 7.5 or newer)")
     assert any(n.startswith("sm_70 asked, but this CUDA's ptxas no longer accepts it") for n in tc.machine_notes)
 
 
@@ -97,8 +99,8 @@ def test_target_sub_options_are_the_target_and_the_rest_is_said_ignored() -> Non
     _, tc = resolved("-acc -gpu=cc80,managed,lineinfo", gpus=(V100,), targets=(70, 75, 80))
     # cc80 on a V100: the newest target it runs
     assert tc.notes[1] == ("-gpu=cc80,managed,lineinfo → -foffload-options=nvptx-none=-misa=sm_70 "
-                           "(sm_80 cannot be built or run here: below); ignored: managed, lineinfo "
-                           "(no gcc equivalent)")
+                           "(sm_80 is newer than the GPU here, Tesla V100-SXM2-32GB (sm_70)); "
+                           "ignored: managed, lineinfo (no gcc equivalent)")
     _, tc = resolved("-ta=tesla:cc75,pinned -acc")
     assert "-foffload-options=nvptx-none=-misa=sm_75 -lm -latomic" in tc.flags
     assert tc.notes[0].startswith("-ta=tesla:cc75,pinned → -foffload-options=nvptx-none=-misa=sm_75;"
@@ -113,7 +115,8 @@ def test_target_sub_options_are_the_target_and_the_rest_is_said_ignored() -> Non
 
 def test_host_build_says_the_target_does_nothing() -> None:
     _, tc = resolved("-acc -gpu=cc80", offload="host")
-    assert tc.notes[1] == "-gpu=cc80 → nothing: this build is for the host (below)"
+    assert tc.notes[1] == ("-gpu=cc80 → nothing: this build is for the host (offload = \"host\" in "
+                           "the config)")
     assert "-foffload=disable" in tc.flags
 
 

@@ -78,3 +78,21 @@ def test_mypy_strict_is_clean() -> None:
     assert mypy
     r = subprocess.run([sys.executable, "-m", "mypy", "idrrun"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    # IDRIS's multi-GPU notebook: argparse read `-o pts`, then `-c "pp -Dmultigpu"`
+    ('-a -opts "-cpp -Dmultigpu"', "-opts is not an option (it reads as -o pts): did you mean --options?"),
+    ("-chck intro_pi", "-chck is not an option (it reads as -c hck): did you mean --check?"),
+])
+def test_a_long_option_shortened_with_one_dash_says_which_was_meant(line: str, said: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_line(line, show_help=False)
+    assert str(caught.value) == f"%%idrrun: {said}"
+
+
+def test_a_shortening_that_fits_several_options_suggests_none() -> None:
+    # --option and --options both fit `-opt`: no guess between them
+    with pytest.raises(UsageError) as caught:
+        parse_line("-opt -O3", show_help=False)
+    assert "did you mean --option" not in str(caught.value)

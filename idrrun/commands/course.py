@@ -308,4 +308,13 @@ def _init(dest: Path, students: bool, source: Path | None) -> int:
                   f"{', '.join(done.solutions_kept)}", flush=True)
     print(f"  open {dest / 'notebooks'} in Jupyter; `%%idrrun --check NAME` finds {dest / 'examples'}",
           flush=True)
+    print(f"  {LOAD_EVERYWHERE}", flush=True)
     return EXIT_OK
+
+
+# How a kernel gets %%idrrun without a notebook's `%load_ext idrrun` cell (a cell run before it
+# gets IPython's bare "Cell magic not found").
+# The line docker/install.sh's `config` part writes for the images' user.
+LOAD_EVERYWHERE = ("each notebook's first cell loads the magic (`%load_ext idrrun`); to load it in "
+                   "every kernel, add `c.InteractiveShellApp.extensions.append(\"idrrun\")` to "
+                   "~/.ipython/profile_default/ipython_config.py")

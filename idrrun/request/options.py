@@ -60,10 +60,22 @@ def check_one_dash(parser: argparse.ArgumentParser, tokens: Sequence[str]) -> No
         match = _ONE_DASH.fullmatch(token)
         if match is None or token in option_names(parser):
             continue
-        meant = closest(f"-{token.split('=', 1)[0]}", longs, cutoff=0.85)
+        name = token.split('=', 1)[0]
+        meant = closest(f"-{name}", longs, cutoff=0.85) or _shortened(name[1:], longs)
         if meant is not None:
             raise UsageError(f"{parser.prog}: {token} is not an option (it reads as "
                              f"{token[:2]} {token[2:]}): did you mean {meant}?")
+
+
+def _shortened(name: str, longs: Sequence[str]) -> str | None:
+    """The one long option that `name` shortens by leaving letters out (`opts`: --options, as
+    IDRIS's notebooks spell it), from its first two letters on; None when none or several do."""
+    if len(name) < 3:
+        return None
+    pattern = re.compile(".*".join(map(re.escape, name)))
+    found = [long for long in longs
+             if long[2:4] == name[:2] and pattern.match(long[2:]) is not None]
+    return found[0] if len(found) == 1 else None
 
 
 def suggestion(parser: argparse.ArgumentParser, message: str) -> str:

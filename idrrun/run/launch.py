@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import files
-from ..errors import ToolNotFound
+from ..errors import MPI_MISSING, ToolNotFound
 from ..model import LauncherConfig, ProcResult, RunRequest, Settings
 from . import boundary, proc
 
@@ -70,10 +70,17 @@ class Launch:
     env: Mapping[str, str]
     notes: tuple[str, ...] = ()
     step: Step | None = None  # set for srun
+    # The command as the student reads it: argv without idrrun's own wrappers (the rank
+    # variables' shell, the profiler's launch mark); () when it is argv.
+    shown_argv: tuple[str, ...] = ()
 
     @property
     def argv(self) -> tuple[str, ...]:
         return (*self.launcher, *self.program)
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        return self.shown_argv or self.argv
 
     def around_box(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(outside, inside) a sandbox. srun stays outside: it starts the step as idrrun's
@@ -83,6 +90,36 @@ class Launch:
         if self.step is not None:
             return self.launcher, self.program
         return (), self.argv
+
+
+# Between mpirun and the program, a shell that gives each rank the variables a program written
+# for srun reads to pick its GPU (IDRIS's init_openacc.h: SLURM_LOCALID, "impossible to determine
+# the local rank of the process" without it), from Open MPI's own, then execs the program (the
+# same process, so mpirun, the profiler and the signals see the program). mpirun's `-x VAR=VALUE`
+# cannot: it gives every rank the same value. A value already set (a run inside an allocation)
+# is kept, and nothing is set under another MPI (no OMPI_ variables: an empty SLURM_LOCALID
+# would read as rank 0 everywhere). SLURM_JOB_ID and the like are left alone: they tell Open MPI
+# to talk to SLURM.
+RANK_VARIABLES = ("/bin/sh", "-c",
+                  'if [ -n "${OMPI_COMM_WORLD_LOCAL_RANK-}" ]; then export '
+                  'SLURM_LOCALID="${SLURM_LOCALID-$OMPI_COMM_WORLD_LOCAL_RANK}" '
+                  'SLURM_PROCID="${SLURM_PROCID-$OMPI_COMM_WORLD_RANK}" '
+                  'SLURM_NTASKS="${SLURM_NTASKS-$OMPI_COMM_WORLD_SIZE}"; fi; exec "$0" "$@"')
+
+
+def without_wrappers(argv: Sequence[str]) -> tuple[str, ...]:
+    """argv without idrrun's `/bin/sh -c '…; exec "$0" "$@"'` wrappers (RANK_VARIABLES, the
+    profiler's launch mark): what the student would type."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "/bin/sh" and i + 2 < len(argv) and argv[i + 1] == "-c" and \
+                argv[i + 2].endswith('exec "$0" "$@"'):
+            i += 3
+            continue
+        out.append(argv[i])
+        i += 1
+    return tuple(out)
 
 
 def _flag(flag: str, value: int) -> tuple[str, ...]:
@@ -117,7 +154,7 @@ def _executable(launcher: LauncherConfig) -> list[str]:
     words = launcher.command.split()
     exe = shutil.which(words[0])
     if exe is None:
-        hint = "apt-get install openmpi-bin" if launcher.kind == "mpirun" else "run on a SLURM login node"
+        hint = MPI_MISSING if launcher.kind == "mpirun" else "run on a SLURM login node"
         raise ToolNotFound(f"launcher '{words[0]}' not found on PATH: {hint}")
     return [exe, *words[1:]]
 
@@ -198,7 +235,10 @@ def command(
     # After the launcher, before the program: one profile per task under srun or mpirun.
     env.update(profiler_env or {})
     program = (*profiler_prefix, str(executable), *request.program_args)
-    return Launch(launcher=tuple(argv), program=program, env=env, notes=tuple(notes), step=step)
+    shown = (*without_wrappers(argv), *without_wrappers(profiler_prefix), str(executable),
+             *request.program_args)
+    return Launch(launcher=tuple(argv), program=program, env=env, notes=tuple(notes), step=step,
+                  shown_argv=shown)
 
 
 def _unlaunched(request: RunRequest) -> list[str]:
@@ -240,9 +280,11 @@ def _mpirun_launcher(request: RunRequest, launcher: LauncherConfig,
             *_flag(launcher.tasks, request.mpi_ranks or 1)]
     if request.threads is not None:
         argv += _flag(launcher.threads, request.threads)
+    notes = ["-N/--nodes only applies with srun; ignored"] if request.nodes is not None else []
     if request.gpus is not None:
         argv += _flag(launcher.gpus, request.gpus)
-    notes = ["-N/--nodes only applies with srun; ignored"] if request.nodes is not None else []
+        if not launcher.gpus:
+            notes.append(GPUS_UNDER_MPIRUN.format(gpus=request.gpus))
     # Open MPI refuses root and more ranks than cores unless told; course containers
     # run as root and laptops have few cores. Set both Open MPI 4 and 5 spellings.
     if os.geteuid() == 0:
@@ -250,7 +292,14 @@ def _mpirun_launcher(request: RunRequest, launcher: LauncherConfig,
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
-    return argv, notes
+    return [*argv, *RANK_VARIABLES], notes
+
+
+# mpirun has no option for GPUs: every rank sees every GPU of the machine, and the program
+# picks one (acc_set_device_num with its local rank, as the course's -m cells do).
+GPUS_UNDER_MPIRUN = ("-g/--gpus {gpus} has no effect under mpirun (it has no GPU option): each "
+                     "rank sees every GPU here and picks its own, e.g. acc_set_device_num(local rank "
+                     "% number of GPUs, acc_device_nvidia)")
 
 
 def compile_launch(request: RunRequest, settings: Settings, base_env: Mapping[str, str]) -> Launch | None:

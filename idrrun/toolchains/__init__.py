@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ToolNotFound
+from ..errors import MPI_MISSING, ToolNotFound
 from ..model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Target, Toolchain
 from ..run import isolation
 from . import probecache, registry
@@ -72,7 +72,7 @@ def _compiler(family: Family, request: RunRequest, probe_: Probe,
     command = compiler_command(family, key, settings)
     info = probe_.compiler(command) or probe_compiler(command)
     if info.path is None:
-        hint = "install MPI (apt-get install openmpi-bin libopenmpi-dev)" if key.startswith("mpi_") \
+        hint = MPI_MISSING if key.startswith("mpi_") \
             else family.install_hint
         raise ToolNotFound(
             f"compiler '{command}' ({family.name} family, {language}) not found on PATH: {hint}"

@@ -454,17 +454,39 @@ def _cc_said(cc: str, request: RunRequest, probe: Probe, major: int,
     mode = _mode(opts, offload_mode)
     model = "-fopenacc" if request.acc else "-fopenmp"
     if _host_reason(mode, True, probe, model, opts.host_asked) is not None:
-        return "nothing: this build is for the host (below)"
+        return f"nothing: this build is for the host ({_host_why(mode, probe, opts.host_asked)})"
     match = _CC_ITEM.match(cc)
     asked = int(match.group(1)) if match else None
     if opts.requested != asked:
         return f"nothing: --accopts sets the target (sm_{opts.requested})"
-    isa = _choose_isa(_wanted(asked, probe), _available(probe, major),
-                      probe.gpus[0] if probe.gpus else None)
+    gpu = probe.gpus[0] if probe.gpus else None
+    wanted = _wanted(asked, probe)
+    isa = _choose_isa(wanted, _available(probe, major), gpu)
     if isa is None:
-        return "nothing: no GPU target can be built here (below)"
+        return f"nothing: GCC {major} and this machine's ptxas share no GPU target"
     shown = f"-foffload-options=nvptx-none=-misa=sm_{isa}"
-    return shown if isa == asked else f"{shown} (sm_{asked} cannot be built or run here: below)"
+    return shown if isa == wanted else f"{shown} ({_isa_why(wanted, isa, major, gpu)})"
+
+
+# A translated option's note says why in its own words: the machine's notes, which say more,
+# are shown once per kernel, above it or in an earlier cell.
+def _isa_why(wanted: int, isa: int, major: int, gpu: GpuInfo | None) -> str:
+    """Why the target built is not the one asked, in a few words."""
+    if gpu is not None and isa < wanted and wanted > gpu.sm:
+        return f"sm_{wanted} is newer than the GPU here, {gpu.name} (sm_{gpu.sm})"
+    if isa < wanted:
+        return f"GCC {major} builds sm_{isa} at best; the driver compiles its PTX for the GPU"
+    return (f"this CUDA's ptxas no longer accepts sm_{wanted}: the program runs on GPUs of compute "
+            f"capability {isa // 10}.{isa % 10} or newer")
+
+
+def _host_why(mode: str, probe: Probe, asked: bool) -> str:
+    """Why the build is for the host, in a few words (_host_reason says it in full)."""
+    if mode == "host":
+        return "as asked" if asked else 'offload = "host" in the config'
+    if not probe.offload:
+        return f"gcc has no nvptx offload compiler here: {OFFLOAD_INSTALL_HINT}"
+    return "no GPU here; --accopts cc80 builds for one anyway"
 
 
 def _line(request: RunRequest, cuda_roots: Sequence[Path]) -> _Line:

@@ -27,6 +27,7 @@ import {
   TreeFragment,
   parseMixed
 } from '@lezer/common';
+import { Extension } from '@codemirror/state';
 import { styleTags, tags } from '@lezer/highlight';
 
 /** The cell's own language data: none (its body's comes from the body's nodes). */
@@ -129,13 +130,14 @@ class CellParser extends Parser {
   private readonly mount: ReturnType<typeof parseMixed>;
 }
 
-/** A `%%idrrun` cell whose body is in the language `body` supports. */
-export function cellSupport(body: LanguageSupport): LanguageSupport {
+/** A `%%idrrun` cell whose body is in the language `body` supports; `extra`: what the body's
+ * language lacks (Fortran's indentation). */
+export function cellSupport(body: LanguageSupport, extra: Extension = []): LanguageSupport {
   const language = new Language(
     cellData,
     new CellParser(body.language.parser),
     [],
     `idrrun-${body.language.name}`
   );
-  return new LanguageSupport(language, body.support);
+  return new LanguageSupport(language, [body.support, extra]);
 }

@@ -13,6 +13,8 @@
  * languages are loaded when the plugin starts), so the Enter typed after `%%idrrun` is indented by
  * C's or Fortran's rules, never by Python's. Until a language is loaded, and for the line after
  * the magic line (which is no code of the body), a line keeps the indentation of the one above.
+ * C's lines are indented from their brackets (cindent.ts), Fortran's from their statements
+ * (fortran.ts): neither language JupyterLab bundles indents a cell typed at its end.
  *
  * OpenACC and OpenMP directives (`#pragma acc`, `#pragma omp`, `!$acc`, `!$omp`) are marked with
  * the class `cm-idrrun-directive` and drawn in the editor's colour for directives (the one of
@@ -50,6 +52,8 @@ import {
 } from '@jupyterlab/codemirror';
 
 import { cellSupport } from './cell';
+import { cIndent } from './cindent';
+import { fortranIndentation } from './fortran';
 import {
   IdrrunLanguage,
   directiveStart,
@@ -98,9 +102,16 @@ class Supports {
     if (!support) {
       support = this.languages
         .getLanguage(mimeType)
-        .then(language =>
-          language?.support ? cellSupport(language.support) : []
-        )
+        .then(language => {
+          if (!language?.support) {
+            return [];
+          }
+          const extra =
+            mimeType === MIME_TYPES.fortran
+              ? fortranIndentation(language.support)
+              : [];
+          return cellSupport(language.support, extra);
+        })
         .catch(reason => {
           console.warn(`idrrun: no ${mimeType} mode in this JupyterLab`, reason);
           return [];
@@ -295,8 +306,22 @@ function cellExtension(model: CodeEditor.IModel, supports: Supports): Extension 
         if (magicEnd !== null && pos <= magicEnd + 1) {
           return null; // the magic line and the one after it: as the line above
         }
-        // The body's language decides once it is shown; Python's rules never apply here.
-        return state.field(shownField) === cell.wanted(state.doc) ? undefined : null;
+        // Python's rules never apply here: until the body's language is shown, a line keeps
+        // the indentation of the one above; then Fortran's own (fortran.ts), and C's, C++'s
+        // and CUDA's from the brackets (cindent.ts: JupyterLab's C grammar cannot parse a
+        // block still open at the cell's end, where a cell is typed).
+        if (state.field(shownField) !== cell.wanted(state.doc) || magicEnd === null) {
+          return null;
+        }
+        if (cell.language(state.doc) === 'fortran') {
+          return undefined;
+        }
+        return cIndent(
+          state.sliceDoc(magicEnd + 1, pos),
+          context.textAfterPos(pos),
+          context.unit,
+          state.tabSize
+        );
       })
     ),
     ViewPlugin.define(view => new CellLanguage(view, cell, model), {

@@ -1,0 +1,249 @@
+"""What a compiler or an OpenACC runtime said, explained in the student's terms: which array,
+which directive, what to change.
+
+A failed build or run already carries its typed kind (model.FailureKind) and a generic hint;
+these readers look at the messages the tools printed (the only place where nvcc, gfortran and
+libgomp or the NVIDIA runtime say what went wrong) and give the hint that fits them, with the
+student's own names and line numbers from the source. Each reader knows one message:
+
+    nvcc fatal   : Unsupported gpu architecture 'compute_70'        a target this CUDA dropped
+    Error: Invalid character in name at (1)    on a `#ifdef` line    gfortran's preprocessor
+    libgomp: present clause: !acc_is_present (0x…, 40000 (0x9c40))  present, never put there
+    FATAL ERROR: data in PRESENT clause was not found on device 1: name=a  (the NVIDIA runtime)
+    … an illegal memory access was encountered / Illegal address      a section too small
+    libgomp: Trying to map into device [0x…) object when [0x…) is already mapped
+
+Pure: text in, words out; None when no reader knows the message (the generic hint stays).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ..model import Source
+from .diagnostics import parse
+
+# ---------------------------------------------------------------------------------------------
+# The student's directives: their clauses, with the arrays they name
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One clause of an OpenACC directive in the source: `present(a, b[0:n])` at a line."""
+
+    line: int  # in the cell or file, as the student counts (the magic line is line 1)
+    name: str  # present, copyin, copy, ...
+    items: tuple[str, ...]  # as written: "a", "b[0:n]", "c(1:n)"
+
+    @property
+    def arrays(self) -> tuple[str, ...]:
+        return tuple(re.split(r"[\[(\s]", item, maxsplit=1)[0] for item in self.items)
+
+
+_C_DIRECTIVE = re.compile(r"^\s*#\s*pragma\s+acc\b(.*)$")
+_F_DIRECTIVE = re.compile(r"^\s*!\$acc\b(.*)$", re.IGNORECASE)
+_CLAUSE = re.compile(r"\b([a-z_]+)\s*\(", re.IGNORECASE)
+
+
+def _top_level(text: str, start: int) -> tuple[str, int]:
+    """The text inside the parenthesis that opens before `start`, and where it closes."""
+    depth = 1
+    for i in range(start, len(text)):
+        if text[i] in "([":
+            depth += 1
+        elif text[i] in ")]":
+            depth -= 1
+            if depth == 0:
+                return text[start:i], i + 1
+    return text[start:], len(text)
+
+
+def _split(items: str) -> tuple[str, ...]:
+    """`a, b[0:n], c(1:n, 2)` -> ("a", "b[0:n]", "c(1:n, 2)"): commas at the top level only."""
+    out, depth, word = [], 0, ""
+    for ch in items:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(word.strip())
+            word = ""
+        else:
+            word += ch
+    out.append(word.strip())
+    return tuple(w for w in out if w)
+
+
+def clauses(source: Source) -> Iterator[Clause]:
+    """Every clause with a list of the source's OpenACC directives, in order (a C directive
+    continued with `\\` and a Fortran one with `&` are read as one, at their first line)."""
+    directive = _F_DIRECTIVE if source.language == "fortran" else _C_DIRECTIVE
+    lines = source.text.splitlines()
+    i = 0
+    while i < len(lines):
+        found = directive.match(lines[i])
+        at = i
+        i += 1
+        if found is None:
+            continue
+        text = found.group(1)
+        while text.rstrip().endswith(("\\", "&")) and i < len(lines):
+            text = text.rstrip()[:-1] + " " + re.sub(r"^\s*(!\$acc&?)?", "", lines[i], flags=re.I)
+            i += 1
+        pos = 0
+        while (m := _CLAUSE.search(text, pos)) is not None:
+            inside, pos = _top_level(text, m.end())
+            yield Clause(source.first_line + at, m.group(1).lower(), _split(inside))
+
+
+def _said(found: Sequence[Clause]) -> str:
+    """`present(a) at line 12, present(b) at line 20`."""
+    return ", ".join(f"{c.name}({', '.join(c.items)}) at line {c.line}" for c in found)
+
+
+# ---------------------------------------------------------------------------------------------
+# The OpenACC runtime's messages
+
+# libgomp's format: "present clause: !acc_is_present (%p, %lu (0x%lx))" (GCC 12).
+_PRESENT_GCC = re.compile(r"present clause: !acc_is_present \((0x[0-9a-f]+|\(nil\)), (\d+)")
+_PRESENT_NV = re.compile(r"data in PRESENT clause was not found on device \d+: name=([^\s]+)")
+_ILLEGAL = re.compile(r"an illegal memory access was encountered|Illegal address during kernel "
+                      r"execution", re.IGNORECASE)
+_MAPPED = re.compile(r"Trying to map into device \[(0x[0-9a-f]+)\.\.(0x[0-9a-f]+)\) object when "
+                     r"\[(0x[0-9a-f]+)\.\.(0x[0-9a-f]+)\) is already mapped")
+
+DATA_CLAUSES = ("copy", "copyin", "copyout", "create", "present", "no_create", "deviceptr",
+                "attach", "pcopy", "pcopyin", "pcopyout", "pcreate", "present_or_copy",
+                "present_or_copyin", "present_or_copyout", "present_or_create")
+
+
+def _put_there(fortran: bool, array: str) -> str:
+    """How an array is put on the device before a construct, in the source's language."""
+    if fortran:
+        return (f"a data region around the construct (`!$acc data copyin({array})` … "
+                f"`!$acc end data`), or `!$acc enter data copyin({array})` before it")
+    return (f"a data region around the construct (`#pragma acc data copyin({array}[0:n])` and a "
+            f"block), or `#pragma acc enter data copyin({array}[0:n])` before it")
+
+
+def _present(output: str, source: Source) -> str | None:
+    gcc = _PRESENT_GCC.search(output)
+    nv = _PRESENT_NV.search(output)
+    if gcc is None and nv is None:
+        return None
+    present = [c for c in clauses(source) if c.name in ("present", "default") and
+               (c.name == "present" or "present" in c.items)]
+    named = [nv.group(1)] if nv else sorted({a for c in present for a in c.arrays if c.name == "present"})
+    which = (f"{' or '.join(named)}" if named else "an array")
+    size = f" ({gcc.group(2)} bytes at {gcc.group(1)})" if gcc else ""
+    where = f": {_said(present)}" if present else ""
+    return (f"the runtime found no device copy of {which}{size}, which a `present` clause says is "
+            f"on the device{where}. `present` moves nothing: it only checks. Put the array there "
+            f"first, with {_put_there(source.language == 'fortran', named[0] if named else 'array')}; "
+            "or name it in copyin/copy instead of present")
+
+
+def _illegal(output: str, source: Source) -> str | None:
+    if _ILLEGAL.search(output) is None:
+        return None
+    sections = [c for c in clauses(source) if c.name in DATA_CLAUSES and
+                any(("[" in item or ":" in item) for item in c.items)]
+    where = (f" Compare each section with the loops that use it: {_said(sections)}"
+             if sections else "")
+    shape = "a(1:n)" if source.language == "fortran" else "a[0:n]"
+    return ("a compute region read or wrote device memory it was not given: most often an array "
+            f"section smaller than what the loop touches (a data clause with {shape} for a loop "
+            "that goes further), or a host pointer used on the device without a data clause."
+            + where)
+
+
+def _mapped(output: str, source: Source) -> str | None:
+    found = _MAPPED.search(output)
+    if found is None:
+        return None
+    asked = int(found.group(2), 16) - int(found.group(1), 16)
+    there = int(found.group(4), 16) - int(found.group(3), 16)
+    mapped = [c for c in clauses(source) if c.name in DATA_CLAUSES]
+    by_array: dict[str, list[Clause]] = {}
+    for c in mapped:
+        for array in c.arrays:
+            by_array.setdefault(array, []).append(c)
+    # The arrays given to data clauses more than once with different sections: the suspects.
+    twice = {a: cs for a, cs in by_array.items()
+             if len({item for c in cs for item in c.items if re.split(r"[\[(\s]", item)[0] == a}) > 1}
+    where = "".join(f" {a}: {_said(cs)}." for a, cs in sorted(twice.items()))
+    ending = "!$acc exit data / !$acc end data" if source.language == "fortran" else \
+        "#pragma acc exit data / the end of the data region"
+    return (f"an array already on the device ({there} bytes) was given again, in another data "
+            f"clause, with a section that overlaps it but does not fit inside it ({asked} bytes). "
+            "While an array is on the device, a clause may only name it whole as it is there or "
+            "a part of that; give every clause of the array the same section, or end the first "
+            f"mapping ({ending}) before the second.{where}")
+
+
+_RUN_READERS: tuple[Callable[[str, Source], str | None], ...] = (_present, _illegal, _mapped)
+
+
+def run_hint(output: str, source: Source) -> str | None:
+    """The hint for a run whose output holds an OpenACC runtime's message; None for others."""
+    for reader in _RUN_READERS:
+        said = reader(output, source)
+        if said is not None:
+            return said
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilers' messages
+
+_NVCC_ARCH = re.compile(r"nvcc fatal\s*:\s*Unsupported gpu architecture '(?:compute|sm)_(\d+)'")
+
+
+def _nvcc_arch(output: str, source: Source) -> str | None:
+    found = _NVCC_ARCH.search(output)
+    if found is None:
+        return None
+    cc = int(found.group(1))
+    if cc >= 75:
+        return (f"this nvcc does not know sm_{cc} (a GPU newer than this CUDA?): `nvcc "
+                "--list-gpu-arch` lists the targets it builds; -arch=native builds for the GPU here")
+    return (f"this nvcc no longer builds for sm_{cc} (CUDA 13 dropped the GPUs before Turing: "
+            "sm_50 to sm_72): ask for a target it knows, the nearest being -arch=sm_75 (`nvcc "
+            "--list-gpu-arch` lists them), or -arch=native for the GPU here. gcc's offloading "
+            f"does the same on its own: -gpu=cc{cc} there builds the nearest target ptxas accepts")
+
+
+_PREPROCESSOR_LINE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|else|elif|endif|define|include|undef)\b")
+
+
+def _fortran_cpp(output: str, source: Source) -> str | None:
+    if source.language != "fortran" or "Invalid character in name" not in output:
+        return None
+    lines = source.text.splitlines()
+    bad = []
+    for d in parse(output):
+        index = d.line - source.first_line
+        if "Invalid character in name" in d.message and 0 <= index < len(lines) and \
+                _PREPROCESSOR_LINE.match(lines[index]):
+            bad.append(d.line)
+    if not bad:
+        return None
+    at = ", ".join(str(n) for n in sorted(set(bad)))
+    return (f"line {at}: a preprocessor line (#ifdef, #endif, …) that gfortran read as Fortran. "
+            "gfortran runs the preprocessor only with -cpp (--options \"-cpp\", or a file named "
+            ".F90), and the `#` must be in column 1: no blank before it")
+
+
+_COMPILE_READERS: tuple[Callable[[str, Source], str | None], ...] = (_nvcc_arch, _fortran_cpp)
+
+
+def compile_hint(output: str, source: Source) -> str | None:
+    """The hint for a failed build whose messages a reader knows; None for others."""
+    for reader in _COMPILE_READERS:
+        said = reader(output, source)
+        if said is not None:
+            return said
+    return None
