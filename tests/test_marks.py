@@ -186,6 +186,7 @@ def test_a_notebook_verdict_hides_what_the_spec_hides_and_says_grading_runs_more
     assert "/reduction/" not in view._repr_html_() and "Grading runs more checks" in view._repr_html_()
     # An exercise with nothing held back says nothing more.
     plain = _exercise(tmp_path, SPEC.replace('hidden = [["4321"], ["98765"]]\n', "")
+                      .replace("hidden_points = 1\n", "")
                       .replace('visibility = "hidden"', 'visibility = "shown"')).without_grading_only()
     assert not plain.more_at_grading
     assert visibility.MORE_AT_GRADING not in str(VerdictView(Verdict("demo_dot", main[:2])))

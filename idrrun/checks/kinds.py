@@ -19,7 +19,7 @@ from . import loops, regex
 from .directives import code_text, has_directives
 from .measure import Figure, Measured
 from .reference import kept_file
-from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
+from .specs import BUILD_ROW, OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
 from .words import output_line, plural, printed_name
 
 
@@ -334,11 +334,19 @@ def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        f"({fallback})")
 
 
+# A program without a directive runs no compute region: the OpenACC runtime, which counts them,
+# is not even started (it loads the counting library only then).
+NO_DIRECTIVE = ("the source has no OpenACC directive: no compute region ran (comments and "
+                "disabled #if blocks do not count)")
+
+
 def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """Distinct compute constructs the run executed (each counted once, however often it ran)."""
     want = spec.minimum or 1
     expected = f"≥ {plural(want, 'compute region')} run"
     ran = ev.regions
+    if (ran is None or not ran.counted) and not has_directives(ev.code, ev.language):
+        return CheckResult(spec.label, "fail", expected, "0", NO_DIRECTIVE)
     if ran is None:
         return CheckResult(spec.label, "incomplete", expected, "",
                            "the regions that ran were not counted (only a checked OpenACC run "
@@ -368,6 +376,10 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     line = loops.enclosing_loop(code, statement, ev.language) or statement
     where = f"{spec.label} (line {line})"
     ran = ev.regions
+    if (ran is None or not ran.counted) and not has_directives(ev.code, ev.language):
+        return CheckResult(spec.label, "fail", expected, "host",
+                           f"{where} runs on the host: {NO_DIRECTIVE}", line=line,
+                           pattern=spec.pattern)
     if ran is None or not ran.counted:
         return CheckResult(spec.label, "incomplete", expected, "",
                            ran.why if ran is not None else "the regions that ran were not "
@@ -674,7 +686,29 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     return _EVALUATORS[spec.kind](spec, ev)
 
 
+# The verdict of a program that did not build: one row, the compiler's first error and the end
+# of what it said; no check judges it (a source check would still match the text: a program
+# that does not build earns nothing).
+NOT_BUILT = "builds"
+NOT_BUILT_LINES = 12
+
+
+def _not_built(ev: Evidence) -> CheckResult:
+    assert ev.build is not None
+    said = [line for line in ev.build.output.splitlines() if line.strip()]
+    first = next((line.strip() for line in said if "error" in line.lower()),
+                 said[0].strip() if said else "")
+    reason = "the program did not build" + (f": {first}" if first else
+                                            " (the compiler said nothing)")
+    if ev.build.refused:
+        reason = f"the program did not build: {ev.build.refused}"
+    return CheckResult(NOT_BUILT, "fail", "the program builds", "not built", reason,
+                       kind=BUILD_ROW, excerpt="\n".join(said[:NOT_BUILT_LINES]))
+
+
 def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
+    if ev.build is not None and not ev.build.ok:
+        return Verdict(exercise=exercise.name, checks=(_not_built(ev),))
     checks = [replace(evaluate_one(spec, ev), check=spec.index) for spec in exercise.checks]
     if not ev.acc_requested and exercise.model == "openacc":
         # Without -a the directives are comments: what the checks say is not about OpenACC.

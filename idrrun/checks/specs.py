@@ -9,7 +9,7 @@ import dataclasses
 import math
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -21,6 +21,9 @@ from . import regex, words
 CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
                "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
                "image", "uses_openmp", "regions_ran", "loop_on_device", "agrees_with_host")
+# The kind of idrrun's own row that says the program did not build: the verdict's one row then,
+# and no check earns anything (checks/score.py).
+BUILD_ROW = "build"
 # Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
 TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
 # Checks whose figure is a time or a share of time (gpu_busy; so will be any rate, speed-up or
@@ -92,6 +95,11 @@ class CheckSpec:
     # (output kinds only; None: as on the main run). The verdict does not depend on them.
     points: float = 1.0
     hidden_points: float | None = None
+    # The checks (their [[check]] indices) that must pass on the main run for this one's points
+    # to count (spec: counts_when = [labels]): the values of a serial program are right, and
+    # they are worth something only once the work runs where the exercise asks. The verdict
+    # does not depend on them (checks/score.py).
+    counts_when: tuple[int, ...] = ()
     visibility: Visibility | None = None  # None: the exercise's
     index: int = -1  # its place among the spec's [[check]] tables (check[index])
 
@@ -455,7 +463,7 @@ _KIND_FIELDS: dict[str, Callable[[_Table], dict[str, Any]]] = {
 _CHECK_FIELDS = frozenset({"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex",
                            "exact", "min", "max_bytes", "per_iteration", "reason", "file",
                            "min_psnr", "max_diff", "width", "height", "dtype", "grading_only",
-                           "points", "hidden_points", "visibility", "expect"})
+                           "points", "hidden_points", "visibility", "expect", "counts_when"})
 
 
 def _points(t: _Table, key: str, default: float | None) -> float | None:
@@ -533,7 +541,7 @@ def load(path: Path) -> Exercise:
     students = _flag(data, "students", path)
     args = _arg_table(data, path)
     host_args = _args(args.get("host"), path, "args.host")
-    return Exercise(
+    return _reachable(Exercise(
         name=name,
         title=_str(data, "title", path, "title", default=name),
         topic=_str(data, "topic", path, "topic", default=name.split("_")[0]),
@@ -553,7 +561,34 @@ def load(path: Path) -> Exercise:
         students=students,
         visibility=_exercise_visibility(data, path),
         more_at_grading=_flag(data, "more_at_grading", path),
-    )
+    ))
+
+
+# Kinds that read what only one programming model shows: the OpenACC profiling interface and
+# directives, or the compiler's OpenMP target regions. In an exercise of the other model they
+# could never pass (or never be evaluated): points nobody can earn.
+_MODEL_KINDS = {"uses_openacc": "openacc", "regions_ran": "openacc", "loop_on_device": "openacc",
+                "uses_openmp": "openmp"}
+
+
+def _reachable(exercise: Exercise) -> Exercise:
+    """The exercise, when every point it promises can be earned: hidden points need a hidden
+    case (fixed or drawn), a check of one model's evidence needs that model. A students' copy
+    has had its hidden cases removed: grading runs them."""
+    hidden_cases = bool(exercise.hidden_args) or exercise.draw is not None or \
+        exercise.students or exercise.more_at_grading
+    for c in exercise.checks:
+        if c.hidden_points and not hidden_cases:
+            raise _err(exercise.path, f"check[{c.index}].hidden_points",
+                       f"{c.label!r} promises {c.hidden_points:g} points on each hidden run, and "
+                       "the exercise has no hidden case: add [args.draw] (or [args] hidden), or "
+                       "remove hidden_points")
+        model = _MODEL_KINDS.get(c.kind)
+        if model is not None and model != exercise.model:
+            raise _err(exercise.path, f"check[{c.index}].kind",
+                       f"a {c.kind} check reads what an {model} program shows, and the exercise's "
+                       f"model is {exercise.model}: it could never pass")
+    return exercise
 
 
 def _exercise_visibility(data: Mapping[str, Any], path: Path) -> Visibility:
@@ -641,7 +676,46 @@ def _checks(data: Mapping[str, Any], path: Path) -> tuple[CheckSpec, ...]:
     raw_checks = data.get("check", [])
     if not isinstance(raw_checks, list) or not raw_checks:
         raise _err(path, "check", "expected at least one [[check]] table")
-    return tuple(_check(c, i, path) for i, c in enumerate(raw_checks))
+    checks = tuple(_check(c, i, path) for i, c in enumerate(raw_checks))
+    needs = {c.index: _counts_when(raw_checks[c.index], c, checks, path) for c in checks}
+    _no_cycle(needs, checks, path)
+    return tuple(dataclasses.replace(c, counts_when=needs[c.index]) for c in checks)
+
+
+def _counts_when(raw: Mapping[str, Any], check: CheckSpec, checks: Sequence[CheckSpec],
+                 path: Path) -> tuple[int, ...]:
+    """counts_when = [labels]: the checks this one's points wait for, by their labels."""
+    where = f"check[{check.index}].counts_when"
+    value = raw.get("counts_when", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _err(path, where, f"expected a list of check labels, got {value!r}")
+    out: list[int] = []
+    for label in value:
+        found = [c.index for c in checks if c.label == label]
+        if not found:
+            known = ", ".join(repr(c.label) for c in checks if c is not check)
+            raise _err(path, where, f"no check is labelled {label!r}{did_you_mean(label, [c.label for c in checks])}"
+                                    f" (labels: {known}): its points would wait for a check that never runs")
+        if len(found) > 1:
+            raise _err(path, where, f"{len(found)} checks are labelled {label!r}: give them "
+                                    "labels of their own (label = ...)")
+        if found[0] == check.index:
+            raise _err(path, where, f"a check cannot wait for itself ({label!r})")
+        out.append(found[0])
+    return tuple(dict.fromkeys(out))
+
+
+def _no_cycle(needs: Mapping[int, tuple[int, ...]], checks: Sequence[CheckSpec], path: Path) -> None:
+    """No check waits, through others, for itself: its points could never count."""
+    def reaches(start: int, index: int, seen: frozenset[int]) -> bool:
+        return any(d == start or (d not in seen and reaches(start, d, seen | {d}))
+                   for d in needs[index])
+
+    for c in checks:
+        if reaches(c.index, c.index, frozenset()):
+            raise _err(path, f"check[{c.index}].counts_when",
+                       f"{c.label!r} waits, through the checks it counts on, for itself: its "
+                       "points could never count")
 
 
 def _options(data: Mapping[str, Any], path: Path) -> tuple[str, ...]:

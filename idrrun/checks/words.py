@@ -32,6 +32,35 @@ KIND_LABELS: dict[str, str] = {
 }
 
 
+# What a check that passes says of the work, after "counts once": the words a score uses when a
+# check's points wait for it (counts_when). {label}: its label; {min}: its minimum.
+KIND_HOLDS: dict[str, str] = {
+    "exit_ok": "the program ends normally",
+    "value": "{label} is right",
+    "line": "the program prints {label}",
+    "matches_solution": "{label} is the solution's",
+    "agrees_with_host": "{label} is the same on the GPU as on the host",
+    "image": "{label} is the solution's",
+    "uses_openacc": "OpenACC compute regions run",
+    "uses_openmp": "the compiler makes OpenMP target regions",
+    "regions_ran": "{min} compute regions run",
+    "loop_on_device": "{label} runs in a compute region",
+    "no_implicit_data": "every array in a compute region has a data clause",
+    "source": "the source has {label}",
+    "ran_on_gpu": "kernels run on the GPU",
+    "queues": "{min} async queues run kernels",
+    "data_moved": "the data stays on the device ({label})",
+    "gpu_busy": "the GPU is busy enough ({label})",
+}
+
+
+def holds(kind: str, label: str, minimum: int | None = None) -> str:
+    """What a passed check of `kind` says of the work: "the saxpy loop runs in a compute
+    region", "2 compute regions run"."""
+    template = KIND_HOLDS.get(kind, "'{label}' passes")
+    return template.format(label=label, min=minimum if minimum is not None else 1)
+
+
 def kind_label(kind: str) -> str:
     """A kind in words: "uses OpenACC"; "output" for a row of no kind."""
     return KIND_LABELS.get(kind, kind.replace("_", " ")) if kind else "output"
