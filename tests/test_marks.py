@@ -250,6 +250,16 @@ def test_a_notebook_verdict_hides_what_the_spec_hides_and_says_grading_runs_more
     assert visibility.MORE_AT_GRADING not in str(VerdictView(Verdict("demo_dot", main[:2])))
 
 
+def test_students_copy_forgets_the_checks_it_drops_in_counts_when(tmp_path: Path) -> None:
+    """A check that waits for a hidden one: the students' copy keeps the check, not the wait
+    (a notebook scores nothing), and loads."""
+    spec = SPEC.replace('visibility = "summary"', 'visibility = "summary"\ncounts_when = ["prints \'dot = 42\'", "runs on the GPU"]')
+    assert _exercise(tmp_path, spec).checks[2].counts_when == (3, 4)
+    text = course.students_spec(spec, solutions_kept=())
+    assert 'counts_when = ["runs on the GPU"]' in text, text
+    assert _exercise(tmp_path, text).checks[2].counts_when == (3,)
+
+
 def test_students_copy_drops_hidden_checks_and_says_grading_runs_more(tmp_path: Path) -> None:
     text = course.students_spec(SPEC, solutions_kept=())
     data = tomllib.loads(text)

@@ -376,15 +376,8 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     line = loops.enclosing_loop(code, statement, ev.language) or statement
     where = f"{spec.label} (line {line})"
     ran = ev.regions
-    if (ran is None or not ran.counted) and not has_directives(ev.code, ev.language):
-        return CheckResult(spec.label, "fail", expected, "host",
-                           f"{where} runs on the host: {NO_DIRECTIVE}", line=line,
-                           pattern=spec.pattern)
     if ran is None or not ran.counted:
-        return CheckResult(spec.label, "incomplete", expected, "",
-                           ran.why if ran is not None else "the regions that ran were not "
-                           "counted (only a checked OpenACC run counts them)",
-                           line=line, pattern=spec.pattern)
+        return _loop_uncounted(spec, ev, where, line)
     for construct in ran.constructs:
         extent = loops.construct_extent(code, construct.line, ev.language) \
             if construct.line is not None else None
@@ -408,6 +401,19 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     return CheckResult(spec.label, "fail", expected, "host",
                        f"{where} runs on the host: put it in a compute region", line=line,
                        pattern=spec.pattern)
+
+
+def _loop_uncounted(spec: CheckSpec, ev: Evidence, where: str, line: int) -> CheckResult:
+    """loop_on_device where the regions that ran were not counted: a source without a directive
+    ran none (the loop runs on the host); otherwise it cannot be told."""
+    expected, pattern = "in a compute region that ran", spec.pattern or ""
+    if not has_directives(ev.code, ev.language):
+        return CheckResult(spec.label, "fail", expected, "host",
+                           f"{where} runs on the host: {NO_DIRECTIVE}", line=line, pattern=pattern)
+    return CheckResult(spec.label, "incomplete", expected, "",
+                       ev.regions.why if ev.regions is not None else "the regions that ran were "
+                       "not counted (only a checked OpenACC run counts them)",
+                       line=line, pattern=pattern)
 
 
 def _construct(c: ConstructRan) -> str:

@@ -22,7 +22,7 @@ from tomlkit.container import Container
 from tomlkit.items import Comment, Whitespace
 
 from ..checking import SolutionRun, solution_output
-from ..checks import kinds, reference, specs
+from ..checks import kinds, reference, specs, words
 from ..checks.score import points
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
@@ -522,6 +522,31 @@ def _drop(table: Container, key: str) -> None:
     del table[key]
 
 
+def _dropped(check: Any) -> bool:
+    return bool(check.get("grading_only", False)) or check.get("visibility") == "hidden"
+
+
+def _label(check: Any) -> str:
+    """A [[check]]'s label as specs.load gives it (its own, else its kind's default)."""
+    if check.get("label"):
+        return str(check["label"])
+    return words.default_label(str(check.get("kind", "")), check.get("pattern"), check.get("exact"),
+                               check.get("file"))
+
+
+def _forget_dropped(checks: Any) -> None:
+    """The labels of checks a students' copy leaves out, removed from the counts_when of the
+    checks it keeps (a notebook scores nothing; the spec must still load)."""
+    gone = {_label(c) for c in checks if _dropped(c)}
+    for check in checks:
+        if gone and "counts_when" in check and not _dropped(check):
+            kept = [label for label in check["counts_when"] if str(label) not in gone]
+            if kept:
+                check["counts_when"] = kept
+            else:
+                del check["counts_when"]
+
+
 def students_spec(text: str, solutions_kept: Collection[str]) -> str:
     """A spec as the students' course carries it: the solutions it does not ship and every
     grading-only part (fixed hidden argument sets, the ranges of drawn ones, checks marked
@@ -541,8 +566,9 @@ def students_spec(text: str, solutions_kept: Collection[str]) -> str:
             removed = True
     checks = doc.get("check")
     if checks is not None:
+        _forget_dropped(checks)
         for i in reversed(range(len(checks))):
-            if checks[i].get("grading_only", False) or checks[i].get("visibility") == "hidden":
+            if _dropped(checks[i]):
                 if i > 0:  # a comment above [[check]] ends the table before it
                     previous = checks[i - 1].value.body
                     _drop_comments_above(previous, len(previous))

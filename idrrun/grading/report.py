@@ -526,7 +526,8 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     lines += _what_went_wrong(row)
     shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
     if row.checks and row.failure is not None and row.failure.step == "compile":
-        lines += [f"None of the {len(row.checks)} checks could judge it: the program did not "
+        # A build that failed has one row (checks/kinds.py): the exercise's checks never ran.
+        lines += [f"None of the {len(exercise.checks)} checks could judge it: the program did not "
                   "build.", ""]
     elif row.checks:
         lines += ["## Checks", "", "| check | result | expected | got | why |", "|---|---|---|---|---|"]
