@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..model import CheckResult
-from . import specs, words
-from .specs import OUTPUT_KINDS, CheckSpec, Exercise
+from . import registry, specs, words
+from .specs import CheckSpec, Exercise
 
 # What became of one check's points on one run: earned (it passed), lost (it failed, or did
 # not run), not evaluated (it could not be judged here: counted apart).
@@ -69,11 +69,16 @@ def points(value: float) -> str:
     return f"{round(value, 2):g}"
 
 
+def _hidden_runs(check: CheckSpec) -> bool:
+    kind = registry.get(check.kind)
+    return kind is not None and kind.hidden_runs
+
+
 def possible(exercise: Exercise, hidden_sets: int) -> float:
     """What a submission can earn: every check on the main run, and the output checks on each
     hidden run."""
     main = sum(c.points for c in exercise.checks)
-    hidden = sum(c.points_hidden for c in exercise.checks if c.kind in OUTPUT_KINDS)
+    hidden = sum(c.points_hidden for c in exercise.checks if _hidden_runs(c))
     return main + hidden_sets * hidden
 
 
@@ -154,7 +159,7 @@ def score(exercise: Exercise, checks: Sequence[CheckResult], hidden_sets: int) -
     for spec in exercise.checks:
         gate = _gate(exercise, spec, main)
         items.append(_item(spec, 0, main.get(spec.index), gate, built))
-        if spec.kind in OUTPUT_KINDS:
+        if _hidden_runs(spec):
             items += [_item(spec, h, runs.get((spec.index, h)), gate, built)
                       for h in range(1, hidden_sets + 1)]
     earned = sum(i.worth for i in items if i.outcome == "earned")
