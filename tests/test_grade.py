@@ -387,7 +387,8 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
     (examples / "ranks.toml").write_text(
         'name = "ranks"\nranks = 2\ntimeout = 30\n[sources.c]\nexercise = "C/ranks_exercise.c"\n'
         'solution = "C/ranks_solution.c"\n[args]\nhost = []\n[[check]]\nkind = "exit_ok"\n'
-        '[[check]]\nkind = "value"\nlabel = "answer"\npattern = \'answer = (\\S+)\'\nexpected = 42\n')
+        # the start file runs too: its run counts once its answer is right (course check)
+        'counts_when = ["answer"]\n[[check]]\nkind = "value"\nlabel = "answer"\npattern = \'answer = (\\S+)\'\nexpected = 42\n')
     (tmp_path / "ann.c").write_text(MPI_PROGRAM.replace("{value}", "FROM_THE_PREFIX"))
 
     def idrrun(bin_dir: Path, *args: str, path: str = os.environ["PATH"]) -> subprocess.CompletedProcess[str]:

@@ -428,11 +428,17 @@ def _construct(c: ConstructRan) -> str:
 def _uses_openmp(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if ev.acc is None:
         return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
-    if ev.acc.omp_targets < 1:
-        return CheckResult(spec.label, "fail", "≥ 1 target region", "0",
+    want, made = spec.minimum or 1, ev.acc.omp_targets
+    expected = f"≥ {plural(want, 'target region')}"
+    if made < 1:
+        return CheckResult(spec.label, "fail", expected, "0",
                            "the compiler made no OpenMP target region")
-    return CheckResult(spec.label, "pass", "≥ 1 target region", str(ev.acc.omp_targets),
-                       f"{plural(ev.acc.omp_targets, 'target region')}, says the compiler")
+    if made < want:
+        return CheckResult(spec.label, "fail", expected, str(made),
+                           f"{plural(made, 'target region')}, says the compiler, of the {want} "
+                           "the exercise asks for: is a loop left on the host?")
+    return CheckResult(spec.label, "pass", expected, str(made),
+                       f"{plural(made, 'target region')}, says the compiler")
 
 
 def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -747,7 +753,7 @@ def _line_fields(t: Table) -> dict[str, Any]:
 def _regions_fields(t: Table) -> dict[str, Any]:
     minimum = t.number("min", 1)
     if minimum is None or minimum < 1 or minimum != int(minimum):
-        raise t.err("min", "a regions_ran check needs min, a whole number ≥ 1")
+        raise t.err("min", f"a {t.raw.get('kind')} check needs min, a whole number ≥ 1")
     return {"minimum": int(minimum)}
 
 
@@ -814,7 +820,8 @@ PROGRAM = (
     Kind("source", "program", "in the source", "the source has {label}", _source,
          fields=lambda t: {"regex": t.pattern("regex")}, keys=frozenset({"regex"})),
     Kind("uses_openmp", "program", "uses OpenMP offload",
-         "the compiler makes OpenMP target regions", _uses_openmp, model="openmp"),
+         "the compiler makes {min} OpenMP target regions", _uses_openmp, fields=_regions_fields,
+         keys=frozenset({"min"}), model="openmp"),
     Kind("regions_ran", "program", "compute regions run", "{min} compute regions run",
          _regions_ran, fields=_regions_fields, keys=frozenset({"min"}), needs_run=True,
          model="openacc"),

@@ -53,7 +53,7 @@ class ContentKey:
 
 # What a [[check]] says that only scores or shows a verdict: changing it re-scores the rows a
 # resumed grading keeps (resume) and never runs a submission again.
-SCORING_ONLY = frozenset({"points", "hidden_points", "visibility"})
+SCORING_ONLY = frozenset({"points", "hidden_points", "visibility", "counts_when"})
 
 
 def _spec_bytes(path: Path) -> bytes:
