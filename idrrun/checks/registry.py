@@ -1,8 +1,9 @@
 """The check kinds: each one declared once, as a record (its spec fields, its evaluator, what it
 needs, its words, how its points behave). Specs, evaluation, words and scoring read them here.
 
-idrrun's own kinds are declared in checks/kinds.py, grouped by what they read; a kind of one's
-own is one more record, `register(Kind(...))` (docs/architecture.md, "Add a check kind").
+idrrun's own kinds are declared in checks/kinds.py, grouped by what they read, and registered
+when the package is imported (checks/__init__.py); a kind of one's own is one more record,
+`register(Kind(...))` (docs/architecture.md, "Add a check kind").
 """
 
 from __future__ import annotations
@@ -71,12 +72,6 @@ class Kind:
 _KINDS: dict[str, Kind] = {}
 
 
-def _builtins() -> None:
-    """idrrun's own kinds, declared in checks/kinds.py (imported on first use: kinds reads
-    specs, which reads this registry)."""
-    from . import kinds  # noqa: F401
-
-
 def register(kind: Kind) -> None:
     """Add a kind: specs accept it, grading evaluates it, words and scores know it."""
     if kind.reads == "trace" and kind.trace is None or kind.reads != "trace" and kind.evaluate is None:
@@ -92,12 +87,10 @@ def unregister(name: str) -> None:
 
 
 def get(name: str) -> Kind | None:
-    _builtins()
     return _KINDS.get(name)
 
 
 def all_kinds() -> tuple[Kind, ...]:
-    _builtins()
     return tuple(_KINDS.values())
 
 
