@@ -37,7 +37,7 @@ def test_course_new_writes_an_exercise_that_course_check_passes(tmp_path: Path) 
     assert idrrun("course", "new", "Dot", cwd=tmp_path).returncode == 2
     # What is wrong is said where to change it: a check the start file passes.
     spec = examples / "loops_dot.toml"
-    spec.write_text(spec.read_text().replace('kind = "uses_openacc"', 'kind = "exit_ok"'))
+    spec.write_text(spec.read_text().replace('kind = "no_implicit_data"', 'kind = "exit_ok"'))
     start = examples / "C" / "loops_dot_exercise.c"
     start.write_text((examples / "C" / "loops_dot_solution.c").read_text())
     r = idrrun("course", "check", "--exercise", "loops_dot", "-l", "c", "--seed", SEED, cwd=tmp_path,

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     assert near_miss != solution and wrong != solution
     folder.mkdir()
     subs = {"ann": (own, 14), "bob": (near_miss, 12), "carol": (wrong, 9), "dave": (renamed, 14),
-            "erin": (solution, 14), "frank": (start, 8)}
+            "erin": (solution, 14), "frank": (start, 0)}
     for name, (text, _) in subs.items():
         (folder / f"{name}.c").write_text(text)
     return {name: points for name, (_, points) in subs.items()}
@@ -102,7 +102,7 @@ def test_a_class_graded_with_points_and_a_roster_into_moodle_and_canvas(tmp_path
     assert {s: (r["score"], r["points"], r["not_evaluated"]) for s, r in rows.items()} == \
         {s: (p, 14, 0) for s, p in expected.items()}, {s: r["reasons"] for s, r in rows.items()}
     assert "data clauses" in rows["bob"]["reasons"] and "dot (hidden run 1)" in rows["carol"]["reasons"]
-    assert "│ 12/14 " in r.stdout and "│ 8/14 " in r.stdout
+    assert "│ 12/14 " in r.stdout and "│ 0/14 " in r.stdout
 
     # Feedback: the score, the summarised check without its regex, no hidden value anywhere.
     drawn = draw.drawn(specs.load(examples / "loops_dot.toml"), SEED).hidden_args

@@ -108,6 +108,13 @@ def test_a_score_gives_partial_credit_and_counts_incomplete_points_apart(tmp_pat
     (("kind = \"ran_on_gpu\"\npoints = 2", "kind = \"ran_on_gpu\"\npoints = 2\nhidden_points = 1"),
      "check[4].hidden_points"),
     (('visibility = "summary"', 'visibility = "secret"'), "check[2].visibility"),
+    # promised points that nobody can earn, or that wait for a check that does not exist
+    (('hidden = [["4321"], ["98765"]]\n', ""), "check[1].hidden_points"),
+    (('visibility = "summary"', 'visibility = "summary"\ncounts_when = ["dott"]'), "check[2].counts_when"),
+    (('visibility = "summary"', 'visibility = "summary"\ncounts_when = ["reduction"]'),
+     "check[2].counts_when"),
+    (('visibility = "summary"', 'visibility = "summary"\ncounts_when = "dot"'), "check[2].counts_when"),
+    (("kind = \"ran_on_gpu\"\npoints = 2", "kind = \"uses_openmp\"\npoints = 2"), "check[4].kind"),
     (('title = "Dot"', 'title = "Dot"\nvisibility = "hidden"'), "visibility"),
 ])
 def test_grading_fields_are_checked_and_errors_name_the_line(tmp_path: Path, change: tuple[str, str],
@@ -125,6 +132,57 @@ def test_grading_fields_are_checked_and_errors_name_the_line(tmp_path: Path, cha
     assert text.splitlines()[int(line) - 1].startswith(f"{key} = "), (line, text)
     if field.startswith("check[4]"):
         assert sum(s.startswith("[[check]]") for s in text.splitlines()[:int(line)]) == 5
+
+
+def test_spec_errors_say_why_the_points_could_not_be_earned(tmp_path: Path) -> None:
+    def error(old: str, new: str) -> str:
+        assert old in SPEC
+        with pytest.raises(SpecError) as err:
+            _exercise(tmp_path, SPEC.replace(old, new, 1))
+        return str(err.value)
+
+    assert "'dot' promises 1 points on each hidden run, and the exercise has no hidden case" in \
+        error('hidden = [["4321"], ["98765"]]\n', "")
+    said = error('visibility = "summary"', 'visibility = "summary"\ncounts_when = ["dott"]')
+    assert "no check is labelled 'dott' (did you mean dot?)" in said and "never runs" in said
+    assert "cannot wait for itself" in error('visibility = "summary"',
+                                             'visibility = "summary"\ncounts_when = ["reduction"]')
+    # two checks that wait for each other: neither could ever count
+    cycle = SPEC.replace('hidden_points = 1\n', 'hidden_points = 1\ncounts_when = ["reduction"]\n', 1)
+    with pytest.raises(SpecError, match="waits, through the checks it counts on, for itself"):
+        _exercise(tmp_path, cycle.replace('visibility = "summary"',
+                                          'visibility = "summary"\ncounts_when = ["dot"]', 1))
+    assert "the exercise's model is openacc: it could never pass" in error(
+        'kind = "ran_on_gpu"', 'kind = "uses_openmp"')
+    # A students' copy has had its hidden cases removed: grading runs them.
+    students = "students = true\n" + SPEC.replace('hidden = [["4321"], ["98765"]]\n', "")
+    assert _exercise(tmp_path, students).students
+
+
+def test_points_wait_for_the_checks_they_count_on(tmp_path: Path) -> None:
+    """counts_when: the dot's points count once the reduction passes; while it fails they are
+    lost, saying why; while what they wait for could not be judged here (a GPU trace on a
+    host), they are not evaluated either: the points follow what can be judged."""
+    ex = _exercise(tmp_path, SPEC.replace('hidden_points = 1\n',
+                                          'hidden_points = 1\ncounts_when = ["reduction"]\n', 1))
+    assert ex.checks[1].counts_when == (2,)
+    assert score_mod.score(ex, _checks(), 2) == score_mod.score(_exercise(tmp_path), _checks(), 2)
+    lost = score_mod.score(ex, _checks(reduction="fail"), 2)
+    assert str(lost) == "9/18, 2 points not evaluated here"
+    dot = [i for i in lost.items if i.check == 1]
+    assert [(i.hidden, i.outcome) for i in dot] == [(0, "lost"), (1, "lost"), (2, "lost")]
+    assert dot[0].why == "3 points for dot count once the source has reduction"
+    assert dot[1].why == "1 point for dot counts once the source has reduction"
+    on_gpu = _exercise(tmp_path, SPEC.replace('hidden_points = 1\n',
+                                              'hidden_points = 1\ncounts_when = ["runs on the GPU"]\n', 1))
+    here = score_mod.score(on_gpu, _checks(), 2)
+    assert (here.earned, here.not_evaluated, here.evaluated) == (11, 7, 11)
+    assert next(i for i in here.items if i.check == 1).why == (
+        "3 points for dot count once kernels run on the GPU, which could not be judged here")
+    # A program that did not build: one row, every point lost, each saying why.
+    built = score_mod.score(ex, (CheckResult("builds", "fail", kind=specs.BUILD_ROW),), 2)
+    assert str(built) == "0/18" and len(built.items) == 5 + 2 * 3
+    assert {i.why for i in built.items} == {score_mod.NOT_BUILT}
 
 
 def test_field_line_finds_tables_keys_and_the_closest_place_of_a_missing_field() -> None:
@@ -188,9 +246,20 @@ def test_a_notebook_verdict_hides_what_the_spec_hides_and_says_grading_runs_more
     assert "/reduction/" not in view._repr_html_() and "Grading runs more checks" in view._repr_html_()
     # An exercise with nothing held back says nothing more.
     plain = _exercise(tmp_path, SPEC.replace('hidden = [["4321"], ["98765"]]\n', "")
+                      .replace("hidden_points = 1\n", "")
                       .replace('visibility = "hidden"', 'visibility = "shown"')).without_grading_only()
     assert not plain.more_at_grading
     assert visibility.MORE_AT_GRADING not in str(VerdictView(Verdict("demo_dot", main[:2])))
+
+
+def test_students_copy_forgets_the_checks_it_drops_in_counts_when(tmp_path: Path) -> None:
+    """A check that waits for a hidden one: the students' copy keeps the check, not the wait
+    (a notebook scores nothing), and loads."""
+    spec = SPEC.replace('visibility = "summary"', 'visibility = "summary"\ncounts_when = ["prints \'dot = 42\'", "runs on the GPU"]')
+    assert _exercise(tmp_path, spec).checks[2].counts_when == (3, 4)
+    text = course.students_spec(spec, solutions_kept=())
+    assert 'counts_when = ["runs on the GPU"]' in text, text
+    assert _exercise(tmp_path, text).checks[2].counts_when == (3,)
 
 
 def test_students_copy_drops_hidden_checks_and_says_grading_runs_more(tmp_path: Path) -> None:

@@ -120,6 +120,11 @@ def test_loops_and_constructs_as_the_source_holds_them() -> None:
     assert loops.construct_extent(F_LOOPS, 2, "fortran") == (2, 6)
     assert loops.construct_extent(F_LOOPS, 10, "fortran") == (10, 15)
     assert loops.construct_extent("#pragma acc parallel loop\nfor (;;", 1, "c") is None
+    # gfortran gives a directive continued over lines (&) the line of its last one (md_forces)
+    continued = ("x = 0\n!$acc parallel loop reduction(+:e) &\n!$acc   copyin(x) copyout(f)\n"
+                 "do i = 1, n\n  f(i) = x(i)\nend do\n")
+    assert loops.construct_extent(continued, 3, "fortran") == (2, 6)
+    assert loops.construct_extent(continued, 2, "fortran") == (2, 6)
 
 
 @pytest.mark.slow

@@ -42,12 +42,12 @@ def test_every_command_of_the_teaching_doc_works(tmp_path: Path) -> None:
                        timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     rows = {row["student"]: row for row in json.loads((work / "grades" / "loops_dot.json").read_text())}
-    assert {s: (row["score"], row["points"]) for s, row in rows.items()} == {"ann": (14, 14), "bob": (8, 14)}
+    assert {s: (row["score"], row["points"]) for s, row in rows.items()} == {"ann": (14, 14), "bob": (0, 14)}
     assert "(arguments: " in (work / "feedback" / "loops_dot" / "bob.md").read_text()  # --visibility full
     with (work / "moodle.csv").open(newline="") as fh:
         moodle = list(csv.reader(fh))
     assert moodle == [["First name", "Last name", "ID number", "Email address", "loops_dot"],
                       ["Ann", "Martin", "20250001", "ann@uni.example", "14"],
-                      ["Bob", "Durand", "20250002", "bob@uni.example", "8"],
+                      ["Bob", "Durand", "20250002", "bob@uni.example", "0"],
                       ["Cy", "Li", "20250003", "cy@uni.example", ""]]
     assert "cy, loops_dot: no submission" in r.stdout

@@ -25,9 +25,9 @@ from typing import Any
 from ..model import AccReport, Comparison, Figure
 from ..profile.model import DTOH, HTOD, Trace
 from ..profile.summary import trace_values
-from . import regex
+from . import regex, registry
 from .kinds import _bytes, _number
-from .specs import TRACE_KINDS, Exercise
+from .specs import Exercise
 
 # The checks whose figures are compared: those of the trace, and those of the compiler's report.
 COMPILER_KINDS = frozenset({"uses_openacc", "no_implicit_data", "uses_openmp"})
@@ -78,7 +78,7 @@ class RunFigures:
 
 def wanted(exercise: Exercise) -> bool:
     """The exercise has checks whose figures are compared with the solution's."""
-    return any(c.kind in COMPILER_KINDS or c.kind in TRACE_KINDS for c in exercise.checks)
+    return any(c.kind in COMPILER_KINDS or c.kind in registry.names("trace") for c in exercise.checks)
 
 
 def _iterations(exercise: Exercise, output: str) -> float | None:
@@ -222,7 +222,7 @@ def compare(exercise: Exercise, yours: RunFigures, solution: RunFigures) -> Comp
     """The table "you / the solution" for the exercise's trace and compiler checks; None when
     neither side has what they need (no trace, no report) or the exercise has no such check."""
     kinds = {c.kind for c in exercise.checks}
-    trace = bool(kinds & set(TRACE_KINDS)) and yours.traced and solution.traced
+    trace = bool(kinds & set(registry.names("trace"))) and yours.traced and solution.traced
     compiler = bool(kinds & COMPILER_KINDS) and yours.compiled and solution.compiled
     rows = (_trace_rows(yours, solution) if trace else []) + \
         (_compiler_rows(exercise, yours, solution) if compiler else [])

@@ -11,15 +11,17 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, ConstructRan, ProcResult,
                      RegionsRan, RunResult, Verdict)
 from ..toolchains.diagnostics import rename_temporary
-from . import loops, regex
+from . import loops, regex, registry
 from .directives import code_text, has_directives
 from .measure import Figure, Measured
 from .reference import kept_file
-from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
+from .registry import Kind, TimedFigure
+from .specs import BUILD_ROW, CheckSpec, Exercise, Table
 from .words import output_line, plural, printed_name
 
 
@@ -334,11 +336,19 @@ def _uses_openacc(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        f"({fallback})")
 
 
+# A program without a directive runs no compute region: the OpenACC runtime, which counts them,
+# is not even started (it loads the counting library only then).
+NO_DIRECTIVE = ("the source has no OpenACC directive: no compute region ran (comments and "
+                "disabled #if blocks do not count)")
+
+
 def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """Distinct compute constructs the run executed (each counted once, however often it ran)."""
     want = spec.minimum or 1
     expected = f"≥ {plural(want, 'compute region')} run"
     ran = ev.regions
+    if (ran is None or not ran.counted) and not has_directives(ev.code, ev.language):
+        return CheckResult(spec.label, "fail", expected, "0", NO_DIRECTIVE)
     if ran is None:
         return CheckResult(spec.label, "incomplete", expected, "",
                            "the regions that ran were not counted (only a checked OpenACC run "
@@ -369,10 +379,7 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     where = f"{spec.label} (line {line})"
     ran = ev.regions
     if ran is None or not ran.counted:
-        return CheckResult(spec.label, "incomplete", expected, "",
-                           ran.why if ran is not None else "the regions that ran were not "
-                           "counted (only a checked OpenACC run counts them)",
-                           line=line, pattern=spec.pattern)
+        return _loop_uncounted(spec, ev, where, line)
     for construct in ran.constructs:
         extent = loops.construct_extent(code, construct.line, ev.language) \
             if construct.line is not None else None
@@ -398,6 +405,19 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        pattern=spec.pattern)
 
 
+def _loop_uncounted(spec: CheckSpec, ev: Evidence, where: str, line: int) -> CheckResult:
+    """loop_on_device where the regions that ran were not counted: a source without a directive
+    ran none (the loop runs on the host); otherwise it cannot be told."""
+    expected, pattern = "in a compute region that ran", spec.pattern or ""
+    if not has_directives(ev.code, ev.language):
+        return CheckResult(spec.label, "fail", expected, "host",
+                           f"{where} runs on the host: {NO_DIRECTIVE}", line=line, pattern=pattern)
+    return CheckResult(spec.label, "incomplete", expected, "",
+                       ev.regions.why if ev.regions is not None else "the regions that ran were "
+                       "not counted (only a checked OpenACC run counts them)",
+                       line=line, pattern=pattern)
+
+
 def _construct(c: ConstructRan) -> str:
     where = f"line {c.line}" if c.line is not None else "a region"
     if c.function:
@@ -408,11 +428,17 @@ def _construct(c: ConstructRan) -> str:
 def _uses_openmp(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if ev.acc is None:
         return CheckResult(spec.label, "incomplete", "", "", "no compiler report to read")
-    if ev.acc.omp_targets < 1:
-        return CheckResult(spec.label, "fail", "≥ 1 target region", "0",
+    want, made = spec.minimum or 1, ev.acc.omp_targets
+    expected = f"≥ {plural(want, 'target region')}"
+    if made < 1:
+        return CheckResult(spec.label, "fail", expected, "0",
                            "the compiler made no OpenMP target region")
-    return CheckResult(spec.label, "pass", "≥ 1 target region", str(ev.acc.omp_targets),
-                       f"{plural(ev.acc.omp_targets, 'target region')}, says the compiler")
+    if made < want:
+        return CheckResult(spec.label, "fail", expected, str(made),
+                           f"{plural(made, 'target region')}, says the compiler, of the {want} "
+                           "the exercise asks for: is a loop left on the host?")
+    return CheckResult(spec.label, "pass", expected, str(made),
+                       f"{plural(made, 'target region')}, says the compiler")
 
 
 def _no_implicit_data(spec: CheckSpec, ev: Evidence) -> CheckResult:
@@ -458,21 +484,29 @@ def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
 def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
     """A GPU-trace check on the trace's figures; ev: the run's evidence (its output), None for
     a timed figure judged alone (measured_result)."""
-    if spec.kind == "ran_on_gpu":
-        kernels = int(values.get("kernels", 0))
-        if kernels >= 1:
-            return CheckResult(spec.label, "pass", "≥ 1 GPU kernel", str(kernels),
-                               f"{plural(kernels, 'kernel')} ran on the GPU")
-        return CheckResult(spec.label, "fail", "≥ 1 GPU kernel", "0",
-                           "no kernel ran on the GPU: the OpenACC regions ran on the host")
-    if spec.kind == "gpu_busy":
-        return _gpu_busy(spec, values)
-    if spec.kind == "queues":
-        queues, want = int(values.get("queues", 0)), spec.minimum or 1
-        status: CheckStatus = "pass" if queues >= want else "fail"
-        return CheckResult(spec.label, status, f"≥ {plural(want, 'queue')}", str(queues),
-                           f"{plural(queues, 'queue')} of the GPU ran kernels" + (
-                               "" if status == "pass" else ": use async(n) on distinct queues"))
+    judge = registry.get(spec.kind)
+    assert judge is not None and judge.trace is not None
+    return judge.trace(spec, values, ev)
+
+
+def _ran_on_gpu(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    kernels = int(values.get("kernels", 0))
+    if kernels >= 1:
+        return CheckResult(spec.label, "pass", "≥ 1 GPU kernel", str(kernels),
+                           f"{plural(kernels, 'kernel')} ran on the GPU")
+    return CheckResult(spec.label, "fail", "≥ 1 GPU kernel", "0",
+                       "no kernel ran on the GPU: the OpenACC regions ran on the host")
+
+
+def _queues(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    queues, want = int(values.get("queues", 0)), spec.minimum or 1
+    status: CheckStatus = "pass" if queues >= want else "fail"
+    return CheckResult(spec.label, status, f"≥ {plural(want, 'queue')}", str(queues),
+                       f"{plural(queues, 'queue')} of the GPU ran kernels" + (
+                           "" if status == "pass" else ": use async(n) on distinct queues"))
+
+
+def _data_moved(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
     assert spec.max_bytes is not None
     moved = values.get("bytes_moved", 0.0)
     unit = ""
@@ -488,13 +522,13 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) ->
                                excerpt=_excerpt(ev, output, None) if ev is not None else "",
                                pattern=spec.per_iteration)
         moved, unit = moved / iterations, " per iteration"
-    status = "pass" if moved <= spec.max_bytes else "fail"
+    status: CheckStatus = "pass" if moved <= spec.max_bytes else "fail"
     return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
                        f"{_bytes(moved)} moved between host and device{unit}" +
                        ("" if status == "pass" else ": keep the data on the device"))
 
 
-def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
+def _gpu_busy(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None = None) -> CheckResult:
     assert spec.min_share is not None
     busy = values.get("gpu_busy", 0.0)
     status: CheckStatus = "pass" if busy >= spec.min_share else "fail"
@@ -504,39 +538,26 @@ def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:
                            "waits): see the profile's hints"))
 
 
-@dataclass(frozen=True)
-class _TimedFigure:
-    """Where a timed kind's figure is among a trace's values, and how it is shown."""
-
-    key: str  # in profile.summary.trace_values
-    bound: Callable[[CheckSpec], float | None]  # the spec's bound the figure is compared with
-    scale: float = 1.0
-    unit: str = ""
-
-    def show(self, value: float) -> str:
-        return f"{self.scale * value:.0f}{self.unit}"
-
-    def spread(self, low: float, high: float) -> str:
-        return f"{self.scale * low:.0f}–{self.scale * high:.0f}{self.unit}"
-
-
-# Every kind of specs.TIMED_KINDS has its figure here.
-_TIMED = {"gpu_busy": _TimedFigure("gpu_busy", lambda spec: spec.min_share, 100.0, " %")}
 UNSTABLE = ("not stable over {runs} runs ({spread}: more than {tolerance}), and the runs disagree "
             "on the verdict: the machine was too busy to time it; grade it again with fewer jobs")
 TOO_FEW = "measured {runs} time(s) only, too few to tell: {stopped}"
 
 
+def _timed(spec: CheckSpec) -> TimedFigure | None:
+    kind = registry.get(spec.kind)
+    return kind.timed if kind is not None else None
+
+
 def timed_bound(spec: CheckSpec) -> float | None:
     """A timed check's bound in its figure's terms (measure.repeat stops once runs clear it)."""
-    timed = _TIMED.get(spec.kind)
+    timed = _timed(spec)
     return timed.bound(spec) if timed is not None else None
 
 
 def figure(spec: CheckSpec, values: Mapping[str, float] | None) -> Figure | None:
     """A timed check's figure in one run's trace values; None without a trace. A run that put
     nothing at all on the GPU has an exact figure (no GPU time to share out)."""
-    timed = _TIMED.get(spec.kind)
+    timed = _timed(spec)
     if values is None or timed is None:
         return None
     idle = not values.get("kernels") and not values.get("bytes_moved")
@@ -551,7 +572,8 @@ def unmeasured_result(spec: CheckSpec, figure: Figure) -> CheckResult:
     """A timed check on one run's figure, where measuring it could not change the verdict (the
     program fails other checks): a pass or an exact figure stands; a fail from one sample is
     never given (it could be noise)."""
-    timed = _TIMED[spec.kind]
+    timed = _timed(spec)
+    assert timed is not None
     once = _trace(spec, {timed.key: figure.value}, None)
     if figure.exact or once.status == "pass":
         return once
@@ -563,7 +585,8 @@ def measured_result(spec: CheckSpec, measured: Measured) -> CheckResult:
     """A timed check judged on its figure measured over several runs (checks/measure.py): the
     median decides once the figure is stable; when it is not, only runs that all agree do, and
     otherwise the check is incomplete: noise never fails (nor passes) a program."""
-    timed = _TIMED[spec.kind]
+    timed = _timed(spec)
+    assert timed is not None
     at_median = _trace(spec, {timed.key: measured.median}, None)
     runs = len(measured.samples)
     if measured.exact or runs == 1 and not measured.stopped:
@@ -616,15 +639,6 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-_NEEDS_RUN = ("exit_ok", "value", "line", "matches_solution", "image", "regions_ran",
-              "loop_on_device", "agrees_with_host")
-_EVALUATORS = {
-    "exit_ok": _exit_ok, "value": _value, "line": _line, "matches_solution": _matches_solution,
-    "uses_openacc": _uses_openacc, "no_implicit_data": _no_implicit_data, "source": _source,
-    "image": _image, "uses_openmp": _uses_openmp, "regions_ran": _regions_ran,
-    "loop_on_device": _loop_on_device,
-    "agrees_with_host": _agrees_with_host,
-}
 OPENACC_BUILD = "OpenACC build"
 # How INCOMPLETE reads where the run was built for the host and every other check passed
 # (Verdict.passed_here): the verdict, the course check and the grade report say it alike.
@@ -643,13 +657,15 @@ CUT_SHORT = ("not judged: the run did not end normally ({how}), and the GPU trac
 
 
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
+    kind = registry.get(spec.kind)
+    assert kind is not None, spec.kind  # specs accept registered kinds only
     if ev.run is not None and ev.run.proc.start_error is not None and \
-            (spec.kind in _NEEDS_RUN or spec.kind in TRACE_KINDS):
+            (kind.needs_run or kind.needs_trace):
         # The program never ran (its launcher, a profiler or the box failed): nothing of the
         # student's to judge in what a run shows.
         return CheckResult(spec.label, "incomplete", "", "not run",
                            f"not judged: {_ended(ev.run.proc)}, so it did not run")
-    if spec.kind in TRACE_KINDS:
+    if kind.needs_trace:
         if ev.trace_values is None and ev.target not in (None, "gpu"):
             # Built for the host: only a GPU can say; the verdict names it ("PASS here").
             return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
@@ -669,12 +685,35 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
             return _source(spec, ev)
         return CheckResult(spec.label, "fail", "", "not built",
                            "the program did not build (see the compiler's messages)")
-    if spec.kind in _NEEDS_RUN and ev.run is None:
+    if kind.needs_run and ev.run is None:
         return CheckResult(spec.label, "incomplete", "", "", "the program was not run (-n)")
-    return _EVALUATORS[spec.kind](spec, ev)
+    assert kind.evaluate is not None
+    return kind.evaluate(spec, ev)
+
+
+# The verdict of a program that did not build: one row, the compiler's first error and the end
+# of what it said; no check judges it (a source check would still match the text: a program
+# that does not build earns nothing).
+NOT_BUILT = "builds"
+NOT_BUILT_LINES = 12
+
+
+def _not_built(ev: Evidence) -> CheckResult:
+    assert ev.build is not None
+    said = [line for line in ev.build.output.splitlines() if line.strip()]
+    first = next((line.strip() for line in said if "error" in line.lower()),
+                 said[0].strip() if said else "")
+    reason = "the program did not build" + (f": {first}" if first else
+                                            " (the compiler said nothing)")
+    if ev.build.refused:
+        reason = f"the program did not build: {ev.build.refused}"
+    return CheckResult(NOT_BUILT, "fail", "the program builds", "not built", reason,
+                       kind=BUILD_ROW, excerpt="\n".join(said[:NOT_BUILT_LINES]))
 
 
 def evaluate(exercise: Exercise, ev: Evidence) -> Verdict:
+    if ev.build is not None and not ev.build.ok:
+        return Verdict(exercise=exercise.name, checks=(_not_built(ev),))
     checks = [replace(evaluate_one(spec, ev), check=spec.index) for spec in exercise.checks]
     if not ev.acc_requested and exercise.model == "openacc":
         # Without -a the directives are comments: what the checks say is not about OpenACC.
@@ -687,4 +726,120 @@ def evaluate_hidden(exercise: Exercise, ev: Evidence, index: int) -> tuple[Check
     """The output checks again, on a run with the index-th hidden argument set (grading)."""
     return tuple(replace(evaluate_one(spec, ev), name=f"{spec.label} (hidden run {index + 1})",
                          hidden=index + 1, kind=spec.kind, check=spec.index)
-                 for spec in exercise.checks if spec.kind in OUTPUT_KINDS)
+                 for spec in exercise.checks if _hidden_runs(spec))
+
+
+def _hidden_runs(spec: CheckSpec) -> bool:
+    kind = registry.get(spec.kind)
+    return kind is not None and kind.hidden_runs
+
+
+# What each kind reads of its [[check]] table besides the fields every check has: one reader
+# per kind, each returning CheckSpec's fields by name.
+def _value_fields(t: Table) -> dict[str, Any]:
+    pattern = t.pattern("pattern", "number")
+    expected = t.number("expected")
+    if expected is None:
+        raise t.err("expected", "a value check needs the expected number")
+    return {"pattern": pattern, "expected": expected}
+
+
+def _line_fields(t: Table) -> dict[str, Any]:
+    if ("regex" in t.raw) == ("exact" in t.raw):
+        raise t.err("", "a line check needs exactly one of 'regex' or 'exact'")
+    return {"regex": t.pattern("regex")} if "regex" in t.raw else {"exact": t.string("exact")}
+
+
+def _regions_fields(t: Table) -> dict[str, Any]:
+    minimum = t.number("min", 1)
+    if minimum is None or minimum < 1 or minimum != int(minimum):
+        raise t.err("min", f"a {t.raw.get('kind')} check needs min, a whole number ≥ 1")
+    return {"minimum": int(minimum)}
+
+
+def _data_moved_fields(t: Table) -> dict[str, Any]:
+    max_bytes = t.number("max_bytes")
+    if max_bytes is None:
+        raise t.err("max_bytes", "a data_moved check needs max_bytes")
+    fields: dict[str, Any] = {"max_bytes": max_bytes}
+    if "per_iteration" in t.raw:
+        fields["per_iteration"] = t.pattern("per_iteration", "count")
+    return fields
+
+
+def _gpu_busy_fields(t: Table) -> dict[str, Any]:
+    share = t.number("min")
+    if share is None or not 0 < share <= 1:
+        raise t.err("min", "a gpu_busy check needs min, a fraction in (0, 1]")
+    return {"min_share": share}
+
+
+def _image_fields(t: Table) -> dict[str, Any]:
+    name = t.string("file")
+    if "/" in name or name.startswith("."):
+        raise t.err("file", "a file name in the program's folder, e.g. blur.pgm")
+    fields: dict[str, Any] = {"file": name, "min_psnr": t.number("min_psnr"),
+                              "max_diff": t.number("max_diff")}
+    if "width" in t.raw or "height" in t.raw or "dtype" in t.raw:
+        width, height, dtype = t.number("width"), t.number("height"), t.string("dtype")
+        if not width or not height:
+            raise t.err("", "a raw image needs width, height and dtype")
+        fields["raw"] = (int(width), int(height), dtype)
+    return fields
+
+
+def _pattern(group: str = "") -> Callable[[Table], dict[str, Any]]:
+    return lambda t: {"pattern": t.pattern("pattern", group)}
+
+
+# idrrun's kinds, one record each, grouped by what they read (checks/registry.py).
+OUTPUT = (
+    Kind("exit_ok", "output", "ends normally", "the program ends normally", _exit_ok,
+         needs_run=True, hidden_runs=True),
+    Kind("value", "output", "value", "{label} is right", _value, fields=_value_fields,
+         keys=frozenset({"pattern", "expected"}), needs_run=True, hidden_runs=True),
+    Kind("line", "output", "prints the line", "the program prints {label}", _line,
+         fields=_line_fields, keys=frozenset({"regex", "exact"}), needs_run=True, hidden_runs=True),
+    Kind("matches_solution", "output", "same as the solution", "{label} is the solution's",
+         _matches_solution, fields=_pattern("number"), keys=frozenset({"pattern"}),
+         needs_run=True, needs_solution=True, hidden_runs=True),
+    Kind("image", "output", "picture", "{label} is the solution's", _image, fields=_image_fields,
+         keys=frozenset({"file", "min_psnr", "max_diff", "width", "height", "dtype"}),
+         needs_run=True, needs_solution=True, hidden_runs=True),
+    # The GPU's output against the same build's on the host, at the host arguments: a run of
+    # its own, public only.
+    Kind("agrees_with_host", "output", "GPU as host",
+         "{label} is the same on the GPU as on the host", _agrees_with_host,
+         fields=_pattern("number"), keys=frozenset({"pattern"}), needs_run=True),
+)
+PROGRAM = (
+    Kind("uses_openacc", "program", "uses OpenACC", "OpenACC compute regions run", _uses_openacc,
+         model="openacc"),
+    Kind("no_implicit_data", "program", "data clauses",
+         "every array in a compute region has a data clause", _no_implicit_data),
+    Kind("source", "program", "in the source", "the source has {label}", _source,
+         fields=lambda t: {"regex": t.pattern("regex")}, keys=frozenset({"regex"})),
+    Kind("uses_openmp", "program", "uses OpenMP offload",
+         "the compiler makes {min} OpenMP target regions", _uses_openmp, fields=_regions_fields,
+         keys=frozenset({"min"}), model="openmp"),
+    Kind("regions_ran", "program", "compute regions run", "{min} compute regions run",
+         _regions_ran, fields=_regions_fields, keys=frozenset({"min"}), needs_run=True,
+         model="openacc"),
+    Kind("loop_on_device", "program", "loop on the device", "{label} runs in a compute region",
+         _loop_on_device, fields=_pattern(), keys=frozenset({"pattern"}), needs_run=True,
+         model="openacc"),
+)
+TRACE = (
+    Kind("ran_on_gpu", "trace", "runs on the GPU", "kernels run on the GPU", trace=_ran_on_gpu),
+    Kind("queues", "trace", "async queues", "{min} async queues run kernels", trace=_queues,
+         fields=lambda t: {"minimum": int(t.number("min", 1) or 1)}, keys=frozenset({"min"})),
+    Kind("data_moved", "trace", "data moved", "the data stays on the device ({label})",
+         trace=_data_moved, fields=_data_moved_fields, keys=frozenset({"max_bytes", "per_iteration"})),
+    # A share of time: it depends on what else runs beside the program, so a run checked by one
+    # waits for a GPU of its own and its figure is measured over several runs (checks/measure.py).
+    Kind("gpu_busy", "trace", "GPU busy", "the GPU is busy enough ({label})", trace=_gpu_busy,
+         fields=_gpu_busy_fields, keys=frozenset({"min"}),
+         timed=TimedFigure("gpu_busy", lambda spec: spec.min_share, 100.0, " %")),
+)
+for _declared in (*OUTPUT, *PROGRAM, *TRACE):
+    registry.register(_declared)

@@ -205,7 +205,21 @@ def _fortran_end_do(lines: list[str], line: int) -> int | None:
     return None
 
 
+_F_ACC_LINE = re.compile(r"^\s*!\$acc\b", re.IGNORECASE)
+
+
+def _directive_start(lines: list[str], line: int) -> int:
+    """The first line of a directive continued over several lines (`&`): gfortran gives the
+    line of its last one as the construct's line (md_forces: `!$acc parallel loop ... &` then
+    `!$acc copyin(...)`)."""
+    while line > 1 and _F_ACC_LINE.match(lines[line - 1]) and not _F_COMPUTE.match(lines[line - 1]) \
+            and _F_ACC_LINE.match(lines[line - 2]) and lines[line - 2].rstrip().endswith("&"):
+        line -= 1
+    return line
+
+
 def _fortran_construct(lines: list[str], line: int) -> tuple[int, int] | None:
+    line = _directive_start(lines, line)
     directive = _F_COMPUTE.match(lines[line - 1])
     if directive is None:  # a loop's own line
         end = _fortran_end_do(lines, line) if _F_DO.match(lines[line - 1]) else None

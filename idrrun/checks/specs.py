@@ -9,26 +9,20 @@ import dataclasses
 import math
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from ..errors import SpecError, did_you_mean
 from ..model import Settings
-from . import regex, words
+from . import regex, registry, words
 
-CHECK_KINDS = ("exit_ok", "value", "line", "matches_solution", "uses_openacc",
-               "no_implicit_data", "source", "ran_on_gpu", "queues", "data_moved", "gpu_busy",
-               "image", "uses_openmp", "regions_ran", "loop_on_device", "agrees_with_host")
-# Checks that need a GPU trace (profiling); "incomplete" when none was recorded.
-TRACE_KINDS = ("ran_on_gpu", "queues", "data_moved", "gpu_busy")
-# Checks whose figure is a time or a share of time (gpu_busy; so will be any rate, speed-up or
-# bandwidth kind): it depends on what else runs beside the program, so a run checked by one
-# waits for a GPU of its own and runs on CPUs of its own (run/lanes.py), and its figure is
-# measured over several runs (checks/measure.py). Counts and bytes (ran_on_gpu, queues,
-# data_moved, values) are the same however busy the machine is: not timed.
-TIMED_KINDS = ("gpu_busy",)
+# A check kind is one record of checks/registry.py (its fields, evaluator, needs, words);
+# CHECK_KINDS, OUTPUT_KINDS, TRACE_KINDS and TIMED_KINDS are read from there (__getattr__).
+# The kind of idrrun's own row that says the program did not build: the verdict's one row then,
+# and no check earns anything (checks/score.py).
+BUILD_ROW = "build"
 # idrrun's own course: in the wheel as idrrun/course/{examples,notebooks}, the students' copy
 # (hatch_build.py), or, when idrrun runs from a checkout (pip install -e), the checkout's whole
 # examples/ and notebooks/.
@@ -49,8 +43,6 @@ def _course_roots() -> tuple[Path, ...]:
 # grading hides these folders from every box.
 COURSE_DIRS: tuple[Path, ...] = tuple(root / sub for root in _course_roots()
                                       for sub in ("examples", "notebooks") if (root / sub).is_dir())
-# Checks of what the program printed or wrote: evaluated again for each hidden argument set.
-OUTPUT_KINDS = ("exit_ok", "value", "line", "matches_solution", "image")
 SPEC_LANGUAGES = ("c", "c++", "fortran", "cuda")
 # [args.draw]: at most this many argument sets drawn (each one a run of every submission).
 MAX_DRAWN_SETS = 20
@@ -58,6 +50,20 @@ MAX_DRAWN_SETS = 20
 # result only, or nothing (graded, counted in the score, never shown; not run in a notebook).
 Visibility = Literal["shown", "summary", "hidden"]
 VISIBILITIES: tuple[Visibility, ...] = ("shown", "summary", "hidden")
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """CHECK_KINDS, OUTPUT_KINDS (evaluated again on each hidden run), TRACE_KINDS (need a GPU
+    trace), TIMED_KINDS (a time or a share of time): read from the registry of kinds."""
+    if name == "CHECK_KINDS":
+        return registry.names()
+    if name == "OUTPUT_KINDS":
+        return registry.hidden_names()
+    if name == "TRACE_KINDS":
+        return registry.names("trace")
+    if name == "TIMED_KINDS":
+        return registry.timed_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,11 @@ class CheckSpec:
     # (output kinds only; None: as on the main run). The verdict does not depend on them.
     points: float = 1.0
     hidden_points: float | None = None
+    # The checks (their [[check]] indices) that must pass on the main run for this one's points
+    # to count (spec: counts_when = [labels]): the values of a serial program are right, and
+    # they are worth something only once the work runs where the exercise asks. The verdict
+    # does not depend on them (checks/score.py).
+    counts_when: tuple[int, ...] = ()
     visibility: Visibility | None = None  # None: the exercise's
     index: int = -1  # its place among the spec's [[check]] tables (check[index])
 
@@ -187,11 +198,11 @@ class Exercise:
 
     @property
     def needs_solution(self) -> bool:
-        return any(c.kind in ("matches_solution", "image") for c in self.checks)
+        return any(_kind(c.kind).needs_solution for c in self.checks)
 
     @property
     def needs_trace(self) -> bool:
-        return any(c.kind in TRACE_KINDS for c in self.checks)
+        return any(_kind(c.kind).needs_trace for c in self.checks)
 
     def as_start_file(self) -> Exercise:
         """The exercise as `idrrun course check` checks its start file: at its host arguments
@@ -210,8 +221,8 @@ class Exercise:
 
     @property
     def timed(self) -> bool:
-        """Some check's figure is a time or a share of time (TIMED_KINDS)."""
-        return any(c.kind in TIMED_KINDS for c in self.checks)
+        """Some check's figure is a time or a share of time (Kind.timed)."""
+        return any(_kind(c.kind).timed is not None for c in self.checks)
 
     @property
     def solution_files(self) -> tuple[str, ...]:
@@ -361,7 +372,7 @@ def _regex(value: str, path: Path, where: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Table:
+class Table:
     """A table of a spec being read, and where it is, for the error messages."""
 
     raw: Mapping[str, Any]
@@ -385,80 +396,7 @@ class _Table:
         return value
 
 
-# What each kind reads of its [[check]] table besides the fields every check has: one reader
-# per kind, each returning CheckSpec's fields by name.
-def _value_fields(t: _Table) -> dict[str, Any]:
-    pattern = t.pattern("pattern", "number")
-    expected = t.number("expected")
-    if expected is None:
-        raise t.err("expected", "a value check needs the expected number")
-    return {"pattern": pattern, "expected": expected}
-
-
-def _line_fields(t: _Table) -> dict[str, Any]:
-    if ("regex" in t.raw) == ("exact" in t.raw):
-        raise t.err("", "a line check needs exactly one of 'regex' or 'exact'")
-    return {"regex": t.pattern("regex")} if "regex" in t.raw else {"exact": t.string("exact")}
-
-
-def _regions_fields(t: _Table) -> dict[str, Any]:
-    minimum = t.number("min", 1)
-    if minimum is None or minimum < 1 or minimum != int(minimum):
-        raise t.err("min", "a regions_ran check needs min, a whole number ≥ 1")
-    return {"minimum": int(minimum)}
-
-
-def _data_moved_fields(t: _Table) -> dict[str, Any]:
-    max_bytes = t.number("max_bytes")
-    if max_bytes is None:
-        raise t.err("max_bytes", "a data_moved check needs max_bytes")
-    fields: dict[str, Any] = {"max_bytes": max_bytes}
-    if "per_iteration" in t.raw:
-        fields["per_iteration"] = t.pattern("per_iteration", "count")
-    return fields
-
-
-def _gpu_busy_fields(t: _Table) -> dict[str, Any]:
-    share = t.number("min")
-    if share is None or not 0 < share <= 1:
-        raise t.err("min", "a gpu_busy check needs min, a fraction in (0, 1]")
-    return {"min_share": share}
-
-
-def _image_fields(t: _Table) -> dict[str, Any]:
-    name = t.string("file")
-    if "/" in name or name.startswith("."):
-        raise t.err("file", "a file name in the program's folder, e.g. blur.pgm")
-    fields: dict[str, Any] = {"file": name, "min_psnr": t.number("min_psnr"),
-                              "max_diff": t.number("max_diff")}
-    if "width" in t.raw or "height" in t.raw or "dtype" in t.raw:
-        width, height, dtype = t.number("width"), t.number("height"), t.string("dtype")
-        if not width or not height:
-            raise t.err("", "a raw image needs width, height and dtype")
-        fields["raw"] = (int(width), int(height), dtype)
-    return fields
-
-
-_KIND_FIELDS: dict[str, Callable[[_Table], dict[str, Any]]] = {
-    "value": _value_fields,
-    "matches_solution": lambda t: {"pattern": t.pattern("pattern", "number")},
-    "agrees_with_host": lambda t: {"pattern": t.pattern("pattern", "number")},
-    "line": _line_fields,
-    "source": lambda t: {"regex": t.pattern("regex")},
-    "queues": lambda t: {"minimum": int(t.number("min", 1) or 1)},
-    "regions_ran": _regions_fields,
-    "loop_on_device": lambda t: {"pattern": t.pattern("pattern")},
-    "data_moved": _data_moved_fields,
-    "gpu_busy": _gpu_busy_fields,
-    "image": _image_fields,
-}
-_CHECK_FIELDS = frozenset({"kind", "label", "pattern", "expected", "abs_tol", "rel_tol", "regex",
-                           "exact", "min", "max_bytes", "per_iteration", "reason", "file",
-                           "min_psnr", "max_diff", "width", "height", "dtype", "grading_only",
-                           "points", "hidden_points", "visibility", "expect"})
-
-
-def _points(t: _Table, key: str, default: float | None) -> float | None:
+def _points(t: Table, key: str, default: float | None) -> float | None:
     value = t.number(key, default)
     if value is not None and not (math.isfinite(value) and value >= 0):
         raise t.err(key, f"expected a number of points ≥ 0, got {t.raw.get(key)!r}")
@@ -472,38 +410,52 @@ def _visibility(raw: Mapping[str, Any], path: Path, where: str) -> Visibility | 
     return cast("Visibility | None", value)
 
 
-def _grading_fields(t: _Table, kind: str) -> dict[str, Any]:
+def _grading_fields(t: Table, kind: registry.Kind) -> dict[str, Any]:
     """What a check is worth and who sees it: points, hidden_points, visibility."""
     hidden = _points(t, "hidden_points", None)
-    if hidden is not None and kind not in OUTPUT_KINDS:
+    if hidden is not None and not kind.hidden_runs:
+        output = ", ".join(registry.hidden_names())
         raise t.err("hidden_points", f"only checks of what the program prints or writes run on "
-                                     f"hidden cases ({', '.join(OUTPUT_KINDS)}), not {kind}")
+                                     f"hidden cases ({output}), not {kind.name}")
     return {"points": _points(t, "points", 1.0), "hidden_points": hidden,
             "visibility": _visibility(t.raw, t.path, f"{t.where}.visibility")}
 
 
+# The keys every [[check]] may have; a kind reads its own besides (Kind.keys).
+COMMON_FIELDS = frozenset({"kind", "label", "abs_tol", "rel_tol", "reason", "expect",
+                           "grading_only", "points", "hidden_points", "visibility", "counts_when"})
+
+
+def _kind(name: str) -> registry.Kind:
+    kind = registry.get(name)
+    if kind is None:
+        raise SpecError(f"unknown check kind {name!r}")
+    return kind
+
+
 def _check(raw: Any, index: int, path: Path) -> CheckSpec:
-    """One [[check]] table: the fields every check has, then its kind's own (_KIND_FIELDS)."""
+    """One [[check]] table: the fields every check has, then its kind's own (Kind.fields)."""
     if not isinstance(raw, dict):
         raise _err(path, f"check[{index}]", "expected a table [[check]]")
-    t = _Table(raw, path, f"check[{index}]")
-    kind = raw.get("kind")
-    if kind not in CHECK_KINDS:
-        raise t.err("kind", f"expected one of {', '.join(CHECK_KINDS)}, got {kind!r}")
-    unknown = sorted(set(raw) - _CHECK_FIELDS)
+    t = Table(raw, path, f"check[{index}]")
+    kind = registry.get(raw["kind"]) if isinstance(raw.get("kind"), str) else None
+    if kind is None:
+        raise t.err("kind", f"expected one of {', '.join(registry.names())}, got {raw.get('kind')!r}")
+    unknown = sorted(set(raw) - COMMON_FIELDS - kind.keys)
     if unknown:
-        raise t.err(unknown[0], "unknown field")
+        others = {key for other in registry.all_kinds() for key in other.keys}
+        raise t.err(unknown[0], f"not a field of a {kind.name} check" if unknown[0] in others
+                    else "unknown field")
     grading_only = raw.get("grading_only", False)
     if not isinstance(grading_only, bool):
         raise t.err("grading_only", f"expected true or false, got {grading_only!r}")
     for key in ("label", "expect"):
         if not isinstance(raw.get(key, ""), str):
             raise t.err(key, "expected a string")
-    reader = _KIND_FIELDS.get(kind)
-    fields = reader(t) if reader is not None else {}
-    label = raw.get("label") or words.default_label(kind, fields.get("pattern"), fields.get("exact"),
-                                                    fields.get("file"))
-    return CheckSpec(kind=kind, label=label, abs_tol=t.number("abs_tol", 0.0) or 0.0,
+    fields = kind.fields(t) if kind.fields is not None else {}
+    label = raw.get("label") or words.default_label(kind.name, fields.get("pattern"),
+                                                    fields.get("exact"), fields.get("file"))
+    return CheckSpec(kind=kind.name, label=label, abs_tol=t.number("abs_tol", 0.0) or 0.0,
                      rel_tol=t.number("rel_tol", 1e-9) or 0.0, reason=str(raw.get("reason", "")),
                      expect=str(raw.get("expect", "")), grading_only=grading_only, index=index,
                      **_grading_fields(t, kind), **fields)
@@ -533,7 +485,7 @@ def load(path: Path) -> Exercise:
     students = _flag(data, "students", path)
     args = _arg_table(data, path)
     host_args = _args(args.get("host"), path, "args.host")
-    return Exercise(
+    return _reachable(Exercise(
         name=name,
         title=_str(data, "title", path, "title", default=name),
         topic=_str(data, "topic", path, "topic", default=name.split("_")[0]),
@@ -553,7 +505,27 @@ def load(path: Path) -> Exercise:
         students=students,
         visibility=_exercise_visibility(data, path),
         more_at_grading=_flag(data, "more_at_grading", path),
-    )
+    ))
+
+
+def _reachable(exercise: Exercise) -> Exercise:
+    """The exercise, when every point it promises can be earned: hidden points need a hidden
+    case (fixed or drawn), a check of one model's evidence needs that model. A students' copy
+    has had its hidden cases removed: grading runs them."""
+    hidden_cases = bool(exercise.hidden_args) or exercise.draw is not None or \
+        exercise.students or exercise.more_at_grading
+    for c in exercise.checks:
+        if c.hidden_points and not hidden_cases:
+            raise _err(exercise.path, f"check[{c.index}].hidden_points",
+                       f"{c.label!r} promises {c.hidden_points:g} points on each hidden run, and "
+                       "the exercise has no hidden case: add [args.draw] (or [args] hidden), or "
+                       "remove hidden_points")
+        model = _kind(c.kind).model
+        if model is not None and model != exercise.model:
+            raise _err(exercise.path, f"check[{c.index}].kind",
+                       f"a {c.kind} check reads what an {model} program shows, and the exercise's "
+                       f"model is {exercise.model}: it could never pass")
+    return exercise
 
 
 def _exercise_visibility(data: Mapping[str, Any], path: Path) -> Visibility:
@@ -641,7 +613,46 @@ def _checks(data: Mapping[str, Any], path: Path) -> tuple[CheckSpec, ...]:
     raw_checks = data.get("check", [])
     if not isinstance(raw_checks, list) or not raw_checks:
         raise _err(path, "check", "expected at least one [[check]] table")
-    return tuple(_check(c, i, path) for i, c in enumerate(raw_checks))
+    checks = tuple(_check(c, i, path) for i, c in enumerate(raw_checks))
+    needs = {c.index: _counts_when(raw_checks[c.index], c, checks, path) for c in checks}
+    _no_cycle(needs, checks, path)
+    return tuple(dataclasses.replace(c, counts_when=needs[c.index]) for c in checks)
+
+
+def _counts_when(raw: Mapping[str, Any], check: CheckSpec, checks: Sequence[CheckSpec],
+                 path: Path) -> tuple[int, ...]:
+    """counts_when = [labels]: the checks this one's points wait for, by their labels."""
+    where = f"check[{check.index}].counts_when"
+    value = raw.get("counts_when", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _err(path, where, f"expected a list of check labels, got {value!r}")
+    out: list[int] = []
+    for label in value:
+        found = [c.index for c in checks if c.label == label]
+        if not found:
+            known = ", ".join(repr(c.label) for c in checks if c is not check)
+            raise _err(path, where, f"no check is labelled {label!r}{did_you_mean(label, [c.label for c in checks])}"
+                                    f" (labels: {known}): its points would wait for a check that never runs")
+        if len(found) > 1:
+            raise _err(path, where, f"{len(found)} checks are labelled {label!r}: give them "
+                                    "labels of their own (label = ...)")
+        if found[0] == check.index:
+            raise _err(path, where, f"a check cannot wait for itself ({label!r})")
+        out.append(found[0])
+    return tuple(dict.fromkeys(out))
+
+
+def _no_cycle(needs: Mapping[int, tuple[int, ...]], checks: Sequence[CheckSpec], path: Path) -> None:
+    """No check waits, through others, for itself: its points could never count."""
+    def reaches(start: int, index: int, seen: frozenset[int]) -> bool:
+        return any(d == start or (d not in seen and reaches(start, d, seen | {d}))
+                   for d in needs[index])
+
+    for c in checks:
+        if reaches(c.index, c.index, frozenset()):
+            raise _err(path, f"check[{c.index}].counts_when",
+                       f"{c.label!r} waits, through the checks it counts on, for itself: its "
+                       "points could never count")
 
 
 def _options(data: Mapping[str, Any], path: Path) -> tuple[str, ...]:

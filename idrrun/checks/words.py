@@ -11,31 +11,24 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-# A label for each kind whose spec gives none (value and matches_solution take the name their
-# pattern prints, so that two of them in one exercise are told apart).
-KIND_LABELS: dict[str, str] = {
-    "exit_ok": "ends normally",
-    "value": "value",
-    "line": "prints the line",
-    "matches_solution": "same as the solution",
-    "uses_openacc": "uses OpenACC",
-    "no_implicit_data": "data clauses",
-    "source": "in the source",
-    "ran_on_gpu": "runs on the GPU",
-    "queues": "async queues",
-    "data_moved": "data moved",
-    "gpu_busy": "GPU busy",
-    "image": "picture",
-    "uses_openmp": "uses OpenMP offload",
-    "regions_ran": "compute regions run",
-    "loop_on_device": "loop on the device",
-    "agrees_with_host": "GPU as host",
-}
+from . import registry
+
+
+def holds(kind: str, label: str, minimum: int | None = None) -> str:
+    """What a passed check of `kind` says of the work: "the saxpy loop runs in a compute
+    region", "2 compute regions run"."""
+    known = registry.get(kind)
+    template = known.holds if known is not None else "'{label}' passes"
+    return template.format(label=label, min=minimum if minimum is not None else 1)
 
 
 def kind_label(kind: str) -> str:
     """A kind in words: "uses OpenACC"; "output" for a row of no kind."""
-    return KIND_LABELS.get(kind, kind.replace("_", " ")) if kind else "output"
+    if not kind:
+        return "output"
+    known = registry.get(kind)
+    return known.label if known is not None else kind.replace("_", " ")
+
 
 NUMBER = "<number>"
 # A pattern's pieces and what a student reads for each. Anything else (alternatives, classes of

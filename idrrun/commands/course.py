@@ -178,7 +178,8 @@ def _check(args: argparse.Namespace) -> int:
             "passed": len(rows) - bad, "incomplete": sum(r.incomplete for r in rows),
             "failed": bad,
             "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
-                      "incomplete": r.incomplete, "solution": row_dict(r.solution),
+                      "incomplete": r.incomplete, "scores": _scores_dict(r),
+                      "solution": row_dict(r.solution),
                       "start": row_dict(r.start),
                       "reference": [check_dict(c) for c in r.reference], "findings": said}
                      for r, said in zip(rows, found)],
@@ -187,6 +188,19 @@ def _check(args: argparse.Namespace) -> int:
         _table(console, rows)
         _findings(console, rows, found)
     return EXIT_OK if rows and all(r.ok for r in rows) else EXIT_FAILED
+
+
+def _score_dict(row: GradeRow) -> dict[str, float] | None:
+    s = row.score
+    return None if s is None else {"earned": s.earned, "possible": s.possible,
+                                   "evaluated": s.evaluated, "not_evaluated": s.not_evaluated}
+
+
+def _scores_dict(r: course.CourseRow) -> dict[str, object]:
+    """The two bounds of the marks, as `course check` judges them."""
+    return {"solution": _score_dict(r.solution), "start": _score_dict(r.start),
+            "start_share": r.start_share, "start_share_max": course.START_SHARE,
+            "solution_full": r.solution_full, "start_low": r.start_low}
 
 
 def _findings(console: Console, rows: Sequence[course.CourseRow], found: Sequence[list[str]]) -> None:
@@ -219,14 +233,15 @@ def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,
 def _table(console: Console, rows: Sequence[course.CourseRow]) -> None:
     table = Table(title="course check")
     in_lanes = any(r.solution.lane or r.start.lane for r in rows)
-    for col in ("exercise", "language", "solution", "start file", "reference", "solution s",
-                "start s", "ok", *(("lanes (solution; start)",) if in_lanes else ())):
+    for col in ("exercise", "language", "solution", "start file", "reference", "points",
+                "solution s", "start s", "ok", *(("lanes (solution; start)",) if in_lanes else ())):
         table.add_column(col)
     for r in rows:
         ok = Text("yes", style="green") if r.ok and not r.incomplete else \
             Text("yes, here", style="yellow") if r.ok else Text("NO", style="red")
         table.add_row(r.exercise, r.language, Text(_solution_cell(r.solution)),
                       Text(_start_cell(r.start)), Text(_reference_cell(r.reference)),
+                      Text(r.scores(), style="" if r.solution_full and r.start_low else "red"),
                       f"{r.solution.run_seconds:.2f}", f"{r.start.run_seconds:.2f}", ok,
                       *((f"{r.solution.lane}; {r.start.lane}",) if in_lanes else ()))
     console.print(table)

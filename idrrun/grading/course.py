@@ -22,7 +22,8 @@ from tomlkit.container import Container
 from tomlkit.items import Comment, Whitespace
 
 from ..checking import SolutionRun, solution_output
-from ..checks import kinds, reference, specs
+from ..checks import kinds, reference, specs, words
+from ..checks.score import points
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
 from ..files import write_atomic
@@ -59,10 +60,37 @@ class CourseRow:
     @property
     def ok(self) -> bool:
         """The solution passes (or could not be judged fully here) and still prints what its
-        reference says, the start file builds and fails."""
+        reference says, the start file builds and fails; the solution earns every point this
+        machine can evaluate, the start file at most START_SHARE of those it can be given."""
         return (self.solution.status in ("pass", "incomplete") and self.start.status == "fail"
                 and self.start.failure not in _COMPILE_FAILURES
-                and not any(c.status == "fail" for c in self.reference))
+                and not any(c.status == "fail" for c in self.reference)
+                and self.solution_full and self.start_low)
+
+    @property
+    def solution_full(self) -> bool:
+        """The solution earns every point evaluated here."""
+        s = self.solution.score
+        return s is not None and s.earned >= s.evaluated - _EPSILON
+
+    @property
+    def start_share(self) -> float | None:
+        """What the start file earns, as a share of the points it can be given here (None:
+        not scored, or nothing could be evaluated here)."""
+        s = self.start.score
+        if s is None or s.evaluated <= 0:
+            return None
+        return s.earned / s.evaluated
+
+    @property
+    def start_low(self) -> bool:
+        share = self.start_share
+        return self.start.score is not None and (share is None or share <= START_SHARE + _EPSILON)
+
+    def scores(self) -> str:
+        """"solution 23/23, start 0/23 (0 %)"; with what this machine could not evaluate."""
+        return f"solution {_scored(self.solution)}, start {_scored(self.start)}" + (
+            f" ({100 * self.start_share:.0f} %)" if self.start_share is not None else "")
 
     @property
     def incomplete(self) -> bool:
@@ -70,6 +98,16 @@ class CourseRow:
         reference for these arguments is missing."""
         return self.ok and (self.solution.status == "incomplete"
                             or any(c.status == "incomplete" for c in self.reference))
+
+
+# The most an untouched start file may earn of the points it can be given (STYLE.md 22: it earns
+# almost nothing); the published solution earns every point.
+START_SHARE = 0.10
+_EPSILON = 1e-9
+
+
+def _scored(row: GradeRow) -> str:
+    return str(row.score) if row.score is not None else "not scored"
 
 
 def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None, settings: Settings,
@@ -132,9 +170,29 @@ def findings(row: CourseRow, exercise: Exercise) -> list[str]:
     out = _solution_findings(row.solution, exercise, row.language) + \
         _start_findings(row.start, exercise, row.language) + \
         [f"{exercise.path}: {c.name}: {c.reason}" for c in row.reference if c.status == "fail"]
+    out += _score_findings(row, exercise)
     if not any(c.points or c.points_hidden for c in exercise.checks):
         out.append(f"{_where(exercise, 'check[0].points')}: every check is worth 0 points: every "
                    f"score will be 0/0")
+    return out
+
+
+def _score_findings(row: CourseRow, exercise: Exercise) -> list[str]:
+    """The two bounds of a course's marks: the solution earns every point evaluated here, the
+    start file at most START_SHARE of them; each said with the points' whereabouts."""
+    out: list[str] = []
+    sol, start = row.solution.score, row.start.score
+    if sol is not None and not row.solution_full and row.solution.status != "fail":
+        lost = [f"{i.label}: {i.why or 'lost'}" for i in sol.items if i.outcome == "lost"]
+        out.append(f"{_where(exercise, 'check')}: the solution earns {points(sol.earned)} of the "
+                   f"{points(sol.evaluated)} points evaluated here: " + "; ".join(lost))
+    share = row.start_share
+    if start is not None and share is not None and not row.start_low:
+        earned = [f"{i.label} ({points(i.worth)})" for i in start.items if i.outcome == "earned"]
+        out.append(f"{_where(exercise, 'check')}: the start file earns {points(start.earned)} of "
+                   f"the {points(start.evaluated)} points evaluated here ({100 * share:.0f} %, "
+                   f"more than {100 * START_SHARE:.0f} %): {', '.join(earned)}; let those points "
+                   "wait for the port (counts_when, examples/README.md \"Points\")")
     return out
 
 
@@ -464,6 +522,31 @@ def _drop(table: Container, key: str) -> None:
     del table[key]
 
 
+def _dropped(check: Any) -> bool:
+    return bool(check.get("grading_only", False)) or check.get("visibility") == "hidden"
+
+
+def _label(check: Any) -> str:
+    """A [[check]]'s label as specs.load gives it (its own, else its kind's default)."""
+    if check.get("label"):
+        return str(check["label"])
+    return words.default_label(str(check.get("kind", "")), check.get("pattern"), check.get("exact"),
+                               check.get("file"))
+
+
+def _forget_dropped(checks: Any) -> None:
+    """The labels of checks a students' copy leaves out, removed from the counts_when of the
+    checks it keeps (a notebook scores nothing; the spec must still load)."""
+    gone = {_label(c) for c in checks if _dropped(c)}
+    for check in checks:
+        if gone and "counts_when" in check and not _dropped(check):
+            kept = [label for label in check["counts_when"] if str(label) not in gone]
+            if kept:
+                check["counts_when"] = kept
+            else:
+                del check["counts_when"]
+
+
 def students_spec(text: str, solutions_kept: Collection[str]) -> str:
     """A spec as the students' course carries it: the solutions it does not ship and every
     grading-only part (fixed hidden argument sets, the ranges of drawn ones, checks marked
@@ -483,8 +566,9 @@ def students_spec(text: str, solutions_kept: Collection[str]) -> str:
             removed = True
     checks = doc.get("check")
     if checks is not None:
+        _forget_dropped(checks)
         for i in reversed(range(len(checks))):
-            if checks[i].get("grading_only", False) or checks[i].get("visibility") == "hidden":
+            if _dropped(checks[i]):
                 if i > 0:  # a comment above [[check]] ends the table before it
                     previous = checks[i - 1].value.body
                     _drop_comments_above(previous, len(previous))

@@ -54,7 +54,7 @@ class ContentKey:
 
 # What a [[check]] says that only scores or shows a verdict: changing it re-scores the rows a
 # resumed grading keeps (resume) and never runs a submission again.
-SCORING_ONLY = frozenset({"points", "hidden_points", "visibility"})
+SCORING_ONLY = frozenset({"points", "hidden_points", "visibility", "counts_when"})
 
 
 def _spec_bytes(path: Path) -> bytes:
@@ -557,10 +557,12 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     lines.append("")
     lines += _what_went_wrong(row)
     shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
-    if row.failure is not None and row.failure.step == "compile":
-        lines += ["The program did not build: no check of what it does when it runs could earn "
-                  "points.", ""]
-    if row.checks:
+    if row.checks and row.failure is not None and row.failure.step == "compile":
+        # A build that failed has one row (checks/kinds.py): the exercise's checks never ran.
+        lines += [f"The program did not build: none of the exercise's "
+                  f"{plural(len(exercise.checks), 'check')} could judge it, and it earns no points.",
+                  ""]
+    elif row.checks:
         lines += ["## Checks", "", "| check | result | expected | got | why |", "|---|---|---|---|---|"]
         for c in (c for c in shown if c is not None):
             cells = [c.name, c.status, c.expected, c.got, c.reason]

@@ -1,0 +1,108 @@
+"""The check kinds: each one declared once, as a record (its spec fields, its evaluator, what it
+needs, its words, how its points behave). Specs, evaluation, words and scoring read them here.
+
+idrrun's own kinds are declared in checks/kinds.py, grouped by what they read, and registered
+when the package is imported (checks/__init__.py); a kind of one's own is one more record,
+`register(Kind(...))` (docs/architecture.md, "Add a check kind").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..model import CheckResult
+    from .kinds import Evidence
+    from .specs import CheckSpec, Table
+
+# What a kind reads: what the program printed or wrote (its run; evaluated again on each hidden
+# run), the program itself (its source, the compiler's report, the regions its run executed),
+# or the GPU trace of a profiled run (incomplete without one).
+Reads = Literal["output", "program", "trace"]
+
+
+@dataclass(frozen=True)
+class TimedFigure:
+    """Where a timed kind's figure is among a trace's values, and how it is shown: a time or a
+    share of time depends on what else runs beside the program (checks/measure.py)."""
+
+    key: str  # in profile.summary.trace_values
+    bound: Callable[[CheckSpec], float | None]  # the spec's bound the figure is compared with
+    scale: float = 1.0
+    unit: str = ""
+
+    def show(self, value: float) -> str:
+        return f"{self.scale * value:.0f}{self.unit}"
+
+    def spread(self, low: float, high: float) -> str:
+        return f"{self.scale * low:.0f}–{self.scale * high:.0f}{self.unit}"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One check kind.
+
+    evaluate(spec, evidence) judges a run; a trace kind's trace(spec, values, evidence) judges
+    the figures of a GPU trace (evidence None: a timed figure judged alone). fields(table)
+    reads the [[check]] keys of its own (`keys`) into CheckSpec's fields by name."""
+
+    name: str
+    reads: Reads
+    label: str  # what a student reads when the spec gives no label
+    holds: str  # what a passed one says of the work, after "counts once" ({label}, {min})
+    evaluate: Callable[[CheckSpec, Evidence], CheckResult] | None = None
+    trace: Callable[[CheckSpec, Mapping[str, float], Evidence | None], CheckResult] | None = None
+    fields: Callable[[Table], dict[str, Any]] | None = None
+    keys: frozenset[str] = frozenset()
+    needs_run: bool = False  # judges what a run produced: "incomplete" when not run (-n)
+    needs_solution: bool = False  # compares with the solution's output or files
+    model: str | None = None  # the programming model whose evidence it reads; None: any
+    timed: TimedFigure | None = None  # its figure is a time or a share of time
+    # Evaluated again on each hidden run, and may give hidden_points there (what the program
+    # prints or writes for the arguments it was given).
+    hidden_runs: bool = False
+
+    @property
+    def needs_trace(self) -> bool:
+        return self.reads == "trace"
+
+
+_KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> None:
+    """Add a kind: specs accept it, grading evaluates it, words and scores know it."""
+    if kind.reads == "trace" and kind.trace is None or kind.reads != "trace" and kind.evaluate is None:
+        raise ValueError(f"check kind {kind.name}: a {kind.reads} kind needs "
+                         f"{'trace' if kind.reads == 'trace' else 'evaluate'}")
+    if kind.name in _KINDS and _KINDS[kind.name] != kind:
+        raise ValueError(f"check kind {kind.name} is already registered")
+    _KINDS[kind.name] = kind
+
+
+def unregister(name: str) -> None:
+    _KINDS.pop(name, None)
+
+
+def get(name: str) -> Kind | None:
+    return _KINDS.get(name)
+
+
+def all_kinds() -> tuple[Kind, ...]:
+    return tuple(_KINDS.values())
+
+
+def names(reads: Reads | None = None) -> tuple[str, ...]:
+    """Every kind's name (those that read `reads`), in the order they were declared."""
+    return tuple(k.name for k in all_kinds() if reads is None or k.reads == reads)
+
+
+def hidden_names() -> tuple[str, ...]:
+    """The kinds evaluated again on each hidden run."""
+    return tuple(k.name for k in all_kinds() if k.hidden_runs)
+
+
+def timed_names() -> tuple[str, ...]:
+    return tuple(k.name for k in all_kinds() if k.timed is not None)
