@@ -91,7 +91,6 @@ def main(tokens: Sequence[str]) -> int:
     notes += found
     level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
-    subs = discover.discover(args.submissions, exercise, args.language)
     console = _console()
 
     def say(text: str) -> None:
@@ -112,6 +111,8 @@ def main(tokens: Sequence[str]) -> int:
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
+    subs = discover.discover(args.submissions, exercise, args.language,
+                             into=rooms.intake_room(settings))
     key = report.grading_key(settings)
     already: dict[str, report.GradeRow] = {}
     if args.report is not None and not args.fresh:

@@ -28,7 +28,7 @@ from ..request.options import Options
 from ..request.policy import Policy
 from ..run import boundary, isolation, launch, proc, rooms
 from . import comparison
-from .discover import Submission, _inside, _read, exposed, outside_includes
+from .discover import Submission, exposed, outside_includes, take_in
 from .report import GradeRow, resumed, row_from_outcome
 
 
@@ -123,32 +123,29 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
 
     if sub.source is None:
         return error_row(sub.problem)
-    outside = outside_includes(sub.source.text)
-    if outside:
-        return error_row(f"refused: the source includes files from outside the submission "
-                         f"({', '.join(outside[:3])}); only what was handed in is compiled",
-                         sub.source.language)
     room = rooms.new_room(settings, "idrrun-grade-")
     try:
-        # The grader's own copy of what was handed in (regular files only, nothing followed,
-        # bounded), read again from there: what is compiled is what was copied.
+        # What discover read once (a Submission made by hand is read now, the same way): the
+        # source, its digest and what is compiled are that one copy, the grader's own.
+        sub = take_in(sub, exercise, room)
+        if sub.source is None or sub.copy is None:
+            return error_row(sub.problem)
+        outside = outside_includes(sub.source.text)
+        if outside:
+            return error_row(f"refused: the source includes files from outside the submission "
+                             f"({', '.join(outside[:3])}); only what was handed in is compiled",
+                             sub.source.language)
         src = rooms.source_folder(room)
         fd = boundary.open_dir(src)
         try:
-            copied = boundary.copy_tree(sub.path, fd)
+            copied = boundary.copy_tree(sub.copy, fd, boundary.Budget(size=1 << 40,
+                                                                      entries=1 << 20,
+                                                                      depth=1 << 10))
         finally:
             os.close(fd)
         if copied.refused:
             return error_row(f"refused: {copied.refused}", sub.source.language)
-        fd = boundary.open_dir(src)
-        try:
-            rel = _inside(sub)
-            again = _read(fd, rel, src / rel, sub.student, exercise, sub.source.language)
-        finally:
-            os.close(fd)
-        if again.source is None:
-            return error_row(again.problem, sub.source.language)
-        source = dataclasses.replace(again.source, name=sub.source.name, origin_dir=src)
+        source = dataclasses.replace(sub.source, origin_dir=src)
         check_language(source, exercise)
         request, toolchain = resolve.resolve(sub.options, source, src, settings, probe, exercise,
                                              policy(exercise, room, timeout, sandbox, lanes))
@@ -163,9 +160,10 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         row = row_from_outcome(sub, exercise, outcome, sandbox)
         return dataclasses.replace(row, comparison=comparison.kept(row.comparison, settings))
     except IdrrunError as exc:
-        return error_row(str(exc), sub.source.language)
+        return error_row(str(exc), sub.source.language if sub.source is not None else "")
     except OSError as exc:
-        return error_row(f"cannot prepare the submission: {exc}", sub.source.language)
+        return error_row(f"cannot prepare the submission: {exc}",
+                         sub.source.language if sub.source is not None else "")
     finally:
         boundary.remove(room)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
+import functools
 import hashlib
 import hmac
 import io
@@ -44,11 +45,29 @@ GradeStatus = Literal["pass", "fail", "incomplete", "error"]
 class ContentKey:
     """What a row's verdict depends on, the key a resumed grading keeps rows by: the content of
     what was handed in (Submission.digest), of the exercise (its spec, solutions and data files:
-    exercise_digest) and idrrun's version; never the student's name or path."""
+    exercise_digest) and of idrrun itself (its version and a digest of its code: code_id);
+    never the student's name or path."""
 
     submission: str
     exercise: str
     idrrun: str
+
+
+# idrrun's own package: every file of it decides a verdict (the checks, the guard's C source,
+# the tracer's), not only its version number, which an editable install never changes.
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@functools.lru_cache(maxsize=1)
+def code_id() -> str:
+    """idrrun's version and the sha256 of its package's files (names and bytes; compiled
+    caches left out): "0.1.0+code.<16 hex>". A grading by other code never keeps a row."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in _PACKAGE.rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"):
+        digest.update(path.relative_to(_PACKAGE).as_posix().encode("utf-8", "surrogateescape") +
+                      b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return f"{__version__}+code.{digest.hexdigest()[:16]}"
 
 
 # What a [[check]] says that only scores or shows a verdict: changing it re-scores the rows a
@@ -88,7 +107,7 @@ def exercise_digest(exercise: Exercise) -> str:
 
 
 def content_key(sub: Submission, exercise: Exercise) -> ContentKey:
-    return ContentKey(sub.digest, exercise_digest(exercise), __version__)
+    return ContentKey(sub.digest, exercise_digest(exercise), code_id())
 
 
 @dataclass(frozen=True)
@@ -216,7 +235,7 @@ def _why_again(old: GradeRow, now: ContentKey, exercise: Exercise) -> str:
     if old.content.exercise != now.exercise:
         return "graded with another exercise spec, solution or data"
     if old.content.idrrun != now.idrrun:
-        return f"graded by idrrun {old.content.idrrun}"
+        return f"graded by other idrrun code ({old.content.idrrun})"
     return "graded with other hidden argument sets (another seed or spec)"
 
 

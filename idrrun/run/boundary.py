@@ -563,10 +563,15 @@ class Copied:
     refused: str = ""  # why nothing was copied (a bound passed); "" when copied
 
 
-def copy_tree(source: Path, dest_fd: int, budget: Budget = Budget(), mode: int = 0o644) -> Copied:
+def copy_tree(source: Path, dest_fd: int, budget: Budget = Budget(), mode: int = 0o644,
+              single_link: bool = False) -> Copied:
     """Copy the regular files under `source` (a folder, or one file) into the grader's empty
     folder `dest_fd`: links, FIFOs and devices are left out (said in `skipped`), nothing is
-    followed, bounds are checked before a byte is written (all or nothing), holes stay holes."""
+    followed, bounds are checked before a byte is written (all or nothing), holes stay holes.
+    Each file is read once, through a descriptor, and no further than the size the walk saw:
+    a file its owner swaps for a bigger one meanwhile is cut there, never read past the budget.
+    single_link: a file with other names (a hard link to a file its owner may not read) is
+    refused, as take() refuses it."""
     try:
         top = os.open(source, _DIR_FLAGS)
     except NotADirectoryError:
@@ -586,9 +591,12 @@ def copy_tree(source: Path, dest_fd: int, budget: Budget = Budget(), mode: int =
                 plan.append((rel, st.st_size))
         except BoundaryError as exc:
             return Copied((), (), str(exc.strerror))
-        for rel, _ in plan:
-            _mkdirs(dest_fd, rel)
-            _copy_file(top, rel, dest_fd, mode)
+        try:
+            for rel, size in plan:
+                _mkdirs(dest_fd, rel)
+                _copy_file(top, rel, dest_fd, mode, size, single_link)
+        except OSError as exc:
+            return Copied((), (), f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return Copied(tuple(r for r, _ in plan), tuple(skipped))
     finally:
         os.close(top)
@@ -658,20 +666,28 @@ def _copy_one(source: Path, dest_fd: int, budget: Budget, mode: int) -> Copied:
         if st.st_size > budget.size:
             return Copied((), (), f"{st.st_size} bytes, more than the {budget.size >> 20} MiB "
                                   "a submission may have")
-        _copy_file(parent, source.name, dest_fd, mode)
+        try:
+            _copy_file(parent, source.name, dest_fd, mode, st.st_size, single_link=False)
+        except OSError as exc:
+            return Copied((), (), f"{source.name}: {exc.strerror or exc}")
         return Copied((source.name,), ())
     finally:
         os.close(parent)
 
 
-def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int) -> None:
-    """One regular file, read through the source folder's descriptor (never a link), written
-    new in the destination; holes are skipped (SEEK_DATA), so a sparse file stays sparse."""
+def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int, cap: int,
+               single_link: bool) -> None:
+    """One regular file, read through the source folder's descriptor (never a link), at most
+    `cap` bytes of it, written new in the destination; holes are skipped (SEEK_DATA), so a
+    sparse file stays sparse."""
     src = open_beneath(src_dir, rel)
     try:
         st = os.fstat(src)
         if not stat.S_ISREG(st.st_mode):
-            raise BoundaryError(errno.EINVAL, f"{rel}: not a regular file")
+            raise BoundaryError(errno.EINVAL, "not a regular file", rel)
+        if single_link and st.st_nlink != 1:
+            raise BoundaryError(errno.EMLINK, "a file with other names (a hard link): not read",
+                                rel)
         parent, _, name = rel.rpartition("/")
         target_dir = open_beneath(dest_fd, parent, _DIR_FLAGS) if parent else os.dup(dest_fd)
         try:
@@ -680,7 +696,7 @@ def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int) -> None:
         finally:
             os.close(target_dir)
         try:
-            _copy_data(src, out, st.st_size)
+            _copy_data(src, out, min(st.st_size, cap))
             os.fchmod(out, mode)
         finally:
             os.close(out)
@@ -695,7 +711,10 @@ def _copy_data(src: int, out: int, size: int) -> None:
             data_at = os.lseek(src, offset, os.SEEK_DATA)
         except OSError:  # ENXIO: only a hole is left
             break
-        hole_at = os.lseek(src, data_at, os.SEEK_HOLE)
+        if data_at >= size:
+            break
+        # (Never past `size`: the file may have grown since it was measured.)
+        hole_at = min(os.lseek(src, data_at, os.SEEK_HOLE), size)
         os.lseek(src, data_at, os.SEEK_SET)
         os.lseek(out, data_at, os.SEEK_SET)
         left = hole_at - data_at
