@@ -27,7 +27,7 @@ from ..request import config, options, policy
 from ..run import isolation, lanes as lanes_mod, rooms
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
-from .common import unread_config
+from .common import add_seed_options, unread_config
 from .common import with_progress as _with_progress
 
 def parser() -> Parser:
@@ -70,11 +70,8 @@ def parser() -> Parser:
     p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
-    p.add_argument("--seed", metavar="TEXT",
-                   help="the instructor's seed of the hidden argument sets drawn from the spec's "
-                        "ranges ([args.draw]); default: [grading] seed in the config, "
-                        "IDRRUN_GRADING_SEED, else one made once and kept in the grader's cache. "
-                        "The report holds the values drawn, never the seed")
+    add_seed_options(p, "the instructor's seed of the hidden argument sets drawn from the "
+                        "spec's ranges ([args.draw])")
     return p
 
 
@@ -101,7 +98,7 @@ def main(tokens: Sequence[str]) -> int:
     for note in notes:
         say(note)
     if exercise.draw is not None:
-        seed, origin = report.grading_seed(settings, args.seed)
+        seed, origin = report.grading_seed(settings, args.seed_file)
         exercise = draw.drawn(exercise, seed)
         say(f"hidden argument sets: {len(exercise.hidden_args)}, the spec's ranges drawn with "
             f"the seed {origin}")

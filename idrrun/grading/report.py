@@ -16,6 +16,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -381,13 +382,44 @@ def grading_key(settings: Settings) -> bytes:
     return _private_secret(settings, "grading.key", 32, lambda: secrets.token_bytes(32))
 
 
-def grading_seed(settings: Settings, given: str | None = None) -> tuple[str, str]:
+# The longest seed file read: a seed is a line.
+_SEED_FILE_CAP = 4096
+
+
+def read_seed_file(path: Path) -> str:
+    """The seed in `path`, a file of the grader's own that no other user may read or write (a
+    seed others can read draws every hidden case of the class). Its first line, stripped; read
+    through one descriptor, never following a link. UsageError saying why it is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"--seed-file {path}: cannot read it ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else \
+            f"belongs to uid {st.st_uid}, not to the grader (uid {os.geteuid()})" \
+            if st.st_uid != os.geteuid() else \
+            f"other users can read or write it (mode {stat.S_IMODE(st.st_mode):o}): chmod 600 it" \
+            if st.st_mode & 0o066 else ""
+        if why:
+            raise UsageError(f"--seed-file {path}: refused: {why}")
+        data = os.read(fd, _SEED_FILE_CAP)
+    finally:
+        os.close(fd)
+    seed = data.decode("utf-8", "replace").strip().split("\n", 1)[0].strip()
+    if not seed:
+        raise UsageError(f"--seed-file {path}: empty")
+    return seed
+
+
+def grading_seed(settings: Settings, seed_file: Path | None = None) -> tuple[str, str]:
     """The instructor's seed of the hidden argument sets drawn when grading, and where it came
-    from: --seed, else [grading] seed or IDRRUN_GRADING_SEED, else one made at random the first
-    time and kept beside the grading key, so that a regrading draws the same values. It is
-    never written into a report or a feedback file."""
-    if given:
-        return given, "given by --seed"
+    from: --seed-file, else IDRRUN_GRADING_SEED or [grading] seed (config.py refuses a config
+    holding one that others can read), else one made at random the first time and kept beside
+    the grading key, so that a regrading draws the same values. Never on a command line, never
+    in a box's environment (sandbox.ENV_KEEP), never written into a report or a feedback file."""
+    if seed_file is not None:
+        return read_seed_file(seed_file), f"of {seed_file}"
     if settings.grading_seed:
         return settings.grading_seed, "of [grading] seed or IDRRUN_GRADING_SEED"
     kept = _private_secret(settings, "grading.seed", 32, lambda: secrets.token_hex(16).encode())
