@@ -456,7 +456,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                          max_output=request.max_output, protections=probe.protections,
                          limits=held.limits(request.limits) if held is not None else request.limits,
                          gpu_run=prepared.family.gpu_context(toolchain),
-                         box=box, outer=outside))
+                         box=box, outer=outside, alone=request.hidden_args))
     shown.finish()
     renamed.finish()
     p = profile.stopped(pplan, p, staged.run_folder)

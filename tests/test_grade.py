@@ -417,7 +417,8 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
     ann, = json.loads(private.stdout)["rows"]
     assert ann["verdict"] == "error", ann
     assert ann["reasons"].startswith("not graded: the build could not start: the sandbox could "
-                                     "not be set up (bwrap: ") and "Permission denied" in ann["reasons"], ann
+                                     "not be set up (bubblewrap: exit status ") and \
+        "Permission denied" in ann["reasons"], ann
 
     shared = Path(tempfile.mkdtemp(prefix="idrrun-test-gcc-", dir="/tmp"))
     try:

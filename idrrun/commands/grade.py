@@ -86,6 +86,9 @@ def main(tokens: Sequence[str]) -> int:
     notes = unread_config(workdir, args.config)
     exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
     notes += found
+    if args.language is not None and args.language not in exercise.sources:
+        raise UsageError(f"--language {args.language}: exercise {exercise.name!r} has no "
+                         f"{args.language} version (it has: {', '.join(exercise.sources)})")
     level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import files
-from ..checking import check_language, execute_checked, solution_output
+from ..checking import execute_checked, solution_output
 from ..checks import compare, specs
 from ..checks.specs import COURSE_DIRS, Exercise
 from ..errors import IdrrunError, UsageError
-from ..model import FailureKind, Lanes, Probe, Settings
+from ..model import FailureKind, Lanes, Probe, RunRequest, Settings, Source, Toolchain
 from ..pipeline import NullReporter
 from ..request import resolve
 from ..request import source as source_mod
@@ -29,7 +29,7 @@ from ..request.policy import Policy
 from ..run import boundary, isolation, launch, proc, rooms
 from . import comparison
 from .discover import Submission, exposed, outside_includes, take_in
-from .report import GradeRow, resumed, row_from_outcome
+from .report import GradeRow, content_key, resumed, row_from_outcome, scored
 
 
 def exercise_for_grading(name: str, settings: Settings, workdir: Path) -> tuple[Exercise, list[str]]:
@@ -103,9 +103,11 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
             # Every argument set a row runs, the solution's output and time kept for each (a
             # check compares with it, a timeout says it): the public one (profiled as a row's
             # is, for the comparison), then the hidden ones (one build).
-            for args in (request.program_args, *exercise.hidden_args):
-                solution_output(resolve.with_args(request, tuple(args)), toolchain, exercise,
-                                probe, settings)
+            solution_output(resolve.with_args(request, tuple(request.program_args)), toolchain,
+                            exercise, probe, settings)
+            for args in exercise.hidden_args:
+                solution_output(resolve.with_args(request, tuple(args), hidden=True), toolchain,
+                                exercise, probe, settings)
         except IdrrunError:
             pass  # each row reports it
 
@@ -146,9 +148,15 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         if copied.refused:
             return error_row(f"refused: {copied.refused}", sub.source.language)
         source = dataclasses.replace(sub.source, origin_dir=src)
-        check_language(source, exercise)
-        request, toolchain = resolve.resolve(sub.options, source, src, settings, probe, exercise,
-                                             policy(exercise, room, timeout, sandbox, lanes))
+        resolved = _resolved(sub, source, src, exercise, settings, probe,
+                             policy(exercise, room, timeout, sandbox, lanes))
+        if isinstance(resolved, str):
+            return scored(GradeRow(
+                sub.student, exercise.name, source.language, "fail", 0.0, 0.0, str(sub.path),
+                failure=FailureKind.COMPILE_ERROR, failure_what=f"refused: {resolved}",
+                sandbox=sandbox, hidden_args=exercise.hidden_args,
+                content=content_key(sub, exercise)), exercise)
+        request, toolchain = resolved
         outcome = execute_checked(request, toolchain, exercise, probe, settings, NullReporter(),
                                   hidden=True)
         failure = outcome.failure
@@ -166,6 +174,26 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
                          sub.source.language if sub.source is not None else "")
     finally:
         boundary.remove(room)
+
+
+def _resolved(sub: Submission, source: Source, src: Path, exercise: Exercise,
+              settings: Settings, probe: Probe, rules: Policy) -> tuple[RunRequest, Toolchain] | str:
+    """The request of a submission, or why the student's own choices make it impossible: a
+    language (its file's name, its line's -l) the exercise does not have, or a flag of its line
+    the resolver refuses, which is the student's only when the same submission resolves
+    without its line (then a fail row says why). What fails without the line too is ours (a
+    setting, a missing compiler): it raises, an error row."""
+    if source.language not in exercise.sources:
+        return (f"the exercise has no {source.language} version (it has: "
+                f"{', '.join(exercise.sources)}): the submission's name or its line chose "
+                f"{source.language}")
+    try:
+        return resolve.resolve(sub.options, source, src, settings, probe, exercise, rules)
+    except IdrrunError as exc:
+        if sub.options == Options():
+            raise
+        resolve.resolve(Options(), source, src, settings, probe, exercise, rules)
+        return f"its %%idrrun line cannot run: {exc}"
 
 
 def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings, probe: Probe,

@@ -19,7 +19,8 @@ Levels, probed once (`probe`), reported by `idrrun doctor`:
 - "uid": no namespaces (e.g. a default Docker container) but root: a fresh uid per box, its
   folders private to it, every process of that uid killed and its /tmp litter removed after
   the run. The box then sees every file other users can read: the grader refuses a course
-  whose solutions others can read (readable_by_others);
+  whose solutions others can read (readable_by_others); and every process's command line
+  (/proc/PID/cmdline): a run of hidden arguments runs alone (`beside`), no other box with it;
 - "none": neither; `idrrun grade` refuses unless --unsafe.
 """
 
@@ -29,9 +30,11 @@ import glob
 import os
 import secrets
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from ..model import SandboxSupport
 from . import boundary
@@ -77,6 +80,75 @@ class Box:
     # The guard as the box runs it, when the box's uid cannot read idrrun's own copy: a copy
     # placed in the request's room (tools.place). None: idrrun's own.
     inner_guard: Path | None = None
+
+
+# A box's place among the others at the "uid" level (sandbox.beside): "beside" others, "alone"
+# (a run of hidden arguments), or "" where boxes cannot see each other (nothing to leave).
+Place = Literal["", "beside", "alone"]
+
+
+class _Boxes:
+    """Which boxes run at once, at the "uid" level. Without a PID namespace every process's
+    command line is open to every uid (/proc/PID/cmdline, ps): a box beside a run of hidden
+    arguments would read them there (a classmate's, the solution's) and print them in its own
+    public output. So a hidden run runs alone: it waits for the boxes running to end (each has
+    every process of its uid killed by its guard when it ends) and no box starts until it
+    ends. One waiting to run alone goes before new boxes: a class of busy rows never starves
+    it. Only the box itself is counted, once everything it waits for (a GPU lane) is held, so
+    that no run waits for a lane while holding its place here."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._beside = 0  # boxes running beside each other
+        self._alone = False  # a hidden run is running
+        self._waiting = 0  # hidden runs waiting to run alone
+
+    def enter(self, place: Place, stopped: Callable[[], bool]) -> bool:
+        """Wait until the box may start in `place`; False when stopped() said to give up."""
+        with self._cond:
+            if place == "alone":
+                self._waiting += 1
+                try:
+                    while self._alone or self._beside:
+                        if stopped():
+                            return False
+                        self._cond.wait(0.2)
+                finally:
+                    self._waiting -= 1
+                self._alone = True
+                return True
+            while self._alone or self._waiting:
+                if stopped():
+                    return False
+                self._cond.wait(0.2)
+            self._beside += 1
+            return True
+
+    def leave(self, place: Place) -> None:
+        with self._cond:
+            if place == "alone":
+                self._alone = False
+            else:
+                self._beside -= 1
+            self._cond.notify_all()
+
+
+_BOXES = _Boxes()
+
+
+def beside(box: Box | None, alone: bool, stopped: Callable[[], bool]) -> Place | None:
+    """Before `box` starts (proc.spawn): its place at the "uid" level (_Boxes), once it may
+    start; leave(place) after it ended. "" where no place is needed (no box, or namespaces:
+    a box sees its own processes only); None when stopped() said to give up while waiting."""
+    if box is None or box.support.level != "uid":
+        return ""
+    place: Place = "alone" if alone else "beside"
+    return place if _BOXES.enter(place, stopped) else None
+
+
+def leave(place: Place) -> None:
+    if place:
+        _BOXES.leave(place)
 
 
 def fresh_uid() -> int:
