@@ -7,7 +7,7 @@ import collections
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -86,9 +86,7 @@ def main(tokens: Sequence[str]) -> int:
     notes = unread_config(workdir, args.config)
     exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
     notes += found
-    if args.language is not None and args.language not in exercise.sources:
-        raise UsageError(f"--language {args.language}: exercise {exercise.name!r} has no "
-                         f"{args.language} version (it has: {', '.join(exercise.sources)})")
+    _check_language(args.language, exercise)
     level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
@@ -100,11 +98,7 @@ def main(tokens: Sequence[str]) -> int:
     say(isolation.sandbox_support().describe())
     for note in notes:
         say(note)
-    if exercise.draw is not None:
-        seed, origin = report.grading_seed(settings, args.seed_file)
-        exercise = draw.drawn(exercise, seed)
-        say(f"hidden argument sets: {len(exercise.hidden_args)}, the spec's ranges drawn with "
-            f"the seed {origin}")
+    exercise = _drawn(exercise, settings, args.seed_file, say)
     lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
     for note in lane_notes:
         say(note)
@@ -137,6 +131,27 @@ def main(tokens: Sequence[str]) -> int:
     # Completed grading is a success whatever the students' verdicts (nbgrader, otter); rows the
     # grader could not judge at all are not.
     return EXIT_FAILED if counts["error"] else EXIT_OK
+
+
+def _check_language(language: str | None, exercise: Exercise) -> None:
+    """The teacher's --language must be one of the exercise's (a student's file or line that
+    chooses another is that student's fail: grading/classroom.py)."""
+    if language is not None and language not in exercise.sources:
+        raise UsageError(f"--language {language}: exercise {exercise.name!r} has no {language} "
+                         f"version (it has: {', '.join(exercise.sources)})")
+
+
+def _drawn(exercise: Exercise, settings: Settings, seed_file: Path | None,
+           say: Callable[[str], None]) -> Exercise:
+    """The exercise with its hidden argument sets drawn with the grader's seed, when its spec
+    has ranges ([args.draw]); the seed itself is never said."""
+    if exercise.draw is None:
+        return exercise
+    seed, origin = report.grading_seed(settings, seed_file)
+    drawn = draw.drawn(exercise, seed)
+    say(f"hidden argument sets: {len(drawn.hidden_args)}, the spec's ranges drawn with the seed "
+        f"{origin}")
+    return drawn
 
 
 def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
