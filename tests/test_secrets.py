@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import PYTHONPATH
+from conftest import PYTHONPATH, ROOT
 from idrrun.checks import draw, specs
 from idrrun.request import config
 from idrrun.errors import ConfigError
@@ -231,3 +232,25 @@ def test_a_config_holding_the_seed_that_others_can_read_is_refused(tmp_path: Pat
         for p in folder.iterdir():
             p.unlink()
         folder.rmdir()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys not installed (docker/install.sh nsys)")
+def test_a_program_that_removes_its_nsys_launch_mark_still_fails(tmp_path: Path) -> None:
+    """Under nsys, the mark that the program was launched is a file in its own folder, which it
+    can remove (its name is in its environment): once that made "nsys failed before the program
+    started", an error row. The grader watches the folder (inotify) from before the run: the
+    kernel saw the mark made, whatever became of it."""
+    remover = ('#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n'
+               'int main(void) { const char *m = getenv("IDRRUN_LAUNCHED");\n'
+               '    if (m) unlink(m);\n    puts("ran");\n    return 1;\n}\n')
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%%idrrun -a --profile --profiler nsys\n" + remover)]
+    nbformat.write(nb, str(tmp_path / "rita.ipynb"))
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(ROOT / "examples"))
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "intro_saxpy", "rita.ipynb",
+                        "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    assert r.stdout.strip(), r.stderr
+    row, = json.loads(r.stdout)["rows"]
+    assert row["verdict"] == "fail", row
+    assert "exit code 1" in str(row["reasons"]), row["reasons"]
