@@ -30,7 +30,7 @@ from conftest import PYTHONPATH, ROOT
 from idrrun.checks import draw, specs
 from idrrun.request import config
 from idrrun.errors import ConfigError
-from idrrun.run import isolation
+from idrrun.run import isolation, sandbox
 from test_grader_boundary import no_bwrap  # noqa: F401 (a fixture: PATH without bubblewrap)
 
 EXIT_LEAKED = 7
@@ -254,3 +254,19 @@ def test_a_program_that_removes_its_nsys_launch_mark_still_fails(tmp_path: Path)
     row, = json.loads(r.stdout)["rows"]
     assert row["verdict"] == "fail", row
     assert "exit code 1" in str(row["reasons"]), row["reasons"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a box's uid needs root")
+def test_nothing_of_a_box_uid_outlives_it_even_undumpable() -> None:
+    """At the uid level a process left by a box would read the next runs' command lines: every
+    process of its uid is killed after it, found by its status (an undumpable process's /proc
+    folder is root's)."""
+    uid = sandbox.fresh_uid()
+    left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+                             "/usr/bin/python3", "-c",
+                             "import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
+                             "print('ready', flush=True); time.sleep(60)"],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert left.stdout is not None and left.stdout.readline().strip() == "ready"
+    assert sandbox.end_uid(uid) == 1
+    assert left.wait(timeout=5) == -9

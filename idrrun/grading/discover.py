@@ -256,13 +256,13 @@ def _folder_once(path: Path, copy_fd: int, student: str, exercise: Exercise,
 def take_in(sub: Submission, exercise: Exercise, into: Path) -> Submission:
     """`sub` read once into the grader's folder `into`, as discover reads (its digest, its source
     from that copy), when it has no copy yet (a Submission made by hand: the course's own files,
-    tests); its options and student name are kept."""
+    tests); its student name is kept, and its options when it has some."""
     if sub.copy is not None:
         return sub
     language = sub.source.language if sub.source is not None else None
     read = _discover_one(sub.path, exercise, language, SUBMISSION_BUDGET, into)
-    return dataclasses.replace(read, student=sub.student, options=sub.options) \
-        if read.source is not None else dataclasses.replace(read, student=sub.student)
+    return dataclasses.replace(read, student=sub.student,
+                               options=sub.options if sub.options != Options() else read.options)
 
 
 def _one_each(subs: Sequence[Submission]) -> list[Submission]:

@@ -432,6 +432,7 @@ def finish(running: Running, ending: Ending) -> ProcResult:
             if running.over_disk is not None:
                 limit, notes = "disk", notes + (f"the program wrote {running.over_disk} in its folder",)
             if running.box is not None and running.box.support.level == "uid":
+                sandbox.end_uid(running.box.uid)
                 notes += tuple(sandbox.remove_litter(running.box.uid))
     finally:
         sandbox.leave(running.place)
