@@ -21,6 +21,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -270,3 +271,42 @@ def test_nothing_of_a_box_uid_outlives_it_even_undumpable() -> None:
     assert left.stdout is not None and left.stdout.readline().strip() == "ready"
     assert sandbox.end_uid(uid) == 1
     assert left.wait(timeout=5) == -9
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid level needs root")
+def test_two_gradings_at_the_uid_level_keep_hidden_runs_from_each_other(
+        tmp_path: Path, no_bwrap: str) -> None:  # noqa: F811
+    """Two gradings at once on one machine (two teachers): the spy of one looks for the hidden
+    values the other's class runs with; the machine's lock keeps their boxes apart too."""
+    os.chmod(tmp_path, 0o700)
+    seed = "pepper-" + secrets.token_hex(8)
+    started = []
+    for name, students in (("a", {"spy": None}), ("b", {"ann": SOLUTION, "amy": SOLUTION})):
+        top = tmp_path / name
+        (top / "course").mkdir(parents=True)
+        (top / "class").mkdir()
+        (top / "course" / "demo_s.toml").write_text(SPEC)
+        (top / "course" / "sol.c").write_text(SOLUTION)
+        (top / "course" / "ex.c").write_text(START)
+        drawn = [v for a in draw.drawn(specs.load(top / "course" / "demo_s.toml"), seed).hidden_args
+                 for v in a]
+        for student, text in students.items():
+            (top / "class" / f"{student}.c").write_text(text or SPY.replace(
+                "SECRETS", ", ".join(f'"{v[::-1]}"' for v in [seed, *drawn]))
+                .replace("CONFIG", '"/nonexistent"').replace("SEED_FILE", '"/nonexistent"'))
+        env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(top / "course"),
+                   IDRRUN_CACHE_DIR=str(top / "cache"), IDRRUN_RESIDENT="0",
+                   IDRRUN_GRADING_SEED=seed, PATH=no_bwrap)
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "idrrun.cli", "grade", "demo_s", "-j", "2", "--report",
+             str(top / "r.json"), "--", *map(str, sorted((top / "class").iterdir()))],
+            cwd=top, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        time.sleep(1.0)
+    for p in started:
+        out, _ = p.communicate(timeout=600)
+        print(out[-3000:])
+    rows = {str(r["student"]): r for t in ("a", "b")
+            for r in json.loads((tmp_path / t / "r.json").read_text())}
+    assert rows["ann"]["verdict"] == "pass" and rows["amy"]["verdict"] == "pass", rows
+    assert f"exit code {EXIT_LEAKED}" not in str(rows["spy"]["reasons"]), rows["spy"]

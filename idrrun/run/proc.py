@@ -145,7 +145,7 @@ class Running:
     next_disk_check: float = 0.0
     over_disk: str | None = None  # why the box went past its disk caps
     inner_reports: bool = False  # a guard inside the box says the program's status (compose.py)
-    place: sandbox.Place = ""  # its place among the boxes (sandbox.beside): left at finish
+    seat: sandbox.Seat = sandbox.Seat()  # its place among the boxes: left at finish
 
     def guard_status(self) -> guard.GuardStatus:
         return guard.read_status(self.status_text)
@@ -185,18 +185,18 @@ def spawn(argv: Sequence[str], *, what: str, spec: ProcSpec = ProcSpec()) -> Run
     program = tuple(str(a) for a in argv)
     if _STOP.stopped:
         return ProcResult(argv=program, returncode=None, interrupted=True)
-    place = sandbox.beside(spec.box, spec.alone, lambda: _STOP.stopped)
-    if place is None:
+    seat = sandbox.beside(spec.box, spec.alone, lambda: _STOP.stopped)
+    if seat is None:
         return ProcResult(argv=program, returncode=None, interrupted=True)
     try:
         started = _spawn(program, what, spec)
     except BaseException:
-        sandbox.leave(place)
+        sandbox.leave(seat)
         raise
     if isinstance(started, ProcResult):
-        sandbox.leave(place)
+        sandbox.leave(seat)
     else:
-        started.place = place
+        started.seat = seat
     return started
 
 
@@ -435,8 +435,8 @@ def finish(running: Running, ending: Ending) -> ProcResult:
                 sandbox.end_uid(running.box.uid)
                 notes += tuple(sandbox.remove_litter(running.box.uid))
     finally:
-        sandbox.leave(running.place)
-        running.place = ""
+        sandbox.leave(running.seat)
+        running.seat = sandbox.Seat()
         running.selector.close()
         if running.pidfd >= 0:
             os.close(running.pidfd)
@@ -502,8 +502,8 @@ def run(argv: Sequence[str], *, what: str, timeout: float,
     try:
         ending = pump(started, deadline)
     except BaseException:
-        sandbox.leave(started.place)
-        started.place = ""
+        sandbox.leave(started.seat)
+        started.seat = sandbox.Seat()
         raise
     return finish(started, ending)
 

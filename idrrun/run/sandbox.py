@@ -26,6 +26,7 @@ Levels, probed once (`probe`), reported by `idrrun doctor`:
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import secrets
@@ -137,20 +138,80 @@ class _Boxes:
 
 _BOXES = _Boxes()
 
+# The same between the gradings of one machine (two teachers, two terminals): every grader
+# at the uid level is root, and /run is root's alone. A box holds `boxes` shared, a hidden run
+# exclusive; `turnstile` is taken on the way in, so that a hidden run waiting for `boxes`
+# holds back the boxes that would start meanwhile (flock lets a shared lock by while an
+# exclusive one waits).
+LOCK_FOLDER = Path("/run/idrrun")
 
-def beside(box: Box | None, alone: bool, stopped: Callable[[], bool]) -> Place | None:
-    """Before `box` starts (proc.spawn): its place at the "uid" level (_Boxes), once it may
-    start; leave(place) after it ended. "" where no place is needed (no box, or namespaces:
-    a box sees its own processes only); None when stopped() said to give up while waiting."""
+
+@dataclass(frozen=True)
+class Seat:
+    """A box's place among the others (`beside`): "" where boxes cannot see each other."""
+
+    place: Place = ""
+    lock: int = -1  # the descriptor holding the machine's lock (-1: none); closed by leave()
+
+
+def _flock(fd: int, how: int, stopped: Callable[[], bool]) -> bool:
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if stopped():
+                return False
+            time.sleep(0.05)
+
+
+def _machine_lock(place: Place, stopped: Callable[[], bool]) -> int | None:
+    """The machine's lock for `place` (a descriptor to close after the box); -1 where there is
+    no folder of root's for it (not root: nothing else grades at this level); None: stopped."""
+    try:
+        folder = boundary.own_dir(LOCK_FOLDER, 0o700)
+        turn = os.open(folder / "turnstile", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o600)
+    except OSError:
+        return -1
+    try:
+        boxes = os.open(folder / "boxes", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        0o600)
+        if not _flock(turn, fcntl.LOCK_EX, stopped):
+            os.close(boxes)
+            return None
+        if not _flock(boxes, fcntl.LOCK_EX if place == "alone" else fcntl.LOCK_SH, stopped):
+            os.close(boxes)
+            return None
+        return boxes
+    except OSError:
+        return -1
+    finally:
+        os.close(turn)  # (the turnstile's lock goes with it)
+
+
+def beside(box: Box | None, alone: bool, stopped: Callable[[], bool]) -> Seat | None:
+    """Before `box` starts (proc.spawn): its seat at the "uid" level (_Boxes, and the
+    machine's lock for the other gradings), once it may start; leave(seat) after it ended. An
+    empty seat where none is needed (no box, or namespaces: a box sees its own processes
+    only); None when stopped() said to give up while waiting."""
     if box is None or box.support.level != "uid":
-        return ""
+        return Seat()
     place: Place = "alone" if alone else "beside"
-    return place if _BOXES.enter(place, stopped) else None
-
-
-def leave(place: Place) -> None:
-    if place:
+    if not _BOXES.enter(place, stopped):
+        return None
+    lock = _machine_lock(place, stopped)
+    if lock is None:
         _BOXES.leave(place)
+        return None
+    return Seat(place, lock)
+
+
+def leave(seat: Seat) -> None:
+    if seat.lock >= 0:
+        os.close(seat.lock)
+    if seat.place:
+        _BOXES.leave(seat.place)
 
 
 def fresh_uid() -> int:
