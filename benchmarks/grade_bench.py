@@ -69,7 +69,8 @@ def main() -> int:
     subs.mkdir()
     for i in range(args.count):
         (subs / f"student{i:02d}.c").write_text(f"/* submission {i} */\n" + solution)
-    env = bench.idrrun_env(IDRRUN_EXAMPLES=str(ROOT / "examples"), IDRRUN_OFFLOAD="host")
+    env = bench.idrrun_env(IDRRUN_EXAMPLES=str(ROOT / "examples"), IDRRUN_OFFLOAD="host",
+                           IDRRUN_GRADING_SEED=SEED)
     files = sorted(str(p) for p in subs.iterdir())
     # The bare equivalent: the compiler command idrrun uses on this machine, then the program.
     compile_argv = bench.compile_command(ex.sources["c"].solution, env).of(Path("s.c"), Path("prog"))
@@ -83,7 +84,7 @@ def main() -> int:
     cache = work / "cache"
     if not args.cold:  # the guard and the probe, once
         env["IDRRUN_CACHE_DIR"] = str(cache)
-        grading([sys.executable, "-m", "idrrun.cli", "grade", ex.name, *files[:1], "--seed", SEED,
+        grading([sys.executable, "-m", "idrrun.cli", "grade", ex.name, *files[:1],
                "--report", str(work / "warm-up.csv")], env, work)
     for r in range(args.repeat):  # interleaved, so machine noise hits all three alike
         for jobs in (1, 2):
@@ -94,7 +95,7 @@ def main() -> int:
                     shutil.rmtree(cache / emptied, ignore_errors=True)
             rounds[f"idrrun -j{jobs}"].append(grading(
                 [sys.executable, "-m", "idrrun.cli", "grade", ex.name, *files, "-j", str(jobs),
-                 "--seed", SEED, "--report", str(work / f"report-{r}-j{jobs}.csv")], env, work))
+                 "--report", str(work / f"report-{r}-j{jobs}.csv")], env, work))
         start = time.monotonic()
         subprocess.run(["xargs", "-P2", "-n1", "sh", "-c", script], input="\n".join(files),
                        text=True, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

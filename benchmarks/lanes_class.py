@@ -132,7 +132,8 @@ def make(dest: Path) -> dict[str, dict[str, str]]:
 
 
 def environment(args: argparse.Namespace, **extra: str) -> dict[str, str]:
-    env = bench.idrrun_env(None, IDRRUN_EXAMPLES=str(EXAMPLES), COLUMNS="200", **extra)
+    env = bench.idrrun_env(None, IDRRUN_EXAMPLES=str(EXAMPLES), COLUMNS="200",
+                           IDRRUN_GRADING_SEED=SEED, **extra)
     if args.host:
         env["IDRRUN_OFFLOAD"] = "host"
     return env
@@ -165,7 +166,7 @@ def _jobs(args: argparse.Namespace) -> list[int]:
 def grade(env: dict[str, str], work: Path, ex: str, jobs: int, tag: str,
           unsafe: bool = False) -> tuple[dict[str, Any], float]:
     files = sorted(str(p) for p in (work / "class" / ex).iterdir())
-    r, took = idrrun(env, work, "grade", ex, *files, "-j", str(jobs), "--seed", SEED, "--json",
+    r, took = idrrun(env, work, "grade", ex, *files, "-j", str(jobs), "--json",
                      *(("--unsafe",) if unsafe else ()))
     keep(f"{tag}-{ex}-j{jobs}.json", r.stdout)
     if r.returncode not in (0, 1) or not r.stdout.strip():

@@ -322,7 +322,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
-            again = resolve.with_args(request, args)
+            again = resolve.with_args(request, args, hidden=True)
             rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
                                      wanted=exercise.solution_files)
             extra += kinds.evaluate_hidden(exercise, _evidence(again, toolchain, rerun,

@@ -139,6 +139,9 @@ class RunRequest:
     compile_limits: Limits = field(default_factory=lambda: Limits(memory=4 << 30, tasks=256,
                                                                    file_size=512 << 20))
     sandbox: bool = False  # compile and run in a box (run/sandbox.py): always when grading
+    # Its arguments are a hidden case's (grading): at the "uid" level, where every process's
+    # command line is open to all, its run has no other box beside it (sandbox.alone).
+    hidden_args: bool = False
     hide: tuple[Path, ...] = ()  # folders a box must not see (the exercise's, with its solutions)
     # Grading: the grader's own folder for this request (run/boundary.py). Each compile and each
     # run then gets a fresh folder in it, filled with a copy of `workdir`'s files, given to a

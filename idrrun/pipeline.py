@@ -459,6 +459,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
     # The built-in tracer's file, read as it is written; never a box's (read after, by boundary).
     followed = profile.follower(pplan) if staged.run_folder is None else None
     outside, inside = how.around_box() if box is not None else ((), how.argv)
+    watch = profile.watch_launch(pplan)
     with followed or contextlib.nullcontext():
         p = proc.run(inside, what="run",
                      timeout=planned.timeout, spec=proc.ProcSpec(
@@ -466,10 +467,10 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
                          max_output=request.max_output, protections=probe.protections,
                          limits=held.limits(request.limits) if held is not None else request.limits,
                          gpu_run=prepared.family.gpu_context(toolchain),
-                         box=box, outer=outside))
+                         box=box, outer=outside, alone=request.hidden_args))
     shown.finish()
     renamed.finish()
-    p = profile.stopped(pplan, p, staged.run_folder)
+    p = profile.stopped(pplan, p, staged.run_folder, watch)
     notes.add(p.notes)
     nodes, placed = launch.after(how, p)
     if len(nodes) > 1:

@@ -24,11 +24,11 @@ def test_course_new_writes_an_exercise_that_course_check_passes(tmp_path: Path) 
     exercise = specs.load(examples / "loops_dot.toml")
     assert set(exercise.sources) == {"c", "fortran"} and exercise.draw is not None
     assert {c.visibility for c in exercise.checks} == {None, "summary"}
-    r = idrrun("course", "check", "--exercise", "loops_dot", "--seed", SEED, cwd=tmp_path, examples=examples)
+    r = idrrun("course", "check", "--exercise", "loops_dot", cwd=tmp_path, examples=examples)
     assert r.returncode == 1 and "run `idrrun course references`" in r.stdout, r.stdout + r.stderr
     r = idrrun("course", "references", "--exercise", "loops_dot", cwd=tmp_path, examples=examples)
     assert r.returncode == 0 and (examples / "reference" / "loops_dot" / "reference.toml").is_file(), r.stdout
-    r = idrrun("course", "check", "--exercise", "loops_dot", "--seed", SEED, cwd=tmp_path, examples=examples)
+    r = idrrun("course", "check", "--exercise", "loops_dot", cwd=tmp_path, examples=examples)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("│ yes │") == 2, r.stdout
     # Never over a teacher's files; a name that is not topic_name is refused.
@@ -40,7 +40,7 @@ def test_course_new_writes_an_exercise_that_course_check_passes(tmp_path: Path) 
     spec.write_text(spec.read_text().replace('kind = "no_implicit_data"', 'kind = "exit_ok"'))
     start = examples / "C" / "loops_dot_exercise.c"
     start.write_text((examples / "C" / "loops_dot_solution.c").read_text())
-    r = idrrun("course", "check", "--exercise", "loops_dot", "-l", "c", "--seed", SEED, cwd=tmp_path,
+    r = idrrun("course", "check", "--exercise", "loops_dot", "-l", "c", cwd=tmp_path,
                examples=examples)
     assert r.returncode == 1 and f"{spec}:" in r.stdout and "the start file passes every check" in r.stdout
 

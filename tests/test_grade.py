@@ -247,7 +247,20 @@ def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_pat
         assert seed not in r.stdout + r.stderr
         return list(json.loads((tmp_path / "r.json").read_text()))
 
-    rows = grade("--seed", seed, "--feedback", str(tmp_path / "fb"))
+    # Never on a command line (ps shows it to every user): --seed is refused, saying why.
+    refused = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "demo_n", str(klass / "ann.c"),
+                              "--seed", seed], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "--seed-file FILE" in refused.stderr, refused.stderr
+    assert "IDRRUN_GRADING_SEED" in refused.stderr and not (tmp_path / "r.json").exists()
+    seed_file = tmp_path / "seed"
+    seed_file.write_text(seed + "\n")
+    seed_file.chmod(0o644)
+    refused = subprocess.run([sys.executable, "-m", "idrrun.cli", "grade", "demo_n", str(klass / "ann.c"),
+                              "--seed-file", str(seed_file)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "other users can read" in refused.stderr, refused.stderr
+    seed_file.chmod(0o600)
+    rows = grade("--seed-file", str(seed_file), "--feedback", str(tmp_path / "fb"))
     drawn = draw.drawn(exercise, seed).hidden_args
     assert len(drawn) == 2 and all(100000 <= int(n) <= 999999 for (n,) in drawn)
     assert {r["student"]: r["verdict"] for r in rows} == {"ann": "pass", "bob": "fail"}
@@ -264,6 +277,7 @@ def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_pat
     # The same seed from the environment, or from the config: the same sets.
     assert grade("--fresh", IDRRUN_GRADING_SEED=seed)[0]["hidden_args"] == [list(a) for a in drawn]
     (tmp_path / "grading.toml").write_text(f'[grading]\nseed = "{seed}"\n')
+    (tmp_path / "grading.toml").chmod(0o600)
     assert grade("--fresh", IDRRUN_CONFIG=str(tmp_path / "grading.toml"))[0]["hidden_args"] == \
         [list(a) for a in drawn]
     # No seed given: one made once and kept in the grader's private cache, so that a regrading
@@ -274,7 +288,7 @@ def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_pat
     assert stored.stat().st_mode & 0o777 == 0o600
     assert grade()[0]["hidden_args"] == kept  # resumed
     another = [list(a) for a in draw.drawn(exercise, "another").hidden_args]
-    assert [r["hidden_args"] for r in grade("--seed", "another")] == [another, another]
+    assert [r["hidden_args"] for r in grade(IDRRUN_GRADING_SEED="another")] == [another, another]
 
 
 FEEDBACK_SPEC = r"""name = "demo_fb"
@@ -405,7 +419,8 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
     ann, = json.loads(private.stdout)["rows"]
     assert ann["verdict"] == "error", ann
     assert ann["reasons"].startswith("not graded: the build could not start: the sandbox could "
-                                     "not be set up (bwrap: ") and "Permission denied" in ann["reasons"], ann
+                                     "not be set up (bubblewrap: exit status ") and \
+        "Permission denied" in ann["reasons"], ann
 
     shared = Path(tempfile.mkdtemp(prefix="idrrun-test-gcc-", dir="/tmp"))
     try:

@@ -24,7 +24,8 @@ SEED = "spring-term"
 
 
 def idrrun(*args: str, cwd: Path, examples: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    # The seed from the grader's environment: never on a command line (issue 33).
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_GRADING_SEED=SEED)
     if examples is not None:
         env["IDRRUN_EXAMPLES"] = str(examples)
     return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd, env=env,
@@ -92,7 +93,7 @@ def test_a_class_graded_with_points_and_a_roster_into_moodle_and_canvas(tmp_path
     report, feedback = tmp_path / "grades" / "loops_dot.json", tmp_path / "feedback"
 
     def grade(*extra: str) -> subprocess.CompletedProcess[str]:
-        r = idrrun("grade", "loops_dot", *subs, "-j", "2", "--seed", SEED, "--report", str(report),
+        r = idrrun("grade", "loops_dot", *subs, "-j", "2", "--report", str(report),
                    "--feedback", str(feedback), *extra, cwd=tmp_path, examples=examples)
         assert r.returncode == 0, r.stdout + r.stderr
         return r

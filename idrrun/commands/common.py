@@ -42,6 +42,29 @@ CONFIG_HELP = ("the teacher's config, read where ./idrrun.toml would be: the gra
                "from the folder it runs in, which may hold the submissions")
 
 
+SEED_REFUSED = ("--seed TEXT is refused: a command line is shown to every user of the machine "
+                "(ps, /proc/PID/cmdline) and, without namespaces, to every program graded. Give "
+                "the seed with --seed-file FILE (a file of yours that others cannot read), "
+                "IDRRUN_GRADING_SEED in the grader's environment, or [grading] seed in a config "
+                "others cannot read")
+
+
+def _refused_seed(text: str) -> str:
+    raise argparse.ArgumentTypeError(SEED_REFUSED)
+
+
+def add_seed_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """--seed-file FILE, and --seed TEXT refused with the reason (a seed never goes on a
+    command line: issue 33)."""
+    parser.add_argument("--seed-file", type=Path, metavar="FILE",
+                        help=f"a file of yours, that nobody else can read, holding {what}; "
+                             "default: IDRRUN_GRADING_SEED, [grading] seed in the config, else "
+                             "one made once and kept in the grader's cache. The report holds "
+                             "the values drawn, never the seed")
+    parser.add_argument("--seed", type=_refused_seed, metavar="TEXT",
+                        help="refused: a command line is visible to every user (use --seed-file)")
+
+
 def unread_config(workdir: Path, given: Path | None) -> list[str]:
     """The grader's note that ./idrrun.toml was left unread, when there is one."""
     found = config.project_file(workdir) if given is None else None

@@ -27,7 +27,7 @@ from ..toolchains import registry
 from ..checks.words import plural
 from .common import CONFIG_HELP, Parser, check_dict, console as _console, jobs as _jobs, print_json
 from .common import row_dict
-from .common import unread_config
+from .common import add_seed_options, unread_config
 from .common import with_progress as _with_progress
 
 
@@ -55,9 +55,8 @@ def parser() -> Parser:
     _selection(chk, "programs")
     chk.add_argument("--json", action="store_true",
                      help="print the results as JSON on stdout (no table, no progress)")
-    chk.add_argument("--seed", metavar="TEXT",
-                     help="the seed of the hidden argument sets drawn from the specs' ranges, as "
-                          "`idrrun grade --seed` (default: the grader's, as there)")
+    add_seed_options(chk, "the seed of the hidden argument sets drawn from the specs' ranges, as "
+                          "`idrrun grade --seed-file`")
     refs = sub.add_parser("references", help="the solutions' outputs, kept for the students' course",
                           description="Run every solution with the exercise's public arguments and "
                                       "keep what it prints (and the pictures its image checks "
@@ -152,7 +151,7 @@ def _check(args: argparse.Namespace) -> int:
     settings = config.load(workdir, project=args.config if args.config is not None else False)
     notes = unread_config(workdir, args.config)
     folder = specs.exercises_folder_or_fail(settings, workdir)
-    exercises = _chosen(folder, args.exercise, settings, args.seed)
+    exercises = _chosen(folder, args.exercise, settings, args.seed_file)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
@@ -211,7 +210,7 @@ def _findings(console: Console, rows: Sequence[course.CourseRow], found: Sequenc
 
 
 def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,
-            seed: str | None) -> list[Exercise]:
+            seed_file: Path | None) -> list[Exercise]:
     """The exercises asked for (all when none is named: only those are read, so that another
     spec being written does not stop the check of this one), with the hidden sets `idrrun
     grade` would draw: the solutions must pass on them."""
@@ -225,7 +224,7 @@ def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,
     else:
         exercises = specs.all_exercises(folder)
     if any(e.draw is not None for e in exercises):
-        drawn = report.grading_seed(settings, seed)[0]
+        drawn = report.grading_seed(settings, seed_file)[0]
         exercises = [draw.drawn(e, drawn) for e in exercises]
     return exercises
 

@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -30,7 +30,7 @@ from ..request import config, options, policy
 from ..run import isolation, lanes as lanes_mod, rooms
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
-from .common import unread_config
+from .common import add_seed_options, unread_config
 from .common import with_progress as _with_progress
 
 def parser() -> Parser:
@@ -76,11 +76,8 @@ def parser() -> Parser:
     p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
-    p.add_argument("--seed", metavar="TEXT",
-                   help="the instructor's seed of the hidden argument sets drawn from the spec's "
-                        "ranges ([args.draw]); default: [grading] seed in the config, "
-                        "IDRRUN_GRADING_SEED, else one made once and kept in the grader's cache. "
-                        "The report holds the values drawn, never the seed")
+    add_seed_options(p, "the instructor's seed of the hidden argument sets drawn from the "
+                        "spec's ranges ([args.draw])")
     return p
 
 
@@ -95,9 +92,9 @@ def main(tokens: Sequence[str]) -> int:
     notes = unread_config(workdir, args.config)
     exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
     notes += found
+    _check_language(args.language, exercise)
     level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
-    subs = discover.discover(args.submissions, exercise, args.language)
     console = _console()
 
     def say(text: str) -> None:
@@ -107,11 +104,7 @@ def main(tokens: Sequence[str]) -> int:
     say(isolation.sandbox_support().describe())
     for note in notes:
         say(note)
-    if exercise.draw is not None:
-        seed, origin = report.grading_seed(settings, args.seed)
-        exercise = draw.drawn(exercise, seed)
-        say(f"hidden argument sets: {len(exercise.hidden_args)}, the spec's ranges drawn with "
-            f"the seed {origin}")
+    exercise = _drawn(exercise, settings, args.seed_file, say)
     lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
     for note in lane_notes:
         say(note)
@@ -119,6 +112,8 @@ def main(tokens: Sequence[str]) -> int:
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     for orphan in rooms.remove_orphans(settings):
         say(f"removed what a killed grading left: {orphan}")
+    subs = discover.discover(args.submissions, exercise, args.language,
+                             into=rooms.intake_room(settings))
     key = report.grading_key(settings)
     # Read before grading: a teacher's typo in it stops the command now, not after the class.
     adjustments = _adjustments(args.report)
@@ -164,6 +159,27 @@ def _print_json(args: argparse.Namespace, exercise: Exercise, level: str, counts
                 "feedback": str(args.feedback) if args.feedback is not None else None,
                 "stats": stats.as_dict(summary),
                 "rows": [row_dict(r) for r in rows]})
+
+
+def _check_language(language: str | None, exercise: Exercise) -> None:
+    """The teacher's --language must be one of the exercise's (a student's file or line that
+    chooses another is that student's fail: grading/classroom.py)."""
+    if language is not None and language not in exercise.sources:
+        raise UsageError(f"--language {language}: exercise {exercise.name!r} has no {language} "
+                         f"version (it has: {', '.join(exercise.sources)})")
+
+
+def _drawn(exercise: Exercise, settings: Settings, seed_file: Path | None,
+           say: Callable[[str], None]) -> Exercise:
+    """The exercise with its hidden argument sets drawn with the grader's seed, when its spec
+    has ranges ([args.draw]); the seed itself is never said."""
+    if exercise.draw is None:
+        return exercise
+    seed, origin = report.grading_seed(settings, seed_file)
+    drawn = draw.drawn(exercise, seed)
+    say(f"hidden argument sets: {len(drawn.hidden_args)}, the spec's ranges drawn with the seed "
+        f"{origin}")
+    return drawn
 
 
 def _arguments(tokens: Sequence[str]) -> argparse.Namespace:

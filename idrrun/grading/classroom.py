@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import files
-from ..checking import check_language, execute_checked, solution_output
+from ..checking import execute_checked, solution_output
 from ..checks import compare, specs
 from ..checks.specs import COURSE_DIRS, Exercise
 from ..errors import IdrrunError, UsageError
-from ..model import FailureKind, Lanes, Probe, Settings
+from ..model import FailureKind, Lanes, Probe, RunRequest, Settings, Source, Toolchain
 from ..pipeline import NullReporter
 from ..request import resolve
 from ..request import source as source_mod
@@ -28,8 +28,8 @@ from ..request.options import Options
 from ..request.policy import Policy
 from ..run import boundary, isolation, launch, proc, rooms
 from . import comparison
-from .discover import Submission, _inside, _read, exposed, outside_includes
-from .report import GradeRow, resumed, row_from_outcome
+from .discover import Submission, exposed, outside_includes, take_in
+from .report import GradeRow, content_key, resumed, row_from_outcome, scored
 
 
 def exercise_for_grading(name: str, settings: Settings, workdir: Path) -> tuple[Exercise, list[str]]:
@@ -103,9 +103,11 @@ def warm_solution(exercise: Exercise, subs: Sequence[Submission], settings: Sett
             # Every argument set a row runs, the solution's output and time kept for each (a
             # check compares with it, a timeout says it): the public one (profiled as a row's
             # is, for the comparison), then the hidden ones (one build).
-            for args in (request.program_args, *exercise.hidden_args):
-                solution_output(resolve.with_args(request, tuple(args)), toolchain, exercise,
-                                probe, settings)
+            solution_output(resolve.with_args(request, tuple(request.program_args)), toolchain,
+                            exercise, probe, settings)
+            for args in exercise.hidden_args:
+                solution_output(resolve.with_args(request, tuple(args), hidden=True), toolchain,
+                                exercise, probe, settings)
         except IdrrunError:
             pass  # each row reports it
 
@@ -123,35 +125,38 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
 
     if sub.source is None:
         return error_row(sub.problem)
-    outside = outside_includes(sub.source.text)
-    if outside:
-        return error_row(f"refused: the source includes files from outside the submission "
-                         f"({', '.join(outside[:3])}); only what was handed in is compiled",
-                         sub.source.language)
     room = rooms.new_room(settings, "idrrun-grade-")
     try:
-        # The grader's own copy of what was handed in (regular files only, nothing followed,
-        # bounded), read again from there: what is compiled is what was copied.
+        # What discover read once (a Submission made by hand is read now, the same way): the
+        # source, its digest and what is compiled are that one copy, the grader's own.
+        sub = take_in(sub, exercise, room)
+        if sub.source is None or sub.copy is None:
+            return error_row(sub.problem)
+        outside = outside_includes(sub.source.text)
+        if outside:
+            return error_row(f"refused: the source includes files from outside the submission "
+                             f"({', '.join(outside[:3])}); only what was handed in is compiled",
+                             sub.source.language)
         src = rooms.source_folder(room)
         fd = boundary.open_dir(src)
         try:
-            copied = boundary.copy_tree(sub.path, fd)
+            copied = boundary.copy_tree(sub.copy, fd, boundary.Budget(size=1 << 40,
+                                                                      entries=1 << 20,
+                                                                      depth=1 << 10))
         finally:
             os.close(fd)
         if copied.refused:
             return error_row(f"refused: {copied.refused}", sub.source.language)
-        fd = boundary.open_dir(src)
-        try:
-            rel = _inside(sub)
-            again = _read(fd, rel, src / rel, sub.student, exercise, sub.source.language)
-        finally:
-            os.close(fd)
-        if again.source is None:
-            return error_row(again.problem, sub.source.language)
-        source = dataclasses.replace(again.source, name=sub.source.name, origin_dir=src)
-        check_language(source, exercise)
-        request, toolchain = resolve.resolve(sub.options, source, src, settings, probe, exercise,
-                                             policy(exercise, room, timeout, sandbox, lanes))
+        source = dataclasses.replace(sub.source, origin_dir=src)
+        resolved = _resolved(sub, source, src, exercise, settings, probe,
+                             policy(exercise, room, timeout, sandbox, lanes))
+        if isinstance(resolved, str):
+            return scored(GradeRow(
+                sub.student, exercise.name, source.language, "fail", 0.0, 0.0, str(sub.path),
+                failure=FailureKind.COMPILE_ERROR, failure_what=f"refused: {resolved}",
+                sandbox=sandbox, hidden_args=exercise.hidden_args,
+                content=content_key(sub, exercise)), exercise)
+        request, toolchain = resolved
         outcome = execute_checked(request, toolchain, exercise, probe, settings, NullReporter(),
                                   hidden=True)
         failure = outcome.failure
@@ -163,11 +168,32 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
         row = row_from_outcome(sub, exercise, outcome, sandbox)
         return dataclasses.replace(row, comparison=comparison.kept(row.comparison, settings))
     except IdrrunError as exc:
-        return error_row(str(exc), sub.source.language)
+        return error_row(str(exc), sub.source.language if sub.source is not None else "")
     except OSError as exc:
-        return error_row(f"cannot prepare the submission: {exc}", sub.source.language)
+        return error_row(f"cannot prepare the submission: {exc}",
+                         sub.source.language if sub.source is not None else "")
     finally:
         boundary.remove(room)
+
+
+def _resolved(sub: Submission, source: Source, src: Path, exercise: Exercise,
+              settings: Settings, probe: Probe, rules: Policy) -> tuple[RunRequest, Toolchain] | str:
+    """The request of a submission, or why the student's own choices make it impossible: a
+    language (its file's name, its line's -l) the exercise does not have, or a flag of its line
+    the resolver refuses, which is the student's only when the same submission resolves
+    without its line (then a fail row says why). What fails without the line too is ours (a
+    setting, a missing compiler): it raises, an error row."""
+    if source.language not in exercise.sources:
+        return (f"the exercise has no {source.language} version (it has: "
+                f"{', '.join(exercise.sources)}): the submission's name or its line chose "
+                f"{source.language}")
+    try:
+        return resolve.resolve(sub.options, source, src, settings, probe, exercise, rules)
+    except IdrrunError as exc:
+        if sub.options == Options():
+            raise
+        resolve.resolve(Options(), source, src, settings, probe, exercise, rules)
+        return f"its %%idrrun line cannot run: {exc}"
 
 
 def grade_all(subs: Sequence[Submission], exercise: Exercise, settings: Settings, probe: Probe,

@@ -1,7 +1,14 @@
-"""Finding a class's submissions: one per student, each read through a descriptor of its folder,
-bounded, never following a link; what cannot be graded is a Submission that says why.
+"""Finding a class's submissions: one per student, each read once, through a descriptor of its
+folder, bounded, never following a link, into the grader's own copy; what cannot be graded is a
+Submission that says why.
 
-    discover(paths, exercise, language) -> [Submission]
+    discover(paths, exercise, language, into) -> [Submission]
+    take_in(submission, into) -> Submission      (one made by hand: read now, as discover reads)
+
+Read once (STYLE.md 21): a student's folder is hers to change at any moment (inotify tells her
+when the grader reads). What is digested (the resume key), compared (similarity) and compiled
+is one copy, read once by descriptor into a folder only the grader can write; nothing reads her
+files again after that.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import hashlib
 import os
 import posixpath
 import stat
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +32,7 @@ from ..model import Language, Source
 from ..request import notebook, options
 from ..request import source as source_mod
 from ..request.options import Options
-from ..run import boundary, sandbox
+from ..run import boundary, rooms, sandbox
 from . import names
 
 
@@ -50,13 +58,17 @@ class Submission:
     problem: str = ""  # why source is None
     options: Options = Options()  # a notebook's magic line (the grader's policy keeps what it allows)
     chosen: Path | None = None  # in a folder handed in, the file that is graded
-    # sha256 of what was handed in (the file's bytes; a folder's files, names and bytes): a
-    # resumed grading keeps a row only for the same content (report.resume).
+    # sha256 of what was handed in (the file's bytes; a folder's files, names and bytes), as
+    # read into `copy`: a resumed grading keeps a row only for the same content (report.resume).
     digest: str = ""
     # In a folder handed in, the files the graded source includes from it, transitively, as the
     # compiler finds them (build.local_includes): (name beside the source, text). They are the
     # student's code as much as the source is (similarity compares them too).
     headers: tuple[tuple[str, str], ...] = ()
+    # The grader's copy of what was handed in (a folder only the grader can write, holding the
+    # file, or the folder's regular files): the one read of the student's files, which the digest,
+    # the source and the compile are made of. None: not read yet (take_in reads it).
+    copy: Path | None = None
 
 
 def notebook_cell(nb: dict[str, Any], name: str, exercise: str) -> tuple[Options, str]:
@@ -111,29 +123,32 @@ def _parse(raw: bytes, path: Path, student: str, exercise: Exercise,
 
 def _read(dirfd: int, rel: str, path: Path, student: str, exercise: Exercise,
           language: Language | None) -> Submission:
-    """The file `rel` of the folder `dirfd` (shown as `path`): read through the folder's
-    descriptor, a regular file with one name and at most MAX_SOURCE_BYTES, or refused before a
-    byte of it is read or parsed (a link could make the grader read a file the student cannot,
-    a FIFO would block it, a 400 MB notebook would fill its memory)."""
+    """The file `rel` of the grader's copy `dirfd` (shown as `path`), parsed, with its digest."""
     taken = boundary.take(dirfd, rel, MAX_SOURCE_BYTES)
     if taken.data is None:
-        return Submission(student, path, None, f"refused: {path.name}: {taken.why} (a submission "
-                                               f"is a regular file of at most "
-                                               f"{MAX_SOURCE_BYTES >> 20} MiB)")
+        return Submission(student, path, None, _refused_file(path, taken.why))
     return dataclasses.replace(_parse(taken.data, path, student, exercise, language),
                                digest=hashlib.sha256(taken.data).hexdigest())
 
 
-def _folder_digest(dirfd: int, files: Sequence[str], cap: int) -> str:
-    """sha256 of a handed-in folder's files, names and bytes, read as its copy will be; "" when
-    one cannot be read (the row is then graded again whenever it is resumed)."""
+def _refused_file(path: Path, why: str) -> str:
+    return (f"refused: {path.name}: {why} (a submission is a regular file of at most "
+            f"{MAX_SOURCE_BYTES >> 20} MiB)")
+
+
+def _folder_digest(dirfd: int, files: Sequence[str]) -> str:
+    """sha256 of a folder's files, names and bytes, read from the grader's copy `dirfd`."""
     digest = hashlib.sha256()
     for rel in sorted(files):
-        taken = boundary.take(dirfd, rel, cap)
-        if taken.data is None:
-            return ""
+        fd = boundary.open_beneath(dirfd, rel)
+        try:
+            part = hashlib.sha256()
+            while chunk := os.read(fd, 1 << 20):
+                part.update(chunk)
+        finally:
+            os.close(fd)
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
-        digest.update(hashlib.sha256(taken.data).digest())
+        digest.update(part.digest())
     return digest.hexdigest()
 
 
@@ -155,20 +170,15 @@ def _pick(files: Sequence[str], exercise: Exercise, language: Language | None) -
     return chosen[0] if chosen else None
 
 
-def _listing(dirfd: int, budget: boundary.Budget) -> list[str] | str:
-    """The regular files of a handed-in folder (relative paths), or why it is refused: walked
-    through descriptors, links never followed, within the budget a copy of it may take."""
-    try:
-        found = list(boundary.walk(dirfd, budget))
-    except boundary.BoundaryError as exc:
-        return f"refused: {exc.strerror} ({_bounds(budget)})"
-    except OSError as exc:
-        return f"cannot read the folder: {exc.strerror or exc}"
-    total = sum(st.st_size for _, st in found)
-    if total > budget.size:
-        return (f"refused: more than {budget.size >> 20} MiB of files ({total} bytes, sizes as "
-                f"the files claim them, holes included; {_bounds(budget)})")
-    return [rel for rel, _ in found]
+def _copied_folder(path: Path, copy_fd: int, budget: boundary.Budget) -> list[str] | str:
+    """The regular files of a handed-in folder, copied once into the grader's folder `copy_fd`
+    (relative paths), or why it is refused: walked through descriptors, links never followed,
+    each file copied through a descriptor of its own and no further than the size the walk
+    saw (a file swapped for a bigger one in between is cut there), within the budget."""
+    copied = boundary.copy_tree(path, copy_fd, budget, single_link=True)
+    if copied.refused:
+        return f"refused: {copied.refused} ({_bounds(budget)})"
+    return list(copied.files)
 
 
 def _bounds(budget: boundary.Budget) -> str:
@@ -177,7 +187,7 @@ def _bounds(budget: boundary.Budget) -> str:
 
 
 def _discover_one(path: Path, exercise: Exercise, language: Language | None,
-                  budget: boundary.Budget) -> Submission:
+                  budget: boundary.Budget, into: Path) -> Submission:
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -186,34 +196,78 @@ def _discover_one(path: Path, exercise: Exercise, language: Language | None,
     if stat.S_ISLNK(st.st_mode):
         return Submission(path.stem, path, None, "refused: a link, not followed (hand in the "
                                                  "file or the folder itself)")
-    if stat.S_ISREG(st.st_mode):
-        try:
-            parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as exc:
-            return Submission(path.stem, path, None, f"cannot read it: {exc.strerror}")
-        try:
-            return _read(parent, path.name, path, path.stem, exercise, language)
-        finally:
-            os.close(parent)
-    if not stat.S_ISDIR(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
         return Submission(path.stem, path, None, "refused: not a regular file or a folder")
+    student = path.stem if stat.S_ISREG(st.st_mode) else path.name
+    try:
+        copy = boundary.fresh(into, "sub-", 0o700)
+        copy_fd = boundary.open_dir(copy)
+    except OSError as exc:
+        return Submission(student, path, None, f"cannot copy it: {exc.strerror or exc}")
+    try:
+        sub = _file_once(path, copy_fd, student, exercise, language) if stat.S_ISREG(st.st_mode) \
+            else _folder_once(path, copy_fd, student, exercise, language, budget)
+        # Its includes are looked up in the copy, never in the student's folder.
+        return dataclasses.replace(sub, copy=copy, source=dataclasses.replace(
+            sub.source, origin_dir=copy) if sub.source is not None else None)
+    except OSError as exc:
+        return Submission(student, path, None, f"cannot read it: {exc.strerror or exc}")
+    finally:
+        os.close(copy_fd)
+
+
+def _file_once(path: Path, copy_fd: int, student: str, exercise: Exercise,
+               language: Language | None) -> Submission:
+    """One handed-in file: read once through its folder's descriptor (a regular file with one
+    name and at most MAX_SOURCE_BYTES, or refused before a byte of it is parsed: a link could
+    make the grader read a file the student cannot, a FIFO would block it, a 400 MB notebook
+    would fill its memory); those bytes are parsed, digested and written into the copy."""
+    try:
+        parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        return Submission(student, path, None, f"cannot read it: {exc.strerror}")
+    try:
+        taken = boundary.take(parent, path.name, MAX_SOURCE_BYTES)
+    finally:
+        os.close(parent)
+    if taken.data is None:
+        return Submission(student, path, None, _refused_file(path, taken.why))
+    boundary.put(copy_fd, path.name, taken.data)
+    return dataclasses.replace(_parse(taken.data, path, student, exercise, language),
+                               digest=hashlib.sha256(taken.data).hexdigest())
+
+
+def _folder_once(path: Path, copy_fd: int, student: str, exercise: Exercise,
+                 language: Language | None, budget: boundary.Budget) -> Submission:
+    """One handed-in folder: copied once (_copied_folder); the file graded is chosen, read and
+    digested from that copy."""
     try:
         top = boundary.open_dir(path)
     except OSError as exc:
-        return Submission(path.name, path, None, f"cannot read the folder: {exc.strerror}")
-    try:
-        files = _listing(top, budget)
-        if isinstance(files, str):
-            return Submission(path.name, path, None, files)
-        choice = _pick(files, exercise, language)
-        if choice is None:
-            return Submission(path.name, path, None, "no source file or notebook in the folder")
-        sub = _read(top, choice, path / choice, path.name, exercise, language)
-        return dataclasses.replace(sub, path=path, chosen=path / choice,
-                                   digest=_folder_digest(top, files, budget.size),
-                                   headers=_headers(top, files, choice, sub.source))
-    finally:
-        os.close(top)
+        return Submission(student, path, None, f"cannot read the folder: {exc.strerror}")
+    os.close(top)
+    files = _copied_folder(path, copy_fd, budget)
+    if isinstance(files, str):
+        return Submission(student, path, None, files)
+    choice = _pick(files, exercise, language)
+    if choice is None:
+        return Submission(student, path, None, "no source file or notebook in the folder")
+    sub = _read(copy_fd, choice, path / choice, student, exercise, language)
+    return dataclasses.replace(sub, path=path, chosen=path / choice,
+                               digest=_folder_digest(copy_fd, files),
+                               headers=_headers(copy_fd, files, choice, sub.source))
+
+
+def take_in(sub: Submission, exercise: Exercise, into: Path) -> Submission:
+    """`sub` read once into the grader's folder `into`, as discover reads (its digest, its source
+    from that copy), when it has no copy yet (a Submission made by hand: the course's own files,
+    tests); its student name is kept, and its options when it has some."""
+    if sub.copy is not None:
+        return sub
+    language = sub.source.language if sub.source is not None else None
+    read = _discover_one(sub.path, exercise, language, SUBMISSION_BUDGET, into)
+    return dataclasses.replace(read, student=sub.student,
+                               options=sub.options if sub.options != Options() else read.options)
 
 
 def _headers(dirfd: int, files: Sequence[str], chosen: str,
@@ -271,19 +325,29 @@ def _one_each(subs: Sequence[Submission]) -> list[Submission]:
 
 
 def discover(paths: Sequence[Path], exercise: Exercise, language: Language | None,
-             budget: boundary.Budget = SUBMISSION_BUDGET) -> list[Submission]:
-    """One Submission per student, in the order given; what cannot be graded (unreadable,
-    refused, two for one student) is a Submission without a source, saying why."""
+             budget: boundary.Budget = SUBMISSION_BUDGET,
+             into: Path | None = None) -> list[Submission]:
+    """One Submission per student, in the order given, each read once into a folder of its own
+    in `into` (the grader's own; None: a private folder made now, removed when this process
+    ends); what cannot be graded (unreadable, refused, two for one student) is a Submission
+    without a source, saying why."""
+    into = into if into is not None else intake_folder()
     seen: set[str] = set()
     subs = []
     for path in paths:
         if os.path.abspath(path) not in seen:  # the same path given twice is one submission
             seen.add(os.path.abspath(path))
-            sub = _discover_one(path, exercise, language, budget)
+            sub = _discover_one(path, exercise, language, budget, into)
             # The name every report, roster and feedback file knows the student by: made here,
             # once (names.py: a byte that is not UTF-8, a control character, escaped).
             subs.append(dataclasses.replace(sub, student=names.student_name(sub.student)))
     return _one_each(subs)
+
+
+def intake_folder() -> Path:
+    """A private folder of this process (0700, a name nobody can guess) for the copies of what
+    is handed in, removed when it ends."""
+    return rooms.remember(Path(tempfile.mkdtemp(prefix="idrrun-intake-")))
 
 
 def exposed(exercise: Exercise, submissions: Sequence[Path]) -> list[Path]:
@@ -303,10 +367,3 @@ def outside_includes(text: str) -> list[str]:
         if name.startswith("/") or ".." in Path(name).parts or name.startswith("~"):
             found.append(name)
     return found
-
-
-def _inside(sub: Submission) -> str:
-    """Where the file that was read lies in the grader's copy of the submission."""
-    if sub.chosen is not None:
-        return sub.chosen.relative_to(sub.path).as_posix()
-    return sub.path.name

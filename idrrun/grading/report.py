@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
+import functools
 import hashlib
 import hmac
 import io
@@ -15,6 +16,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,11 +47,29 @@ GradeStatus = Literal["pass", "fail", "incomplete", "error"]
 class ContentKey:
     """What a row's verdict depends on, the key a resumed grading keeps rows by: the content of
     what was handed in (Submission.digest), of the exercise (its spec, solutions and data files:
-    exercise_digest) and idrrun's version; never the student's name or path."""
+    exercise_digest) and of idrrun itself (its version and a digest of its code: code_id);
+    never the student's name or path."""
 
     submission: str
     exercise: str
     idrrun: str
+
+
+# idrrun's own package: every file of it decides a verdict (the checks, the guard's C source,
+# the tracer's), not only its version number, which an editable install never changes.
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@functools.lru_cache(maxsize=1)
+def code_id() -> str:
+    """idrrun's version and the sha256 of its package's files (names and bytes; compiled
+    caches left out): "0.1.0+code.<16 hex>". A grading by other code never keeps a row."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in _PACKAGE.rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"):
+        digest.update(path.relative_to(_PACKAGE).as_posix().encode("utf-8", "surrogateescape") +
+                      b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return f"{__version__}+code.{digest.hexdigest()[:16]}"
 
 
 # What a [[check]] says that only scores or shows a verdict: changing it re-scores the rows a
@@ -89,7 +109,7 @@ def exercise_digest(exercise: Exercise) -> str:
 
 
 def content_key(sub: Submission, exercise: Exercise) -> ContentKey:
-    return ContentKey(sub.digest, exercise_digest(exercise), __version__)
+    return ContentKey(sub.digest, exercise_digest(exercise), code_id())
 
 
 @dataclass(frozen=True)
@@ -253,7 +273,7 @@ def _why_again(old: GradeRow, now: ContentKey, exercise: Exercise) -> str:
     if old.content.exercise != now.exercise:
         return "graded with another exercise spec, solution or data"
     if old.content.idrrun != now.idrrun:
-        return f"graded by idrrun {old.content.idrrun}"
+        return f"graded by other idrrun code ({old.content.idrrun})"
     return "graded with other hidden argument sets (another seed or spec)"
 
 
@@ -399,13 +419,44 @@ def grading_key(settings: Settings) -> bytes:
     return _private_secret(settings, "grading.key", 32, lambda: secrets.token_bytes(32))
 
 
-def grading_seed(settings: Settings, given: str | None = None) -> tuple[str, str]:
+# The longest seed file read: a seed is a line.
+_SEED_FILE_CAP = 4096
+
+
+def read_seed_file(path: Path) -> str:
+    """The seed in `path`, a file of the grader's own that no other user may read or write (a
+    seed others can read draws every hidden case of the class). Its first line, stripped; read
+    through one descriptor, never following a link. UsageError saying why it is refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"--seed-file {path}: cannot read it ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else \
+            f"belongs to uid {st.st_uid}, not to the grader (uid {os.geteuid()})" \
+            if st.st_uid != os.geteuid() else \
+            f"other users can read or write it (mode {stat.S_IMODE(st.st_mode):o}): chmod 600 it" \
+            if st.st_mode & 0o066 else ""
+        if why:
+            raise UsageError(f"--seed-file {path}: refused: {why}")
+        data = os.read(fd, _SEED_FILE_CAP)
+    finally:
+        os.close(fd)
+    seed = data.decode("utf-8", "replace").strip().split("\n", 1)[0].strip()
+    if not seed:
+        raise UsageError(f"--seed-file {path}: empty")
+    return seed
+
+
+def grading_seed(settings: Settings, seed_file: Path | None = None) -> tuple[str, str]:
     """The instructor's seed of the hidden argument sets drawn when grading, and where it came
-    from: --seed, else [grading] seed or IDRRUN_GRADING_SEED, else one made at random the first
-    time and kept beside the grading key, so that a regrading draws the same values. It is
-    never written into a report or a feedback file."""
-    if given:
-        return given, "given by --seed"
+    from: --seed-file, else IDRRUN_GRADING_SEED or [grading] seed (config.py refuses a config
+    holding one that others can read), else one made at random the first time and kept beside
+    the grading key, so that a regrading draws the same values. Never on a command line, never
+    in a box's environment (sandbox.ENV_KEEP), never written into a report or a feedback file."""
+    if seed_file is not None:
+        return read_seed_file(seed_file), f"of {seed_file}"
     if settings.grading_seed:
         return settings.grading_seed, "of [grading] seed or IDRRUN_GRADING_SEED"
     kept = _private_secret(settings, "grading.seed", 32, lambda: secrets.token_hex(16).encode())

@@ -389,16 +389,28 @@ def _nsys_report(plan: ProfilePlan, trace: Trace | None, tables: Mapping[str, Ta
     return _finish(plan, trace, summary, shown, report, notes, work)
 
 
-def stopped(plan: ProfilePlan | None, result: ProcResult, box_folder: Path | None = None) -> ProcResult:
+def watch_launch(plan: ProfilePlan | None) -> int | None:
+    """Before the run: a watch of the profile's folder (boundary.watch_made), so that the
+    launch mark counts once made, even if the program removes it (its name is in its
+    environment); None without a mark to watch for."""
+    return boundary.watch_made(plan.run_dir) if plan is not None and plan.launched else None
+
+
+def stopped(plan: ProfilePlan | None, result: ProcResult, box_folder: Path | None = None,
+            watch: int | None = None) -> ProcResult:
     """The run as it ended: a program that nsys stopped at its --duration (the program's time
     limit) timed out, though what ended was nsys, with status 128 + SIGKILL; nsys that failed
     before it started the program (no launch mark: a full disk, an unusable TMPDIR, a profiler
     that cannot run here) could not start the program, rather than the program failing.
     box_folder: the graded run's folder, which holds plan.run_dir (its mark is read beneath it,
-    no link followed); None for a run in the user's folder. The mark is removed."""
+    no link followed); None for a run in the user's folder. watch: watch_launch's, from before
+    the run: a mark the kernel saw made counts, whatever the program did to it. The mark is
+    removed."""
+    seen = watch is not None and boundary.made(watch, plan.launched) if plan is not None else False
     if plan is None:
         return result
-    started = _launched(plan, box_folder) if plan.launched else True
+    found = _launched(plan, box_folder) if plan.launched else True
+    started = True if seen else found
     if not result.ok and not result.timed_out and not result.interrupted and \
             result.start_error is None and started is False:
         return dataclasses.replace(result, returncode=None,

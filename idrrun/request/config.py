@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import LauncherConfig, Settings
+from ..run import sandbox
 from ..toolchains import registry
 from . import options
 
@@ -227,6 +228,19 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
+def _file_layer(path: Path) -> dict[str, Any]:
+    """A TOML file's layer. One holding [grading] seed must not be readable by other users (it
+    draws every hidden case of a class): refused, as a course others can read is refused where
+    a box could read it (grading/classroom.py sandbox_level), with the same test."""
+    layer = _check_layer(_read_toml(path), str(path))
+    if "grading_seed" in layer and sandbox.readable_by_others(path):
+        raise ConfigError(f"{path}: holds [grading] seed and other users can read it (every "
+                          f"local user, and at the uid sandbox level every program graded): "
+                          f"chmod 600 {path}, or give the seed with --seed-file or "
+                          f"IDRRUN_GRADING_SEED")
+    return layer
+
+
 def _site_commands(entry: Mapping[str, Any]) -> dict[str, str]:
     """A family's table of the site file: {"c": {"compiler": "nvc", ...}, ...} -> {"c": "nvc"}."""
     commands: dict[str, str] = {}
@@ -356,14 +370,14 @@ def load(workdir: Path | None = None, environ: Mapping[str, str] | None = None,
         files.append(str(path))
     user = user_config_path()
     for path in ([user] if user.is_file() else []) + _project_layer(workdir, project):
-        apply(_check_layer(_read_toml(path), str(path)))
+        apply(_file_layer(path))
         files.append(str(path))
     env_file = environ.get("IDRRUN_CONFIG")
     if env_file:
         path = Path(env_file)
         if not path.is_file():
             raise ConfigError(f"IDRRUN_CONFIG={env_file}: no such file")
-        apply(_check_layer(_read_toml(path), str(path)))
+        apply(_file_layer(path))
         files.append(str(path))
     for origin, layer in _env_layers(environ):
         apply(_check_layer(layer, origin))

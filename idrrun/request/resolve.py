@@ -117,10 +117,12 @@ def for_solution(request: RunRequest, source: Source, workdir: Path,
                                object_only=False, timed=False)
 
 
-def with_args(request: RunRequest, args: tuple[str, ...]) -> RunRequest:
-    """The same request run with other arguments (a hidden argument set): without its profile
+def with_args(request: RunRequest, args: tuple[str, ...], hidden: bool = False) -> RunRequest:
+    """The same request run with other arguments (a hidden argument set, when `hidden`: no
+    other box runs beside it where boxes see each other's command lines): without its profile
     (the trace checks, timed ones included, are for the public run) nor a kept copy."""
-    return dataclasses.replace(request, program_args=args, keep=None, profile=None, timed=False)
+    return dataclasses.replace(request, program_args=args, keep=None, profile=None, timed=False,
+                               hidden_args=hidden)
 
 
 def on_host(request: RunRequest) -> RunRequest:

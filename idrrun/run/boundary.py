@@ -41,6 +41,7 @@ import errno
 import os
 import shutil
 import stat
+import struct
 import tempfile
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -320,6 +321,53 @@ def _descend(dirfd: int) -> Generator[tuple[int, os.DirEntry[str]], None, None]:
     finally:
         for fd in stack:
             os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the kernel saw made in a box's folder: a box can remove a file it made, never the event
+
+
+_IN_MOVED_TO = 0x80
+_IN_CREATE = 0x100
+_IN_Q_OVERFLOW = 0x4000
+_IN_ONLYDIR = 0x01000000
+_IN_DONT_FOLLOW = 0x02000000
+_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
+
+
+def watch_made(folder: Path) -> int | None:
+    """A watch (an inotify descriptor) of the names made in `folder`, set before anything of a
+    box runs there; None where the kernel gives none. made() reads it once."""
+    fd = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    if fd < 0:
+        return None
+    mask = _IN_CREATE | _IN_MOVED_TO | _IN_ONLYDIR | _IN_DONT_FOLLOW
+    if _libc.inotify_add_watch(fd, os.fsencode(folder), mask) < 0:
+        os.close(fd)
+        return None
+    return int(fd)
+
+
+def made(watch: int, name: str) -> bool:
+    """Whether `name` was made in the watched folder since the watch was set, whatever became of
+    it since (removed, renamed); True also when the kernel's queue overflowed (it can no longer
+    tell, and only what ran in the box filled it). Closes the watch."""
+    wanted = os.fsencode(name)
+    try:
+        while True:
+            try:
+                data = os.read(watch, 1 << 16)
+            except BlockingIOError:
+                return False
+            at = 0
+            while at + _EVENT.size <= len(data):
+                _, mask, _, length = _EVENT.unpack_from(data, at)
+                seen = data[at + _EVENT.size:at + _EVENT.size + length].rstrip(b"\0")
+                at += _EVENT.size + length
+                if mask & _IN_Q_OVERFLOW or seen == wanted:
+                    return True
+    finally:
+        os.close(watch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -604,10 +652,15 @@ class Copied:
     refused: str = ""  # why nothing was copied (a bound passed); "" when copied
 
 
-def copy_tree(source: Path, dest_fd: int, budget: Budget = Budget(), mode: int = 0o644) -> Copied:
+def copy_tree(source: Path, dest_fd: int, budget: Budget = Budget(), mode: int = 0o644,
+              single_link: bool = False) -> Copied:
     """Copy the regular files under `source` (a folder, or one file) into the grader's empty
     folder `dest_fd`: links, FIFOs and devices are left out (said in `skipped`), nothing is
-    followed, bounds are checked before a byte is written (all or nothing), holes stay holes."""
+    followed, bounds are checked before a byte is written (all or nothing), holes stay holes.
+    Each file is read once, through a descriptor, and no further than the size the walk saw:
+    a file its owner swaps for a bigger one meanwhile is cut there, never read past the budget.
+    single_link: a file with other names (a hard link to a file its owner may not read) is
+    refused, as take() refuses it."""
     try:
         top = os.open(source, _DIR_FLAGS)
     except NotADirectoryError:
@@ -627,9 +680,12 @@ def copy_tree(source: Path, dest_fd: int, budget: Budget = Budget(), mode: int =
                 plan.append((rel, st.st_size))
         except BoundaryError as exc:
             return Copied((), (), str(exc.strerror))
-        for rel, _ in plan:
-            _mkdirs(dest_fd, rel)
-            _copy_file(top, rel, dest_fd, mode)
+        try:
+            for rel, size in plan:
+                _mkdirs(dest_fd, rel)
+                _copy_file(top, rel, dest_fd, mode, size, single_link)
+        except OSError as exc:
+            return Copied((), (), f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return Copied(tuple(r for r, _ in plan), tuple(skipped))
     finally:
         os.close(top)
@@ -699,20 +755,28 @@ def _copy_one(source: Path, dest_fd: int, budget: Budget, mode: int) -> Copied:
         if st.st_size > budget.size:
             return Copied((), (), f"{st.st_size} bytes, more than the {budget.size >> 20} MiB "
                                   "a submission may have")
-        _copy_file(parent, source.name, dest_fd, mode)
+        try:
+            _copy_file(parent, source.name, dest_fd, mode, st.st_size, single_link=False)
+        except OSError as exc:
+            return Copied((), (), f"{source.name}: {exc.strerror or exc}")
         return Copied((source.name,), ())
     finally:
         os.close(parent)
 
 
-def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int) -> None:
-    """One regular file, read through the source folder's descriptor (never a link), written
-    new in the destination; holes are skipped (SEEK_DATA), so a sparse file stays sparse."""
+def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int, cap: int,
+               single_link: bool) -> None:
+    """One regular file, read through the source folder's descriptor (never a link), at most
+    `cap` bytes of it, written new in the destination; holes are skipped (SEEK_DATA), so a
+    sparse file stays sparse."""
     src = open_beneath(src_dir, rel)
     try:
         st = os.fstat(src)
         if not stat.S_ISREG(st.st_mode):
-            raise BoundaryError(errno.EINVAL, f"{rel}: not a regular file")
+            raise BoundaryError(errno.EINVAL, "not a regular file", rel)
+        if single_link and st.st_nlink != 1:
+            raise BoundaryError(errno.EMLINK, "a file with other names (a hard link): not read",
+                                rel)
         parent, _, name = rel.rpartition("/")
         target_dir = open_beneath(dest_fd, parent, _DIR_FLAGS) if parent else os.dup(dest_fd)
         try:
@@ -721,7 +785,7 @@ def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int) -> None:
         finally:
             os.close(target_dir)
         try:
-            _copy_data(src, out, st.st_size)
+            _copy_data(src, out, min(st.st_size, cap))
             os.fchmod(out, mode)
         finally:
             os.close(out)
@@ -736,7 +800,10 @@ def _copy_data(src: int, out: int, size: int) -> None:
             data_at = os.lseek(src, offset, os.SEEK_DATA)
         except OSError:  # ENXIO: only a hole is left
             break
-        hole_at = os.lseek(src, data_at, os.SEEK_HOLE)
+        if data_at >= size:
+            break
+        # (Never past `size`: the file may have grown since it was measured.)
+        hole_at = min(os.lseek(src, data_at, os.SEEK_HOLE), size)
         os.lseek(src, data_at, os.SEEK_SET)
         os.lseek(out, data_at, os.SEEK_SET)
         left = hole_at - data_at

@@ -23,7 +23,8 @@
  *                  most the hard limit: course programs keep big arrays on the stack
  *   cpus           ':'-separated CPUs the program may run on ("": as inherited): a timed run
  *                  has CPUs of its own, and every other graded process keeps off them
- *   inner-status-fd  the same protocol ("inner exit N" / "inner signal N") from inside the
+ *   inner-status-fd  "inner launched" just before the program is executed (the box was made),
+ *                  then the same protocol ("inner exit N" / "inner signal N") from inside the
  *                  sandbox, where the outer guard only sees bubblewrap's own status (128+N for
  *                  a signal, like `exit 128+N`); the inner guard makes itself undumpable so
  *                  that the program, same user as it, cannot reach its descriptor
@@ -416,6 +417,10 @@ static int inner(int argc, char **argv)
         return 125;
     if (pid == 0) {
         default_signals();
+        /* The launch mark: the box was made, the program is what runs from here on. Written
+         * before the exec, on a pipe the program never holds: whatever it does next (kill this
+         * guard, print what bubblewrap prints) cannot undo it. */
+        write_status("inner launched\n");
         exec_program(argv + prog);
         fprintf(stderr, "idrrun-guard: cannot run %s: %s\n", argv[prog], strerror(errno));
         _exit(127);

@@ -4,7 +4,8 @@ Its command line is one typed record, GuardArgs (outside the sandbox) or InnerGu
 it), written here as `--name=value` options that guard.c reads by name (a test checks that
 guard.c's OPTIONS tables list these fields, in order). It reports on a pipe that only idrrun
 holds: "child PID" when the program started, then "exit N" or "signal N" when it ended; the
-inner guard adds "inner exit N" / "inner signal N", the program's own status, which bubblewrap
+inner guard adds "inner launched" just before it executes the program (the launch mark: the box
+was made), then "inner exit N" / "inner signal N", the program's own status, which bubblewrap
 cannot tell apart from `exit 128+N` (`read_status`).
 """
 
@@ -62,6 +63,9 @@ class GuardStatus:
     child: int | None = None  # pid of the program (leader of its own process group)
     returncode: int | None = None  # the program's own status (negative: signal); None: not reported
     inner: int | None = None  # the same, from inside the sandbox (the program, not bubblewrap)
+    # The inner guard's launch mark: the box was made and the program was about to start, so
+    # whatever happened next is the program's doing.
+    launched: bool = False
 
     @property
     def program(self) -> int | None:
@@ -71,10 +75,13 @@ class GuardStatus:
 
 def read_status(text: str) -> GuardStatus:
     child = returncode = inner = None
+    launched = False
     for line in text.splitlines():
         words = line.split()
         try:
-            if len(words) == 2 and words[0] == "child":
+            if words == ["inner", "launched"]:
+                launched = True
+            elif len(words) == 2 and words[0] == "child":
                 child = int(words[1])
             elif len(words) == 2 and words[0] in ("exit", "signal"):
                 returncode = int(words[1]) * (1 if words[0] == "exit" else -1)
@@ -82,4 +89,4 @@ def read_status(text: str) -> GuardStatus:
                 inner = int(words[2]) * (1 if words[1] == "exit" else -1)
         except ValueError:
             continue
-    return GuardStatus(child, returncode, inner)
+    return GuardStatus(child, returncode, inner, launched)

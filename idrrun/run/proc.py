@@ -17,7 +17,6 @@ import codecs
 import logging
 import os
 import pty
-import re
 import selectors
 import signal
 import subprocess
@@ -146,6 +145,7 @@ class Running:
     next_disk_check: float = 0.0
     over_disk: str | None = None  # why the box went past its disk caps
     inner_reports: bool = False  # a guard inside the box says the program's status (compose.py)
+    seat: sandbox.Seat = sandbox.Seat()  # its place among the boxes: left at finish
 
     def guard_status(self) -> guard.GuardStatus:
         return guard.read_status(self.status_text)
@@ -175,6 +175,8 @@ class ProcSpec:
     cgroups: bool = True  # False: rlimits only (a compile: see jail.open_jail)
     box: Box | None = None  # the sandbox (sandbox.py)
     outer: tuple[str, ...] = ()  # a launcher that stays outside the box (srun)
+    # A run of hidden arguments: at the "uid" level no other box runs beside it (sandbox.beside).
+    alone: bool = False
 
 
 def spawn(argv: Sequence[str], *, what: str, spec: ProcSpec = ProcSpec()) -> Running | ProcResult:
@@ -183,6 +185,22 @@ def spawn(argv: Sequence[str], *, what: str, spec: ProcSpec = ProcSpec()) -> Run
     program = tuple(str(a) for a in argv)
     if _STOP.stopped:
         return ProcResult(argv=program, returncode=None, interrupted=True)
+    seat = sandbox.beside(spec.box, spec.alone, lambda: _STOP.stopped)
+    if seat is None:
+        return ProcResult(argv=program, returncode=None, interrupted=True)
+    try:
+        started = _spawn(program, what, spec)
+    except BaseException:
+        sandbox.leave(seat)
+        raise
+    if isinstance(started, ProcResult):
+        sandbox.leave(seat)
+    else:
+        started.seat = seat
+    return started
+
+
+def _spawn(program: tuple[str, ...], what: str, spec: ProcSpec) -> Running | ProcResult:
     jail = _open_jail(spec)
     status_r, status_w, inner_w = _status_pipe(jail)
     composed = compose.compose(program, spec.env if spec.env is not None else os.environ,
@@ -428,8 +446,11 @@ def finish(running: Running, ending: Ending) -> ProcResult:
             if running.over_disk is not None:
                 limit, notes = "disk", notes + (f"the program wrote {running.over_disk} in its folder",)
             if running.box is not None and running.box.support.level == "uid":
+                sandbox.end_uid(running.box.uid)
                 notes += tuple(remove_leftovers(running.box.uid))
     finally:
+        sandbox.leave(running.seat)
+        running.seat = sandbox.Seat()
         running.selector.close()
         if running.pidfd >= 0:
             os.close(running.pidfd)
@@ -454,19 +475,24 @@ def finish(running: Running, ending: Ending) -> ProcResult:
     )
 
 
-# bubblewrap's own messages: the box was not made (a folder it must show is missing or
-# unreadable, namespaces refused).
-_BWRAP_SAID = re.compile(r"^bwrap: (.+)$", re.MULTILINE)
+# How much of bubblewrap's own output says why it could not make the box.
+_BWRAP_SAID_CHARS = 300
 
 
 def _box_not_made(running: Running, ending: Ending, status: guard.GuardStatus) -> str | None:
-    """Why the box was never made, when bubblewrap failed before the guard inside it started:
-    our failure, not the program's (a program that runs always has its status said by that
-    guard). None when the program ran, or nothing says bubblewrap stopped it."""
-    if not running.inner_reports or status.inner is not None or ending != EXITED:
+    """Why the box was never made, when the grader can prove the program never started: the
+    guard inside the box never wrote its launch mark (it writes it just before it executes
+    the program, on a pipe the program never holds). Our failure then, not the program's, and
+    what was printed is bubblewrap's own. Once the mark is there, whatever the program did to
+    its guard, its box or its output is its result: never decided by what the output says."""
+    if not running.inner_reports or status.launched or status.inner is not None or \
+            ending != EXITED:
         return None
-    said = _BWRAP_SAID.search(running.collector.text())
-    return f"the sandbox could not be set up (bwrap: {said.group(1)})" if said else None
+    said = " ".join(running.collector.text().split())[-_BWRAP_SAID_CHARS:]
+    code = f"exit status {status.returncode}" if status.returncode is not None else \
+        "no status"
+    return f"the sandbox could not be set up (bubblewrap: {code}" + \
+        (f"; it said: {said})" if said else ")")
 
 
 def run(argv: Sequence[str], *, what: str, timeout: float,
@@ -487,7 +513,13 @@ def run(argv: Sequence[str], *, what: str, timeout: float,
     started = spawn(argv, what=what, spec=spec)
     if isinstance(started, ProcResult):
         return started
-    return finish(started, pump(started, deadline))
+    try:
+        ending = pump(started, deadline)
+    except BaseException:
+        sandbox.leave(started.seat)
+        started.seat = sandbox.Seat()
+        raise
+    return finish(started, ending)
 
 
 def capture(argv: Sequence[str], *, what: str, timeout: float = 5.0) -> ProcResult:

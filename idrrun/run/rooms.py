@@ -10,6 +10,7 @@ all under this process's scratch folder, and what killed graders left.
                 bin-XXXX/             the executable, sealed (0710 to the box's group)
                 builds/ tools/ out-XXXX/  the grader's own
             idrrun-solution-XXXX/     the solution's room, made once per grading
+            idrrun-intake-XXXX/       what the class handed in, read once (0700, grading/discover.py)
 
 With srun the scratch folder is on the file system the nodes share (the cache:
 CACHE/scratch/HOST-PID), since a login node's /tmp is its own.
@@ -75,6 +76,12 @@ def lanes_folder() -> Path:
 def new_room(settings: Settings, prefix: str) -> Path:
     """A fresh room in this grader's scratch folder."""
     return boundary.fresh(scratch_root(settings), prefix, 0o711)
+
+
+def intake_room(settings: Settings) -> Path:
+    """A fresh folder of this grader's, private (0700), for the copies of what a class handed
+    in (grading/discover.py reads each submission once, into it)."""
+    return boundary.fresh(scratch_root(settings), "idrrun-intake-", 0o700)
 
 
 def source_folder(room: Path) -> Path:

@@ -20,19 +20,25 @@ Levels, probed once (`probe`), reported by `idrrun doctor`:
   folders private to it, every process of that uid killed after the run, then its SysV IPC
   objects and its files in the world-writable folders removed (leftovers.py). The box then
   sees every file other users can read: the grader refuses a course whose solutions others
-  can read (readable_by_others);
+  can read (readable_by_others); and every process's command line
+  (/proc/PID/cmdline): a run of hidden arguments runs alone (`beside`), no other box with it;
 - "none": neither; `idrrun grade` refuses unless --unsafe.
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import secrets
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from ..model import SandboxSupport
 from . import boundary
@@ -87,6 +93,135 @@ class Box:
     # The guard as the box runs it, when the box's uid cannot read idrrun's own copy: a copy
     # placed in the request's room (tools.place). None: idrrun's own.
     inner_guard: Path | None = None
+
+
+# A box's place among the others at the "uid" level (sandbox.beside): "beside" others, "alone"
+# (a run of hidden arguments), or "" where boxes cannot see each other (nothing to leave).
+Place = Literal["", "beside", "alone"]
+
+
+class _Boxes:
+    """Which boxes run at once, at the "uid" level. Without a PID namespace every process's
+    command line is open to every uid (/proc/PID/cmdline, ps): a box beside a run of hidden
+    arguments would read them there (a classmate's, the solution's) and print them in its own
+    public output. So a hidden run runs alone: it waits for the boxes running to end (each has
+    every process of its uid killed by its guard when it ends) and no box starts until it
+    ends. One waiting to run alone goes before new boxes: a class of busy rows never starves
+    it. Only the box itself is counted, once everything it waits for (a GPU lane) is held, so
+    that no run waits for a lane while holding its place here."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._beside = 0  # boxes running beside each other
+        self._alone = False  # a hidden run is running
+        self._waiting = 0  # hidden runs waiting to run alone
+
+    def enter(self, place: Place, stopped: Callable[[], bool]) -> bool:
+        """Wait until the box may start in `place`; False when stopped() said to give up."""
+        with self._cond:
+            if place == "alone":
+                self._waiting += 1
+                try:
+                    while self._alone or self._beside:
+                        if stopped():
+                            return False
+                        self._cond.wait(0.2)
+                finally:
+                    self._waiting -= 1
+                self._alone = True
+                return True
+            while self._alone or self._waiting:
+                if stopped():
+                    return False
+                self._cond.wait(0.2)
+            self._beside += 1
+            return True
+
+    def leave(self, place: Place) -> None:
+        with self._cond:
+            if place == "alone":
+                self._alone = False
+            else:
+                self._beside -= 1
+            self._cond.notify_all()
+
+
+_BOXES = _Boxes()
+
+# The same between the gradings of one machine (two teachers, two terminals): every grader
+# at the uid level is root, and /run is root's alone. A box holds `boxes` shared, a hidden run
+# exclusive; `turnstile` is taken on the way in, so that a hidden run waiting for `boxes`
+# holds back the boxes that would start meanwhile (flock lets a shared lock by while an
+# exclusive one waits).
+LOCK_FOLDER = Path("/run/idrrun")
+
+
+@dataclass(frozen=True)
+class Seat:
+    """A box's place among the others (`beside`): "" where boxes cannot see each other."""
+
+    place: Place = ""
+    lock: int = -1  # the descriptor holding the machine's lock (-1: none); closed by leave()
+
+
+def _flock(fd: int, how: int, stopped: Callable[[], bool]) -> bool:
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if stopped():
+                return False
+            time.sleep(0.05)
+
+
+def _machine_lock(place: Place, stopped: Callable[[], bool]) -> int | None:
+    """The machine's lock for `place` (a descriptor to close after the box); -1 where there is
+    no folder of root's for it (not root: nothing else grades at this level); None: stopped."""
+    try:
+        folder = boundary.own_dir(LOCK_FOLDER, 0o700)
+        turn = os.open(folder / "turnstile", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o600)
+    except OSError:
+        return -1
+    try:
+        boxes = os.open(folder / "boxes", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        0o600)
+        if not _flock(turn, fcntl.LOCK_EX, stopped):
+            os.close(boxes)
+            return None
+        if not _flock(boxes, fcntl.LOCK_EX if place == "alone" else fcntl.LOCK_SH, stopped):
+            os.close(boxes)
+            return None
+        return boxes
+    except OSError:
+        return -1
+    finally:
+        os.close(turn)  # (the turnstile's lock goes with it)
+
+
+def beside(box: Box | None, alone: bool, stopped: Callable[[], bool]) -> Seat | None:
+    """Before `box` starts (proc.spawn): its seat at the "uid" level (_Boxes, and the
+    machine's lock for the other gradings), once it may start; leave(seat) after it ended. An
+    empty seat where none is needed (no box, or namespaces: a box sees its own processes
+    only); None when stopped() said to give up while waiting."""
+    if box is None or box.support.level != "uid":
+        return Seat()
+    place: Place = "alone" if alone else "beside"
+    if not _BOXES.enter(place, stopped):
+        return None
+    lock = _machine_lock(place, stopped)
+    if lock is None:
+        _BOXES.leave(place)
+        return None
+    return Seat(place, lock)
+
+
+def leave(seat: Seat) -> None:
+    if seat.lock >= 0:
+        os.close(seat.lock)
+    if seat.place:
+        _BOXES.leave(seat.place)
 
 
 def fresh_uid() -> int:
@@ -288,3 +423,36 @@ def readable_by_others(path: Path) -> bool:
         return all(os.stat(p).st_mode & 0o001 for p in path.parents)
     except OSError:
         return False
+
+
+def end_uid(uid: int, seconds: float = 2.0) -> int:
+    """At the "uid" level, after a box: SIGKILL every process still running as its uid (the
+    guard does it too, unless it was itself killed at the run's deadline), until none is left:
+    nothing of a box may outlive it to watch the next runs' command lines. Returns how many."""
+    if uid < 0:
+        return 0
+    killed: set[int] = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                # The status's uids, not the folder's owner: a process that made itself
+                # undumpable has a /proc folder of root's. Zombies hold nothing: not counted.
+                with open(f"/proc/{entry.name}/status", "rb") as fh:
+                    fields = {line.split(b":")[0]: line.split()[1:] for line in fh}
+                if str(uid).encode() not in fields.get(b"Uid", []) or \
+                        fields.get(b"State", [b"?"])[0] in (b"Z", b"X"):
+                    continue
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.add(int(entry.name))
+                found += 1
+            except (OSError, IndexError):
+                continue
+        if not found:
+            break
+        time.sleep(0.02)
+    return len(killed)
+
