@@ -125,6 +125,9 @@ class RunRequest:
     get_files: tuple[str, ...] = ()
     show_time: bool = True
     profile: str | None = None  # "auto", "nsys", "builtin": which profiler; None: none
+    # False: the profile is collected for the checks only (a --check whose checks read the GPU
+    # trace, on a line without --profile: request/resolve.py's checks_trace) and not shown.
+    show_profile: bool = True
     execute: bool = True  # False: build only (-n); an object build (--object) never runs
     object_only: bool = False
     keep: str | None = None

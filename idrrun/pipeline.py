@@ -21,6 +21,7 @@ import dataclasses
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -378,7 +379,7 @@ def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, prob
     family = prepared.family
     if pplan is not None and request.room is not None and prepared.uid >= 0:
         pplan = _placed_libraries(pplan, request.room / "tools")
-    if pplan is not None:
+    if pplan is not None and request.show_profile:
         notes.add(pplan.notes)
     counting = regions.plan(request, settings.cache_dir, staged.cwd,
                             request.room / "tools" if request.room is not None and prepared.uid >= 0
@@ -513,6 +514,16 @@ def take_out(request: RunRequest, prepared: Prepared, staged: Staged, pplan: Pro
     return out, pplan
 
 
+QUIET_PREFIX = ".idrrun-trace-"
+
+
+def quiet_folder(workdir: Path) -> Path:
+    """A fresh folder for a trace taken for the checks only (RunRequest.show_profile False):
+    beside the program (a box shows it its working folder), hidden, removed after the run's
+    trace is read; nothing of it is left in the student's folder."""
+    return Path(tempfile.mkdtemp(prefix=QUIET_PREFIX, dir=workdir))
+
+
 def execute(
     request: RunRequest,
     toolchain: Toolchain,
@@ -545,15 +556,21 @@ def execute(
     profile_dir = f"{PROFILE_DIR}/{profile.run_dir_name(label)}"
     staged = stage_program(request, built, prepared,
                            (profile_dir,) if request.profile is not None else ())
+    quiet: Path | None = None  # the folder of a trace for the checks only, removed after
     try:
         pplan = None
         if request.profile is not None:
             # A graded run's profile folder was made in its fresh folder, which no process of
             # its new uid has touched yet.
-            pplan = profile.plan(request.profile, staged.cwd / profile_dir if staged.run_folder
-                                 else profile.new_run_dir(request.workdir / PROFILE_DIR, label),
-                                 settings.cache_dir, nsys_command=settings.profiler,
-                                 timeout=request.timeout)
+            if staged.run_folder is not None:
+                run_dir = staged.cwd / profile_dir
+            elif request.show_profile:
+                run_dir = profile.new_run_dir(request.workdir / PROFILE_DIR, label)
+            else:
+                run_dir = quiet = quiet_folder(request.workdir)
+            pplan = profile.plan(request.profile, run_dir, settings.cache_dir,
+                                 nsys_command=settings.profiler, timeout=request.timeout,
+                                 drawn=request.show_profile)
         # A graded run on a GPU machine holds a lane while it runs (run/lanes.py): a timed one
         # waits for its GPU to be its own.
         with lanes.hold(request.lanes, request.timed, (request.mpi_ranks or 1) > 1) as held:
@@ -568,9 +585,17 @@ def execute(
                 boundary.remove(folder)
     ran = dataclasses.replace(ran, outputs=outputs)
     report = None
-    if pplan is not None and pplan.kind != "none":
-        report = profile.collect(pplan, timeout=120, source_name=request.source.name,
-                                 gpu=probe.gpus[0].name if probe.gpus else "", followed=followed)
-        reporter.profile(report)
+    try:
+        # A trace for the checks only is read even when it could not be taken: its report
+        # says why (the checks' reason), and nothing of it is shown.
+        if pplan is not None and (pplan.kind != "none" or not request.show_profile):
+            report = profile.collect(pplan, timeout=120, source_name=request.source.name,
+                                     gpu=probe.gpus[0].name if probe.gpus else "",
+                                     followed=followed)
+            if request.show_profile:
+                reporter.profile(report)
+    finally:
+        if quiet is not None:
+            shutil.rmtree(quiet, ignore_errors=True)
     return Outcome(request, toolchain, built, ran, run_failure(ran, request, built.frames),
                    notes=tuple(notes.all), profile=report)

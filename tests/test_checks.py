@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from idrrun.checks.kinds import CUT_SHORT, Evidence, HostComparison, evaluate_one
+from idrrun.checks.kinds import (CUT_SHORT, NO_GPU_HERE, NO_TRACE, Evidence, HostComparison,
+                                evaluate_one)
 from idrrun.checks.specs import CheckSpec
 from idrrun.model import (AccReport, BuildResult, ConstructRan, ImplicitData, ProcResult,
                           RegionsRan, RunResult)
@@ -262,3 +263,16 @@ def test_agrees_with_host() -> None:
     assert r.status == "incomplete" and "nothing to compare" in r.reason
     r = evaluate_one(spec, compared(host, "nothing\n"))
     assert r.status == "incomplete" and "on the host the program does not print" in r.reason
+
+
+def test_a_gpu_build_without_a_trace_says_why_not_to_add_profile() -> None:
+    """The checks collect their trace themselves on a GPU (no --profile needed): a GPU build
+    without one says why — no GPU here, or the tracer's own reason — never "run with --profile"."""
+    spec = CheckSpec("ran_on_gpu", "gpu")
+    none = dataclasses.replace(ev(), target="gpu")
+    r = evaluate_one(spec, none)
+    assert (r.status, r.reason) == ("incomplete", NO_TRACE.format(why=NO_GPU_HERE))
+    assert "--profile" not in r.reason
+    told = dataclasses.replace(none, trace_problem="CUPTI not found (install the CUDA toolkit)")
+    assert evaluate_one(spec, told).reason == \
+        "needs a GPU trace: CUPTI not found (install the CUDA toolkit)"

@@ -46,6 +46,7 @@ class Evidence:
     solution_problem: str = ""  # why solution_output is None, when it is
     # From the GPU trace of a profiled GPU run (profile.trace_values); None: no trace.
     trace_values: Mapping[str, float] | None = None
+    trace_problem: str = ""  # why there is no trace, when the run's profiler says
     # The source as the compiler read it (build.PREPROCESSED), when the family can say.
     compiled_text: str | None = None
     acc_requested: bool = True  # built with -a: the OpenACC checks mean something
@@ -637,6 +638,12 @@ def passed_here(gpu_checks: Sequence[CheckResult]) -> str:
     return PASSED_HERE.format(checks=", ".join(dict.fromkeys(c.name for c in gpu_checks)))
 
 
+# Why a GPU-trace check on a GPU build has no trace: the checks collect theirs on a GPU
+# (request/resolve.py's checks_trace), so either no GPU was found or the tracer says why.
+NO_TRACE = "needs a GPU trace: {why}"
+NO_GPU_HERE = "no GPU was found on this machine (nvidia-smi lists none)"
+
+
 # Why a GPU-trace check does not judge a run that did not end normally.
 CUT_SHORT = ("not judged: the run did not end normally ({how}), and the GPU trace of a run that "
              "stops early can miss work still in flight on the GPU; judged once it ends normally")
@@ -655,7 +662,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
             return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
         if ev.trace_values is None:
             return CheckResult(spec.label, "incomplete", "", "",
-                               "needs a GPU trace: run with --profile on a GPU")
+                               NO_TRACE.format(why=ev.trace_problem or NO_GPU_HERE))
         if ev.run is not None and not ev.run.proc.ok:
             # A program that dies with kernels queued (libgomp's fatal errors exit at once)
             # leaves a trace with or without them, as the GPU's timing has it: the same program

@@ -154,15 +154,22 @@ def _none(run_dir: Path, *notes: str) -> ProfilePlan:
 
 def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str] = (), *,
          environ: Mapping[str, str] | None = None, cc: str | None = None,
-         timeout: float | None = None) -> ProfilePlan:
+         timeout: float | None = None, drawn: bool = True) -> ProfilePlan:
     """How to run the program under the profiler `choice` ("auto", "nsys", "builtin").
 
     nsys_command: the configured profiler ([profiler] command), e.g. ("nsys",) or ("nsys",
     "profile", "--trace=cuda,openacc") whose options replace the default ones; idrrun always
     sets -o, --force-overwrite and --stats itself, and, given the program's `timeout`,
     --duration and --kill: nsys stops the program at its time limit, then writes its report
-    (NSYS_GRACE). May build the tracer (once; proc.run).
+    (NSYS_GRACE). May build the tracer (once; proc.run). drawn=False: the trace is for the
+    checks only (ProfilePlan.drawn).
     """
+    return dataclasses.replace(_plan(choice, run_dir, cache_dir, nsys_command, environ, cc,
+                                     timeout), drawn=drawn)
+
+
+def _plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str],
+          environ: Mapping[str, str] | None, cc: str | None, timeout: float | None) -> ProfilePlan:
     env = os.environ if environ is None else environ
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -240,7 +247,7 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
         summary = summary or EMPTY_SUMMARY
         if trace is not None and trace.errors:
             notes.append("the tracer could not start: " + "; ".join(trace.errors[:3]))
-    else:
+    elif plan.drawn:  # a trace for the checks only is read for its figures (trace_values)
         drawn = draw_timeline(trace, plan.run_dir / TIMELINE_FILE,
                               title=f"GPU timeline ({len(trace.kernels)} kernels, "
                                     f"{len(trace.copies)} copies)")
@@ -281,7 +288,7 @@ def follower(plan: ProfilePlan | None) -> Follower | None:
     the run, then give it to collect()), so that little is left to read after the run."""
     if plan is None or plan.kind != "builtin" or plan.output is None:
         return None
-    return Follower(plan.output, perfetto.Prepared())
+    return Follower(plan.output, perfetto.Prepared() if plan.drawn else None)
 
 
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
