@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import annotate
+from .build import shown_command
 from .annotate import Listing
 from .checks.kinds import passed_here
 from .checks.visibility import MORE_AT_GRADING
@@ -136,13 +137,13 @@ class TextReporter:
 
     def built(self, request: RunRequest, result: BuildResult) -> None:
         if result.cached:
-            self._line(f"$ {short_command(result.command)}")
+            self._line(f"$ {short_command(shown_command(result.command, request.source))}")
             if result.output.strip():
                 self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
             self._line(BUILD_CACHED)
             self._step_done()
             return
-        self._line(f"$ {short_command(result.command)}")
+        self._line(f"$ {short_command(shown_command(result.command, request.source))}")
         if result.output.strip():
             self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
         if result.ok:

@@ -165,8 +165,8 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
         kind, what = FailureKind.COMPILE_ERROR, p.describe()
         hint = (f"fix the first error above; line numbers are those of {request.source.name}"
                 if p.returncode else "the compiler produced no output file")
-    return Failure(kind=kind, what=what, command=result.command, output=result.output, hint=hint,
-                   compile_step=True)
+    return Failure(kind=kind, what=what, command=build_mod.shown_command(result.command, request.source),
+                   output=result.output, hint=hint, compile_step=True)
 
 
 _MAX_HELD = 4096  # the longest path a piece of output may end with and be held for
@@ -270,7 +270,8 @@ def run_failure(result: RunResult, request: RunRequest,
     else:
         kind, what = FailureKind.MISSING_FILES, "missing output files"
         hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
-    return Failure(kind=kind, what=what, command=result.command,
+    return Failure(kind=kind, what=what,
+                   command=build_mod.shown_command(result.command, request.source),
                    output=build_mod.rename_paths(p.output, request.source), hint=hint, limit=limit)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, ConstructRan, ProcResult,
                      RegionsRan, RunResult, Verdict)
-from ..toolchains.diagnostics import rename_temporary
+from ..toolchains.diagnostics import rename_temporary, student_symbol
 from . import loops, regex
 from .directives import code_text, has_directives
 from .measure import Figure, Measured
@@ -339,14 +339,15 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """Distinct compute constructs the run executed (each counted once, however often it ran)."""
     want = spec.minimum or 1
     expected = f"≥ {plural(want, 'compute region')} run"
-    ran = ev.regions
+    ran = _ran(ev)
     if ran is None:
         return CheckResult(spec.label, "incomplete", expected, "",
                            "the regions that ran were not counted (only a checked OpenACC run "
                            "counts them)")
     if not ran.counted:
         return CheckResult(spec.label, "incomplete", expected, "", ran.why)
-    which = ", ".join(_construct(c) for c in ran.constructs[:6]) or "none"
+    code = _student_code(ev)
+    which = ", ".join(_construct(c, code, ev.language) for c in ran.constructs[:6]) or "none"
     if ran.distinct >= want:
         return CheckResult(spec.label, "pass", expected, str(ran.distinct),
                            f"{plural(ran.distinct, 'compute region')} ran: {which}")
@@ -355,11 +356,22 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        + _never_called(ev.acc))
 
 
+def _ran(ev: Evidence) -> RegionsRan | None:
+    """The compute constructs the run executed. A program with no OpenACC code to run (no
+    directive, or none the compiler made a compute region of) never starts the OpenACC runtime,
+    which then loads no counting library: none ran, which is a count, not a question."""
+    ran = ev.regions
+    if ran is not None and ran.state == "not_loaded" and \
+            (not has_directives(ev.code, ev.language) or ev.acc is not None and ev.acc.regions == 0):
+        return RegionsRan("counted")
+    return ran
+
+
 def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """The loop around the statement spec.pattern names, in a compute construct that ran: the
     constructs' lines come from the regions the run executed, their extents from the source."""
     assert spec.pattern is not None
-    code = code_text(ev.source_text, ev.language)
+    code = _student_code(ev)
     expected = "in a compute region that ran"
     statement = loops.statement_line(code, spec.pattern)
     if statement is None:
@@ -368,7 +380,7 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            "in the start file?", pattern=spec.pattern)
     line = loops.enclosing_loop(code, statement, ev.language) or statement
     where = f"{spec.label} (line {line})"
-    ran = ev.regions
+    ran = _ran(ev)
     if ran is None or not ran.counted:
         return CheckResult(spec.label, "incomplete", expected, "",
                            ran.why if ran is not None else "the regions that ran were not "
@@ -399,10 +411,19 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        pattern=spec.pattern)
 
 
-def _construct(c: ConstructRan) -> str:
+def _student_code(ev: Evidence) -> str:
+    """The code numbered as the student reads it (a cell's code starts on its line 2), as the
+    regions' lines are: the build numbers them so."""
+    return "\n" * (ev.first_line - 1) + code_text(ev.source_text, ev.language)
+
+
+def _construct(c: ConstructRan, code: str = "", language: str = "c") -> str:
     where = f"line {c.line}" if c.line is not None else "a region"
-    if c.function:
-        where += f" ({c.function})"
+    # Named by the function it is written in (not the one the compiler inlined it into).
+    written = loops.enclosing_function(code, c.line, language) if c.line is not None else None
+    function = written or student_symbol(c.function)
+    if function:
+        where += f" ({function})"
     return f"{where} {'once' if c.count == 1 else f'{c.count} times'}"
 
 
