@@ -341,3 +341,28 @@ def test_an_untouched_start_file_fails_for_want_of_openacc() -> None:
     assert r.reason == "the loop (line 2) runs on the host: put it in a compute region"
     ported = dataclasses.replace(never, source_text="#pragma acc parallel\n" + start)
     assert evaluate_one(CheckSpec("regions_ran", "regions"), ported).status == "incomplete"
+
+
+def test_too_much_data_moved_is_placed_on_the_directive_that_moves_it() -> None:
+    """134 MB per iteration: the `update self(A)` inside the iteration loop is the line that
+    moves it, in C and Fortran, numbered as the student reads the source (a cell: +1)."""
+    c = ("int main(void) {\n    #pragma acc data copy(A[0:n])\n    while (err > tol) {\n"
+         "        #pragma acc parallel loop\n        for (int i = 0; i < n; i++) A[i] = 0;\n"
+         "        #pragma acc update self(A[0:n])\n        iter++;\n    }\n}\n")
+    f = ("program p\n  !$acc data copy(A)\n  do while (err > tol)\n    !$acc parallel loop\n"
+         "    do i = 1, n\n      A(i) = 0\n    end do\n    !$acc update self(A)\n  end do\n"
+         "  !$acc end data\nend program\n")
+    spec = CheckSpec("data_moved", "data", max_bytes=64e6, per_iteration=r"iterations\s*=\s*(\d+)")
+    values = {"bytes_moved": 268e6 * 10}
+    for language, text, line in (("c", c, 6), ("fortran", f, 8)):
+        for first_line in (1, 2):
+            base = ev("iterations = 10\n", source=text)
+            found = dataclasses.replace(base, language=language, first_line=first_line,
+                                        trace_values=values)
+            r = evaluate_one(spec, found)
+            assert (r.status, r.line) == ("fail", line + first_line - 1), r
+            assert r.reason.endswith(f"(line {line + first_line - 1} moves data at each "
+                                     "iteration of its loop)"), r.reason
+    kept = dataclasses.replace(ev("iterations = 10\n", source=c.replace(
+        "        #pragma acc update self(A[0:n])\n", "")), trace_values=values)
+    assert evaluate_one(spec, kept).line is None  # nothing in a loop moves data: no line

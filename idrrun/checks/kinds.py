@@ -511,9 +511,14 @@ def _trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) ->
                                pattern=spec.per_iteration)
         moved, unit = moved / iterations, " per iteration"
     status = "pass" if moved <= spec.max_bytes else "fail"
+    # Too much moved: placed on the directive inside a loop that moves data, where one does.
+    line = loops.transfer_in_loop(_student_code(ev), ev.language) \
+        if status == "fail" and ev is not None else None
     return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
                        f"{_bytes(moved)} moved between host and device{unit}" +
-                       ("" if status == "pass" else ": keep the data on the device"))
+                       ("" if status == "pass" else ": keep the data on the device") +
+                       (f" (line {line} moves data at each iteration of its loop)"
+                        if line is not None else ""), line=line)
 
 
 def _gpu_busy(spec: CheckSpec, values: Mapping[str, float]) -> CheckResult:

@@ -6,6 +6,7 @@ asks of the constructs a run executed (profile/regions.py gives their lines).
     construct_extent(code, line, language)     the lines a compute construct starting there holds
     compute_constructs(code, language)         the lines of every compute directive
     enclosing_function(code, line, language)   the name of the function written around a line
+    transfer_in_loop(code, language)           the directive inside a loop that moves data
 
 `code` is the source as code_text leaves it (comments blanked, lines kept), so that line numbers
 are the student's. Pure, linear in the text, and it never raises: a submission may be anything;
@@ -67,8 +68,11 @@ def enclosing_loop(code: str, line: int, language: str) -> int | None:
 _C_HEADER = re.compile(r"([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)\s*"
                        r"(?:const\s*)?$")
 _C_NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "do", "return", "sizeof"})
-_F_UNIT = re.compile(r"^[ \t]*(?:(?:recursive|pure|elemental|impure|module|[\w()*=, ]+?)[ \t]+)*"
-                     r"(subroutine|function|program)[ \t]+([A-Za-z_]\w*)", re.IGNORECASE)
+# A Fortran unit's first line: `subroutine NAME`, `recursive subroutine NAME`, `real(dp) function
+# NAME(...)`, `program NAME`; what precedes the keyword is prefixes and a type (one character
+# class: linear, whatever the line).
+_F_UNIT = re.compile(r"\b(subroutine|function|program)[ \t]+([A-Za-z_]\w*)", re.IGNORECASE)
+_F_PREFIX = re.compile(r"[\w(),=* \t]*")
 _F_UNIT_END = re.compile(r"^[ \t]*end[ \t]*(?:(subroutine|function|program)\b.*)?$",
                          re.IGNORECASE)
 
@@ -130,12 +134,33 @@ def _c_function(code: str, offset: int, line_end: int) -> str | None:
 def _fortran_unit(lines: list[str], line: int) -> str | None:
     units: list[str] = []
     for number, text in enumerate(lines[:line], 1):
-        unit = _F_UNIT.match(text)
-        if unit is not None and not re.match(r"^[ \t]*end\b", text, re.IGNORECASE):
+        unit = _F_UNIT.search(text)
+        before = text[:unit.start()] if unit is not None else ""
+        first = before.split(None, 1)[0].lower() if before.strip() else ""
+        if unit is not None and _F_PREFIX.fullmatch(before) and first not in ("end", "call"):
             units.append(unit.group(2))
         elif _F_UNIT_END.match(text) and units and number < line:
             units.pop()
     return units[-1] if units else None
+
+
+# Directives that move data between host and device each time they run: an update, and a
+# construct (compute or data) with a clause that copies.
+_UPDATE = re.compile(r"^[ \t]*(?:#[ \t]*pragma[ \t]+acc|!\$acc)[ \t]+update\b", re.IGNORECASE)
+_COPIES = re.compile(r"^[ \t]*(?:#[ \t]*pragma[ \t]+acc|!\$acc)[ \t]+(?:parallel|kernels|serial|data)"
+                     r"\b.*\b(?:copy|copyin|copyout|pcopy\w*)[ \t]*\(", re.IGNORECASE)
+
+
+def transfer_in_loop(code: str, language: str) -> int | None:
+    """The line of the first directive inside a loop that moves data each iteration: an
+    `update`, else a construct whose clauses copy; None when no such directive is in a loop.
+    Where data moved per iteration is too much, that is the line that moves it."""
+    lines = code.split("\n")
+    for pattern in (_UPDATE, _COPIES):
+        for number, text in enumerate(lines, 1):
+            if pattern.match(text) and enclosing_loop(code, number, language) is not None:
+                return number
+    return None
 
 
 def construct_extent(code: str, line: int, language: str) -> tuple[int, int] | None:
