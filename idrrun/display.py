@@ -17,7 +17,8 @@ from .annotate import Listing
 from .checks.kinds import passed_here
 from .checks.visibility import MORE_AT_GRADING
 from .checks.words import plural
-from .model import BuildResult, Comparison, Failure, RunRequest, RunResult, Toolchain, Verdict
+from .model import (VERDICT_WORDS, BuildResult, Comparison, Failure, RunRequest, RunResult,
+                    Toolchain, Verdict)
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
 
@@ -193,7 +194,7 @@ class TextReporter:
 # ---------------------------------------------------------------------------------------
 # Verdicts
 
-_MARK = {"pass": "PASS", "fail": "FAIL", "incomplete": "n/a"}
+_MARK = VERDICT_WORDS
 _COLUMN = 28
 _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 # JupyterLab and Notebook 7 right-align the cells of every table in an output; a table of words
@@ -210,16 +211,17 @@ class VerdictView:
 
     def headline(self) -> str:
         v = self.verdict
+        word = VERDICT_WORDS[v.status]
         if v.passed:
-            return f"{v.exercise}: PASS, {plural(len(v.checks), 'check')}"
+            return f"{v.exercise}: {word}, {plural(len(v.checks), 'check')}"
         if v.passed_here:
-            return f"{v.exercise}: {passed_here(v.gpu_checks)}"
+            return f"{v.exercise}: {word}, {passed_here(v.gpu_checks)}"
         if v.incomplete:
             missing = v.incomplete_checks
-            return (f"{v.exercise}: INCOMPLETE, {plural(len(v.checks) - len(missing), 'check')} "
+            return (f"{v.exercise}: {word}, {plural(len(v.checks) - len(missing), 'check')} "
                     f"passed, {len(missing)} could not be evaluated here "
                     f"({', '.join(c.name for c in missing)}: {missing[0].reason})")
-        return (f"{v.exercise}: not yet, {len(v.failed_checks)} of "
+        return (f"{v.exercise}: {word}, {len(v.failed_checks)} of "
                 f"{plural(len(v.checks), 'check')} failed")
 
     def __str__(self) -> str:

@@ -52,7 +52,7 @@ def test_half_ported_saxpy_fails_naming_the_loop_left_on_the_host(language: str,
     (tmp_path / f"half.{SAXPY[language][2]}").write_text(text)
     r = run_cli("run", "-a", "--check", "intro_saxpy", f"half.{SAXPY[language][2]}", cwd=tmp_path)
     assert r.returncode != 0, r.stdout
-    assert "intro_saxpy: not yet, 2 of" in r.stdout, r.stdout
+    assert "intro_saxpy: FAIL, 2 of" in r.stdout, r.stdout
     assert (f"the saxpy loop (line {line}) runs on the host: put it in a compute region"
             in r.stdout), r.stdout
     assert "1 of 2 compute regions ran" in r.stdout

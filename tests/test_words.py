@@ -222,7 +222,7 @@ def test_a_spec_may_say_what_it_expects_in_words() -> None:
     ((CheckResult("a", "pass"), CheckResult("b", "pass")), "demo: PASS, 2 checks"),
     ((CheckResult("a", "pass"), CheckResult("b", "incomplete", reason="needs a GPU trace")),
      "demo: INCOMPLETE, 1 check passed, 1 could not be evaluated here (b: needs a GPU trace)"),
-    ((CheckResult("a", "fail"),), "demo: not yet, 1 of 1 check failed"),
+    ((CheckResult("a", "fail"),), "demo: FAIL, 1 of 1 check failed"),
 ])
 def test_the_headline_counts_right(checks: tuple[CheckResult, ...], headline: str) -> None:
     assert VerdictView(Verdict("demo", checks)).headline() == headline

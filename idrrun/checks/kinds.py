@@ -281,7 +281,7 @@ def _agrees_with_host(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if compared is None or compared.device_output is None or compared.host_output is None:
         why = compared.problem if compared is not None and compared.problem else \
             "the program did not run to its end: nothing to compare"
-        # A build for the host has no GPU run to compare: only a GPU can say ("PASS here").
+        # A build for the host has no GPU run to compare: only a GPU can say (PASSED_HERE).
         return CheckResult(spec.label, "incomplete", "", "", why, pattern=spec.pattern,
                            gpu_only=ev.target not in (None, "gpu"))
     want = _numbers(spec.pattern, compared.host_output)
@@ -653,9 +653,9 @@ _EVALUATORS = {
     "agrees_with_host": _agrees_with_host,
 }
 OPENACC_BUILD = "OpenACC build"
-# How INCOMPLETE reads where the run was built for the host and every other check passed
+# What INCOMPLETE says where the run was built for the host and every other check passed
 # (Verdict.passed_here): the verdict, the course check and the grade report say it alike.
-PASSED_HERE = "PASS here; on a GPU also: {checks}"
+PASSED_HERE = "every check this machine can evaluate passed; a GPU also evaluates: {checks}"
 GPU_ONLY = "needs a GPU: this run was built for the host"
 RAN_METHOD = "counted as they ran, OpenACC profiling interface"
 
@@ -684,7 +684,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            f"not judged: {_ended(ev.run.proc)}, so it did not run")
     if spec.kind in TRACE_KINDS:
         if ev.trace_values is None and ev.target not in (None, "gpu"):
-            # Built for the host: only a GPU can say; the verdict names it ("PASS here").
+            # Built for the host: only a GPU can say; the verdict names it (PASSED_HERE).
             return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
         if ev.trace_values is None:
             return CheckResult(spec.label, "incomplete", "", "",
