@@ -380,7 +380,9 @@ def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, prob
     family = prepared.family
     if pplan is not None and request.room is not None and prepared.uid >= 0:
         pplan = _placed_libraries(pplan, request.room / "tools")
-    if pplan is not None and request.show_profile:
+    if pplan is not None and request.show_profile and pplan.kind == "none":
+        # A profile that is taken shows its plan's notes itself (ProfileReport.notes): said
+        # once, there; one that cannot be taken says why here.
         notes.add(pplan.notes)
     counting = regions.plan(request, settings.cache_dir, staged.cwd,
                             request.room / "tools" if request.room is not None and prepared.uid >= 0

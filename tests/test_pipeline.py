@@ -112,3 +112,25 @@ def test_a_trace_for_the_checks_only_is_taken_quietly(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no folder left
     reporter, outcome = run(tmp_path, body, profile="builtin")
     assert "profile" in reporter.events and (tmp_path / pipeline.PROFILE_DIR).is_dir()
+
+
+@needs_cupti
+def test_a_note_about_the_profiler_is_said_once(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """"nsys is not on PATH: using the built-in CUPTI tracer" in the profile it is about, not
+    also among the run's notes before it. (nsys is hidden from the profiler's lookup only:
+    this machine may have one.)"""
+    import shutil
+
+    from idrrun.profile import session
+    from idrrun.profile.render import ProfileView
+
+    which = shutil.which
+    monkeypatch.setattr(session.shutil, "which",
+                        lambda name, **kw: None if name == "nsys" else which(name, **kw))
+    reporter, outcome = run(tmp_path, "return 0;", profile="auto")
+    assert outcome.profile is not None and outcome.profile.kind == "builtin", outcome.profile
+    shown = str(ProfileView(outcome.profile))
+    said = [e for e in reporter.events if "nsys is not on PATH" in e] + \
+        [line for line in shown.splitlines() if "nsys is not on PATH" in line]
+    assert len(said) == 1, (reporter.events, shown)
