@@ -7,6 +7,7 @@ import html
 import os
 import re
 import shlex
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -203,6 +204,21 @@ _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 _CELL = "text-align:left;vertical-align:top"
 
 
+def _wrapped_row(row: Sequence[str], widths: Sequence[int]) -> list[str]:
+    """One row of a terminal table: each cell but the last wrapped to its column's width, on as
+    many lines as its longest cell needs; the last cell (the why) runs on, on the first line."""
+    cells = [textwrap.wrap(row[i], widths[i], break_on_hyphens=False, break_long_words=False)
+             or [""]
+             for i in range(len(widths))]
+    height = max(len(c) for c in cells)
+    out = []
+    for k in range(height):
+        parts = [(c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths)]
+        last = row[len(widths)] if k == 0 else ""
+        out.append(("  " + "  ".join(parts) + "  " + last).rstrip())
+    return out
+
+
 class VerdictView:
     """A verdict as a small table: HTML in the notebook, plain text elsewhere."""
 
@@ -227,13 +243,12 @@ class VerdictView:
     def __str__(self) -> str:
         rows = [("check", "result", "expected", "got", "why")]
         rows += [(c.name, _MARK[c.status], c.expected, c.got, c.reason) for c in self.verdict.checks]
-        # Columns as wide as their longest cell up to a cap; a longer cell runs over its
-        # column rather than lose its end (an expected line cut in the middle reads wrong).
+        # Columns as wide as their longest cell up to a cap; a longer cell wraps inside its
+        # column, whole (the columns after it stay in place; nothing of it is lost).
         widths = [min(max(len(r[i]) for r in rows), _COLUMN) for i in range(4)]
         lines = [self.headline()]
         for r in rows:
-            cells = [r[i].ljust(widths[i]) for i in range(4)]
-            lines.append("  " + "  ".join(cells) + "  " + r[4])
+            lines += _wrapped_row(r, widths)
         if self.verdict.comparison is not None:
             lines += comparison_text(self.verdict.comparison)
         if self.verdict.more_at_grading:

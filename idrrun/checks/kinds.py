@@ -20,7 +20,7 @@ from .directives import code_text, has_directives
 from .measure import Figure, Measured
 from .reference import kept_file
 from .specs import OUTPUT_KINDS, TRACE_KINDS, CheckSpec, Exercise
-from .words import output_line, plural, printed_name
+from .words import listed, output_line, plural, printed_name
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ def _compare(spec: CheckSpec, ev: Evidence, want: list[str], output: str,
     what = output_line(spec.expect, pattern, spec.label)
     found = regex.matches(pattern, output)
     got = [g for _, g in found]
-    shown_want, shown_got = ", ".join(want[:4]), ", ".join(got[:4]) or "not printed"
+    shown_want, shown_got = listed(want), listed(got) or "not printed"
     if len(got) != len(want):
         at = found[len(want)][0] if len(got) > len(want) else (found[-1][0] if found else None)
         return CheckResult(spec.label, "fail", shown_want, shown_got,
@@ -347,7 +347,7 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if not ran.counted:
         return CheckResult(spec.label, "incomplete", expected, "", ran.why)
     code = _student_code(ev)
-    which = ", ".join(_construct(c, code, ev.language) for c in ran.constructs[:6]) or "none"
+    which = listed([_construct(c, code, ev.language) for c in ran.constructs], 6) or "none"
     if ran.distinct >= want:
         return CheckResult(spec.label, "pass", expected, str(ran.distinct),
                            f"{plural(ran.distinct, 'compute region')} ran: {which}")

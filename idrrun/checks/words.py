@@ -9,6 +9,7 @@ from the check's kind and label. Pure.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # A label for each kind whose spec gives none (value and matches_solution take the name their
 # pattern prints, so that two of them in one exercise are told apart).
@@ -125,3 +126,10 @@ def output_line(expect: str, pattern: str | None, label: str, group_is_number: b
     if words:
         return f"a line '{words}'"
     return f"a line that prints {label}" if label else "the line the exercise asks for"
+
+
+def listed(items: Sequence[str], limit: int = 4, sep: str = ", ") -> str:
+    """The first `limit` items joined, then "…" when some were left out: a list cut short says
+    so ("1, 2, 3, 4, …")."""
+    shown = sep.join(items[:limit])
+    return shown + sep + "…" if len(items) > limit else shown

@@ -246,7 +246,8 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
         message = message or NO_GPU_ACTIVITY
         summary = summary or EMPTY_SUMMARY
         if trace is not None and trace.errors:
-            notes.append("the tracer could not start: " + "; ".join(trace.errors[:3]))
+            notes.append("the tracer could not start: " + "; ".join(trace.errors[:3])
+                         + ("; …" if len(trace.errors) > 3 else ""))
     elif plan.drawn:  # a trace for the checks only is read for its figures (trace_values)
         drawn = draw_timeline(trace, plan.run_dir / TIMELINE_FILE,
                               title=f"GPU timeline ({len(trace.kernels)} kernels, "
