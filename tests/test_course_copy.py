@@ -236,7 +236,7 @@ def test_students_copy_checks_in_a_kernel(students: Path, students_kernel: Kerne
     # Other arguments than the exercise's: no reference for them, incomplete, saying why.
     r = students_kernel.run(solved.replace("--check loops_matvec", "--check loops_matvec --cliopts '300 20'", 1))
     verdict = "".join(d.get("text/plain", "") for d in r.displays)
-    assert "loops_matvec: INCOMPLETE" in verdict and "no reference for these arguments" in verdict, verdict
+    assert "loops_matvec: INCOMPLETE" in verdict and "no reference for your arguments (300 20)" in verdict, verdict
     # The worked example of 00_how_to_use checks the start file: FAIL, as in the teacher's.
     nb = nbformat.read(students / "notebooks" / "C" / "00_how_to_use.ipynb", as_version=4)
     example = next(c.source for c in nb.cells if c.source.startswith("%idrrunfile -a --check tiling_laplace"))
