@@ -55,6 +55,7 @@ from .run import boundary, isolation, lanes, launch, proc, sandbox, tools
 from .run.lanes import Held
 from .run.sandbox import Box
 from .toolchains import family_of
+from .toolchains.diagnostics import student_symbol
 from .toolchains.family import Family
 
 
@@ -224,7 +225,7 @@ def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
 
 
 def _function(frame: StackFrame) -> str:
-    name = "the main program" if frame.function == "MAIN__" else frame.function
+    name = student_symbol(frame.function) or frame.function
     return f"{name} (line {frame.line})" if frame.line is not None else name
 
 
