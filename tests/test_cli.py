@@ -227,4 +227,4 @@ def test_an_incomplete_check_has_its_own_exit_code(tmp_path: Path) -> None:
     assert r.returncode == EXIT_RUN, r.stdout + r.stderr
     # and the help says so
     r = idrrun("run", "--help", cwd=tmp_path)
-    assert "4 the check is INCOMPLETE" in " ".join(r.stdout.split())
+    assert "4 its check is INCOMPLETE" in " ".join(r.stdout.split())
