@@ -113,3 +113,16 @@ def test_a_source_check_is_found_on_the_directive_s_own_line(kernel: Kernel, lan
     r = check(kernel, f"%%idrrun -a -n --check tiling_laplace\n{text}")
     said = r.stdout + "".join(d.get("text/plain", "") for d in r.displays)
     assert f"found at line {line}: '{at.group(1)}" in said, (line, said)
+
+
+def test_a_runtime_error_is_told_on_the_line_of_the_cell_or_file(kernel: Kernel) -> None:
+    """gfortran's "At line N of file ...": the cell's line (the magic line is 1) and its name, or
+    the file's."""
+    body = ("program bounds\n  implicit none\n  integer :: a(3), i\n  i = 4\n"
+            "  a(i) = 1\n  print *, a(1)\nend program bounds\n")
+    (kernel.cwd / "bounds.f90").write_text(body)
+    for code, expected in (("%%idrrun --options -fcheck=bounds\n" + body, r"At line 6 of file cell\[\d+\]"),
+                           ("%idrrunfile --options -fcheck=bounds bounds.f90", r"At line 5 of file bounds\.f90")):
+        r = kernel.run(code)
+        assert r.status == "error", r.stdout
+        assert re.search(expected, r.stdout), (code, r.stdout)
