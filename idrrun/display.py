@@ -197,6 +197,7 @@ class TextReporter:
 
 _MARK = VERDICT_WORDS
 _COLUMN = 28
+_COMPARED = 40  # the comparison's columns: a figure with its parts ("269 kB (host → device ...)")
 _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 # JupyterLab and Notebook 7 right-align the cells of every table in an output; a table of words
 # reads from the left. Inline, on each cell: a <style> block is dropped from the output of a
@@ -371,9 +372,11 @@ COMPARISON_TITLE = "your run beside the solution's (same arguments, same compile
 
 def comparison_text(comparison: Comparison) -> list[str]:
     rows = [("", "you", "the solution")] + [(f.label, f.yours, f.solution) for f in comparison.figures]
-    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    # As the verdict's table: columns capped, a longer value wrapped inside its column.
+    widths = [min(max(len(r[i]) for r in rows), _COMPARED) for i in range(2)]
     lines = ["", COMPARISON_TITLE]
-    lines += ["  " + r[0].ljust(widths[0]) + "  " + r[1].ljust(widths[1]) + "  " + r[2] for r in rows]
+    for r in rows:
+        lines += _wrapped_row(r, widths)
     return lines + [f"  {note}" for note in comparison.notes]
 
 
