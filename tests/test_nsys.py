@@ -404,3 +404,17 @@ def test_graded_under_nsys_in_the_box_nsys_failing_is_an_error_row(nsys: str, tm
         assert row["verdict"] == "error", row
         assert row["reasons"] == "not graded: the run could not start: " + \
             NOT_LAUNCHED.format(how="exit code 1"), row["reasons"]
+
+
+def test_a_trace_for_the_checks_only_skips_nsys_stats(nsys: str, host_program: Path,
+                                                      tmp_path: Path) -> None:
+    """Where nsys is configured, a --check's quiet trace (drawn=False) is exported and read for
+    the checks' figures; nsys stats (tables for a reader) is not run."""
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache", drawn=False)
+    result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300,
+                      spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env}))
+    assert result.ok, result.output
+    report = collect(p, timeout=300, source_name="host_acc.c")
+    assert report.kind == "nsys" and report.trace is not None and report.trace.empty
+    assert report.message == NO_GPU_ACTIVITY and report.timeline_png is None
+    assert not list((tmp_path / "run").glob("stats_*.csv"))

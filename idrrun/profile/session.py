@@ -344,6 +344,11 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
                       timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir, max_output=256 * 1024))
     if not export.ok or not database.is_file():
         notes.append(f"nsys export {export.describe()}: {_tail(export.output)}")
+    read = nsysdb.read_trace(database) if database.is_file() else None
+    if not plan.drawn and isinstance(read, Trace):
+        # A trace for the checks only: its figures; nsys's own tables are for a reader.
+        return _finish(plan, read, None if read.empty else summarize(read, source_name=source_name),
+                       (), report, notes, work)
     probe = proc.run((plan.nsys, "stats", "--help-reports"), what="profile stats",
                      timeout=min(30.0, left()), spec=proc.ProcSpec(max_output=256 * 1024))
     names = _nsys.report_names(probe.output)
@@ -354,7 +359,6 @@ def _collect_nsys(plan: ProfilePlan, timeout: float, source_name: str,
         notes.append(f"nsys stats {stats.describe()}: {_tail(stats.output)}")
     tables = _nsys.read_stats(plan.run_dir, names)
     shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
-    read = nsysdb.read_trace(database) if database.is_file() else None
     if isinstance(read, str):
         notes.append(read)
     trace = read if isinstance(read, Trace) else None
