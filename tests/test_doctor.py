@@ -88,3 +88,16 @@ def test_doctor_and_the_students_readme_name_what_each_notebook_needs(
                         else which(name, *a, **kw))
     line = doc._tool("MPI", "mpirun", f"apt-get install openmpi-bin ({doc.NEEDS_MPI})")
     assert line.status == doc.MISSING and "16_mandelbrot" in line.fix
+
+
+def test_every_course_notebook_with_cells_of_idrrun_loads_it_first() -> None:
+    """The first code cell of each notebook that has %%idrrun cells loads the extension: a cell
+    run before it would get IPython's bare "Cell magic not found"."""
+    import json
+
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    for path in sorted(root.glob("*/*.ipynb")):
+        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        sources = ["".join(c["source"]) for c in cells]
+        if any(s.startswith(("%%idrrun", "%idrrunfile")) for s in sources):
+            assert sources[0].strip() == "%load_ext idrrun", path

@@ -307,4 +307,13 @@ def _init(dest: Path, students: bool, source: Path | None) -> int:
                   f"{', '.join(done.solutions_kept)}", flush=True)
     print(f"  open {dest / 'notebooks'} in Jupyter; `%%idrrun --check NAME` finds {dest / 'examples'}",
           flush=True)
+    print(f"  {LOAD_EVERYWHERE}", flush=True)
     return EXIT_OK
+
+
+# How the magics exist in every notebook: each of the course's starts with `%load_ext idrrun`;
+# IPython's own configuration loads it in every kernel instead.
+LOAD_EVERYWHERE = ("each notebook's first code cell loads idrrun (`%load_ext idrrun`): run it "
+                   "first; to load it in every notebook and kernel, add "
+                   "`c.InteractiveShellApp.extensions = [\"idrrun\"]` to "
+                   "~/.ipython/profile_default/ipython_config.py")
