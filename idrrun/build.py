@@ -18,7 +18,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,6 +208,16 @@ def build_key(request: RunRequest, toolchain: Toolchain) -> str:
         h.update(str(linked).encode())
         h.update(linked.read_bytes())
     return h.hexdigest()[:20]
+
+
+def shown_command(argv: Sequence[str], source: Source) -> tuple[str, ...]:
+    """A command as the student knows its files: the build's source file (`source.c`, in any
+    folder) by the cell's or file's name, the executable (`prog`) and the object file by that
+    name's stem (`saxpy`; a cell's name, which has no suffix, in word characters: `cell3`)."""
+    stem = Path(source.name).stem if Path(source.name).suffix else re.sub(r"\W", "", source.name)
+    stem = stem or EXECUTABLE
+    names = {source_file_name(source): source.name, EXECUTABLE: stem, OBJECT: stem + ".o"}
+    return tuple(names.get(token.rsplit("/", 1)[-1], token) for token in argv)
 
 
 def rename_paths(output: str, source: Source) -> str:

@@ -235,6 +235,14 @@ def _trace(toolchain: Toolchain, outcome: Outcome) -> tuple[Trace | None, bool]:
     return None, False
 
 
+def _trace_problem(outcome: Outcome) -> str:
+    """Why the run's profiler left no trace, in its own words ("" when it did not say)."""
+    report = outcome.profile
+    if report is None or report.kind != "none":
+        return ""
+    return report.message.replace("no GPU profile: ", "")
+
+
 def gpu_trace_values(toolchain: Toolchain, outcome: Outcome) -> dict[str, float] | None:
     """What the GPU trace of a profiled GPU run says for the checks; None: no trace to judge."""
     trace, traced = _trace(toolchain, outcome)
@@ -263,6 +271,7 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         from_reference=solution.from_reference if solution is not None else False,
         target=toolchain.target,
         trace_values=gpu_trace_values(toolchain, outcome), compiled_text=compiled,
+        trace_problem=_trace_problem(outcome),
         acc_requested=request.acc,
         run_dir=outcome.run.outputs or request.workdir if outcome.run is not None else request.workdir,
         solution_dir=solution.files if solution is not None else None,

@@ -14,9 +14,9 @@ Exit codes:
          similarity: some submission could not be read (not compared);
          course check: some exercise is not right; doctor: nothing can compile
     2    usage or configuration error: nothing was done
-    3    run: the program failed (exit status, signal, limit) or its check did
-    4    run: the check is incomplete (INCOMPLETE): nothing failed, but some check could not
-         be evaluated here (a GPU trace without a GPU, no solution in a students' course)
+    3    run: the program failed (exit status, signal, limit) or its check says FAIL
+    4    run: its check says INCOMPLETE: no check failed, but some could not be evaluated
+         here (a GPU trace without a GPU, no solution in a students' course)
     124  run: the program timed out
     130  interrupted (Ctrl-C)
     141  the output's reader went away (`idrrun doctor | head`), as a tool killed by SIGPIPE

@@ -6,16 +6,19 @@ import base64
 import html
 import os
 import shlex
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from . import annotate, escape
+from .build import shown_command
 from .annotate import Listing
 from .checks.kinds import passed_here
 from .checks.visibility import MORE_AT_GRADING
 from .checks.words import plural
-from .model import BuildResult, Comparison, Failure, RunRequest, RunResult, Toolchain, Verdict
+from .model import (VERDICT_WORDS, BuildResult, Comparison, Failure, RunRequest, RunResult,
+                    Toolchain, Verdict)
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
 
@@ -132,13 +135,13 @@ class TextReporter:
 
     def built(self, request: RunRequest, result: BuildResult) -> None:
         if result.cached:
-            self._line(f"$ {short_command(result.command)}")
+            self._line(f"$ {short_command(shown_command(result.command, request.source))}")
             if result.output.strip():
                 self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
             self._line(BUILD_CACHED)
             self._step_done()
             return
-        self._line(f"$ {short_command(result.command)}")
+        self._line(f"$ {short_command(shown_command(result.command, request.source))}")
         if result.output.strip():
             self._out.write(result.output if result.output.endswith("\n") else result.output + "\n")
         if result.ok:
@@ -188,13 +191,29 @@ class TextReporter:
 # ---------------------------------------------------------------------------------------
 # Verdicts
 
-_MARK = {"pass": "PASS", "fail": "FAIL", "incomplete": "n/a"}
+_MARK = VERDICT_WORDS
 _COLUMN = 28
+_COMPARED = 40  # the comparison's columns: a figure with its parts ("269 kB (host → device ...)")
 _HTML_COLOR = {"pass": "#1a7f37", "fail": "#cf222e", "incomplete": "#9a6700"}
 # JupyterLab and Notebook 7 right-align the cells of every table in an output; a table of words
 # reads from the left. Inline, on each cell: a <style> block is dropped from the output of a
 # notebook that is not trusted (one opened again later), a style attribute is kept.
 _CELL = "text-align:left;vertical-align:top"
+
+
+def _wrapped_row(row: Sequence[str], widths: Sequence[int]) -> list[str]:
+    """One row of a terminal table: each cell but the last wrapped to its column's width, on as
+    many lines as its longest cell needs; the last cell (the why) runs on, on the first line."""
+    cells = [textwrap.wrap(row[i], widths[i], break_on_hyphens=False, break_long_words=False)
+             or [""]
+             for i in range(len(widths))]
+    height = max(len(c) for c in cells)
+    out = []
+    for k in range(height):
+        parts = [(c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths)]
+        last = row[len(widths)] if k == 0 else ""
+        out.append(("  " + "  ".join(parts) + "  " + last).rstrip())
+    return out
 
 
 class VerdictView:
@@ -205,28 +224,28 @@ class VerdictView:
 
     def headline(self) -> str:
         v = self.verdict
+        word = VERDICT_WORDS[v.status]
         if v.passed:
-            return f"{v.exercise}: PASS, {plural(len(v.checks), 'check')}"
+            return f"{v.exercise}: {word}, {plural(len(v.checks), 'check')}"
         if v.passed_here:
-            return f"{v.exercise}: {passed_here(v.gpu_checks)}"
+            return f"{v.exercise}: {word}, {passed_here(v.gpu_checks)}"
         if v.incomplete:
             missing = v.incomplete_checks
-            return (f"{v.exercise}: INCOMPLETE, {plural(len(v.checks) - len(missing), 'check')} "
+            return (f"{v.exercise}: {word}, {plural(len(v.checks) - len(missing), 'check')} "
                     f"passed, {len(missing)} could not be evaluated here "
                     f"({', '.join(c.name for c in missing)}: {missing[0].reason})")
-        return (f"{v.exercise}: not yet, {len(v.failed_checks)} of "
+        return (f"{v.exercise}: {word}, {len(v.failed_checks)} of "
                 f"{plural(len(v.checks), 'check')} failed")
 
     def __str__(self) -> str:
         rows = [("check", "result", "expected", "got", "why")]
         rows += [(c.name, _MARK[c.status], c.expected, c.got, c.reason) for c in self.verdict.checks]
-        # Columns as wide as their longest cell up to a cap; a longer cell runs over its
-        # column rather than lose its end (an expected line cut in the middle reads wrong).
+        # Columns as wide as their longest cell up to a cap; a longer cell wraps inside its
+        # column, whole (the columns after it stay in place; nothing of it is lost).
         widths = [min(max(len(r[i]) for r in rows), _COLUMN) for i in range(4)]
         lines = [self.headline()]
         for r in rows:
-            cells = [r[i].ljust(widths[i]) for i in range(4)]
-            lines.append("  " + "  ".join(cells) + "  " + r[4])
+            lines += _wrapped_row(r, widths)
         if self.verdict.comparison is not None:
             lines += comparison_text(self.verdict.comparison)
         if self.verdict.more_at_grading:
@@ -349,9 +368,11 @@ COMPARISON_TITLE = "your run beside the solution's (same arguments, same compile
 
 def comparison_text(comparison: Comparison) -> list[str]:
     rows = [("", "you", "the solution")] + [(f.label, f.yours, f.solution) for f in comparison.figures]
-    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    # As the verdict's table: columns capped, a longer value wrapped inside its column.
+    widths = [min(max(len(r[i]) for r in rows), _COMPARED) for i in range(2)]
     lines = ["", COMPARISON_TITLE]
-    lines += ["  " + r[0].ljust(widths[0]) + "  " + r[1].ljust(widths[1]) + "  " + r[2] for r in rows]
+    for r in rows:
+        lines += _wrapped_row(r, widths)
     return lines + [f"  {note}" for note in comparison.notes]
 
 

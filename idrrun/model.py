@@ -125,6 +125,9 @@ class RunRequest:
     get_files: tuple[str, ...] = ()
     show_time: bool = True
     profile: str | None = None  # "auto", "nsys", "builtin": which profiler; None: none
+    # False: the profile is collected for the checks only (a --check whose checks read the GPU
+    # trace, on a line without --profile: request/resolve.py's checks_trace) and not shown.
+    show_profile: bool = True
     execute: bool = True  # False: build only (-n); an object build (--object) never runs
     object_only: bool = False
     keep: str | None = None
@@ -598,6 +601,18 @@ class DataMove:
 # output): never a pass.
 CheckStatus = Literal["pass", "fail", "incomplete"]
 
+# The verdict's words: one per status, for a check and for a whole verdict, the same in the
+# output, the exit codes' help, the reports and the course's notebooks (00_how_to_use says what
+# each one means, in these words: tests/test_words_table.py reads them there).
+VERDICT_WORDS: dict[CheckStatus, str] = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE"}
+VERDICT_MEANINGS: dict[CheckStatus, str] = {
+    "pass": "every check passed",
+    "fail": "a check failed: the table says which and why; correct the program and run the "
+            "cell again",
+    "incomplete": "no check failed, but some could not be evaluated on this machine (those that "
+                  "need a GPU, on a machine without one): solved as far as this machine can tell",
+}
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -611,7 +626,7 @@ class CheckResult:
     hidden: int = 0
     kind: str = ""
     # incomplete only because the run was not on a GPU (a GPU trace check on a host build): the
-    # verdict then says "PASS here" when nothing else was left unevaluated.
+    # verdict then says so (kinds.PASSED_HERE) when nothing else was left unevaluated.
     gpu_only: bool = False
     # The position of its [[check]] in the spec (check[N]): its points and what a student sees
     # of it are the spec's, looked up when scored or shown; -1 for idrrun's own rows.
@@ -659,6 +674,11 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return all(c.status == "pass" for c in self.checks)
+
+    @property
+    def status(self) -> CheckStatus:
+        """The verdict's status: its word is VERDICT_WORDS[status]."""
+        return "pass" if self.passed else "incomplete" if self.incomplete else "fail"
 
     @property
     def incomplete(self) -> bool:

@@ -21,6 +21,7 @@ import dataclasses
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ from .run.evidence import Ledger
 from .run.lanes import Held
 from .run.sandbox import Box
 from .toolchains import explain, family_of
+from .toolchains.diagnostics import student_symbol
 from .toolchains.family import Family
 
 
@@ -166,8 +168,8 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
         hint = explain.compile_hint(p.output, request.source) or (
             f"fix the first error above; line numbers are those of {request.source.name}"
             if p.returncode else "the compiler produced no output file")
-    return Failure(kind=kind, what=what, command=result.command, output=result.output, hint=hint,
-                   compile_step=True)
+    return Failure(kind=kind, what=what, command=build_mod.shown_command(result.command, request.source),
+                   output=result.output, hint=hint, compile_step=True)
 
 
 _MAX_HELD = 4096  # the longest path a piece of output may end with and be held for
@@ -225,7 +227,7 @@ def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
 
 
 def _function(frame: StackFrame) -> str:
-    name = "the main program" if frame.function == "MAIN__" else frame.function
+    name = student_symbol(frame.function) or frame.function
     return f"{name} (line {frame.line})" if frame.line is not None else name
 
 
@@ -277,7 +279,8 @@ def run_failure(result: RunResult, request: RunRequest,
     else:
         kind, what = FailureKind.MISSING_FILES, "missing output files"
         hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
-    return Failure(kind=kind, what=what, command=result.command,
+    return Failure(kind=kind, what=what,
+                   command=build_mod.shown_command(result.command, request.source),
                    output=build_mod.rename_paths(p.output, request.source), hint=hint, limit=limit)
 
 
@@ -386,7 +389,9 @@ def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, prob
     family = prepared.family
     if pplan is not None and request.room is not None and prepared.uid >= 0:
         pplan = _placed_libraries(pplan, request.room / "tools")
-    if pplan is not None:
+    if pplan is not None and request.show_profile and pplan.kind == "none":
+        # A profile that is taken shows its plan's notes itself (ProfileReport.notes): said
+        # once, there; one that cannot be taken says why here.
         notes.add(pplan.notes)
     counting = regions.plan(request, settings.cache_dir, staged.cwd,
                             request.room / "tools" if request.room is not None and prepared.uid >= 0
@@ -538,6 +543,16 @@ def _export_box(request: RunRequest, probe: Probe, prepared: Prepared,
                      environ=prepared.environ, hidden=box.hidden)
 
 
+QUIET_PREFIX = ".idrrun-trace-"
+
+
+def quiet_folder(workdir: Path) -> Path:
+    """A fresh folder for a trace taken for the checks only (RunRequest.show_profile False):
+    beside the program (a box shows it its working folder), hidden, removed after the run's
+    trace is read; nothing of it is left in the student's folder."""
+    return Path(tempfile.mkdtemp(prefix=QUIET_PREFIX, dir=workdir))
+
+
 def execute(
     request: RunRequest,
     toolchain: Toolchain,
@@ -572,15 +587,21 @@ def execute(
                            (profile_dir,) if request.profile is not None else ())
     # What is read of a graded run's box, all together (run/evidence.py).
     ledger = evidence.Ledger() if staged.run_folder is not None else None
+    quiet: Path | None = None  # the folder of a trace for the checks only, removed after
     try:
         pplan = None
         if request.profile is not None:
             # A graded run's profile folder was made in its fresh folder, which no process of
             # its new uid has touched yet.
-            pplan = profile.plan(request.profile, staged.cwd / profile_dir if staged.run_folder
-                                 else profile.new_run_dir(request.workdir / PROFILE_DIR, label),
-                                 settings.cache_dir, nsys_command=settings.profiler,
-                                 timeout=request.timeout)
+            if staged.run_folder is not None:
+                run_dir = staged.cwd / profile_dir
+            elif request.show_profile:
+                run_dir = profile.new_run_dir(request.workdir / PROFILE_DIR, label)
+            else:
+                run_dir = quiet = quiet_folder(request.workdir)
+            pplan = profile.plan(request.profile, run_dir, settings.cache_dir,
+                                 nsys_command=settings.profiler, timeout=request.timeout,
+                                 drawn=request.show_profile)
         # A graded run on a GPU machine holds a lane while it runs (run/lanes.py): a timed one
         # waits for its GPU to be its own.
         with lanes.hold(request.lanes, request.timed, (request.mpi_ranks or 1) > 1) as held:
@@ -595,12 +616,19 @@ def execute(
                 boundary.remove(folder)
     ran = dataclasses.replace(ran, outputs=outputs)
     report = None
-    if pplan is not None and pplan.kind != "none":
-        report = profile.collect(pplan, timeout=120, source_name=request.source.name,
-                                 gpu=probe.gpus[0].name if probe.gpus else "", followed=followed,
-                                 ledger=ledger, boxed=_export_box(request, probe, prepared,
-                                                                  planned.box))
-        reporter.profile(report)
+    try:
+        # A trace for the checks only is read even when it could not be taken: its report
+        # says why (the checks' reason), and nothing of it is shown.
+        if pplan is not None and (pplan.kind != "none" or not request.show_profile):
+            report = profile.collect(pplan, timeout=120, source_name=request.source.name,
+                                     gpu=probe.gpus[0].name if probe.gpus else "",
+                                     followed=followed, ledger=ledger,
+                                     boxed=_export_box(request, probe, prepared, planned.box))
+            if request.show_profile:
+                reporter.profile(report)
+    finally:
+        if quiet is not None:
+            boundary.remove(quiet)
     if ledger is not None and ledger.refused:
         ran = dataclasses.replace(ran, refused=ledger.refused)
     return Outcome(request, toolchain, built, ran, run_failure(ran, request, built.frames),

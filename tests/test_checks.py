@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from idrrun.checks.kinds import CUT_SHORT, Evidence, HostComparison, evaluate_one
+from idrrun.checks.kinds import (CUT_SHORT, NO_GPU_HERE, NO_TRACE, Evidence, HostComparison,
+                                evaluate_one)
 from idrrun.checks.specs import CheckSpec
 from idrrun.model import (AccReport, BuildResult, ConstructRan, ImplicitData, ProcResult,
                           RegionsRan, RunResult)
@@ -262,3 +263,106 @@ def test_agrees_with_host() -> None:
     assert r.status == "incomplete" and "nothing to compare" in r.reason
     r = evaluate_one(spec, compared(host, "nothing\n"))
     assert r.status == "incomplete" and "on the host the program does not print" in r.reason
+
+
+def test_a_gpu_build_without_a_trace_says_why_not_to_add_profile() -> None:
+    """The checks collect their trace themselves on a GPU (no --profile needed): a GPU build
+    without one says why — no GPU here, or the tracer's own reason — never "run with --profile"."""
+    spec = CheckSpec("ran_on_gpu", "gpu")
+    none = dataclasses.replace(ev(), target="gpu")
+    r = evaluate_one(spec, none)
+    assert (r.status, r.reason) == ("incomplete", NO_TRACE.format(why=NO_GPU_HERE))
+    assert "--profile" not in r.reason
+    told = dataclasses.replace(none, trace_problem="CUPTI not found (install the CUDA toolkit)")
+    assert evaluate_one(spec, told).reason == \
+        "needs a GPU trace: CUPTI not found (install the CUDA toolkit)"
+
+
+def test_a_pattern_matches_within_one_line() -> None:
+    """`^\\s*` cannot start a match on the blank line above what it names: the line found is
+    the directive's own, in C and in Fortran, counted from the source's first line."""
+    from idrrun.checks import regex
+
+    tile = r"(?im)^\s*(#pragma\s+acc|!\$acc)\b.*\btile\s*\("
+    c = "int main(void) {\n\n    #pragma acc parallel loop tile(32, 32)\n    for (;;) ;\n}\n"
+    f = "program p\n\n  !$acc parallel loop tile(32, 32)\n  do i = 1, n\n  end do\nend program\n"
+    for text in (c, f):
+        assert [line for line, _ in regex.matches(tile, text)] == [2]
+    assert regex.matches(r"a\s+b", "a\nb\na b\n") == [(2, "a b")]
+    assert regex.findall(r"x\s*=\s*(\d+)", "x =\n5\nx = 7\n") == ["7"]
+    spec = CheckSpec("source", "tile", regex=tile)
+    for language, text in (("c", c), ("fortran", f)):
+        for first_line in (1, 2):  # a file, a cell (its magic line is line 1)
+            found = dataclasses.replace(ev(source=text), language=language, first_line=first_line)
+            r = evaluate_one(spec, found)
+            assert (r.status, r.line) == ("pass", 2 + first_line), r
+            assert r.reason.startswith(f"found at line {2 + first_line}: '") and "tile" in r.reason
+
+
+def test_a_region_is_named_by_the_function_it_is_written_in() -> None:
+    """The source's function around a line (not the one the compiler inlined it into), and a
+    compiler's symbol read back into the student's name."""
+    from idrrun.checks.loops import enclosing_function
+    from idrrun.toolchains.diagnostics import student_symbol
+
+    c = ("#include <stdio.h>\nstatic void init(int n, double *x)\n{\n    #pragma acc parallel loop\n"
+         "    for (int i = 0; i < n; i++) { x[i] = i; }\n}\nstruct s { int a; };\n"
+         "int main(void) {\n    if (1) { init(3, 0); }\n    return 0;\n}\n")
+    assert [enclosing_function(c, n, "c") for n in range(1, 12)] == \
+        [None, None, "init", "init", "init", "init", None, "main", "main", "main", "main"]
+    f = ("program demo\n  call init(3)\ncontains\n  subroutine init(n)\n    integer :: n\n"
+         "    !$acc parallel loop\n    do i = 1, n\n    end do\n  end subroutine init\n"
+         "  real(8) function twice(a)\n    twice = 2 * a\n  end function\nend program demo\n")
+    assert [enclosing_function(f, n, "fortran") for n in range(1, 14)] == \
+        ["demo", "demo", "demo", "init", "init", "init", "init", "init", "init", "twice",
+         "twice", "twice", "demo"]
+    assert [student_symbol(s) for s in ("main._omp_fn.0", "main$_omp_fn$1", "MAIN__",
+                                         "__heat_MOD_step", "init.constprop.0", "D.1234",
+                                         "parm.5", "saxpy")] == \
+        ["main", "main", "the main program", "step", "init", "", "", "saxpy"]
+    ran = RegionsRan("counted", (ConstructRan(count=1, line=4, function="main"),
+                                 ConstructRan(count=2, line=None, function="MAIN__")))
+    r = evaluate_one(CheckSpec("regions_ran", "regions", minimum=3),
+                     dataclasses.replace(ev(source=c), regions=ran))
+    assert r.reason == ("2 of 3 compute regions ran (ran: line 4 (init) once, a region (the main "
+                        "program) 2 times)"), r.reason
+
+
+def test_an_untouched_start_file_fails_for_want_of_openacc() -> None:
+    """No directive: the OpenACC runtime never starts, so it loads no counting library; none
+    of its regions ran — a fail, never a question about ACC_PROFLIB."""
+    start = "int main(void) {\n    for (int i = 0; i < 3; i++) ;\n    return 0;\n}\n"
+    never = dataclasses.replace(ev(source=start), regions=RegionsRan("not_loaded", why="no lib"))
+    for spec in (CheckSpec("regions_ran", "regions", minimum=2),
+                 CheckSpec("loop_on_device", "the loop", pattern=r"for \(")):
+        r = evaluate_one(spec, never)
+        assert r.status == "fail" and "ACC_PROFLIB" not in r.reason and "no lib" not in r.reason, r
+    r = evaluate_one(CheckSpec("loop_on_device", "the loop", pattern=r"for \("), never)
+    assert r.reason == "the loop (line 2) runs on the host: put it in a compute region"
+    ported = dataclasses.replace(never, source_text="#pragma acc parallel\n" + start)
+    assert evaluate_one(CheckSpec("regions_ran", "regions"), ported).status == "incomplete"
+
+
+def test_too_much_data_moved_is_placed_on_the_directive_that_moves_it() -> None:
+    """134 MB per iteration: the `update self(A)` inside the iteration loop is the line that
+    moves it, in C and Fortran, numbered as the student reads the source (a cell: +1)."""
+    c = ("int main(void) {\n    #pragma acc data copy(A[0:n])\n    while (err > tol) {\n"
+         "        #pragma acc parallel loop\n        for (int i = 0; i < n; i++) A[i] = 0;\n"
+         "        #pragma acc update self(A[0:n])\n        iter++;\n    }\n}\n")
+    f = ("program p\n  !$acc data copy(A)\n  do while (err > tol)\n    !$acc parallel loop\n"
+         "    do i = 1, n\n      A(i) = 0\n    end do\n    !$acc update self(A)\n  end do\n"
+         "  !$acc end data\nend program\n")
+    spec = CheckSpec("data_moved", "data", max_bytes=64e6, per_iteration=r"iterations\s*=\s*(\d+)")
+    values = {"bytes_moved": 268e6 * 10}
+    for language, text, line in (("c", c, 6), ("fortran", f, 8)):
+        for first_line in (1, 2):
+            base = ev("iterations = 10\n", source=text)
+            found = dataclasses.replace(base, language=language, first_line=first_line,
+                                        trace_values=values)
+            r = evaluate_one(spec, found)
+            assert (r.status, r.line) == ("fail", line + first_line - 1), r
+            assert r.reason.endswith(f"(line {line + first_line - 1} moves data at each "
+                                     "iteration of its loop)"), r.reason
+    kept = dataclasses.replace(ev("iterations = 10\n", source=c.replace(
+        "        #pragma acc update self(A[0:n])\n", "")), trace_values=values)
+    assert evaluate_one(spec, kept).line is None  # nothing in a loop moves data: no line

@@ -225,7 +225,7 @@ def test_students_copy_checks_in_a_kernel(students: Path, students_kernel: Kerne
     start = _cell(students / "notebooks" / "C" / "03_loops.ipynb", "exercise", "loops_matvec")
     r = students_kernel.run(start)
     verdict = "".join(d.get("text/plain", "") for d in r.displays)
-    assert "loops_matvec: not yet" in verdict, verdict + r.stdout + r.error_text
+    assert "loops_matvec: FAIL" in verdict, verdict + r.stdout + r.error_text
     assert str(students / "examples") in students_kernel.run(
         "from idrrun.checks import specs; from pathlib import Path; from idrrun.request import config;"
         "print(specs.examples_dir(config.load(Path.cwd()), Path.cwd()))").stdout
@@ -239,13 +239,13 @@ def test_students_copy_checks_in_a_kernel(students: Path, students_kernel: Kerne
     # Other arguments than the exercise's: no reference for them, incomplete, saying why.
     r = students_kernel.run(solved.replace("--check loops_matvec", "--check loops_matvec --cliopts '300 20'", 1))
     verdict = "".join(d.get("text/plain", "") for d in r.displays)
-    assert "loops_matvec: INCOMPLETE" in verdict and "no reference for these arguments" in verdict, verdict
-    # The worked example of 00_how_to_use checks the start file: not yet, as in the teacher's.
+    assert "loops_matvec: INCOMPLETE" in verdict and "no reference for your arguments (300 20)" in verdict, verdict
+    # The worked example of 00_how_to_use checks the start file: FAIL, as in the teacher's.
     nb = nbformat.read(students / "notebooks" / "C" / "00_how_to_use.ipynb", as_version=4)
     example = next(c.source for c in nb.cells if c.source.startswith("%idrrunfile -a --check tiling_laplace"))
     r = students_kernel.run(example)
     verdict = "".join(d.get("text/plain", "") for d in r.displays)
-    assert r.status == "error" and "tiling_laplace: not yet" in verdict, verdict + r.error_text
+    assert r.status == "error" and "tiling_laplace: FAIL" in verdict, verdict + r.error_text
 
 
 def test_grading_refuses_a_students_course(students: Path, tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+
+import pytest
 from pathlib import Path
 
 from conftest import PYTHONPATH, Kernel, has_gpu
@@ -63,3 +65,39 @@ def test_doctor_says_when_the_built_in_profiler_cannot_be_built(tmp_path: Path) 
     cupti = line(r.stdout, "CUPTI")
     assert "missing" in cupti and str(tmp_path / "no-cuda") in cupti
     assert "install the CUDA toolkit" in r.stdout
+
+
+def test_doctor_and_the_students_readme_name_what_each_notebook_needs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """MPI for the -m N cells of notebooks 11, 13 and 16; a GPU for the trace checks: the
+    README says so up front, and doctor where this machine lacks them."""
+    import re as _re
+    import shutil as _shutil
+
+    from idrrun import doctor as doc
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "notebooks" / "README.md").read_text()
+    for notebook in ("11_multi_gpu", "13_interop", "16_mandelbrot"):
+        assert notebook in doc.NEEDS_MPI and f"`{notebook}`" in readme
+        cells = (root / "notebooks" / "C" / f"{notebook}.ipynb").read_text()
+        assert _re.search(r"%%idrrun[^\\n]* -m \d", cells), notebook  # it has MPI cells
+    assert "openmpi-bin" in readme and "INCOMPLETE" in readme
+    which = _shutil.which
+    monkeypatch.setattr(doc.shutil, "which", lambda name, *a, **kw: None if name == "mpirun"
+                        else which(name, *a, **kw))
+    line = doc._tool("MPI", "mpirun", f"apt-get install openmpi-bin ({doc.NEEDS_MPI})")
+    assert line.status == doc.MISSING and "16_mandelbrot" in line.fix
+
+
+def test_every_course_notebook_with_cells_of_idrrun_loads_it_first() -> None:
+    """The first code cell of each notebook that has %%idrrun cells loads the extension: a cell
+    run before it would get IPython's bare "Cell magic not found"."""
+    import json
+
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    for path in sorted(root.glob("*/*.ipynb")):
+        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        sources = ["".join(c["source"]) for c in cells]
+        if any(s.startswith(("%%idrrun", "%idrrunfile")) for s in sources):
+            assert sources[0].split("\n", 1)[0].strip() == "%load_ext idrrun", path

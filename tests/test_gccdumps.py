@@ -668,3 +668,33 @@ def test_gimple_without_original_counts_but_reports_nothing(tmp_path: Path) -> N
     gimple = next(tmp_path.glob("*.gimple")).read_text()
     assert report.implicit
     assert from_gcc_dumps("", gimple) == AccReport(1, (), GCC_METHOD)
+
+
+def test_fortran_array_sections_are_named_as_the_student_wrote_them(tmp_path: Path) -> None:
+    """gfortran maps `copyout(x(1:n))` through a descriptor temporary `parm.N`: the remark
+    names the arrays (x, y), never `parm`."""
+    source = """\
+program p
+  implicit none
+  integer, parameter :: n = 100
+  real(8), allocatable :: x(:), y(:)
+  allocate(x(n), y(n))
+  call init(n, x, y)
+  print *, x(n) + y(n)
+contains
+  subroutine init(n, x, y)
+    integer, intent(in) :: n
+    real(8), intent(out) :: x(n), y(n)
+    integer :: i
+    !$acc parallel loop copyout(x(1:n), y(1:n))
+    do i = 1, n
+      x(i) = i
+      y(i) = 1 - i
+    end do
+  end subroutine init
+end program p
+"""
+    report = compile_dumps(tmp_path, source, ".f90")
+    data = [r for r in report.remarks if r.kind == "data"]
+    assert [(r.line, r.text) for r in data] == [(line_of(source, "!$acc parallel"), "copyout x, y")]
+    assert not [r for r in report.remarks if "parm" in r.text + r.meaning]

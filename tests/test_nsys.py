@@ -483,3 +483,17 @@ def test_a_graded_line_keeping_real_nsys_is_graded_beside_an_honest_classmate(
                                                     tmp_path / "class" / "nina" / "nina.ipynb"],
                                      tmp_path, course)
     assert rows == {"hugo": ("pass", ""), "nina": ("pass", "")}
+
+
+def test_a_trace_for_the_checks_only_skips_nsys_stats(nsys: str, host_program: Path,
+                                                      tmp_path: Path) -> None:
+    """Where nsys is configured, a --check's quiet trace (drawn=False) is exported and read for
+    the checks' figures; nsys stats (tables for a reader) is not run."""
+    p = plan("nsys", tmp_path / "run", tmp_path / "cache", drawn=False)
+    result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300,
+                      spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env}))
+    assert result.ok, result.output
+    report = collect(p, timeout=300, source_name="host_acc.c")
+    assert report.kind == "nsys" and report.trace is not None and report.trace.empty
+    assert report.message == NO_GPU_ACTIVITY and report.timeline_png is None
+    assert not list((tmp_path / "run").glob("stats_*.csv"))

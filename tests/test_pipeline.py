@@ -89,3 +89,48 @@ def test_build_only_and_object(tmp_path: Path) -> None:
     assert outcome.ok and outcome.run is None and outcome.build is not None and outcome.build.ok
     _, outcome = run(tmp_path, "return 0;", object_only=True, execute=False, keep="mine.c")
     assert outcome.ok and (tmp_path / "mine.c.o").is_file() and (tmp_path / "mine.c").is_file()
+
+
+needs_cupti = pytest.mark.skipif(not Path("/usr/local/cuda/include/cupti.h").is_file(),
+                                 reason="no CUDA toolkit with CUPTI here")
+
+
+@needs_cupti
+def test_a_trace_for_the_checks_only_is_taken_quietly(tmp_path: Path) -> None:
+    """A --check whose checks read the GPU trace, without --profile (show_profile False): the
+    program runs with the built-in tracer injected (CUDA_INJECTION64_PATH, which the CUDA
+    driver loads), nothing of the profile is shown (no report, no profiler note), nothing is
+    drawn, and its folder is gone after the run; the outcome keeps the report the checks read.
+    With --profile the same run shows its profile and keeps its folder."""
+    body = 'const char *t = getenv("CUDA_INJECTION64_PATH"); printf("%s\\n", t ? t : "none"); return 0;'
+    reporter, outcome = run(tmp_path, body, profile="builtin", show_profile=False)
+    assert outcome.ok and reporter.text.strip().endswith(".so"), reporter.text
+    assert "profile" not in reporter.events
+    assert not [e for e in reporter.events if "tracer" in e or "nsys" in e], reporter.events
+    assert outcome.profile is not None and outcome.profile.kind == "builtin"
+    assert outcome.profile.timeline_png is None and outcome.profile.trace_json is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no folder left
+    reporter, outcome = run(tmp_path, body, profile="builtin")
+    assert "profile" in reporter.events and (tmp_path / pipeline.PROFILE_DIR).is_dir()
+
+
+@needs_cupti
+def test_a_note_about_the_profiler_is_said_once(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """"nsys is not on PATH: using the built-in CUPTI tracer" in the profile it is about, not
+    also among the run's notes before it. (nsys is hidden from the profiler's lookup only:
+    this machine may have one.)"""
+    import shutil
+
+    from idrrun.profile import session
+    from idrrun.profile.render import ProfileView
+
+    which = shutil.which
+    monkeypatch.setattr(session.shutil, "which",
+                        lambda name, **kw: None if name == "nsys" else which(name, **kw))
+    reporter, outcome = run(tmp_path, "return 0;", profile="auto")
+    assert outcome.profile is not None and outcome.profile.kind == "builtin", outcome.profile
+    shown = str(ProfileView(outcome.profile))
+    said = [e for e in reporter.events if "nsys is not on PATH" in e] + \
+        [line for line in shown.splitlines() if "nsys is not on PATH" in line]
+    assert len(said) == 1, (reporter.events, shown)

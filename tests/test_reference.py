@@ -52,7 +52,7 @@ def test_half_ported_saxpy_fails_naming_the_loop_left_on_the_host(language: str,
     (tmp_path / f"half.{SAXPY[language][2]}").write_text(text)
     r = run_cli("run", "-a", "--check", "intro_saxpy", f"half.{SAXPY[language][2]}", cwd=tmp_path)
     assert r.returncode != 0, r.stdout
-    assert "intro_saxpy: not yet, 2 of" in r.stdout, r.stdout
+    assert "intro_saxpy: FAIL, 2 of" in r.stdout, r.stdout
     assert (f"the saxpy loop (line {line}) runs on the host: put it in a compute region"
             in r.stdout), r.stdout
     assert "1 of 2 compute regions ran" in r.stdout
@@ -167,3 +167,17 @@ def test_resubmitted_file_is_graded_again_while_an_unchanged_one_is_kept(tmp_pat
     assert "resuming" not in r.stdout
     assert (f"2 rows of {report} graded again: 2 graded with another exercise spec, solution or "
             "data") in r.stdout, r.stdout
+
+
+def test_other_arguments_say_whose_numbers_are_whose() -> None:
+    """A student's own arguments (5000) are named as theirs, the exercise's as the exercise's:
+    no number reads as the other's."""
+    from idrrun.checks import reference as ref
+    from idrrun.checks.specs import load
+
+    exercise = load(Path(__file__).resolve().parent.parent / "examples" / "intro_saxpy.toml")
+    found = ref.lookup(exercise, "c", ("5000",))
+    assert found is not None and found.output is None
+    own = "; ".join(f"{ref.describe(t)}: {' '.join(a)}" for t, a in ref.target_args(exercise).items())
+    assert found.problem == (f"no reference for your arguments (5000): the course carries the "
+                             f"solution's output for the exercise's own arguments only ({own})")

@@ -137,3 +137,40 @@ def test_the_grader_s_policy_is_the_last_layer(tmp_path: Path) -> None:
     assert (sol.workdir, sol.room, sol.keep, sol.get_files, sol.profile) == (
         tmp_path / "sol", tmp_path / "sol-room", None, (), None)
     assert (sol.timeout, sol.sandbox, sol.program_args) == (7.0, True, r.program_args)
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_a_check_that_reads_the_gpu_trace_collects_it_on_a_gpu() -> None:
+    """The course's own line (`-a --check blur_passes`, no --profile) collects the trace its
+    trace checks read, quietly, on a GPU build with a GPU; --profile only decides whether the
+    profile is shown; nothing is collected on the host, with -n, or without trace checks."""
+    from idrrun.checks import specs
+
+    blur = specs.load(EXAMPLES / "blur_passes.toml")
+    assert blur.needs_trace
+    h100 = (GpuInfo("NVIDIA H100", "9.0", "580"),)
+    quiet = req("-a", exercise=blur, gpus=h100)
+    assert (quiet.profile, quiet.show_profile) == ("builtin", False)
+    # nsys where one is configured ([profiler] command): "auto" runs the configured command.
+    nsys = req("-a", Settings(profiler=("nsys",)), exercise=blur, gpus=h100)
+    assert (nsys.profile, nsys.show_profile) == ("auto", False)
+    shown = req("-a --profile", exercise=blur, gpus=h100)
+    assert (shown.profile, shown.show_profile) == ("auto", True)
+    assert req("-a --profiler builtin", exercise=blur, gpus=h100).show_profile
+    for r in (req("-a", exercise=blur), req("-a -n", exercise=blur, gpus=h100),
+              req("-a", exercise=EXERCISE, gpus=h100), req("-a", gpus=h100)):
+        assert (r.profile, r.show_profile) == (None, True)
+    # The decision itself: a pure function of the exercise, the toolchain and the machine.
+    opts = parse_line("-a")
+    assert opts is not None
+    _, gpu = resolve.resolve(opts, SRC, Path("/work"), Settings(), probe(h100), blur)
+    _, host = resolve.resolve(opts, SRC, Path("/work"), Settings(), probe(), blur)
+    assert resolve.checks_trace(blur, gpu, probe(h100)) == "builtin"
+    assert resolve.checks_trace(blur, gpu, probe()) is None  # a GPU build, no GPU here
+    assert resolve.checks_trace(blur, host, probe(h100)) is None
+    assert resolve.checks_trace(None, gpu, probe(h100)) is None
+    # The solution's run for the comparison keeps its trace and draws it (shown to nobody).
+    sol = resolve.for_solution(quiet, SRC, Path("/sol"), profile=quiet.profile)
+    assert (sol.profile, sol.show_profile) == ("builtin", True)

@@ -204,17 +204,25 @@ def _compiler_rows(exercise: Exercise, yours: RunFigures, solution: RunFigures) 
     return rows
 
 
-def _notes(yours: RunFigures, solution: RunFigures, trace: bool, compiler: bool) -> list[str]:
+# What the rows from the compiler's report can and cannot say, in the student's words (how
+# idrrun reads the report, e.g. gcc's tree dumps, is no concern of theirs).
+MOVES_NOTE = ("The arrays and their clauses are as the compiler reports them: each one's lines "
+              "are those of its own source.")
+IMPLICIT_NOTE = ("The arrays moved implicitly are those the compiler names: it reports the arrays "
+                 "no clause names, not every array each region moves.")
+
+
+def _notes(yours: RunFigures, solution: RunFigures, trace: bool, compiler: bool,
+           implicit: bool = False) -> list[str]:
+    """Notes on the rows shown: none about a row that is not there."""
     notes = []
     if trace:
         notes.append("From the GPU traces of both runs: a copy's size and direction are known, "
                      "not the array it moved, so copies are grouped by size.")
     if compiler and (yours.moves or solution.moves):
-        notes.append(f"The arrays and their clauses are the compiler's report ({yours.method}): "
-                     "each one's lines are in its own source.")
-    elif compiler:
-        notes.append(f"From the compiler's report ({yours.method or solution.method}): it names "
-                     "the arrays moved implicitly, not every array each region moves.")
+        notes.append(MOVES_NOTE)
+    elif compiler and implicit:
+        notes.append(IMPLICIT_NOTE)
     return notes
 
 
@@ -228,7 +236,8 @@ def compare(exercise: Exercise, yours: RunFigures, solution: RunFigures) -> Comp
         (_compiler_rows(exercise, yours, solution) if compiler else [])
     if not rows:
         return None
-    return Comparison(tuple(rows), tuple(_notes(yours, solution, trace, compiler)))
+    return Comparison(tuple(rows), tuple(_notes(yours, solution, trace, compiler,
+                                                "no_implicit_data" in kinds)))
 
 
 def as_dict(comparison: Comparison) -> dict[str, Any]:

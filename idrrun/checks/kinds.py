@@ -15,14 +15,14 @@ from typing import Any
 
 from ..model import (AccReport, BuildResult, CheckResult, CheckStatus, ConstructRan, ProcResult,
                      RegionsRan, RunResult, Verdict)
-from ..toolchains.diagnostics import rename_temporary
+from ..toolchains.diagnostics import rename_temporary, student_symbol
 from . import loops, regex, registry
 from .directives import code_text, has_directives
 from .measure import Figure, Measured
 from .reference import kept_file
 from .registry import Kind, TimedFigure
 from .specs import BUILD_ROW, CheckSpec, Exercise, Table
-from .words import output_line, plural, printed_name
+from .words import listed, output_line, plural, printed_name
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class Evidence:
     solution_problem: str = ""  # why solution_output is None, when it is
     # From the GPU trace of a profiled GPU run (profile.trace_values); None: no trace.
     trace_values: Mapping[str, float] | None = None
+    trace_problem: str = ""  # why there is no trace, when the run's profiler says
     # The source as the compiler read it (build.PREPROCESSED), when the family can say.
     compiled_text: str | None = None
     acc_requested: bool = True  # built with -a: the OpenACC checks mean something
@@ -253,7 +254,7 @@ def _compare(spec: CheckSpec, ev: Evidence, want: list[str], output: str,
     what = output_line(spec.expect, pattern, spec.label)
     found = regex.matches(pattern, output)
     got = [g for _, g in found]
-    shown_want, shown_got = ", ".join(want[:4]), ", ".join(got[:4]) or "not printed"
+    shown_want, shown_got = listed(want), listed(got) or "not printed"
     if len(got) != len(want):
         at = found[len(want)][0] if len(got) > len(want) else (found[-1][0] if found else None)
         return CheckResult(spec.label, "fail", shown_want, shown_got,
@@ -282,7 +283,7 @@ def _agrees_with_host(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if compared is None or compared.device_output is None or compared.host_output is None:
         why = compared.problem if compared is not None and compared.problem else \
             "the program did not run to its end: nothing to compare"
-        # A build for the host has no GPU run to compare: only a GPU can say ("PASS here").
+        # A build for the host has no GPU run to compare: only a GPU can say (PASSED_HERE).
         return CheckResult(spec.label, "incomplete", "", "", why, pattern=spec.pattern,
                            gpu_only=ev.target not in (None, "gpu"))
     want = _numbers(spec.pattern, compared.host_output)
@@ -346,7 +347,7 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """Distinct compute constructs the run executed (each counted once, however often it ran)."""
     want = spec.minimum or 1
     expected = f"≥ {plural(want, 'compute region')} run"
-    ran = ev.regions
+    ran = _ran(ev)
     if (ran is None or not ran.counted) and not has_directives(ev.code, ev.language):
         return CheckResult(spec.label, "fail", expected, "0", NO_DIRECTIVE)
     if ran is None:
@@ -355,7 +356,8 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            "counts them)")
     if not ran.counted:
         return CheckResult(spec.label, "incomplete", expected, "", ran.why)
-    which = ", ".join(_construct(c) for c in ran.constructs[:6]) or "none"
+    code = _student_code(ev)
+    which = listed([_construct(c, code, ev.language) for c in ran.constructs], 6) or "none"
     if ran.distinct >= want:
         return CheckResult(spec.label, "pass", expected, str(ran.distinct),
                            f"{plural(ran.distinct, 'compute region')} ran: {which}")
@@ -364,11 +366,22 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        + _never_called(ev.acc))
 
 
+def _ran(ev: Evidence) -> RegionsRan | None:
+    """The compute constructs the run executed. A program with no OpenACC code to run (no
+    directive, or none the compiler made a compute region of) never starts the OpenACC runtime,
+    which then loads no counting library: none ran, which is a count, not a question."""
+    ran = ev.regions
+    if ran is not None and ran.state == "not_loaded" and \
+            (not has_directives(ev.code, ev.language) or ev.acc is not None and ev.acc.regions == 0):
+        return RegionsRan("counted")
+    return ran
+
+
 def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """The loop around the statement spec.pattern names, in a compute construct that ran: the
     constructs' lines come from the regions the run executed, their extents from the source."""
     assert spec.pattern is not None
-    code = code_text(ev.source_text, ev.language)
+    code = _student_code(ev)
     expected = "in a compute region that ran"
     statement = loops.statement_line(code, spec.pattern)
     if statement is None:
@@ -377,7 +390,7 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            "in the start file?", pattern=spec.pattern)
     line = loops.enclosing_loop(code, statement, ev.language) or statement
     where = f"{spec.label} (line {line})"
-    ran = ev.regions
+    ran = _ran(ev)
     if ran is None or not ran.counted:
         return _loop_uncounted(spec, ev, where, line)
     for construct in ran.constructs:
@@ -418,10 +431,19 @@ def _loop_uncounted(spec: CheckSpec, ev: Evidence, where: str, line: int) -> Che
                        line=line, pattern=pattern)
 
 
-def _construct(c: ConstructRan) -> str:
+def _student_code(ev: Evidence) -> str:
+    """The code numbered as the student reads it (a cell's code starts on its line 2), as the
+    regions' lines are: the build numbers them so."""
+    return "\n" * (ev.first_line - 1) + code_text(ev.source_text, ev.language)
+
+
+def _construct(c: ConstructRan, code: str = "", language: str = "c") -> str:
     where = f"line {c.line}" if c.line is not None else "a region"
-    if c.function:
-        where += f" ({c.function})"
+    # Named by the function it is written in (not the one the compiler inlined it into).
+    written = loops.enclosing_function(code, c.line, language) if c.line is not None else None
+    function = written or student_symbol(c.function)
+    if function:
+        where += f" ({function})"
     return f"{where} {'once' if c.count == 1 else f'{c.count} times'}"
 
 
@@ -523,9 +545,14 @@ def _data_moved(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | Non
                                pattern=spec.per_iteration)
         moved, unit = moved / iterations, " per iteration"
     status: CheckStatus = "pass" if moved <= spec.max_bytes else "fail"
+    # Too much moved: placed on the directive inside a loop that moves data, where one does.
+    line = loops.transfer_in_loop(_student_code(ev), ev.language) \
+        if status == "fail" and ev is not None else None
     return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
                        f"{_bytes(moved)} moved between host and device{unit}" +
-                       ("" if status == "pass" else ": keep the data on the device"))
+                       ("" if status == "pass" else ": keep the data on the device") +
+                       (f" (line {line} moves data at each iteration of its loop)"
+                        if line is not None else ""), line=line)
 
 
 def _gpu_busy(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None = None) -> CheckResult:
@@ -640,15 +667,21 @@ def _bytes(n: float) -> str:
 
 
 OPENACC_BUILD = "OpenACC build"
-# How INCOMPLETE reads where the run was built for the host and every other check passed
+# What INCOMPLETE says where the run was built for the host and every other check passed
 # (Verdict.passed_here): the verdict, the course check and the grade report say it alike.
-PASSED_HERE = "PASS here; on a GPU also: {checks}"
+PASSED_HERE = "every check this machine can evaluate passed; a GPU also evaluates: {checks}"
 GPU_ONLY = "needs a GPU: this run was built for the host"
 RAN_METHOD = "counted as they ran, OpenACC profiling interface"
 
 
 def passed_here(gpu_checks: Sequence[CheckResult]) -> str:
     return PASSED_HERE.format(checks=", ".join(dict.fromkeys(c.name for c in gpu_checks)))
+
+
+# Why a GPU-trace check on a GPU build has no trace: the checks collect theirs on a GPU
+# (request/resolve.py's checks_trace), so either no GPU was found or the tracer says why.
+NO_TRACE = "needs a GPU trace: {why}"
+NO_GPU_HERE = "no GPU was found on this machine (nvidia-smi lists none)"
 
 
 # Why a GPU-trace check does not judge a run that did not end normally.
@@ -667,11 +700,11 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            f"not judged: {_ended(ev.run.proc)}, so it did not run")
     if kind.needs_trace:
         if ev.trace_values is None and ev.target not in (None, "gpu"):
-            # Built for the host: only a GPU can say; the verdict names it ("PASS here").
+            # Built for the host: only a GPU can say; the verdict names it (PASSED_HERE).
             return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
         if ev.trace_values is None:
             return CheckResult(spec.label, "incomplete", "", "",
-                               "needs a GPU trace: run with --profile on a GPU")
+                               NO_TRACE.format(why=ev.trace_problem or NO_GPU_HERE))
         if ev.run is not None and not ev.run.proc.ok:
             # A program that dies with kernels queued (libgomp's fatal errors exit at once)
             # leaves a trace with or without them, as the GPU's timing has it: the same program

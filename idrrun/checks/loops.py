@@ -5,6 +5,8 @@ asks of the constructs a run executed (profile/regions.py gives their lines).
     enclosing_loop(code, line, language)       the header line of the loop around that line
     construct_extent(code, line, language)     the lines a compute construct starting there holds
     compute_constructs(code, language)         the lines of every compute directive
+    enclosing_function(code, line, language)   the name of the function written around a line
+    transfer_in_loop(code, language)           the directive inside a loop that moves data
 
 `code` is the source as code_text leaves it (comments blanked, lines kept), so that line numbers
 are the student's. Pure, linear in the text, and it never raises: a submission may be anything;
@@ -14,6 +16,7 @@ what cannot be read as a loop or a construct is None.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from . import regex
 
@@ -58,6 +61,105 @@ def enclosing_loop(code: str, line: int, language: str) -> int | None:
         extent = _loop_extent(code, start, language)
         if extent is not None and extent[0] <= line <= extent[1]:
             return start
+    return None
+
+
+# A C function's header just before its body's brace: `name(...)` and perhaps qualifiers.
+_C_HEADER = re.compile(r"([A-Za-z_]\w*)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)\s*"
+                       r"(?:const\s*)?$")
+_C_NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "do", "return", "sizeof"})
+# A Fortran unit's first line: `subroutine NAME`, `recursive subroutine NAME`, `real(dp) function
+# NAME(...)`, `program NAME`; what precedes the keyword is prefixes and a type (one character
+# class: linear, whatever the line).
+_F_UNIT = re.compile(r"\b(subroutine|function|program)[ \t]+([A-Za-z_]\w*)", re.IGNORECASE)
+_F_PREFIX = re.compile(r"[\w(),=* \t]*")
+_F_UNIT_END = re.compile(r"^[ \t]*end[ \t]*(?:(subroutine|function|program)\b.*)?$",
+                         re.IGNORECASE)
+
+
+def enclosing_function(code: str, line: int, language: str) -> str | None:
+    """The function (C) or subroutine, function or program (Fortran) whose text holds `line`,
+    by its name in the source: where the student wrote it, whatever the compiler inlined it
+    into. None outside any (or what cannot be read as one)."""
+    lines = code.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    if language == "fortran":
+        return _fortran_unit(lines, line)
+    start = _offset(lines, line)
+    return _c_function(code, start, start + len(lines[line - 1]))
+
+
+def _c_marks(code: str) -> Iterator[tuple[int, str]]:
+    """(offset, character) of each brace and semicolon of C code, strings, characters and
+    preprocessor lines left out."""
+    pos = 0
+    while pos < len(code):
+        char = code[pos]
+        if char in "\"'":
+            pos = _skip_quoted(code, pos)
+            continue
+        if char == "#" and (pos == 0 or code[pos - 1] == "\n"):
+            newline = code.find("\n", pos)
+            pos = len(code) if newline < 0 else newline + 1
+            continue
+        if char in "{};":
+            yield pos, char
+        pos += 1
+
+
+def _c_function(code: str, offset: int, line_end: int) -> str | None:
+    """The name of the function whose body holds the line from `offset` to `line_end` (or
+    opens on it): a body is a brace at file level after a header `name(...)`."""
+    depth, start, name = 0, 0, None
+    for pos, char in _c_marks(code):
+        if char == "{" and depth == 0:
+            if pos > line_end:
+                return None
+            header = _C_HEADER.search(code, start, pos)
+            name = header.group(1) if header is not None and \
+                header.group(1) not in _C_NOT_FUNCTIONS else None
+        if char == "{":
+            depth += 1
+            continue
+        if char == "}":
+            depth = max(depth - 1, 0)
+            if depth == 0 and pos >= offset:
+                return name
+        if depth == 0:
+            start = pos + 1
+    return None
+
+
+def _fortran_unit(lines: list[str], line: int) -> str | None:
+    units: list[str] = []
+    for number, text in enumerate(lines[:line], 1):
+        unit = _F_UNIT.search(text)
+        before = text[:unit.start()] if unit is not None else ""
+        first = before.split(None, 1)[0].lower() if before.strip() else ""
+        if unit is not None and _F_PREFIX.fullmatch(before) and first not in ("end", "call"):
+            units.append(unit.group(2))
+        elif _F_UNIT_END.match(text) and units and number < line:
+            units.pop()
+    return units[-1] if units else None
+
+
+# Directives that move data between host and device each time they run: an update, and a
+# construct (compute or data) with a clause that copies.
+_UPDATE = re.compile(r"^[ \t]*(?:#[ \t]*pragma[ \t]+acc|!\$acc)[ \t]+update\b", re.IGNORECASE)
+_COPIES = re.compile(r"^[ \t]*(?:#[ \t]*pragma[ \t]+acc|!\$acc)[ \t]+(?:parallel|kernels|serial|data)"
+                     r"\b.*\b(?:copy|copyin|copyout|pcopy\w*)[ \t]*\(", re.IGNORECASE)
+
+
+def transfer_in_loop(code: str, language: str) -> int | None:
+    """The line of the first directive inside a loop that moves data each iteration: an
+    `update`, else a construct whose clauses copy; None when no such directive is in a loop.
+    Where data moved per iteration is too much, that is the line that moves it."""
+    lines = code.split("\n")
+    for pattern in (_UPDATE, _COPIES):
+        for number, text in enumerate(lines, 1):
+            if pattern.match(text) and enclosing_loop(code, number, language) is not None:
+                return number
     return None
 
 

@@ -37,8 +37,9 @@ PACKED = ".gz"  # a picture kept gzip-compressed (grading/course.py: over MAX_RE
 TARGETS = ("host", "gpu")
 # Why a check that compares with the solution cannot be evaluated from the references.
 NO_TARGET_REFERENCE = "no reference for the {target} arguments"
-OTHER_ARGUMENTS = ("no reference for these arguments: the course carries the solution's output for "
-                   "the exercise's own arguments only ({args})")
+# Whose each number is, said: the run's own arguments, then the exercise's.
+OTHER_ARGUMENTS = ("no reference for your arguments ({args}): the course carries the solution's "
+                   "output for the exercise's own arguments only ({own})")
 
 
 @dataclass(frozen=True)
@@ -116,4 +117,6 @@ def lookup(exercise: Exercise, language: str, args: tuple[str, ...]) -> Referenc
                                            f"({where / OUTPUT}: {exc.strerror})")
         return Reference(output, where,
                          left_out=tuple(str(f) for f in entry.get("left_out", ()) or ()))
-    return Reference(None, problem=OTHER_ARGUMENTS.format(args=" ".join(args) or "none"))
+    own = "; ".join(f"{describe(target)}: {' '.join(public) or 'none'}"
+                    for target, public in target_args(exercise).items())
+    return Reference(None, problem=OTHER_ARGUMENTS.format(args=" ".join(args) or "none", own=own))

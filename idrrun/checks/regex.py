@@ -35,24 +35,30 @@ def groups(pattern: str) -> int:
     return int(compile(pattern).groups)
 
 
+# A pattern matches within one line: `\s*` after `^` would otherwise start a match on the
+# blank line above what it names ("found at line 45: ''"), and a line number is the line the
+# student reads. Each line is matched on its own, which also keeps every match on one line.
+
+
+def _lines(text: str) -> list[str]:
+    return text.split("\n")
+
+
 def search(pattern: str, text: str) -> bool:
-    return compile(pattern).search(text) is not None
+    compiled = compile(pattern)
+    return any(compiled.search(line) is not None for line in _lines(text))
 
 
 def findall(pattern: str, text: str) -> list[str]:
     """Group 1 of every match (the whole match when the pattern has no group)."""
-    out = []
-    for m in compile(pattern).finditer(text):
-        out.append(m.group(1) if m.re.groups else m.group(0))
-    return out
+    return [found for _, found in matches(pattern, text)]
 
 
 def matches(pattern: str, text: str) -> list[tuple[int, str]]:
-    """(the 0-based line it starts on, group 1 or the whole match) of every match, in order."""
+    """(the 0-based line it is on, group 1 or the whole match) of every match, in order."""
+    compiled = compile(pattern)
     out = []
-    line, counted = 0, 0
-    for m in compile(pattern).finditer(text):
-        line += text.count("\n", counted, m.start())
-        counted = m.start()
-        out.append((line, m.group(1) if m.re.groups else m.group(0)))
+    for number, line in enumerate(_lines(text)):
+        for m in compiled.finditer(line):
+            out.append((number, m.group(1) if m.re.groups else m.group(0)))
     return out

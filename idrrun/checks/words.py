@@ -128,3 +128,10 @@ def output_line(expect: str, pattern: str | None, label: str, group_is_number: b
     if words:
         return f"a line '{words}'"
     return f"a line that prints {label}" if label else "the line the exercise asks for"
+
+
+def listed(items: Sequence[str], limit: int = 4, sep: str = ", ") -> str:
+    """The first `limit` items joined, then "…" when some were left out: a list cut short says
+    so ("1, 2, 3, 4, …")."""
+    shown = sep.join(items[:limit])
+    return shown + sep + "…" if len(items) > limit else shown

@@ -19,7 +19,7 @@ from ..cli import (EXIT_BUILD, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_
 from ..display import TextReporter, color_allowed, render_failure
 from ..errors import UsageError
 from ..checking import run_with_options
-from ..model import FailureKind
+from ..model import VERDICT_MEANINGS, VERDICT_WORDS, FailureKind
 from ..pipeline import Outcome
 from ..request import config, options, source
 
@@ -40,10 +40,11 @@ EXIT_CODES: dict[FailureKind, int] = {
 
 
 # What `idrrun run --help` says of them, after the flags.
-EXIT_HELP = (f"exit codes: {EXIT_OK} built, ran and passed its check; {EXIT_BUILD} the build "
-             f"failed; {EXIT_USAGE} usage or configuration error; {EXIT_RUN} the program failed "
-             f"(exit status, signal, limit) or a check failed; {EXIT_INCOMPLETE} the check is "
-             f"INCOMPLETE: nothing failed, but some check could not be evaluated here; "
+EXIT_HELP = (f"exit codes: {EXIT_OK} built and ran (its check: {VERDICT_WORDS['pass']}); "
+             f"{EXIT_BUILD} the build failed; {EXIT_USAGE} usage or configuration error; "
+             f"{EXIT_RUN} the program failed (exit status, signal, limit) or its check is "
+             f"{VERDICT_WORDS['fail']}; {EXIT_INCOMPLETE} its check is "
+             f"{VERDICT_WORDS['incomplete']}: {VERDICT_MEANINGS['incomplete']}; "
              f"{EXIT_TIMEOUT} the program timed out; {EXIT_INTERRUPTED} interrupted. With several "
              "files, the first file's that did not pass.")
 

@@ -49,6 +49,9 @@ class ProfilePlan:
     # nsys: the name, in run_dir, of the mark the program's launch leaves (LAUNCH_MARK), which
     # tells nsys failing before the program from the program failing; "": none.
     launched: str = ""
+    # False: the trace is read for the checks only (a --check without --profile): no timeline
+    # and no Perfetto export are made of it.
+    drawn: bool = True
 
 
 @dataclass(frozen=True)

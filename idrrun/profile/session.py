@@ -156,15 +156,22 @@ def _none(run_dir: Path, *notes: str) -> ProfilePlan:
 
 def plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str] = (), *,
          environ: Mapping[str, str] | None = None, cc: str | None = None,
-         timeout: float | None = None) -> ProfilePlan:
+         timeout: float | None = None, drawn: bool = True) -> ProfilePlan:
     """How to run the program under the profiler `choice` ("auto", "nsys", "builtin").
 
     nsys_command: the configured profiler ([profiler] command), e.g. ("nsys",) or ("nsys",
     "profile", "--trace=cuda,openacc") whose options replace the default ones; idrrun always
     sets -o, --force-overwrite and --stats itself, and, given the program's `timeout`,
     --duration and --kill: nsys stops the program at its time limit, then writes its report
-    (NSYS_GRACE). May build the tracer (once; proc.run).
+    (NSYS_GRACE). May build the tracer (once; proc.run). drawn=False: the trace is for the
+    checks only (ProfilePlan.drawn).
     """
+    return dataclasses.replace(_plan(choice, run_dir, cache_dir, nsys_command, environ, cc,
+                                     timeout), drawn=drawn)
+
+
+def _plan(choice: str, run_dir: Path, cache_dir: Path, nsys_command: Sequence[str],
+          environ: Mapping[str, str] | None, cc: str | None, timeout: float | None) -> ProfilePlan:
     env = os.environ if environ is None else environ
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -241,8 +248,9 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
         message = message or NO_GPU_ACTIVITY
         summary = summary or EMPTY_SUMMARY
         if trace is not None and trace.errors:
-            notes.append("the tracer could not start: " + "; ".join(trace.errors[:3]))
-    else:
+            notes.append("the tracer could not start: " + "; ".join(trace.errors[:3])
+                         + ("; …" if len(trace.errors) > 3 else ""))
+    elif plan.drawn:  # a trace for the checks only is read for its figures (trace_values)
         drawn = draw_timeline(trace, plan.run_dir / TIMELINE_FILE,
                               title=f"GPU timeline ({len(trace.kernels)} kernels, "
                                     f"{len(trace.copies)} copies)")
@@ -283,7 +291,7 @@ def follower(plan: ProfilePlan | None) -> Follower | None:
     the run, then give it to collect()), so that little is left to read after the run."""
     if plan is None or plan.kind != "builtin" or plan.output is None:
         return None
-    return Follower(plan.output, perfetto.Prepared())
+    return Follower(plan.output, perfetto.Prepared() if plan.drawn else None)
 
 
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
@@ -348,6 +356,8 @@ def _collect_nsys(plan: ProfilePlan, timeout: float,
                          timeout=min(30.0, left()), spec=proc.ProcSpec(max_output=256 * 1024))
         return _nsys.report_names(probe.output)
 
+    if boxed is None and not plan.drawn:
+        return _quiet_nsys(plan, notes, work, left)
     export, stats, names = _export_here(plan, report_names, left) if boxed is None else \
         _export_in_box(plan, report_names, left, boxed, ledger)
     database = report.with_suffix(".sqlite")
@@ -367,6 +377,22 @@ def _collect_nsys(plan: ProfilePlan, timeout: float,
             + len(trace.syncs)):
         return _refused(ledger)
     return _nsys_report(plan, trace, tables, stats.ok, notes, work)
+
+
+def _quiet_nsys(plan: ProfilePlan, notes: list[str], work: Work,
+                left: Callable[[], float]) -> ProfileReport:
+    """A trace for the checks only (not drawn), on the user's own report: nsys's export alone
+    gives its figures; nsys's own tables (nsys stats) are for a reader, and none reads them."""
+    assert plan.output is not None
+    database = plan.output.with_suffix(".sqlite")
+    export = proc.run(_nsys.export_argv(plan.nsys, plan.output, database), what="profile export",
+                      timeout=left(), spec=proc.ProcSpec(cwd=plan.run_dir, max_output=256 * 1024))
+    if not export.ok or not database.is_file():
+        notes.append(f"nsys export {export.describe()}: {_tail(export.output)}")
+    read = nsysdb.read_trace(database) if database.is_file() else None
+    if isinstance(read, str):
+        notes.append(read)
+    return _nsys_report(plan, read if isinstance(read, Trace) else None, {}, export.ok, notes, work)
 
 
 def _nsys_report(plan: ProfilePlan, trace: Trace | None, tables: Mapping[str, Table],

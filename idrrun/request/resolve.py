@@ -21,6 +21,7 @@ are used, the line's last so that it can override one of them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +100,27 @@ def resolve(options: Options, source: Source, workdir: Path, settings: Settings,
         request = dataclasses.replace(request, program_args=args)
     if policy is not None:
         request = policy.apply(request, toolchain, line)
+    elif request.profile is None and request.execute:
+        traced = checks_trace(exercise, toolchain, probe, settings.profiler)
+        if traced is not None:
+            request = dataclasses.replace(request, profile=traced, show_profile=False)
     unused_notes = unused.notes(line, request, settings)
     if unused_notes:
         toolchain = dataclasses.replace(toolchain, notes=toolchain.notes + unused_notes)
     return request, toolchain
+
+
+def checks_trace(exercise: Exercise | None, toolchain: Toolchain, probe: Probe,
+                 profiler: Sequence[str] = ()) -> str | None:
+    """The profiler that collects the GPU trace an exercise's checks read (ran_on_gpu, queues,
+    data_moved, gpu_busy) when the line asks for no profile; None when none is needed or none
+    can say anything: no such check, a build for the host, or no GPU on this machine. The
+    trace is the checks' own: collected whether or not the student asked for --profile, which
+    decides only whether the profile is shown. The built-in tracer (light: it records the
+    GPU's activity and nothing else), or nsys where one is configured ([profiler] command)."""
+    if exercise is None or not exercise.needs_trace or toolchain.target != "gpu" or not probe.gpus:
+        return None
+    return "auto" if profiler else "builtin"
 
 
 def for_solution(request: RunRequest, source: Source, workdir: Path,
@@ -111,10 +129,11 @@ def for_solution(request: RunRequest, source: Source, workdir: Path,
     `source`, run in `workdir` (a graded one in its own `room`): nothing of the student's own
     (a kept copy, files to get, a forced build) comes along, nor a profile unless `profile`
     asks for one (its trace beside the student's), and nothing of it is timed (its output is
-    compared, not its speed)."""
+    compared, not its speed). Its profile is drawn (its timeline is kept beside its output for
+    a later run's comparison, and it is computed once), though shown to nobody."""
     return dataclasses.replace(request, source=source, workdir=workdir, room=room, keep=None,
                                force=False, get_files=(), profile=profile, execute=True,
-                               object_only=False, timed=False)
+                               object_only=False, timed=False, show_profile=True)
 
 
 def with_args(request: RunRequest, args: tuple[str, ...], hidden: bool = False) -> RunRequest:

@@ -78,6 +78,29 @@ def rename_temporary(text: str, temporary: str, name: str) -> str:
 
 
 # gcc: `FILE:LINE:COL: SEVERITY: MESSAGE` (COL may be a range in some versions: `3:5-9`).
+# The compilers' own names for a student's functions: gfortran's main program, a module's
+# procedure (__mod_MOD_name), the outlined bodies of OpenMP/OpenACC regions (main._omp_fn.0,
+# main$_omp_fn$0) and the clones of an optimised function (.constprop.0, .isra.0, .part.0).
+_CLONE = re.compile(r"(?:[.$]_omp_fn[.$]\d+|\.(?:constprop|isra|part|cold|lto_priv)\.\d+)+$")
+_MODULE_PROC = re.compile(r"^__\w+?_MOD_(\w+)$")
+MAIN_PROGRAM = "the main program"
+
+
+def student_symbol(symbol: str) -> str:
+    """A function's symbol as the student wrote it: `saxpy._omp_fn.0` -> `saxpy`,
+    `__heat_MOD_step` -> `step`, `MAIN__` -> "the main program"; a temporary of the
+    compiler's own (`D.1234`, `parm.5`) -> "" (nothing of the student's to name)."""
+    name = _CLONE.sub("", symbol)
+    if name == "MAIN__":
+        return MAIN_PROGRAM
+    module = _MODULE_PROC.match(name)
+    if module is not None:
+        return module.group(1)
+    if re.fullmatch(r"(?:D|parm|atmp|_gfortran\w*)\.\d+|\.?_\w*", name):
+        return ""
+    return name
+
+
 _GCC = re.compile(r"^(?P<file>[^\s:][^:\n]*?):(?P<line>\d+):(?:(?P<col>\d+)(?:-\d+)?:)?[ \t]+"
                   r"(?:(?P<sev>fatal error|error|warning|note|optimized|missed|remark):[ \t]*)?"
                   r"(?P<msg>\S.*)$")

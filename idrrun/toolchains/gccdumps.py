@@ -337,9 +337,32 @@ def _declarations(lines: list[str]) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(pointers), frozenset(arrays)
 
 
+# gfortran's descriptor of an array section (`copyout(x(1:n))`): a temporary `parm.N` whose
+# data is set to the array's, `parm.8.data = (void *) &(*x)[0];`, then named by the clause.
+_DESCRIPTOR = re.compile(r"^\s*(?:\[[^\[\]]*\]\s*)*(?P<temp>parm\.\d+)\.data\s*=\s*(?P<value>.*);\s*$")
+
+
+def _descriptors(lines: list[str]) -> list[str]:
+    """The lines with gfortran's section descriptors (`parm.8`) in the directives renamed to
+    the arrays they describe (`x`): the student named the array, never the temporary."""
+    aliases: dict[str, str] = {}
+    for line in lines:
+        m = _DESCRIPTOR.match(line)
+        if m is not None:
+            name = _base_name(_LOC.sub("", m.group("value")))
+            if name is not None and name != "parm":
+                aliases[m.group("temp")] = name
+    if not aliases:
+        return lines
+    temps = re.compile(r"\b(" + "|".join(re.escape(t) for t in aliases) + r")\b(?!\.\d)")
+    return [temps.sub(lambda m: aliases[m.group(1)], line) if "#pragma" in line else line
+            for line in lines]
+
+
 def _parse_dump(text: str) -> list[_Function]:
     functions: list[_Function] = []
     for name, lines in _split_functions(text):
+        lines = _descriptors(lines)
         pointers, arrays = _declarations(lines)
         functions.append(_Function(name, tuple(lines), _directives(lines), pointers, arrays))
     return functions
