@@ -249,3 +249,23 @@ def test_a_program_failing_another_check_is_not_measured_further(
     outcome, _ = checked(exercise, folder, monkeypatch, [0.3])
     [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"] if outcome.verdict else []
     assert busy_check.got == "30 % (one run)" and busy_check.reason == kinds.NOT_MEASURED
+
+
+def test_a_measured_timed_check_keeps_its_place_in_the_spec_and_earns_its_points() -> None:
+    """A timed check's result made again from its measured figure names its [[check]] as every
+    evaluated result does: the score finds its points (profile_cg's solution scored 18 of 20 on
+    an H100 with its GPU busy check passing: the measured result had lost its index)."""
+    from idrrun.checks import score
+    from idrrun.model import CheckResult
+
+    spec = dataclasses.replace(BUSY, index=1, points=2.0)
+    exercise = specs.Exercise(name="t", title="t", topic="t", path=Path("t.toml"), timeout=10,
+                              options=(), sources={}, host_args=(), gpu_args=(),
+                              checks=(specs.CheckSpec(kind="exit_ok", label="ends", index=0), spec))
+    again: Iterator[Figure] = iter([Figure(0.8), Figure(0.8)])
+    measured = measure.repeat({"GPU busy": Figure(0.8)}, lambda: {"GPU busy": next(again)})
+    result = kinds.measured_result(spec, measured["GPU busy"])
+    once = kinds.unmeasured_result(spec, Figure(0.8))
+    assert result.status == once.status == "pass" and result.check == once.check == 1
+    ends = CheckResult("ends", "pass", check=0)
+    assert score.score(exercise, (ends, result), 0).earned == 3.0
