@@ -28,7 +28,7 @@ from ..request.options import Options
 from ..request.policy import Policy
 from ..run import boundary, isolation, launch, proc, rooms
 from . import comparison
-from .discover import Submission, _inside, _read, exposed, outside_includes
+from .discover import Submission, exposed, outside_includes, read_submission, source_in_copy
 from .report import GradeRow, resumed, row_from_outcome
 
 
@@ -142,8 +142,8 @@ def grade_one(sub: Submission, exercise: Exercise, settings: Settings, probe: Pr
             return error_row(f"refused: {copied.refused}", sub.source.language)
         fd = boundary.open_dir(src)
         try:
-            rel = _inside(sub)
-            again = _read(fd, rel, src / rel, sub.student, exercise, sub.source.language)
+            rel = source_in_copy(sub)
+            again = read_submission(fd, rel, src / rel, sub.student, exercise, sub.source.language)
         finally:
             os.close(fd)
         if again.source is None:

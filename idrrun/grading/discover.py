@@ -109,8 +109,8 @@ def _parse(raw: bytes, path: Path, student: str, exercise: Exercise,
     return Submission(student, path, src)
 
 
-def _read(dirfd: int, rel: str, path: Path, student: str, exercise: Exercise,
-          language: Language | None) -> Submission:
+def read_submission(dirfd: int, rel: str, path: Path, student: str, exercise: Exercise,
+                    language: Language | None) -> Submission:
     """The file `rel` of the folder `dirfd` (shown as `path`): read through the folder's
     descriptor, a regular file with one name and at most MAX_SOURCE_BYTES, or refused before a
     byte of it is read or parsed (a link could make the grader read a file the student cannot,
@@ -192,7 +192,7 @@ def _discover_one(path: Path, exercise: Exercise, language: Language | None,
         except OSError as exc:
             return Submission(path.stem, path, None, f"cannot read it: {exc.strerror}")
         try:
-            return _read(parent, path.name, path, path.stem, exercise, language)
+            return read_submission(parent, path.name, path, path.stem, exercise, language)
         finally:
             os.close(parent)
     if not stat.S_ISDIR(st.st_mode):
@@ -208,7 +208,7 @@ def _discover_one(path: Path, exercise: Exercise, language: Language | None,
         choice = _pick(files, exercise, language)
         if choice is None:
             return Submission(path.name, path, None, "no source file or notebook in the folder")
-        sub = _read(top, choice, path / choice, path.name, exercise, language)
+        sub = read_submission(top, choice, path / choice, path.name, exercise, language)
         return dataclasses.replace(sub, path=path, chosen=path / choice,
                                    digest=_folder_digest(top, files, budget.size),
                                    headers=_headers(top, files, choice, sub.source))
@@ -305,7 +305,7 @@ def outside_includes(text: str) -> list[str]:
     return found
 
 
-def _inside(sub: Submission) -> str:
+def source_in_copy(sub: Submission) -> str:
     """Where the file that was read lies in the grader's copy of the submission."""
     if sub.chosen is not None:
         return sub.chosen.relative_to(sub.path).as_posix()

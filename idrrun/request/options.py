@@ -385,7 +385,8 @@ class Options:
                                      "and this folder (default: off; always on in idrrun grade)",
                                 readme="compile and run in a sandbox that sees only the system "
                                        "folders and this folder; default off, always on in "
-                                       "`idrrun grade` (see [Grading](#grading-a-verdict-a-student-cannot-buy))")
+                                       "`idrrun grade` (see "
+                                       "[Grading](#grading-a-verdict-a-student-cannot-buy))")
     check: str | None = flag("--check", "--exercise", group="check", parse=str, metavar="NAME",
                              help="check the result against the exercise NAME (see examples/)",
                              readme="check the result against exercise NAME (see `examples/README.md`)")

@@ -5,8 +5,8 @@ student's line asks for (as nbgrader declares its autograde steps in one list).
 
 What it decides, whatever the line says:
 - the line keeps only LINE_FLAGS, the flags request/options.py marks `graded_line` (the model,
-  the target, threads, a profile): arguments, limits, time and compiler flags are the grader's, so that no submission gives itself more than its
-  classmates;
+  the target, threads, a profile): arguments, limits, time and compiler flags are the grader's,
+  so that no submission gives itself more than its classmates;
 - OpenACC is on for an OpenACC exercise unless the line turns it off;
 - the time limit is the grader's when it gives one (else the exercise's);
 - the trace checks are profiled on a GPU build (they need a trace), never on a host one unless
