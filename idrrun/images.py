@@ -1,6 +1,6 @@
 """Pictures that course programs write: read them, compare them, show them in a notebook.
 
-    read_image / read_pnm / read_raw   a file -> Image (PGM/PPM P2 P3 P5 P6, 8 and 16 bit; raw arrays)
+    read_pnm / read_raw                a file -> Image (PGM/PPM P2 P3 P5 P6, 8 and 16 bit; raw arrays)
     compare_images                     got, expected -> Comparison (PSNR, max |difference|, size mismatch)
     image_check                        the `image` check kind: two files -> CheckResult
     show                               one picture, or a strip of several, for a notebook cell
@@ -134,18 +134,8 @@ def _planes(data: bytes, width: int, height: int, channels: int, rawmode: str) -
                  for c in range(channels))
 
 
-def from_rows(rows: Sequence[Sequence[float]], peak: float | None = None, source: str = "") -> Image:
-    """A gray picture from a list of rows, e.g. `from_rows([[0, 1], [1, 0]], peak=1)`."""
-    height = len(rows)
-    width = len(rows[0]) if rows else 0
-    if width == 0 or any(len(r) != width for r in rows):
-        raise ImageError(f"{source or 'rows'}: expected a non-empty list of rows of equal length")
-    data = array.array("f", (float(v) for row in rows for v in row)).tobytes()
-    return Image(width, height, (PILImage.frombytes("F", (width, height), data),), peak, source, "values")
-
-
 def rows(image: Image, channel: int = 0) -> list[list[float]]:
-    """One channel's pixels as a list of rows (the inverse of from_rows)."""
+    """One channel's pixels as a list of rows."""
     values = array.array("f", image.planes[channel].tobytes())
     return [values[y * image.width:(y + 1) * image.width].tolist() for y in range(image.height)]
 
@@ -341,16 +331,6 @@ def read_raw(path: PathLike, width: int, height: int, dtype: str, channels: int 
              byteorder: ByteOrder = "little") -> Image:
     data, name = _read(path)
     return parse_raw(data, width, height, dtype, channels, byteorder, name)
-
-
-def read_image(path: PathLike, width: int | None = None, height: int | None = None,
-               dtype: str | None = None, channels: int = 1, byteorder: ByteOrder = "little") -> Image:
-    """A PGM/PPM file, or a raw one when dtype (with width and height) is given."""
-    if dtype is None:
-        return read_pnm(path)
-    if width is None or height is None:
-        raise ImageError(f"{os.fspath(path)}: a raw file needs its width and height")
-    return read_raw(path, width, height, dtype, channels, byteorder)
 
 
 ImageLike = Image | PathLike

@@ -460,13 +460,6 @@ class RegionsRan:
     def distinct(self) -> int:
         return len(self.constructs)
 
-    def per_function(self) -> dict[str, int]:
-        """Distinct constructs executed per function ("" when unknown)."""
-        out: dict[str, int] = {}
-        for c in self.constructs:
-            out[c.function] = out.get(c.function, 0) + 1
-        return out
-
 
 @dataclass(frozen=True)
 class RunResult:

@@ -6,7 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from idrrun.profile.model import Trace
-from idrrun.profile.perfetto import HOST_WAITS_TID, _other_data, _rows, _tid, _us, origin
+from idrrun.profile.perfetto import HOST_WAITS_TID, _other_data, _rows, _tid, origin
+
+
+def _us(ns: int) -> float:
+    return ns / 1000.0
 
 
 def events(trace: Trace) -> dict[str, Any]:

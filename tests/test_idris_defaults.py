@@ -184,6 +184,9 @@ def test_flags_without_effect_get_a_note(tmp_path: Path) -> None:
     r = idrrun("run", "-n", "--cliopts", "1 2", "--timeout", "5", "p.c", cwd=tmp_path)
     assert r.returncode == 0 and "ran" not in r.stdout
     assert "note: --cliopts, --timeout: no effect with -n/--noexec, the program is not run" in r.stdout
+    # Every flag request/options.py marks run_only, the launcher's and the limits' too.
+    r = idrrun("run", "--object", "-N", "2", "--file-size", "1MiB", "p.c", cwd=tmp_path)
+    assert "note: -N/--nodes, --file-size: no effect with --object, the program is not run" in r.stdout
     r = idrrun("run", "-g", "1", "p.c", cwd=tmp_path)  # the launcher's own note, still there
     assert "-g/--gpus only applies with a launcher (srun); ignored" in r.stdout
 

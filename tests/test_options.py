@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from conftest import ROOT
 from idrrun.errors import UsageError
-from idrrun.request.options import Options, parse_line
+from idrrun.request.options import FlagSpec, Options, parse_line, specs
 
 
 def parse(line: str) -> Options:
@@ -96,3 +99,77 @@ def test_a_shortening_that_fits_several_options_suggests_none() -> None:
     with pytest.raises(UsageError) as caught:
         parse_line("-opt -O3", show_help=False)
     assert "did you mean --option" not in str(caught.value)
+
+
+# --- README's flag table is the option spec's: its rows are rendered from the FlagSpecs ---
+
+README_TABLE_HEAD = "| flag | meaning |\n|---|---|\n"
+
+
+def _spelling(name: str, spec: FlagSpec, first_long: bool, overrides: dict[str, object]) -> str:
+    """`--language c\\|c++`: a spelling, with what it takes after the first long one."""
+    parse = overrides.get("parse", spec.parse)
+    if parse is None or not first_long:
+        return f"`{name}`"
+    choices = overrides.get("choices", spec.choices)
+    metavar = overrides.get("metavar", spec.metavar)
+    shown = metavar if metavar is not None else "|".join(choices()) if callable(choices) else "VALUE"
+    return f"`{name} {shown}{'...' if spec.many else ''}`".replace("|", "\\|")
+
+
+def _spellings(spec: FlagSpec) -> list[str]:
+    forms = [(spec.names, {})] + [(names, dict(over)) for names, over in spec.variants]
+    out = []
+    for names, overrides in forms:
+        longs = [n for n in names if n.startswith("--")]
+        out += [_spelling(n, spec, bool(longs) and n == longs[0], overrides) for n in names]
+    return out
+
+
+def readme_table() -> str:
+    """The flag table README.md must hold: one row per flag, flags side by side with the same
+    text in one row."""
+    rows: list[tuple[list[str], str]] = []
+    for _, spec in specs():
+        assert spec.readme, f"{spec.names[0]}: its FlagSpec has no readme text"
+        if rows and rows[-1][1] == spec.readme:
+            rows[-1][0].extend(_spellings(spec))
+        else:
+            rows.append((_spellings(spec), spec.readme))
+    return README_TABLE_HEAD + "".join(f"| {', '.join(names)} | {text} |\n" for names, text in rows)
+
+
+def readme_flag_table(readme: str) -> str:
+    start = readme.index(README_TABLE_HEAD)
+    end = readme.index("\n\n", start)
+    return readme[start:end + 1]
+
+
+def _flags_in(table: str) -> set[str]:
+    return {m.group(1) for row in table.splitlines()[2:]
+            for m in re.finditer(r"`(--?[A-Za-z][\w-]*)", row.split(" | ")[0])}
+
+
+def table_faults(table: str) -> list[str]:
+    """What a flag table says that the option spec does not."""
+    spec_flags = {n for _, spec in specs() for n in spec.names + tuple(
+        name for names, _ in spec.variants for name in names)}
+    faults = [f"{flag} is not in the table" for flag in sorted(spec_flags - _flags_in(table))]
+    faults += [f"{flag} is in the table, no FlagSpec has it"
+               for flag in sorted(_flags_in(table) - spec_flags)]
+    if table != readme_table():
+        faults.append("the table is not as request/options.py says it:\n" + readme_table())
+    return faults
+
+
+def test_the_readme_flag_table_is_the_option_spec() -> None:
+    assert table_faults(readme_flag_table((ROOT / "README.md").read_text())) == []
+
+
+def test_a_row_missing_from_the_readme_table_is_found() -> None:
+    readme = (ROOT / "README.md").read_text()
+    without = "".join(row for row in readme.splitlines(keepends=True) if "`--sandbox" not in row)
+    faults = table_faults(readme_flag_table(without))
+    assert faults[0] == "--sandbox is not in the table", faults
+    extra = readme.replace("| `--notime` |", "| `--notime`, `--quiet` |")
+    assert "--quiet is in the table, no FlagSpec has it" in table_faults(readme_flag_table(extra))

@@ -26,7 +26,7 @@ from ..model import AccReport, Comparison, Figure
 from ..profile.model import DTOH, HTOD, Trace
 from ..profile.summary import trace_values
 from . import regex, registry
-from .kinds import _bytes, _number
+from .kinds import human_bytes, parse_number
 from .specs import Exercise
 
 # The checks whose figures are compared: those of the trace, and those of the compiler's report.
@@ -86,7 +86,7 @@ def _iterations(exercise: Exercise, output: str) -> float | None:
     for spec in exercise.checks:
         if spec.kind == "data_moved" and spec.per_iteration is not None:
             found = regex.findall(spec.per_iteration, output)
-            count = _number(found[-1]) if found else None
+            count = parse_number(found[-1]) if found else None
             return count or None
     return None
 
@@ -128,8 +128,8 @@ def _moved(f: RunFigures, per_iteration: bool) -> str:
     if not total:
         return "none"
     per = f.iterations if per_iteration and f.iterations else 1.0
-    return (f"{_bytes(total / per)} (host → device {_bytes(f.bytes_h2d / per)}, "
-            f"device → host {_bytes(f.bytes_d2h / per)})")
+    return (f"{human_bytes(total / per)} (host → device {human_bytes(f.bytes_h2d / per)}, "
+            f"device → host {human_bytes(f.bytes_d2h / per)})")
 
 
 def _row(label: str, cells: Sequence[str], source: str) -> Figure:
@@ -143,7 +143,7 @@ def _copy_rows(yours: RunFigures, solution: RunFigures) -> list[Figure]:
     sides = [{(d, size): n for d, size, n in f.copies} for f in runs]
     keys = sorted({k for side in sides for k in side},
                   key=lambda k: (-k[1] * max(side.get(k, 0) for side in sides), k[0] != HTOD, k))
-    rows = [_row(f"{_DIRECTIONS[direction]} copies of {_bytes(size)}",
+    rows = [_row(f"{_DIRECTIONS[direction]} copies of {human_bytes(size)}",
                  [_count(side[(direction, size)], f.iterations) if (direction, size) in side
                   else "none" for side, f in zip(sides, runs)], "trace")
             for direction, size in keys[:COPY_ROWS]]

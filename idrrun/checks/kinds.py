@@ -78,7 +78,7 @@ class Evidence:
         return code_text(self.source_text, self.language)
 
 
-def _number(text: str) -> float | None:
+def parse_number(text: str) -> float | None:
     try:
         return float(text.replace("D", "E").replace("d", "e"))
     except ValueError:
@@ -161,7 +161,7 @@ def _value(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            f"the program did not print {what}", excerpt=_excerpt(ev, output, None),
                            pattern=spec.pattern)
     at, raw = found[-1]
-    got = _number(raw)
+    got = parse_number(raw)
     shown = _excerpt(ev, output, at)
     if got is None:
         return CheckResult(spec.label, "fail", expected, raw,
@@ -262,7 +262,7 @@ def _compare(spec: CheckSpec, ev: Evidence, want: list[str], output: str,
                            excerpt=_excerpt(ev, output, at), pattern=pattern)
     for i, (w, g) in enumerate(zip(want, got)):
         which = (printed_name(pattern) or "the value") if len(want) == 1 else f"value {i + 1} of {len(want)}"
-        wv, gv = _number(w), _number(g)
+        wv, gv = parse_number(w), parse_number(g)
         differs = w != g if wv is None or gv is None else \
             not _close(gv, wv, spec.abs_tol, spec.rel_tol)
         if differs:
@@ -535,10 +535,10 @@ def _data_moved(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | Non
     output = ev.run.proc.output if ev is not None and ev.run is not None else ""
     if spec.per_iteration is not None:
         counts = _numbers(spec.per_iteration, output)
-        iterations = _number(counts[-1]) if counts else None
+        iterations = parse_number(counts[-1]) if counts else None
         if not iterations:
             what = output_line("", spec.per_iteration, "the iteration count")
-            return CheckResult(spec.label, "fail", f"≤ {_bytes(spec.max_bytes)} per iteration",
+            return CheckResult(spec.label, "fail", f"≤ {human_bytes(spec.max_bytes)} per iteration",
                                "no iteration count",
                                f"the program did not print {what}: the number of iterations",
                                excerpt=_excerpt(ev, output, None) if ev is not None else "",
@@ -548,8 +548,8 @@ def _data_moved(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | Non
     # Too much moved: placed on the directive inside a loop that moves data, where one does.
     line = loops.transfer_in_loop(_student_code(ev), ev.language) \
         if status == "fail" and ev is not None else None
-    return CheckResult(spec.label, status, f"≤ {_bytes(spec.max_bytes)}{unit}", _bytes(moved),
-                       f"{_bytes(moved)} moved between host and device{unit}" +
+    return CheckResult(spec.label, status, f"≤ {human_bytes(spec.max_bytes)}{unit}", human_bytes(moved),
+                       f"{human_bytes(moved)} moved between host and device{unit}" +
                        ("" if status == "pass" else ": keep the data on the device") +
                        (f" (line {line} moves data at each iteration of its loop)"
                         if line is not None else ""), line=line)
@@ -669,7 +669,7 @@ def _image(spec: CheckSpec, ev: Evidence) -> CheckResult:
                        min_psnr=spec.min_psnr, max_diff=spec.max_diff, raw=spec.raw)
 
 
-def _bytes(n: float) -> str:
+def human_bytes(n: float) -> str:
     """1073741904 -> '1.07 GB': short enough for the verdict table."""
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:

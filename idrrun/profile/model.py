@@ -465,7 +465,3 @@ class ProfileReport:
     hints: tuple[Hint, ...] = ()
     rates: Rates | None = None
     trace_json: Path | None = None  # the trace as Chrome/Perfetto trace events
-
-    @property
-    def ran_on_gpu(self) -> bool:
-        return self.summary is not None and (self.summary.kernel_count > 0)

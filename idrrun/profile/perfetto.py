@@ -28,10 +28,6 @@ def _tid(stream: int) -> int:
     return stream + 1
 
 
-def _us(ns: int) -> float:
-    return ns / 1000.0
-
-
 def origin(trace: Trace) -> int:
     """Time 0 of the events: the tracer's start when the trace says it (known from the trace's
     first line), else the first GPU operation or wait."""

@@ -1,9 +1,12 @@
 """THE option spec, shared by %%idrrun, %idrrunfile and `idrrun run`.
 
-Each flag is declared once, as a field of `Options`: its spellings, help, parser, and — when it
-has one — the RunRequest field it sets (`to`), the config key and the environment variable that
-give it a value when the line does not (request/config.py reads them from here). A field left
-None means "not given": request/resolve.py applies the layers in one place.
+Each flag is declared once, as a field of `Options`, with every fact about it: its spellings,
+help, parser, and — when it has one — the RunRequest field it sets (`to`), the config key and the
+environment variable that give it a value when the line does not (request/config.py reads them
+from here); whether it does anything without a run (request/unused.py), whether a graded line
+keeps it (request/policy.py), and its row in README's flag table (tests/test_options.py holds
+the table to it). A field left None means "not given": request/resolve.py applies the layers in
+one place.
 
 Flags follow the IDRIS `%%idrrun` magic that course teachers know, parsed with shlex so quoted
 and unquoted values both work (`--accopts cc70,pinned`, `--accopts "cc70,pinned"`,
@@ -237,100 +240,156 @@ class FlagSpec:
     to: str | None = SAME  # the RunRequest field it sets ("limits.memory"); None: front ends use it
     setting: str | None = None  # config key giving its value when the line does not
     env: str | None = None  # environment variable giving its value (over the config files)
+    # Acts on the program's run only: with -n or --object a note says it can do nothing.
+    run_only: bool = False
+    # A graded notebook's line keeps it; the grader decides every other flag (request/policy.py).
+    graded_line: bool = False
+    # The meaning column of its row in README's flag table (Markdown). Flags declared side by
+    # side with the same text share one row: a pointer to the section that says more.
+    readme: str = ""
     # Other spellings storing into the same field: ((names, const-or-parse-spec), ...)
     variants: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()
 
 
-def flag(*names: str, help: str, group: str = "run", **kw: Any) -> Any:
-    return field(default=None, metadata={"flag": FlagSpec(names=names, help=help, group=group, **kw)})
+def flag(*names: str, help: str, readme: str, group: str = "run", **kw: Any) -> Any:
+    return field(default=None, metadata={"flag": FlagSpec(names=names, help=help, readme=readme,
+                                                          group=group, **kw)})
 
 
 def _profilers() -> Sequence[str]:
     return ("auto", "nsys", "builtin")
 
 
+_LIMITS = "per-run limits (see [Limits](#limits-and-protection-against-hostile-programs) below)"
+
+
 @dataclass(frozen=True)
 class Options:
     """What the user typed, typed. None: not given (the layers in resolve.py decide)."""
 
-    acc: bool | None = flag("-a", "--acc", group="compile", help="turn OpenACC on")
+    acc: bool | None = flag("-a", "--acc", group="compile", help="turn OpenACC on", graded_line=True,
+                            readme="OpenACC on (`-acc` for nvhpc/pgi, `-fopenacc` for gcc)")
     accopts: tuple[str, ...] | None = flag(
         "--accopts", group="compile", metavar="LIST", parse=split_accopts, word_list=True,
+        graded_line=True,
         help="OpenACC target options, comma separated (cc80,pinned,managed...): -gpu= for "
-             "nvhpc, -ta=tesla: for pgi; gcc uses ccXY for -misa=sm_XY and reports the rest as ignored")
+             "nvhpc, -ta=tesla: for pgi; gcc uses ccXY for -misa=sm_XY and reports the rest as ignored",
+        readme="target options, comma separated: `-gpu=LIST` (nvhpc), `-ta=tesla:LIST` (pgi); for "
+               "gcc `ccXY` selects `-misa=sm_XY`, `gpu` builds for a GPU, `host` (or `multicore`) "
+               "for the host, and the rest (`pinned`, `managed`…) is reported as ignored")
     compiler_options: tuple[str, ...] | None = flag(
         "--options", "--option", group="compile", metavar='"FLAGS"', parse=words, word_list=True,
-        help='extra compiler flags, e.g. --options "-O3 -g"')
+        help='extra compiler flags, e.g. --options "-O3 -g"',
+        readme="extra compiler flags; with gcc, the NVIDIA ones the IDRIS notebooks pass "
+               "(`-mp=gpu -gpu=cc70 -Minfo=all`, `-acc`, `-fast`, `-Mcudalib=curand`…) are "
+               "translated, each with a note, and the others refused with one message (see "
+               "\"GCC and GPUs\")")
     language: Language | None = flag(
         "-l", "--language", group="compile", parse=str.lower, choices=lambda: LANGUAGES, to=None,
-        setting="language", env="IDRRUN_LANGUAGE",
-        help="source language (default: from config, else guessed from the code)")
+        setting="language", env="IDRRUN_LANGUAGE", graded_line=True,
+        help="source language (default: from config, else guessed from the code)",
+        readme="language; default from config, else guessed from the code (shown)")
     family: str | None = flag(
         "-c", "--compiler", group="compile", parse=str.lower, choices=registry.names, to=None,
         setting="family", env="IDRRUN_FAMILY",
-        help="compiler family (default: from config, else detected: nvhpc when nvc is installed, else gcc)")
-    openmp: bool | None = flag("-t", "--openmp", group="compile", help="turn OpenMP on")
-    threads: int | None = flag("--threads", parse=positive_int, metavar="N",
-                               help="OMP_NUM_THREADS for the program (implies nothing else)")
+        help="compiler family (default: from config, else detected: nvhpc when nvc is installed, else gcc)",
+        readme="compiler family; default from config, else nvhpc when `nvc` is on PATH, else gcc")
+    openmp: bool | None = flag("-t", "--openmp", group="compile", help="turn OpenMP on",
+                               graded_line=True, readme="OpenMP on")
+    threads: int | None = flag("--threads", parse=positive_int, metavar="N", run_only=True,
+                               graded_line=True,
+                               help="OMP_NUM_THREADS for the program (implies nothing else)",
+                               readme="`OMP_NUM_THREADS` for the program only (a note says when it "
+                                      "can have no effect: no OpenMP build)")
     mpi_ranks: int | None = flag("-m", "--mpi", group="compile", parse=positive_int, metavar="N",
-                                 help="build with the MPI wrappers and run N ranks through the launcher")
+                                 help="build with the MPI wrappers and run N ranks through the launcher",
+                                 readme="build with the MPI wrappers, run N ranks (`mpirun -np N` "
+                                        "by default)")
     execute: bool | None = flag("-n", "--noexec", group="compile", const=False,
-                                help="build only, do not run")
-    object_only: bool | None = flag("--object", group="compile",
-                                    help="compile to an object file only")
+                                help="build only, do not run", readme="build only")
+    object_only: bool | None = flag(
+        "--object", group="compile", help="compile to an object file only",
+        readme="compile to an object file in the working directory: `NAME.o` after `--keep NAME`, "
+               "NAME whole (`--keep saxpy.cu` gives `saxpy.cu.o`, as IDRIS names it), else "
+               "`cell.o` or the file's `STEM.o`; a later cell links it with `--options "
+               "\"saxpy.cu.o\"` (relinked when the object changes)")
     keep: str | None = flag("-k", "--keep", group="compile", parse=str, metavar="NAME",
-                            help="also save the source under NAME")
-    force: bool | None = flag("--force", group="compile", help="rebuild even if the build is cached")
+                            help="also save the source under NAME",
+                            readme="also save the source under NAME")
+    force: bool | None = flag("--force", group="compile", help="rebuild even if the build is cached",
+                              readme="rebuild even when the build is cached")
     compile_timeout: float | None = flag(
         "--compile-timeout", group="compile", parse=seconds, metavar="SECONDS",
         setting="compile_timeout", env="IDRRUN_COMPILE_TIMEOUT",
-        help="stop the compiler after this many seconds (default 120)")
+        help="stop the compiler after this many seconds (default 120)",
+        readme="stop the compiler after SECONDS seconds (default 120, from config; see "
+               "[Limits](#limits-and-protection-against-hostile-programs))")
     program_args: tuple[str, ...] | None = flag(
-        "--cliopts", parse=words, word_list=True, metavar='"ARGS"',
-        help='program arguments, e.g. --cliopts "100 \'a b\'"')
+        "--cliopts", parse=words, word_list=True, metavar='"ARGS"', run_only=True,
+        help='program arguments, e.g. --cliopts "100 \'a b\'"',
+        readme="program arguments (shell quoting: `--cliopts \"1 'two words'\"`)")
     gpus: int | None = flag("-g", "--gpus", parse=positive_int, metavar="N", setting="gpus",
-                            help="GPUs to ask the launcher for")
+                            run_only=True, help="GPUs to ask the launcher for",
+                            readme="GPUs to ask the launcher (srun) for; not asked from a cluster "
+                                   "without GPUs (the cell says so)")
     nodes: int | None = flag("-N", "--nodes", parse=positive_int, metavar="N", setting="nodes",
-                             help="nodes to spread the tasks over (srun --nodes)")
+                             run_only=True, help="nodes to spread the tasks over (srun --nodes)",
+                             readme="nodes to spread the tasks over (srun `--nodes`)")
     get_files: tuple[str, ...] | None = flag(
-        "--get", parse=str, many=True, metavar="FILE",
-        help="files the program writes; listed after the run, missing ones reported")
-    show_time: bool | None = flag("--notime", const=False, help="do not show timings")
+        "--get", parse=str, many=True, metavar="FILE", run_only=True,
+        help="files the program writes; listed after the run, missing ones reported",
+        readme="files the program should write; reported after the run")
+    show_time: bool | None = flag("--notime", const=False, help="do not show timings",
+                                  readme="no timings")
     profile: str | None = flag(
-        "--profile", const="auto",
+        "--profile", const="auto", run_only=True, graded_line=True,
         help="show where the GPU time went: Nsight Systems when installed, else the built-in "
              "CUPTI tracer; a summary and a timeline follow the output",
         variants=((("--profiler",), {"parse": str, "choices": _profilers,
                                       "metavar": "auto|nsys|builtin",
-                                      "help": "which profiler --profile uses (implies --profile)"}),))
+                                      "help": "which profiler --profile uses (implies --profile)"}),),
+        readme="show where the GPU time went: Nsight Systems when `nsys` is installed (or "
+               "configured in `[profiler]`), else a built-in CUPTI tracer; a PGI_ACC_TIME-like "
+               "summary and a timeline picture follow the output, and the report (`.nsys-rep` or "
+               "`trace.jsonl`) stays in `idrrun-profile/` (see docs/profiling.md)")
     timeout: float | None = flag(
         "--timeout", parse=seconds, metavar="SECONDS", setting="timeout", env="IDRRUN_TIMEOUT",
-        help="kill the program after this many seconds (default 300, or the exercise's)")
+        run_only=True,
+        help="kill the program after this many seconds (default 300, or the exercise's)",
+        readme="kill the program after SECONDS seconds (default 300, from config)")
     raise_on_failure: bool | None = flag("--no-raise", const=False,
-                                         help="a failure is reported but does not fail the cell")
+                                         help="a failure is reported but does not fail the cell",
+                                         readme="report a failure without failing the cell")
     stdin: Path | None = flag("--stdin", parse=Path, metavar="FILE", to="limits.stdin",
+                              run_only=True, readme=_LIMITS,
                               help="standard input for the program (default: none, EOF at once)")
     memory: int | None = flag("--memory", parse=size, metavar="SIZE", to="limits.memory",
-                              setting="limits.memory",
+                              setting="limits.memory", run_only=True, readme=_LIMITS,
                               help="memory limit, e.g. 4GiB ('none': no limit; default: none, "
                                    "idrrun grade: 3/4 of the machine's memory shared by its jobs)")
     stack: int | None = flag("--stack", parse=size, metavar="SIZE", to="limits.stack",
-                             setting="limits.stack",
+                             setting="limits.stack", run_only=True, readme=_LIMITS,
                              help="stack size of the program, e.g. 4GiB ('unlimited': as `ulimit -s "
                                   "unlimited`; default 1GiB)")
     tasks: int | None = flag("--tasks", parse=tasks, metavar="N", to="limits.tasks",
-                             setting="limits.tasks",
+                             setting="limits.tasks", run_only=True, readme=_LIMITS,
                              help="most processes and threads at once (0: no limit)")
     file_size: int | None = flag("--file-size", parse=size, metavar="SIZE", to="limits.file_size",
-                                 setting="limits.file_size",
+                                 setting="limits.file_size", run_only=True, readme=_LIMITS,
                                  help="largest file the program may write, e.g. 1GiB")
     max_output: int | None = flag("--max-output", parse=output_cap, metavar="SIZE",
-                                  setting="max_output", help="output kept and shown, e.g. 1MiB")
+                                  setting="max_output", readme=_LIMITS,
+                                  help="output kept and shown, e.g. 1MiB")
     sandbox: bool | None = flag("--sandbox", parse=on_off, metavar="on|off", setting="sandbox.mode",
                                 help="compile and run in a sandbox that sees only the system folders "
-                                     "and this folder (default: off; always on in idrrun grade)")
+                                     "and this folder (default: off; always on in idrrun grade)",
+                                readme="compile and run in a sandbox that sees only the system "
+                                       "folders and this folder; default off, always on in "
+                                       "`idrrun grade` (see "
+                                       "[Grading](#grading-a-verdict-a-student-cannot-buy))")
     check: str | None = flag("--check", "--exercise", group="check", parse=str, metavar="NAME",
-                             help="check the result against the exercise NAME (see examples/)")
+                             help="check the result against the exercise NAME (see examples/)",
+                             readme="check the result against exercise NAME (see `examples/README.md`)")
     # %idrrunfile and `idrrun run`: the positional FILE (not a flag).
     file: str | None = None
 

@@ -4,9 +4,9 @@ student's line asks for (as nbgrader declares its autograde steps in one list).
     Policy(room=..., sandbox=True, hide=..., timeout=...)
 
 What it decides, whatever the line says:
-- the line keeps only LINE_FLAGS (the model, the target, threads, a profile): arguments, limits,
-  time and compiler flags are the grader's, so that no submission gives itself more than its
-  classmates;
+- the line keeps only LINE_FLAGS, the flags request/options.py marks `graded_line` (the model,
+  the target, threads, a profile): arguments, limits, time and compiler flags are the grader's,
+  so that no submission gives itself more than its classmates;
 - OpenACC is on for an OpenACC exercise unless the line turns it off;
 - the time limit is the grader's when it gives one (else the exercise's);
 - the trace checks are profiled on a GPU build (they need a trace), never on a host one unless
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import Lanes, LauncherConfig, RunRequest, Settings, Toolchain
-from .options import Options
+from .options import Options, specs
 
-# What a graded notebook's magic line may set.
-LINE_FLAGS = frozenset({"acc", "accopts", "language", "openmp", "threads", "profile"})
+# What a graded notebook's magic line may set (Options fields).
+LINE_FLAGS = frozenset(name for name, spec in specs() if spec.graded_line)
 
 
 @dataclass(frozen=True)

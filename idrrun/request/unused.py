@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..model import RunRequest, Settings
 from ..run.launch import launcher_for
-from .options import Options
+from .options import Options, specs
 
 # Compiler flags that turn OpenMP on by hand (--options), as -t does.
 _OPENMP_FLAGS = ("-fopenmp", "-mp", "-qopenmp", "-openmp")
@@ -20,15 +20,16 @@ def _openmp_by_hand(flags: tuple[str, ...]) -> bool:
                for f in flags)
 
 
+def _spelled(field: str) -> str:
+    """A flag as a note names it: its spellings, "-g/--gpus"."""
+    return "/".join(dict(specs())[field].names)
+
+
 def notes(options: Options, request: RunRequest, settings: Settings) -> tuple[str, ...]:
     if not request.execute or request.object_only:
-        why = "--object" if request.object_only else "-n/--noexec"
-        run_flags = (("--cliopts", options.program_args), ("--get", options.get_files),
-                     ("--timeout", options.timeout), ("--threads", options.threads),
-                     ("--profile", options.profile), ("--stdin", options.stdin),
-                     ("-g/--gpus", options.gpus), ("--memory", options.memory),
-                     ("--stack", options.stack), ("--tasks", options.tasks))
-        given = [name for name, value in run_flags if value is not None]
+        why = _spelled("object_only" if request.object_only else "execute")
+        given = [_spelled(name) for name, spec in specs()
+                 if spec.run_only and getattr(options, name) is not None]
         if given:
             return (f"{', '.join(given)}: no effect with {why}, the program is not run",)
         return ()

@@ -220,19 +220,6 @@ def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] 
         os.close(fd)
 
 
-def take_from(folder: Path, rel: str, cap: int, owners: tuple[int, ...] = ()) -> Taken:
-    """take() from a box folder the grader made in a folder of its own (its room)."""
-    try:
-        check_own(folder.parent)
-        fd = open_dir(folder)
-    except OSError as exc:
-        return Taken(None, f"the box's folder is gone ({exc.strerror})")
-    try:
-        return take(fd, rel, cap, owners)
-    finally:
-        os.close(fd)
-
-
 def is_file(folder: Path, rel: str) -> bool:
     """Whether a box folder of the grader's room holds `rel` as a regular file (no link
     followed)."""
