@@ -17,6 +17,53 @@ from idrrun.checks.directives import code_text
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 LANGUAGES = {"c": "c", "fortran": "fortran"}
 
+# (exercise, label) -> language -> the hot statement as the four course files write it (the
+# start file and the solution alike), the line its loop_on_device check must find first.
+HOT: dict[tuple[str, str], dict[str, str]] = {
+    ("async_matmul", "the product loop"): {
+        "c": "sum += A[(size_t)i * dim + k] * B[(size_t)k * dim + j];",
+        "fortran": "total = total + A(i, k) * B(k, j)"},
+    ("atomic_histogram", "the histogram loop"): {
+        "c": "hist[b] += 1;",
+        "fortran": "hist(b) = hist(b) + 1"},
+    ("compute_scan", "the block sums"): {
+        "c": "partial += s[i];",
+        "fortran": "partial = partial + s(i)"},
+    ("intro_pi", "the pi loop"): {
+        "c": "sum += 4.0 / (1.0 + x * x);",
+        "fortran": "total = total + 4.0_dp / (1.0_dp + x * x)"},
+    ("intro_saxpy", "the init loop"): {
+        "c": "x[i] = (double)i / (double)(n - 1);",
+        "fortran": "x(i) = real(i - 1, dp) / real(n - 1, dp)"},
+    ("intro_saxpy", "the saxpy loop"): {
+        "c": "y[i] = a * x[i] + y[i];",
+        "fortran": "y(i) = a * x(i) + y(i)"},
+    ("life_swap", "the generation loop"): {
+        "c": "int s = cur[c - stride - 1] + cur[c - stride] + cur[c - stride + 1]",
+        "fortran": "s = grid(x-1, y-1, cur) + grid(x, y-1, cur) + grid(x+1, y-1, cur) &"},
+    ("loops_matvec", "the product loop"): {
+        "c": "sum += A[(size_t)i * n + j] * x[j];",
+        "fortran": "s = s + a(j,i) * x(j)"},
+    ("mandelbrot_rows", "the pixel loop"): {
+        "c": "double cx = x0 + (i + 0.5) * dx, cy = y0 + (j + 0.5) * dy;",
+        "fortran": "cx = x0 + (i - 0.5_dp) * dx"},
+    ("md_forces", "the force loop"): {
+        "c": "double f = 24.0 * inv2 * inv6 * (2.0 * inv6 - 1.0);",
+        "fortran": "f = 24.0_dp * inv2 * inv6 * (2.0_dp * inv6 - 1.0_dp)"},
+    ("multigpu_integral", "the integrand loop"): {
+        "c": "f[i] = 1.0 / (1.0 + x);",
+        "fortran": "f(i) = 1.0_dp / (1.0_dp + x)"},
+    ("profile_cg", "the stencil loop"): {
+        "c": "q[k] = 4.0 * p[k] - p[k - 1] - p[k + 1] - p[k - w] - p[k + w];",
+        "fortran": "q(i, j) = 4.0_dp * p(i, j) - p(i-1, j) - p(i+1, j) - p(i, j-1) - p(i, j+1)"},
+    ("routines_pendulum", "the pendulum loop"): {
+        "c": "numeric[i] = period_numeric(theta0, i % NLEN, dt);",
+        "fortran": "numeric(i) = period_numeric(theta0, mod(i - 1, nlen) + 1, dt)"},
+    ("tiling_laplace", "the stencil loop"): {
+        "c": "Tnew[j * nx + i] = 0.25 * (T[j * nx + i + 1] + T[j * nx + i - 1]",
+        "fortran": "Tnew(i, j) = 0.25d0 * (T(i + 1, j) + T(i - 1, j) &"},
+}
+
 # (exercise, label) -> language -> statements a student could write in place of the hot one.
 REWRITES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
     ("async_matmul", "the product loop"): {
@@ -61,7 +108,8 @@ REWRITES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
         "fortran": ("re = x0 + dx * (col - 0.5_dp)", "px = (i - 0.5d0) * dx + x0")},
     ("md_forces", "the force loop"): {
         "c": ("double force = 24.0 * inv2 * inv6 * (2.0 * inv6 - 1.0);",
-              "double g = (48.0 * s6 - 24.0) * s6 * s2;", "double ff = s2 * s6 * 24 * (2 * s6 - 1);"),
+              "double g = (48.0 * s6 - 24.0) * s6 * s2;",
+              "double ff = s2 * s6 * 24 * (2 * s6 - 1);"),
         "fortran": ("ff = 24.0d0 * s2 * s6 * (2.0d0 * s6 - 1.0d0)",
                     "g = (48.0_dp * s6 - 24.0_dp) * s6 * s2")},
     ("multigpu_integral", "the integrand loop"): {
@@ -76,7 +124,7 @@ REWRITES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
                     "q(i,j) = -p(i-1,j) + 4*p(i,j) - p(i+1,j) - p(i,j-1) - p(i,j+1)")},
     ("routines_pendulum", "the pendulum loop"): {
         "c": ("numeric[k] = period_numeric(theta0, k % NLEN, dt);",
-              "numeric[i] = period_numeric(0.1 + 2.9 * (double)i / (double)(n - 1), i % NLEN, dt);"),
+              "numeric[i] = period_numeric(0.1 + 2.9 * (double)i / (n - 1.0), i % NLEN, dt);"),
         "fortran": ("numeric(k) = period_numeric(theta0, mod(k - 1, nlen) + 1, dt)",
                     "numeric(i)=period_numeric(t0, 1 + mod(i - 1, nlen), dt)")},
     ("tiling_laplace", "the stencil loop"): {
@@ -104,53 +152,53 @@ def _code(path: Path, language: str) -> str:
 
 
 def _hot(exercise: specs.Exercise, check: specs.CheckSpec, language: str,
-         role: str) -> tuple[str, int]:
-    """The code of one course file and the line the check's pattern matches first in it."""
+         role: str) -> tuple[str, int, int]:
+    """The code of one course file, the line of its hot statement (found by its text, not by the
+    pattern) and the line the check's pattern matches first."""
     pair = exercise.sources[language]
     path = pair.exercise if role == "exercise" else pair.solution
     assert path is not None
-    code = _code(EXAMPLES / path if not path.is_absolute() else path, language)
+    code = _code(path if path.is_absolute() else EXAMPLES / path, language)
+    hot = HOT[exercise.name, check.label][language]
+    lines = [n for n, text in enumerate(code.split("\n"), 1) if text.strip() == hot]
+    assert len(lines) == 1, f"{hot!r} is not one line of {path}"
     assert check.pattern is not None
-    line = loops.statement_line(code, check.pattern)
-    assert line is not None, f"{check.label!r} matches nothing in {path}"
-    return code, line
+    return code, lines[0], loops.statement_line(code, check.pattern) or 0
 
 
-def test_every_loop_check_has_rewrites() -> None:
+def test_every_loop_check_has_its_hot_statement_and_rewrites() -> None:
     assert CHECKS, "no loop_on_device check in the course"
-    assert {(e.name, c.label) for e, c in CHECKS} == set(REWRITES)
+    assert {(e.name, c.label) for e, c in CHECKS} == set(HOT) == set(REWRITES)
 
 
+@pytest.mark.parametrize("role", ["exercise", "solution"])
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 @pytest.mark.parametrize(("exercise", "check"), CHECKS, ids=IDS)
-def test_the_first_match_is_the_hot_statement_in_a_compute_construct(
-        exercise: specs.Exercise, check: specs.CheckSpec, language: str) -> None:
-    """The start file and the solution match the same statement first (the solution adds
-    directives only), and in the solution it lies in a compute construct's extent, as does
-    the loop around it."""
-    start, at_start = _hot(exercise, check, language, "exercise")
-    solution, at_solution = _hot(exercise, check, language, "solution")
-    statement = solution.split("\n")[at_solution - 1].strip()
-    assert start.split("\n")[at_start - 1].strip() == statement
-    loop = loops.enclosing_loop(solution, at_solution, language)
-    assert loop is not None, f"{statement!r} is in no loop"
-    assert loops.enclosing_loop(start, at_start, language) is not None
-    extents = [loops.construct_extent(solution, d, language)
-               for d in loops.compute_constructs(solution, language)]
-    assert any(e is not None and e[0] <= loop < at_solution <= e[1] for e in extents), \
-        f"{statement!r} (line {at_solution}) is in no compute construct of the solution"
+def test_the_first_match_is_the_hot_statement(exercise: specs.Exercise, check: specs.CheckSpec,
+                                              language: str, role: str) -> None:
+    """In the start file and in the solution the pattern matches the hot statement first, and
+    the loop around it is the hot loop: in the solution, inside a compute construct."""
+    code, hot, found = _hot(exercise, check, language, role)
+    assert found == hot, f"{check.label!r} first matches line {found}, not the hot line {hot}"
+    loop = loops.enclosing_loop(code, hot, language)
+    assert loop is not None, f"line {hot} is in no loop"
+    if role == "solution":
+        extents = [loops.construct_extent(code, d, language)
+                   for d in loops.compute_constructs(code, language)]
+        assert any(e is not None and e[0] <= loop < hot <= e[1] for e in extents), \
+            f"the hot loop (line {loop}) is in no compute construct of the solution"
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 @pytest.mark.parametrize(("exercise", "check"), CHECKS, ids=IDS)
 def test_a_students_rewrite_of_the_hot_statement_still_matches_it_first(
         exercise: specs.Exercise, check: specs.CheckSpec, language: str) -> None:
-    code, line = _hot(exercise, check, language, "solution")
+    code, hot, _ = _hot(exercise, check, language, "solution")
     lines = code.split("\n")
     assert check.pattern is not None
     missed = []
     for rewrite in REWRITES[exercise.name, check.label][language]:
-        rewritten = "\n".join([*lines[:line - 1], "    " + rewrite, *lines[line:]])
-        if loops.statement_line(rewritten, check.pattern) != line:
+        rewritten = "\n".join([*lines[:hot - 1], "    " + rewrite, *lines[hot:]])
+        if loops.statement_line(rewritten, check.pattern) != hot:
             missed.append(rewrite)
     assert not missed, f"{check.label!r} of {exercise.name} ({language}) misses {missed}"
