@@ -48,8 +48,12 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, obje
         path.write_text(text)
         files.append(str(path))
     report = folder / "report.json"
-    code = cli.main(["grade", "intro_saxpy", *files, "-j", "2", "--seed", "near-misses",
-                     "--report", str(report)])
+    # The seed from the grader's environment: never on a command line (issue 33).
+    os.environ["IDRRUN_GRADING_SEED"] = "near-misses"
+    try:
+        code = cli.main(["grade", "intro_saxpy", *files, "-j", "2", "--report", str(report)])
+    finally:
+        del os.environ["IDRRUN_GRADING_SEED"]
     assert code in (0, 1), code
     return {r["student"]: r for r in json.loads(report.read_text())}
 
@@ -119,10 +123,11 @@ def test_course_check_fails_a_spec_whose_start_file_earns_too_much(tmp_path: Pat
     spec = spec.replace('counts_when = ["the pi loop"]\n', "")
     spec = spec[:spec.index("[sources.fortran]")] + spec[spec.index("[args]"):]
     (examples / "intro_pi.toml").write_text(spec)
-    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples))
-    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "course", "check", "--seed", "x"],
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples),
+               IDRRUN_GRADING_SEED="x")
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "course", "check"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = " ".join((r.stdout + r.stderr).split())
     assert r.returncode == 1, out
     assert "the start file earns 13 of the 19 points evaluated here (68 %, more than 10 %)" in out, out
-    assert "solution 19/20, 1 points not evaluated here, start 13/20" in out, out
+    assert "solution 19/20, 1 point not evaluated here, start 13/20" in out, out
