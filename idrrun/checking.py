@@ -303,8 +303,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     # Graded: the solution runs first (once for the class, cached), its time bounding the run's
     # when the spec says so; the solution's own runs keep the exercise's limit.
     unlimited = request
-    request, solution_seconds = limited(request, toolchain, exercise, probe, settings) \
-        if hidden else (request, None)
+    request, solution_seconds = limited(request, toolchain, exercise, probe, settings, hidden)
     outcome = pipeline.execute(request, toolchain, probe, settings, reporter,
                                wanted=exercise.solution_files)
     built = outcome.build
@@ -329,7 +328,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
             again = limited(resolve.with_args(unlimited, args), toolchain, exercise, probe,
-                            settings)[0]
+                            settings, hidden)[0]
             rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
                                      wanted=exercise.solution_files)
             extra += kinds.evaluate_hidden(exercise, _evidence(again, toolchain, rerun,
@@ -454,13 +453,14 @@ def _shown(seconds: float) -> str:
 
 
 def limited(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-            settings: Settings) -> tuple[RunRequest, float | None]:
-    """The request under the exercise's limit relative to the solution's time (the solution
-    run once for these arguments when not kept yet), and the solution's seconds when that
-    limit is below the absolute one; the request as it is when there is no such limit or no
-    solution's time (a students' course: its references keep outputs, not times)."""
+            settings: Settings, graded: bool) -> tuple[RunRequest, float | None]:
+    """A graded request under the exercise's limit relative to the solution's time (the
+    solution run once for these arguments when not kept yet), and the solution's seconds when
+    that limit is below the absolute one; the request as it is when not graded (a notebook's
+    --check does not run the solution first), with no such limit, or no solution's time (a
+    students' course: its references keep outputs, not times)."""
     relative = exercise.relative_timeout
-    if relative is None:
+    if relative is None or not graded:
         return request, None
     try:
         seconds = solution_output(request, toolchain, exercise, probe, settings).seconds
