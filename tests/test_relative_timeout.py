@@ -95,3 +95,12 @@ def test_a_notebook_check_keeps_the_absolute_limit(tmp_path: Path) -> None:
     assert outcome.failure is not None and outcome.failure.kind is FailureKind.TIMEOUT
     assert outcome.failure.what.startswith("timed out after 3 s"), outcome.failure.what
     assert outcome.failure.limit is None
+
+
+def test_data_laplace_bounds_a_graded_run_by_its_solution() -> None:
+    """Its start file takes ~117 s on a GPU against ~1 s for the solution: graded, ~30 s."""
+    from conftest import ROOT
+
+    ex = specs.load(ROOT / "examples" / "data_laplace.toml")
+    assert ex.relative_timeout == specs.RelativeTimeout(30.0, 15.0) and ex.timeout == 180.0
+    assert ex.relative_timeout.limit(1.0, ex.timeout) == 30.0
