@@ -313,7 +313,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         """The solution's run with the same arguments, when a check needs its output or (the
         public run) its figures are compared with the run's."""
         wanted = exercise.needs_solution or (figures and compare.wanted(exercise))
-        return solution_output(resolve.with_args(unlimited, req.program_args), toolchain,
+        return solution_output(dataclasses.replace(req, timeout=unlimited.timeout), toolchain,
                                exercise, probe, settings) if wanted and ran else None
 
     solution = solution_for(request, figures=True)
