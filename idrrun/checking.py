@@ -309,6 +309,10 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     if not hidden:
         exercise = exercise.without_grading_only()
     copy_data_files(exercise, request.workdir)
+    # Graded: the solution runs first (once for the class, cached), its time bounding the run's
+    # when the spec says so; the solution's own runs keep the exercise's limit.
+    unlimited = request
+    request, solution_seconds = limited(request, toolchain, exercise, probe, settings, hidden)
     outcome = pipeline.execute(request, toolchain, probe, settings, reporter,
                                wanted=exercise.solution_files)
     built = outcome.build
@@ -318,7 +322,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         """The solution's run with the same arguments, when a check needs its output or (the
         public run) its figures are compared with the run's."""
         wanted = exercise.needs_solution or (figures and compare.wanted(exercise))
-        return solution_output(req, toolchain, exercise, probe, settings) if wanted and ran else None
+        return solution_output(dataclasses.replace(req, timeout=unlimited.timeout), toolchain,
+                               exercise, probe, settings) if wanted and ran else None
 
     solution = solution_for(request, figures=True)
     host = host_comparison(request, toolchain, exercise, probe, settings, outcome) \
@@ -331,7 +336,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     if hidden and ran and outcome.failure is None:
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
-            again = resolve.with_args(request, args, hidden=True)
+            again = limited(resolve.with_args(unlimited, args, hidden=True), toolchain, exercise,
+                            probe, settings, hidden)[0]
             rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
                                      wanted=exercise.solution_files)
             extra += kinds.evaluate_hidden(exercise, _evidence(again, toolchain, rerun,
@@ -345,7 +351,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     listing = annotated(request, outcome, evidence, visibility.student_checks(verdict, exercise))
     if listing.notes:
         reporter.annotated(listing)
-    failure = _against_solution(outcome.failure, request, toolchain, exercise, probe, settings)
+    failure = _against_solution(outcome.failure, unlimited, toolchain, exercise, probe, settings,
+                                stopped_at=request.timeout if solution_seconds is not None else None)
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
         failure = Failure(
@@ -440,15 +447,45 @@ FAR = 10.0
 def timed_out_against(what: str, timeout: float, seconds: float) -> str:
     """"timed out after 60 s; the solution runs in 2.1 s with these arguments: a loop left on
     the host?" (the question when the limit is far beyond the solution's time)."""
-    shown = f"{seconds:.1f}" if seconds >= 0.1 else f"{seconds:.3f}"
-    text = TIMED_OUT_VS_SOLUTION.format(what=what, seconds=shown)
+    text = TIMED_OUT_VS_SOLUTION.format(what=what, seconds=_shown(seconds))
     return text + FAR_BEYOND if timeout >= FAR * seconds else text
 
 
+# What a run stopped by its limit relative to the solution's time is told.
+STOPPED_VS_SOLUTION = "stopped at {limit:g} s: the solution takes {seconds} s ({rule})"
+# Failure.limit of a TIMEOUT that was the limit relative to the solution's time.
+SOLUTION_LIMIT = "solution's time"
+
+
+def _shown(seconds: float) -> str:
+    return f"{seconds:.1f}" if seconds >= 0.1 else f"{seconds:.3f}"
+
+
+def limited(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
+            settings: Settings, graded: bool) -> tuple[RunRequest, float | None]:
+    """A graded request under the exercise's limit relative to the solution's time (the
+    solution run once for these arguments when not kept yet), and the solution's seconds when
+    that limit is below the absolute one; the request as it is when not graded (a notebook's
+    --check does not run the solution first), with no such limit, or no solution's time (a
+    students' course: its references keep outputs, not times)."""
+    relative = exercise.relative_timeout
+    if relative is None or not graded:
+        return request, None
+    try:
+        seconds = solution_output(request, toolchain, exercise, probe, settings).seconds
+    except IdrrunError:
+        return request, None  # the checks that need the solution say why
+    if seconds is None or relative.limit(seconds, request.timeout) >= request.timeout:
+        return request, None
+    return dataclasses.replace(request, timeout=relative.limit(seconds, request.timeout)), seconds
+
+
 def _against_solution(failure: Failure | None, request: RunRequest, toolchain: Toolchain,
-                      exercise: Exercise, probe: Probe, settings: Settings) -> Failure | None:
+                      exercise: Exercise, probe: Probe, settings: Settings,
+                      stopped_at: float | None = None) -> Failure | None:
     """A run that timed out, told how long the solution takes with the same arguments (run
-    once for it when its output is not kept yet): far less says more than "timed out"."""
+    once for it when its output is not kept yet): far less says more than "timed out".
+    stopped_at: the limit relative to the solution's time the run had, when it had one."""
     if failure is None or failure.kind is not FailureKind.TIMEOUT:
         return failure
     try:
@@ -457,6 +494,9 @@ def _against_solution(failure: Failure | None, request: RunRequest, toolchain: T
         seconds = None  # the row says it timed out, as it would without this
     if seconds is None:
         return failure
+    if stopped_at is not None and exercise.relative_timeout is not None and failure.limit is None:
+        return dataclasses.replace(failure, limit=SOLUTION_LIMIT, what=STOPPED_VS_SOLUTION.format(
+            limit=stopped_at, seconds=_shown(seconds), rule=exercise.relative_timeout))
     return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
                                                                seconds))
 

@@ -555,12 +555,21 @@ def _data_moved(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | Non
                         if line is not None else ""), line=line)
 
 
+def _busy_subject(values: Mapping[str, float]) -> str:
+    """Whose figure a gpu_busy check read: the GPU's, or on several the least busy one's
+    (summary.trace_values: each GPU must meet the bound)."""
+    gpus = int(values.get("gpus", 1))
+    if gpus < 2:
+        return "the GPU"
+    return f"the least busy of the {gpus} GPUs (GPU {int(values.get('least_busy_gpu', 0))})"
+
+
 def _gpu_busy(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None = None) -> CheckResult:
     assert spec.min_share is not None
     busy = values.get("gpu_busy", 0.0)
     status: CheckStatus = "pass" if busy >= spec.min_share else "fail"
     return CheckResult(spec.label, status, f"≥ {100 * spec.min_share:.0f} %", f"{100 * busy:.0f} %",
-                       f"the GPU is busy {100 * busy:.0f} % of the run" + (
+                       _busy_subject(values) + f" is busy {100 * busy:.0f} % of the run" + (
                            "" if status == "pass" else ": it waits (launches, transfers, host "
                            "waits): see the profile's hints"))
 

@@ -141,6 +141,28 @@ class SourcePair:
     solution: Path | None  # None in a students' course (spec field `students = true`)
 
 
+# A run's time limit when the spec gives none (seconds).
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class RelativeTimeout:
+    """`timeout = "20x solution, at least 5 s, at most 180 s"`: where the solution's time is
+    known (grading and the course check run it first), a run may take `factor` times that, at
+    least `at_least` seconds and never more than the exercise's timeout (the `at most`, else the
+    default): a program already far slower than the solution is stopped early, and says so."""
+
+    factor: float
+    at_least: float = 0.0
+
+    def limit(self, solution_seconds: float, cap: float) -> float:
+        """The time a run is given against a solution that took `solution_seconds`."""
+        return min(cap, max(self.at_least, self.factor * solution_seconds))
+
+    def __str__(self) -> str:
+        return f"{self.factor:g}x the solution's time, at least {self.at_least:g} s"
+
+
 @dataclass(frozen=True)
 class Exercise:
     name: str
@@ -174,6 +196,9 @@ class Exercise:
     visibility: Visibility = "shown"  # what a student sees of a check that says nothing
     # A students' copy whose grading-only parts were removed: grading runs more than it holds.
     more_at_grading: bool = False
+    # A limit relative to the solution's time (`timeout` as a phrase); `timeout` is then its
+    # "at most", the limit wherever the solution's time is not known (a notebook's --check).
+    relative_timeout: RelativeTimeout | None = None
 
     def shown(self, check: CheckSpec) -> Visibility:
         """What a student sees of this check: its own visibility, else the exercise's."""
@@ -310,6 +335,34 @@ def _num(data: Mapping[str, Any], key: str, path: Path, where: str, default: flo
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _err(path, where, f"expected a number, got {value!r}")
     return float(value)
+
+
+# `timeout = "20x solution, at least 5 s, at most 180 s"` (the last two optional, any order).
+_RELATIVE = re.compile(r"(?P<factor>\d+(?:\.\d+)?)\s*x\s+solution")
+_BOUND = re.compile(r"at\s+(?P<side>least|most)\s+(?P<seconds>\d+(?:\.\d+)?)\s*s")
+_TIMEOUT_FORMS = 'seconds (timeout = 120) or "20x solution, at least 5 s, at most 180 s"'
+
+
+def _timeout(data: Mapping[str, Any], path: Path) -> tuple[float, RelativeTimeout | None]:
+    """`timeout`: (the absolute limit, the limit relative to the solution's time or None)."""
+    value = data.get("timeout", DEFAULT_TIMEOUT)
+    if not isinstance(value, str):
+        seconds = _num(data, "timeout", path, "timeout", DEFAULT_TIMEOUT)
+        if seconds is None or seconds <= 0:
+            raise _err(path, "timeout", f"expected {_TIMEOUT_FORMS}, got {value!r}")
+        return seconds, None
+    first, *rest = (part.strip() for part in value.split(","))
+    relative = _RELATIVE.fullmatch(first)
+    bounds = [_BOUND.fullmatch(part) for part in rest]
+    sides = [b["side"] for b in bounds if b is not None]
+    if relative is None or None in bounds or len(set(sides)) < len(sides):
+        raise _err(path, "timeout", f"expected {_TIMEOUT_FORMS}, got {value!r}")
+    given = {b["side"]: float(b["seconds"]) for b in bounds if b is not None}
+    factor, at_most = float(relative["factor"]), given.get("most", DEFAULT_TIMEOUT)
+    at_least = given.get("least", 0.0)
+    if factor <= 0 or at_most <= 0 or at_least > at_most:
+        raise _err(path, "timeout", f"a factor above 0 and at least ≤ at most, got {value!r}")
+    return at_most, RelativeTimeout(factor, at_least)
 
 
 def _args(value: Any, path: Path, where: str) -> tuple[str, ...]:
@@ -485,12 +538,14 @@ def load(path: Path) -> Exercise:
     students = _flag(data, "students", path)
     args = _arg_table(data, path)
     host_args = _args(args.get("host"), path, "args.host")
+    timeout, relative_timeout = _timeout(data, path)
     return _reachable(Exercise(
         name=name,
         title=_str(data, "title", path, "title", default=name),
         topic=_str(data, "topic", path, "topic", default=name.split("_")[0]),
         path=path,
-        timeout=_num(data, "timeout", path, "timeout", 60.0) or 60.0,
+        timeout=timeout,
+        relative_timeout=relative_timeout,
         options=_options(data, path),
         sources=_sources(data, path, students),
         host_args=host_args,

@@ -8,6 +8,7 @@ between them mean anything. Bytes are integers.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -270,6 +271,27 @@ class Trace:
                 first[key] = e.start
         return tuple(sorted(first, key=lambda k: (first[k], k)))
 
+    @functools.cached_property
+    def gpus(self) -> tuple[int, ...]:
+        """The GPUs that had work, by the device id the tracer recorded (CUDA's ordinal in the
+        process: ranks that each see one GPU through CUDA_VISIBLE_DEVICES all say 0)."""
+        return tuple(sorted({e.device for e in self.operations}))
+
+    def on_gpu(self, device: int) -> Trace:
+        """What one GPU did: its operations, the host's waits of the (process, context) pairs
+        that used it, the queues of its streams, its description."""
+        kernels = tuple(k for k in self.kernels if k.device == device)
+        copies = tuple(c for c in self.copies if c.device == device)
+        memsets = tuple(m for m in self.memsets if m.device == device)
+        ops: tuple[Kernel | Copy | Memset, ...] = (*kernels, *copies, *memsets)
+        contexts = {(e.process, e.context) for e in ops}
+        streams = {(e.process, e.stream) for e in ops}
+        return dataclasses.replace(
+            self, kernels=kernels, copies=copies, memsets=memsets,
+            syncs=tuple(s for s in self.syncs if (s.process, s.context) in contexts),
+            stream_queues=tuple(q for q in self.stream_queues if (q.process, q.stream) in streams),
+            devices=tuple(d for d in self.devices if d.id == device))
+
     @property
     def origin(self) -> int:
         """Start of the first GPU operation."""
@@ -324,6 +346,27 @@ class TransferStat:
 
 
 @dataclass(frozen=True)
+class GpuShare:
+    """One GPU's part of a run on several: the figures of its own operations."""
+
+    device: int  # the device id the tracer recorded
+    name: str  # "NVIDIA H100 80GB HBM3", "" when the trace does not say
+    processes: tuple[int, ...]  # pids that used it (one per MPI rank)
+    span_ns: int  # its first operation's start to its last one's end
+    busy_ns: int
+    kernel_ns: int
+    kernel_count: int
+    bytes_h2d: int
+    bytes_d2h: int
+    queues: int
+
+    @property
+    def busy(self) -> float:
+        """Fraction of its own span with work on it."""
+        return self.busy_ns / self.span_ns if self.span_ns else 0.0
+
+
+@dataclass(frozen=True)
 class Summary:
     """Totals in the spirit of PGI_ACC_TIME: where the GPU time went."""
 
@@ -341,6 +384,9 @@ class Summary:
     sync_count: int
     queues: int  # streams that had work
     top_kernels: tuple[KernelStat, ...]
+    # A run on several GPUs: each one's figures (the totals above sum them; busy_ns and span_ns
+    # then mix GPUs and say little). Empty for one GPU.
+    gpus: tuple[GpuShare, ...] = ()
 
     @property
     def gpu_ns(self) -> int:

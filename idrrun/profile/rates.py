@@ -164,5 +164,7 @@ def achieved_rates(trace: Trace, summary: Summary, *, gpu: str = "", source_name
         peak, practical = memory_peaks(trace, name)
         memory = MemoryRate(bytes_per_iteration=bytes_per_iteration, iterations=iterations,
                             kernel_ns=summary.kernel_ns, peak=peak, practical=practical)
-    return Rates(gpu=name, span_ns=summary.span_ns, busy_ns=summary.busy_ns, kernels=kernels,
+    # Several GPUs: each one's busy share is in the summary's per-GPU table, not one figure here.
+    return Rates(gpu=name, span_ns=0 if summary.gpus else summary.span_ns,
+                 busy_ns=summary.busy_ns, kernels=kernels,
                  copies=tuple(copies), memory=memory)

@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .model import Hint, Peak, ProfileReport, Rates, Summary, Table, TransferStat
+from .model import GpuShare, Hint, Peak, ProfileReport, Rates, Summary, Table, TransferStat
 
 _KIND_TITLE = {
     "nsys": "Nsight Systems",
@@ -61,15 +61,41 @@ def summary_rows(s: Summary) -> list[tuple[str, str, str, str, str, str]]:
     return rows
 
 
+def _gpu_name(g: GpuShare) -> str:
+    return f"GPU {g.device}"
+
+
+def _processes(g: GpuShare) -> str:
+    return ", ".join(f"pid {p}" for p in g.processes)
+
+
+def gpu_rows(s: Summary) -> list[tuple[str, str, str, str, str, str, str, str, str]]:
+    """(GPU, busy, of its span, kernels, launches, host → device, device → host, queues,
+    processes) lines of the per-GPU table of a run on several GPUs."""
+    return [(_gpu_name(g) + (f" ({g.name})" if g.name else ""), _pct(g.busy), fmt_ns(g.span_ns),
+             fmt_ns(g.kernel_ns), str(g.kernel_count), fmt_bytes(g.bytes_h2d),
+             fmt_bytes(g.bytes_d2h), str(g.queues), _processes(g)) for g in s.gpus]
+
+
+_GPU_HEADER = ("", "busy", "of its span", "kernels", "launches", "host → device",
+               "device → host", "queues", "processes")
+
+
 def _headline(report: ProfileReport) -> str:
     s = report.summary
     head = f"GPU profile ({_KIND_TITLE[report.kind]})"
     if s is None or not s.kernel_count and not s.h2d.count and not s.d2h.count:
         return head
     parts = []
+    if s.gpus:
+        parts.append(f"{len(s.gpus)} GPUs")
     if s.queues:
         parts.append(f"{s.queues} queue{'s' if s.queues != 1 else ''}")
-    if s.span_ns:
+    if s.gpus:
+        # Each GPU's busy share over its own span: the union of several GPUs' work says little.
+        parts.append(", ".join(f"{_gpu_name(g)} busy {_pct(g.busy)} of its {fmt_ns(g.span_ns)}"
+                               for g in s.gpus))
+    elif s.span_ns:
         parts.append(f"{fmt_ns(s.span_ns)} from the first to the last GPU operation, "
                      f"GPU busy {_share(s.busy_ns, s.span_ns)} of it")
     return head + (": " + ", ".join(parts) if parts else "")
@@ -190,6 +216,13 @@ def _text_totals(report: ProfileReport, s: Summary) -> list[str]:
                       *([waits] if waits else [])])
 
 
+def _text_gpus(report: ProfileReport, s: Summary) -> list[str]:
+    if not s.gpus:
+        return []
+    return ["per GPU:", *_indented(_columns([_GPU_HEADER, *gpu_rows(s)],
+                                            (False, *[True] * 7, False)))]
+
+
 def _text_hints(report: ProfileReport, s: Summary) -> list[str]:
     return ["hints:", *(line for h in report.hints for line in hint_lines(h))] if report.hints else []
 
@@ -207,7 +240,7 @@ def _text_kernels(report: ProfileReport, s: Summary) -> list[str]:
 
 
 def _text_gpu(report: ProfileReport) -> list[str]:
-    return _gpu_figures(report, (_text_totals, _text_hints, _text_rates, _text_kernels))
+    return _gpu_figures(report, (_text_gpus, _text_totals, _text_hints, _text_rates, _text_kernels))
 
 
 def _text_table(t: Table) -> list[str]:
@@ -276,6 +309,12 @@ def _html_totals(report: ProfileReport, s: Summary) -> list[str]:
             *([f"<p>{_e(waits)}</p>"] if waits else [])]
 
 
+def _html_gpus(report: ProfileReport, s: Summary) -> list[str]:
+    if not s.gpus:
+        return []
+    return [_table(_GPU_HEADER, gpu_rows(s), (True, *[False] * 7, True))]
+
+
 def _html_hints(report: ProfileReport, s: Summary) -> list[str]:
     if not report.hints:
         return []
@@ -300,7 +339,7 @@ def _html_kernels(report: ProfileReport, s: Summary) -> list[str]:
 
 
 def _html_gpu(report: ProfileReport) -> list[str]:
-    return _gpu_figures(report, (_html_totals, _html_hints, _html_rates, _html_kernels))
+    return _gpu_figures(report, (_html_gpus, _html_totals, _html_hints, _html_rates, _html_kernels))
 
 
 def _html_timeline(report: ProfileReport) -> list[str]:

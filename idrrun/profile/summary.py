@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from .model import DTOD, DTOH, HTOD, Copy, KernelStat, Summary, Trace, TransferStat
+from .model import DTOD, DTOH, HTOD, Copy, GpuShare, KernelStat, Summary, Trace, TransferStat
 
 # nvc/nvfortran name a compute region's kernel FUNCTION_LINE_gpu (main_42_gpu; with a
 # reduction, a second kernel main_42_gpu__red). The line is that of the directive in the
@@ -73,6 +73,26 @@ def stream_names(trace: Trace) -> dict[tuple[int, int], tuple[str, str]]:
     return names
 
 
+def gpu_share(trace: Trace, device: int) -> GpuShare:
+    """One GPU's figures in a run on several."""
+    mine = trace.on_gpu(device)
+    names = sorted({d.name for d in mine.devices if d.name})
+    return GpuShare(
+        device=device, name=" / ".join(names),
+        processes=tuple(sorted({e.process for e in mine.operations})),
+        span_ns=mine.finish - mine.origin if mine.operations else 0,
+        busy_ns=sum(end - start for start, end in mine.busy),
+        kernel_ns=sum(k.ns for k in mine.kernels), kernel_count=len(mine.kernels),
+        bytes_h2d=sum(c.bytes for c in mine.copies if c.direction == HTOD),
+        bytes_d2h=sum(c.bytes for c in mine.copies if c.direction == DTOH),
+        queues=len(mine.streams))
+
+
+def gpu_shares(trace: Trace) -> tuple[GpuShare, ...]:
+    """Each GPU's figures when the run used several, else none."""
+    return tuple(gpu_share(trace, d) for d in trace.gpus) if len(trace.gpus) > 1 else ()
+
+
 def summarize(trace: Trace, top: int = 10, source_name: str = "") -> Summary:
     per_kernel: dict[str, list[int]] = defaultdict(list)
     for k in trace.kernels:
@@ -99,6 +119,7 @@ def summarize(trace: Trace, top: int = 10, source_name: str = "") -> Summary:
         sync_count=len(trace.syncs),
         queues=len(queues(trace)),
         top_kernels=top_kernels,
+        gpus=gpu_shares(trace),
     )
 
 
@@ -110,6 +131,12 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
     the time from the first GPU operation to the last with work on the GPU (0..1); with an
     iteration count, bytes_per_iteration = bytes_moved / iterations. No trace (the program
     never used the GPU) gives zeros.
+
+    A run on several GPUs: gpu_busy is the least busy GPU's, each over its own first to last
+    operation (each GPU must meet a gpu_busy bound; the GPUs' spans summed as one would
+    count one GPU's idle time as the other's work), with gpus (how many) and least_busy_gpu
+    (its device id); the data and kernel figures are the run's totals over its GPUs (a copy
+    concerns one GPU: spreading the work over several must not loosen a data bound).
     """
     t = trace if trace is not None else Trace()
     h2d = sum(c.bytes for c in t.copies if c.direction == HTOD)
@@ -130,6 +157,11 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
         "copy_ns": float(sum(c.ns for c in t.copies)),
         "gpu_busy": sum(end - start for start, end in busy) / span if span > 0 else 0.0,
     }
+    shares = gpu_shares(t)
+    if shares:
+        least = min(shares, key=lambda g: (g.busy, g.device))
+        values.update(gpu_busy=least.busy, gpus=float(len(shares)),
+                      least_busy_gpu=float(least.device))
     if iterations:
         values["bytes_per_iteration"] = (h2d + d2h) / iterations
     return values

@@ -1,7 +1,9 @@
 """The timeline picture: where the GPU's time went, true at every scale. A PNG drawn with Pillow.
 
 One row per stream -- named by the OpenACC queue it served when the runtime told (async(1),
-with "stream 13" in small print), else by CUDA's stream -- and a row for the host's waits.
+with "stream 13" in small print), else by CUDA's stream -- and a row for the host's waits. A run
+on several GPUs has one row per GPU instead ("GPU 1", its processes in small print): each GPU's
+busy share reads from its row.
 
 Each pixel column of a row is a slice of time, and its bar is a stacked column: the height of
 each colour is the share of that slice spent in that kind of operation (kernel, host->device,
@@ -132,16 +134,32 @@ def _copy_kind(direction: str) -> str:
     return _COPY_KINDS.get(direction, "d2d")
 
 
+def _gpu_names(trace: Trace) -> dict[int, tuple[str, str]]:
+    """device -> ("GPU 1", "pid 4242" or "2 queues, pid 4242") for a run on several GPUs."""
+    names = {}
+    for device in trace.gpus:
+        mine = trace.on_gpu(device)
+        pids = sorted({e.process for e in mine.operations})
+        streams = len(mine.streams)
+        small = (f"{streams} queues, " if streams > 1 else "") + \
+            ("pid " if len(pids) == 1 else "pids ") + ", ".join(map(str, pids))
+        names[device] = (f"GPU {device}", small)
+    return names
+
+
 def rows(trace: Trace) -> tuple[Row, ...]:
-    """One row per stream in order of first use, then the host's waits."""
-    names = stream_names(trace)
-    spans: dict[tuple[int, int], list[Span]] = {k: [] for k in queues(trace)}
+    """One row per stream in order of first use -- one per GPU, its streams together, when the
+    run used several -- then the host's waits."""
+    several = len(trace.gpus) > 1
+    names: dict[Any, tuple[str, str]] = dict(_gpu_names(trace)) if several else dict(stream_names(trace))
+    spans: dict[Any, list[Span]] = {k: [] for k in (trace.gpus if several else queues(trace))}
     for k in trace.kernels:
-        spans[(k.process, k.stream)].append((k.start, k.end, "kernel"))
+        spans[k.device if several else (k.process, k.stream)].append((k.start, k.end, "kernel"))
     for c in trace.copies:
-        spans[(c.process, c.stream)].append((c.start, c.end, _copy_kind(c.direction)))
+        spans[c.device if several else (c.process, c.stream)].append(
+            (c.start, c.end, _copy_kind(c.direction)))
     for m in trace.memsets:
-        spans[(m.process, m.stream)].append((m.start, m.end, "memset"))
+        spans[m.device if several else (m.process, m.stream)].append((m.start, m.end, "memset"))
     out = []
     for key, ops in spans.items():
         name, small = names[key]

@@ -1,0 +1,107 @@
+"""A limit relative to the solution's time (`timeout = "20x solution, at least 1 s"`): grading
+runs the solution first and stops a program already far slower than it, saying so; a
+notebook's --check, which has no solution's time, keeps the absolute limit."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from idrrun import checking, toolchains
+from idrrun.checks import specs
+from idrrun.grading import classroom
+from idrrun.grading.discover import Submission
+from idrrun.model import FailureKind
+from idrrun.pipeline import NullReporter
+from idrrun.request import config, resolve
+from idrrun.request import source as source_mod
+from idrrun.request.options import Options
+
+SPEC = """
+name = "quick"
+timeout = {timeout}
+[sources.c]
+exercise = "quick.c"
+solution = "quick.c"
+[args]
+host = ["3"]
+[[check]]
+kind = "exit_ok"
+"""
+RELATIVE = '"20x solution, at least 1 s, at most 6 s"'
+
+
+def _course(tmp_path: Path, timeout: str = RELATIVE) -> Path:
+    examples = tmp_path / "examples"
+    examples.mkdir(exist_ok=True)
+    (examples / "quick.c").write_text('#include <stdio.h>\nint main(void){puts("3");return 0;}\n')
+    (examples / "quick.toml").write_text(SPEC.format(timeout=timeout))
+    return examples / "quick.toml"
+
+
+def _slow(tmp_path: Path) -> Path:
+    slow = tmp_path / "slow.c"
+    slow.write_text("int main(void){for(;;){}}\n")
+    return slow
+
+
+def test_the_phrase_reads_into_a_factor_a_floor_and_a_cap(tmp_path: Path) -> None:
+    ex = specs.load(_course(tmp_path))
+    assert ex.relative_timeout == specs.RelativeTimeout(20.0, 1.0) and ex.timeout == 6.0
+    assert ex.relative_timeout.limit(0.01, ex.timeout) == 1.0  # the floor
+    assert ex.relative_timeout.limit(0.1, ex.timeout) == 2.0
+    assert ex.relative_timeout.limit(1.0, ex.timeout) == 6.0  # never above the cap
+    plain = specs.load(_course(tmp_path, '"5x solution"'))
+    assert plain.relative_timeout == specs.RelativeTimeout(5.0, 0.0)
+    assert plain.timeout == specs.DEFAULT_TIMEOUT  # no "at most": the default
+    assert specs.load(_course(tmp_path, "120")).relative_timeout is None
+
+
+@pytest.mark.parametrize("timeout", ['"20 solution"', '"20x solution, at least 5"',
+                                     '"20x solution, at least 9 s, at most 5 s"',
+                                     '"0x solution"', '"20x solution, at most 5 s, at most 9 s"',
+                                     '"fast"', "0", "true"])
+def test_a_wrong_timeout_names_the_field(tmp_path: Path, timeout: str) -> None:
+    with pytest.raises(Exception) as err:
+        specs.load(_course(tmp_path, timeout))
+    assert "timeout" in str(err.value) and "quick.toml" in str(err.value), str(err.value)
+
+
+def test_a_graded_run_far_slower_than_the_solution_is_stopped_at_the_relative_limit(
+        tmp_path: Path) -> None:
+    settings = config.load(tmp_path, environ={})
+    probe = toolchains.probe(settings, "gcc")
+    slow = _slow(tmp_path)
+    started = time.monotonic()
+    row = classroom.grade_one(Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
+                              specs.load(_course(tmp_path)), settings, probe, sandbox="none (test)")
+    took = time.monotonic() - started
+    assert row.status == "fail" and row.failure is FailureKind.TIMEOUT
+    assert row.failure_what.startswith("stopped at 1 s: the solution takes 0."), row.failure_what
+    assert row.failure_what.endswith(" s (20x the solution's time, at least 1 s)"), row.failure_what
+    assert "stopped at 1 s: the solution takes" in row.reasons, row.reasons
+    assert took < 5.5, took  # not the absolute 6 s
+
+
+def test_a_notebook_check_keeps_the_absolute_limit(tmp_path: Path) -> None:
+    settings = config.load(tmp_path, environ={})
+    probe = toolchains.probe(settings, "gcc")
+    exercise = specs.load(_course(tmp_path, '"20x solution, at least 1 s, at most 3 s"'))
+    slow = _slow(tmp_path)
+    src = source_mod.from_file(slow, "c", "slow.c")
+    request, toolchain = resolve.resolve(Options(), src, tmp_path, settings, probe, exercise)
+    outcome = checking.execute_checked(request, toolchain, exercise, probe, settings, NullReporter())
+    assert outcome.failure is not None and outcome.failure.kind is FailureKind.TIMEOUT
+    assert outcome.failure.what.startswith("timed out after 3 s"), outcome.failure.what
+    assert outcome.failure.limit is None
+
+
+def test_data_laplace_bounds_a_graded_run_by_its_solution() -> None:
+    """Its start file takes ~117 s on a GPU against ~1 s for the solution: graded, ~30 s."""
+    from conftest import ROOT
+
+    ex = specs.load(ROOT / "examples" / "data_laplace.toml")
+    assert ex.relative_timeout == specs.RelativeTimeout(30.0, 15.0) and ex.timeout == 180.0
+    assert ex.relative_timeout.limit(1.0, ex.timeout) == 30.0
