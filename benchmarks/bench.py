@@ -250,8 +250,9 @@ def idrrun_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str,
 
 @dataclass(frozen=True)
 class Compile:
-    """The compiler command `idrrun run -a` prints (`$ gcc ... -o prog source.c -lm`, in its
-    build folder): what a bare compile must run to compare like with like, on any machine."""
+    """The compiler command `idrrun run -a` prints (`$ gcc ... -o saxpy saxpy.c -lm`: the
+    student's names for the build folder's `prog` and `source.c`): what a bare compile must run
+    to compare like with like, on any machine."""
 
     argv: tuple[str, ...]
 
@@ -259,11 +260,11 @@ class Compile:
         out: list[str] = []
         for i, arg in enumerate(self.argv):
             before = self.argv[i - 1] if i else ""
-            if before == "-o" and arg == "prog":
+            if before == "-o":
                 out.append(str(exe))
             elif before == "-I":
                 out.append(str(source.parent))
-            elif re.fullmatch(r"source\.\w+", arg):
+            elif arg == source.name or re.fullmatch(r"source\.\w+", arg):
                 out.append(str(source))
             else:
                 out.append(arg)
