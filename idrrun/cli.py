@@ -49,6 +49,8 @@ COMMANDS = {
                                                "Canvas or a spreadsheet"),
     "similarity": ("idrrun.commands.similarity",
                    "compare a class's submissions with each other and the solution (instructor)"),
+    "classroom": ("idrrun.commands.classroom", "the class's exchange: release, fetch, submit, "
+                                               "status, collect, return, feedback"),
     "course": ("idrrun.commands.course", "course check | course new | course strip | course init"),
     "doctor": ("idrrun.commands.doctor", "what this machine offers for the course"),
 }
