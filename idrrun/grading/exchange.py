@@ -215,7 +215,9 @@ def _read_file(folder: int, name: str, student: Student, budget: int) -> tuple[b
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise Refused(f"{name}: not a regular file")
-        if before.st_uid != student.uid or before.st_nlink != 1:
+        # No hard link: a file linked from elsewhere is not hers alone (0 links: she replaced
+        # it since it was opened; what is read is the file as it was then).
+        if before.st_uid != student.uid or before.st_nlink > 1:
             raise Refused(f"{name}: not a file of hers alone (owner {before.st_uid}, "
                           f"{before.st_nlink} links)")
         chunks, size = [], 0
