@@ -1,0 +1,286 @@
+"""The course's hub (hub/jupyterhub_config.py) on the real 3-node SLURM cluster of
+tests/slurmcluster.py: JupyterHub with batchspawner spawns each student's server as a SLURM job
+on a node, as the student; her kernel runs a `%%idrrun --check` cell there and submits through
+the exchange; the teacher (root) collects, grades and returns; each student reads her own
+feedback and nobody else's. Driven through the hub's REST API and the servers' kernel
+websockets (the browser's own path: the proxy, the server, the kernel), without a browser.
+
+Needs: root, SLURM and munge, the hub's environment (IDRRUN_HUB_VENV, default
+/opt/idrrun-hub: hub/install.sh makes it) and configurable-http-proxy on PATH or in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import PYTHONPATH, ROOT
+import slurmcluster
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))
+SPEC = """\
+name = "answer"
+timeout = 30
+[sources.c]
+exercise = "C/answer_exercise.c"
+solution = "C/answer_solution.c"
+[args]
+host = []
+[[check]]
+kind = "exit_ok"
+[[check]]
+kind = "value"
+label = "C[0]"
+pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
+expected = 42
+"""
+PROGRAM = '#include <stdio.h>\nint main(void) {{ printf("C[0] = {value}\\n"); return 0; }}\n'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def proxy() -> str | None:
+    return shutil.which("configurable-http-proxy", path=f"{VENV}/bin:{os.environ['PATH']}")
+
+
+@dataclass
+class Hub:
+    url: str
+    token: str
+    cluster: slurmcluster.Cluster
+    top: Path
+    students: list[str]
+    exchange: Path
+    roster: Path
+
+    def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        req = urllib.request.Request(self.url + path, method=method,
+                                     headers={"Authorization": f"token {self.token}"},
+                                     data=None if body is None else json.dumps(body).encode())
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                text = r.read()
+                return r.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")
+
+
+def prerequisites() -> None:
+    missing = slurmcluster.missing_tools()
+    if missing:
+        pytest.skip(f"SLURM is not installed ({', '.join(missing)})")
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("the hub test makes real students with useradd and runs the cluster: root")
+    for tool in ("jupyterhub", "batchspawner-singleuser", "jupyterhub-singleuser"):
+        if not (VENV / "bin" / tool).exists():
+            pytest.skip(f"no hub environment ({VENV}/bin/{tool}): bash hub/install.sh {VENV}")
+    if proxy() is None:
+        pytest.skip("configurable-http-proxy is not installed (npm install -g configurable-http-proxy)")
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[Hub]:
+    prerequisites()
+    top = Path(tempfile.mkdtemp(prefix="idrrun-hub-", dir="/var/tmp"))
+    top.chmod(0o755)
+    cluster = slurmcluster.start(top / "cluster", nodes=3, cpus=2)
+    (top / "cluster").chmod(0o755)  # the students' sbatch reads slurm.conf and munge's socket
+    tag = secrets.token_hex(2)
+    students = [f"ihub{tag}a", f"ihub{tag}b"]
+    homes = top / "home"
+    homes.mkdir(mode=0o755)
+    for login in students:
+        subprocess.run(["useradd", "-m", "-d", str(homes / login), "-U", "-s", "/bin/bash", login],
+                       check=True)
+    roster = top / "roster.csv"
+    roster.write_text("submission,login\n" + "".join(f"{s},{s}\n" for s in students))
+    examples = top / "examples"  # the students' view of the exercise: its spec and start file
+    (examples / "C").mkdir(parents=True)
+    (examples / "answer.toml").write_text(SPEC)
+    (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
+    (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
+    port, token = free_port(), secrets.token_hex(16)
+    state = top / "hub"
+    env = dict(cluster.env, IDRRUN_HUB_VENV=str(VENV), IDRRUN_HUB_STATE=str(state),
+               IDRRUN_HUB_PORT=str(port), IDRRUN_HUB_INTERNAL_PORT=str(free_port()),
+               IDRRUN_HUB_PROXY_PORT=str(free_port()), IDRRUN_HUB_AUTH="dummy",
+               IDRRUN_HUB_PASSWORD=secrets.token_hex(8), IDRRUN_HUB_USERS=",".join(students),
+               IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
+               IDRRUN_HUB_NODES=",".join(f"{n}=127.0.0.1" for n in cluster.nodes),
+               PATH=f"{VENV}/bin:{Path(str(proxy())).parent}:{os.environ['PATH']}")
+    log = (top / "hub.log").open("w")
+    process = subprocess.Popen([str(VENV / "bin" / "jupyterhub"), "-f",
+                                str(ROOT / "hub" / "jupyterhub_config.py")],
+                               cwd=top, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, top / "exchange", roster)
+    try:
+        deadline = time.monotonic() + 60
+        while h.api("GET", "/hub/api/")[0] != 200:
+            assert process.poll() is None and time.monotonic() < deadline, (top / "hub.log").read_text()
+            time.sleep(0.5)
+        yield h
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for login in students:
+            cluster.run("scancel", "-u", login)
+        left = slurmcluster.stop(cluster)
+        for login in students:
+            subprocess.run(["pkill", "-KILL", "-u", login], check=False)
+            subprocess.run(["userdel", login], check=False)
+        shutil.rmtree(top, ignore_errors=True)
+        assert not left, f"left after the cluster stopped: {left}"
+
+
+async def _execute(url: str, token: str, code: str, timeout: float) -> tuple[str, str]:
+    """A cell run in a kernel through the server's websocket: (status, its output's text)."""
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
+    msg_id = uuid.uuid4().hex
+    ws.write_message(json.dumps({
+        "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test",
+                   "session": uuid.uuid4().hex, "version": "5.3", "date": ""},
+        "parent_header": {}, "metadata": {}, "channel": "shell",
+        "content": {"code": code, "silent": False, "store_history": False,
+                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+    out, status, idle = [], "", False
+    end = time.monotonic() + timeout
+    while not (status and idle):
+        raw = await asyncio.wait_for(ws.read_message(), max(1.0, end - time.monotonic()))
+        assert raw is not None, "the kernel's websocket closed"
+        msg = json.loads(raw)
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            out.append(content["text"])
+        elif kind in ("display_data", "execute_result"):
+            out.append(content["data"].get("text/plain", ""))
+        elif kind == "error":
+            out.append("\n".join(content["traceback"]))
+        elif kind == "execute_reply":
+            status = content["status"]
+        elif kind == "status":
+            idle = content["execution_state"] == "idle"
+    ws.close()
+    return status, "".join(out)
+
+
+def run_cell(hub: Hub, login: str, kernel: str, code: str, timeout: float = 120) -> tuple[str, str]:
+    url = hub.url.replace("http", "ws", 1) + f"/user/{login}/api/kernels/{kernel}/channels"
+    return asyncio.run(_execute(url, hub.token, code, timeout))
+
+
+def spawned(hub: Hub, login: str) -> str:
+    """Her server started through the hub's API; returns the node its job runs on."""
+    assert hub.api("POST", f"/hub/api/users/{login}")[0] in (201, 409)
+    code, body = hub.api("POST", f"/hub/api/users/{login}/server")
+    assert code in (201, 202), body
+    deadline = time.monotonic() + 240
+    while True:
+        code, user = hub.api("GET", f"/hub/api/users/{login}")
+        server = (user.get("servers") or {}).get("", {}) if code == 200 else {}
+        if server.get("ready"):
+            break
+        assert time.monotonic() < deadline, (hub.top / "hub.log").read_text()[-5000:]
+        time.sleep(1)
+    jobs = hub.cluster.run("squeue", "-h", "-u", login, "-o", "%j %T %N").stdout.split()
+    assert jobs[:2] == ["idrrun-hub", "RUNNING"], jobs
+    return jobs[2]
+
+
+def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(hub: Hub) -> None:
+    started = time.monotonic()
+    nodes = {login: spawned(hub, login) for login in hub.students}
+    spawn_s = time.monotonic() - started
+    assert set(nodes.values()) <= set(hub.cluster.nodes)
+    # The teacher releases the exercise (as root, on the shared file system).
+    start = hub.top / "answer_exercise.c"
+    start.write_text(PROGRAM.format(value=0))
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "classroom", "release", "answer",
+                        str(start), "--exchange", str(hub.exchange), "--roster", str(hub.roster)],
+                       env=dict(os.environ, PYTHONPATH=PYTHONPATH), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    values = dict(zip(hub.students, (42, 41)))
+    for login in hub.students:
+        code, kernel = hub.api("POST", f"/user/{login}/api/kernels", {"name": "python3"})
+        assert code == 201, kernel
+        x = f"--exchange {hub.exchange}"
+        status, out = run_cell(hub, login, kernel["id"],
+                               f"import os, socket; print(os.environ['SLURMD_NODENAME'], os.getuid())\n"
+                               f"!idrrun classroom fetch answer {x}")
+        assert status == "ok", out
+        assert out.split()[:2] == [nodes[login], str(subprocess.run(
+            ["id", "-u", login], capture_output=True, text=True).stdout.strip())], out
+        cell = "%load_ext idrrun\n"
+        status, out = run_cell(hub, login, kernel["id"], cell)
+        assert status == "ok", out
+        body = PROGRAM.format(value=values[login])
+        status, out = run_cell(hub, login, kernel["id"], f"%%idrrun --check answer\n{body}")
+        print(login, status, out)
+        assert ("PASS" in out.upper()) == (values[login] == 42), out
+        status, out = run_cell(hub, login, kernel["id"],
+                               f"open('answer/answer.c', 'w').write({body!r})\n"
+                               f"!idrrun classroom submit answer answer/answer.c {x}")
+        assert status == "ok", out
+    # The teacher collects, grades (sandboxed, as root), returns.
+    out = hub.top / "collected"
+    env = dict(hub.cluster.env, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(hub.top / "examples"))
+
+    def idrrun(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], env=env, cwd=hub.top,
+                              capture_output=True, text=True, timeout=300)
+
+    r = idrrun("classroom", "collect", "answer", "--exchange", str(hub.exchange), "--roster",
+               str(hub.roster), "--to", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = idrrun("grade", "answer", *sorted(map(str, (out / "submissions").iterdir())),
+               "--feedback", str(hub.top / "feedback"), "--report", str(hub.top / "r.csv"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    verdicts = {row["student"]: row["verdict"] for row in csv.DictReader((hub.top / "r.csv").open())}
+    assert verdicts == dict(zip(hub.students, ("pass", "fail"))), verdicts
+    r = idrrun("classroom", "return", "answer", "--exchange", str(hub.exchange), "--roster",
+               str(hub.roster), "--feedback", str(hub.top / "feedback"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Each student reads her feedback from her server, and neither the other's nor her work.
+    for login, other in (hub.students, hub.students[::-1]):
+        code, kernel = hub.api("GET", f"/user/{login}/api/kernels")
+        status, text = run_cell(hub, login, kernel[0]["id"],
+                                f"!idrrun classroom feedback answer --exchange {hub.exchange}\n"
+                                f"!cat {hub.exchange}/feedback/{other}/answer.md "
+                                f"{hub.exchange}/inbox/{other}/answer/answer.c")
+        assert status == "ok" and "answer" in text, text
+        assert text.count("Permission denied") == 2, text
+    print(f"spawn of {len(hub.students)} servers: {spawn_s:.1f} s")
