@@ -36,6 +36,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import write_atomic
 from .discover import MAX_SOURCE_BYTES
+from .report import feedback_names
 
 # What one student may hand in for one exercise: a few files (a source, a notebook, a header),
 # each bounded as the grader bounds a source; more is an error row, never read.
@@ -375,8 +376,6 @@ def give_back(root: Path, name: str, roster: Sequence[Student], feedback: Path,
               late: Sequence[str] = ()) -> list[Returned]:
     """Each student's feedback file of NAME (from `idrrun grade --feedback FEEDBACK`) written
     as DIR/feedback/LOGIN/NAME.md, root's, readable by her private group alone."""
-    from .report import feedback_names
-
     exercise_name(name)
     named = feedback_names([s.login for s in roster])
     top = open_exchange(root)
