@@ -20,6 +20,7 @@ Settings from the environment, so that one file serves a cluster and the tests (
 """
 
 import os
+import shutil
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
 
@@ -56,7 +57,9 @@ if nodes:
     c.MultiSlurmSpawner.daemon_resolver = nodes
 # The hub runs as root: sbatch, squeue and scancel run as the student (her job, her files).
 # runuser rather than batchspawner's default sudo: nothing to configure in sudoers.
-c.BatchSpawnerBase.exec_prefix = "runuser -u {username} --"
+# (By its full path: the commands run with the servers' PATH, which has no sbin.)
+runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+c.BatchSpawnerBase.exec_prefix = runuser + " -u {username} --"
 c.BatchSpawnerBase.batchspawner_singleuser_cmd = f"{venv}/bin/batchspawner-singleuser"
 c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
 c.Spawner.default_url = "/lab"
