@@ -15,6 +15,7 @@ Settings from the environment, so that one file serves a cluster and the tests (
     IDRRUN_HUB_SLURM     extra #SBATCH options, e.g. "--partition=gpu --gres=gpu:1 --time=4:00:00"
     IDRRUN_HUB_NODES     "n1=10.0.0.1,n2=10.0.0.2": node names to addresses where a node's name is
                          not its host name (the test cluster's nodes are slurmd -N on one machine)
+    IDRRUN_HUB_SERVER_ARGS  more options of each student's JupyterLab, space-separated
     IDRRUN_HUB_API_TOKEN a token for a service "classroom" that may start servers and list users
                          (the teacher's scripts, the tests); absent: no such service
 """
@@ -63,6 +64,7 @@ c.BatchSpawnerBase.exec_prefix = runuser + " -u {username} --"
 c.BatchSpawnerBase.batchspawner_singleuser_cmd = f"{venv}/bin/batchspawner-singleuser"
 c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
 c.Spawner.default_url = "/lab"
+c.Spawner.args = os.environ.get("IDRRUN_HUB_SERVER_ARGS", "").split()
 c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF", "IDRRUN_CONFIG", "IDRRUN_EXAMPLES"]
 c.Spawner.environment = {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin"}
 # A job waits in the queue when the nodes are full: the student sees "pending" until it runs.

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from conftest import PYTHONPATH, ROOT
@@ -77,6 +78,7 @@ class Hub:
     students: list[str]
     exchange: Path
     roster: Path
+    password: str
 
     def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         req = urllib.request.Request(self.url + path, method=method,
@@ -126,12 +128,13 @@ def hub() -> Iterator[Hub]:
     (examples / "answer.toml").write_text(SPEC)
     (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
     (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
-    port, token = free_port(), secrets.token_hex(16)
+    port, token, password = free_port(), secrets.token_hex(16), secrets.token_hex(8)
     state = top / "hub"
     env = dict(cluster.env, IDRRUN_HUB_VENV=str(VENV), IDRRUN_HUB_STATE=str(state),
                IDRRUN_HUB_PORT=str(port), IDRRUN_HUB_INTERNAL_PORT=str(free_port()),
                IDRRUN_HUB_PROXY_PORT=str(free_port()), IDRRUN_HUB_AUTH="dummy",
-               IDRRUN_HUB_PASSWORD=secrets.token_hex(8), IDRRUN_HUB_USERS=",".join(students),
+               IDRRUN_HUB_PASSWORD=password,
+               IDRRUN_HUB_SERVER_ARGS="--LabApp.expose_app_in_browser=True", IDRRUN_HUB_USERS=",".join(students),
                IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
                IDRRUN_HUB_NODES=",".join(f"{n}=127.0.0.1" for n in cluster.nodes),
                PATH=f"{VENV}/bin:{Path(str(proxy())).parent}:{os.environ['PATH']}")
@@ -140,7 +143,7 @@ def hub() -> Iterator[Hub]:
                                 str(ROOT / "hub" / "jupyterhub_config.py")],
                                cwd=top, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
-    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, top / "exchange", roster)
+    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, top / "exchange", roster, password)
     try:
         deadline = time.monotonic() + 60
         while h.api("GET", "/hub/api/")[0] != 200:
@@ -223,34 +226,58 @@ def spawned(hub: Hub, login: str) -> str:
     return jobs[2]
 
 
-def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(hub: Hub) -> None:
+@pytest.fixture(scope="module")
+def nodes(hub: Hub) -> dict[str, str]:
+    """Both students' servers started (through the hub's API): login -> its job's node."""
     started = time.monotonic()
-    nodes = {login: spawned(hub, login) for login in hub.students}
-    spawn_s = time.monotonic() - started
-    assert set(nodes.values()) <= set(hub.cluster.nodes)
-    # The teacher releases the exercise (as root, on the shared file system).
+    out = {login: spawned(hub, login) for login in hub.students}
+    print(f"\nthe hub started {len(out)} servers as SLURM jobs in {time.monotonic() - started:.1f} s")
+    assert set(out.values()) <= set(hub.cluster.nodes)
+    # The teacher releases the exercise (as root, on the shared file system): its start file
+    # and a notebook whose cell checks it.
     start = hub.top / "answer_exercise.c"
     start.write_text(PROGRAM.format(value=0))
+    notebook = hub.top / "answer.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%load_ext idrrun"),
+        nbformat.v4.new_code_cell("%%idrrun --check answer\n" + PROGRAM.format(value=0))],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}}), notebook)
     r = subprocess.run([sys.executable, "-m", "idrrun.cli", "classroom", "release", "answer",
-                        str(start), "--exchange", str(hub.exchange), "--roster", str(hub.roster)],
+                        str(start), str(notebook), "--exchange", str(hub.exchange),
+                        "--roster", str(hub.roster)],
                        env=dict(os.environ, PYTHONPATH=PYTHONPATH), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    return out
+
+
+def kernel_of(hub: Hub, login: str) -> str:
+    code, kernels = hub.api("GET", f"/user/{login}/api/kernels")
+    assert code == 200, kernels
+    if kernels:
+        return str(kernels[0]["id"])
+    code, kernel = hub.api("POST", f"/user/{login}/api/kernels", {"name": "python3"})
+    assert code == 201, kernel
+    return str(kernel["id"])
+
+
+def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
+        hub: Hub, nodes: dict[str, str]) -> None:
     values = dict(zip(hub.students, (42, 41)))
     for login in hub.students:
-        code, kernel = hub.api("POST", f"/user/{login}/api/kernels", {"name": "python3"})
-        assert code == 201, kernel
+        kernel = kernel_of(hub, login)
         x = f"--exchange {hub.exchange}"
-        status, out = run_cell(hub, login, kernel["id"],
+        status, out = run_cell(hub, login, kernel,
                                f"import os, socket; print(os.environ['SLURMD_NODENAME'], os.getuid())\n"
                                f"!idrrun classroom fetch answer {x}")
         assert status == "ok", out
         assert out.split()[:2] == [nodes[login], str(subprocess.run(
             ["id", "-u", login], capture_output=True, text=True).stdout.strip())], out
         cell = "%load_ext idrrun\n"
-        status, out = run_cell(hub, login, kernel["id"], cell)
+        status, out = run_cell(hub, login, kernel, cell)
         assert status == "ok", out
         body = PROGRAM.format(value=values[login])
-        status, out = run_cell(hub, login, kernel["id"], f"%%idrrun --check answer\n{body}")
+        status, out = run_cell(hub, login, kernel, f"%%idrrun --check answer\n{body}")
         # The verdict as she sees it, from the node (the OpenACC build check is "n/a": the line
         # has no -a; the cell of a failed check raises, as a notebook runner expects).
         if values[login] == 42:
@@ -258,7 +285,7 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(hub: Hub) -> 
         else:
             assert status == "error" and "answer: not yet, 1 of 3 checks failed" in out, out
             assert "C[0] is 41, expected 42" in out, out
-        status, out = run_cell(hub, login, kernel["id"],
+        status, out = run_cell(hub, login, kernel,
                                f"open('answer/answer.c', 'w').write({body!r})\n"
                                f"!idrrun classroom submit answer answer/answer.c {x}")
         assert status == "ok", out
@@ -283,11 +310,61 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(hub: Hub) -> 
     assert r.returncode == 0, r.stdout + r.stderr
     # Each student reads her feedback from her server, and neither the other's nor her work.
     for login, other in (hub.students, hub.students[::-1]):
-        code, kernel = hub.api("GET", f"/user/{login}/api/kernels")
-        status, text = run_cell(hub, login, kernel[0]["id"],
+        status, text = run_cell(hub, login, kernel_of(hub, login),
                                 f"!idrrun classroom feedback answer --exchange {hub.exchange}\n"
                                 f"!cat {hub.exchange}/feedback/{other}/answer.md "
                                 f"{hub.exchange}/inbox/{other}/answer/answer.c")
         assert status == "ok" and "answer" in text, text
         assert text.count("Permission denied") == 2, text
-    print(f"spawn of {len(hub.students)} servers: {spawn_s:.1f} s")
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None or shutil.which("chromedriver") is None,
+                    reason="chromium is not installed (apt-get install chromium chromium-driver)")
+def test_a_student_logs_in_opens_the_exercise_and_sees_its_check_from_her_node(
+        hub: Hub, nodes: dict[str, str], tmp_path: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    login = hub.students[0]
+    status, out = run_cell(hub, login, kernel_of(hub, login),
+                           f"!idrrun classroom fetch answer --exchange {hub.exchange}")
+    assert status == "ok", out
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(
+        executable_path=shutil.which("chromedriver"), log_output=str(tmp_path / "driver.log")))
+    try:
+        driver.set_page_load_timeout(120)
+        driver.get(hub.url + "/hub/login")
+        driver.find_element(By.ID, "username_input").send_keys(login)
+        driver.find_element(By.ID, "password_input").send_keys(hub.password)
+        driver.find_element(By.ID, "login_submit").click()
+        driver.get(f"{hub.url}/user/{login}/lab/tree/answer/answer.ipynb")
+        ready = ("const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                 "const s = w && w.sessionContext && w.sessionContext.session;"
+                 "return !!(s && s.kernel && s.kernel.status === 'idle' && w.context.path === 'answer/answer.ipynb');")
+        wait(lambda: driver.execute_script(ready), 120, lambda: driver.page_source[-2000:])
+        driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        # The verdict of the released start file, computed on her node, drawn in her page.
+        text = "return Array.from(document.querySelectorAll('.jp-OutputArea')).map(e => e.innerText).join('\\n');"
+        wait(lambda: "C[0] is 0, expected 42" in driver.execute_script(text), 180,
+             lambda: driver.execute_script(text))
+        assert "answer: not yet" in driver.execute_script(text)
+    finally:
+        driver.quit()
+
+
+def wait(ok: Any, timeout: float, state: Any) -> None:
+    deadline = time.monotonic() + timeout
+    while not ok():
+        assert time.monotonic() < deadline, state()
+        time.sleep(0.5)
