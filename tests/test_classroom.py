@@ -151,7 +151,7 @@ def test_release_submit_collect_grade_return(klass: tuple[Path, list[str], Path]
         assert r.returncode != 0 and "Permission denied" in r.stderr
 
 
-def test_late_submission_is_late_in_the_collection_and_her_feedback(
+def test_late_submission_is_late_in_the_collection(
         klass: tuple[Path, list[str], Path]) -> None:
     top, (ann, ben), roster = klass
     exchange = released(top, roster)
