@@ -111,6 +111,10 @@ def test_release_submit_collect_grade_return(klass: tuple[Path, list[str], Path]
     assert as_user(ann, f"cat {exchange}/released/answer/answer_exercise.c").returncode == 0
     submit(exchange, ann, PROGRAM.format(value=42))
     submit(exchange, ben, PROGRAM.format(value=41))
+    # Her inbox's mode is hers: opening it to others stops no release of the class's.
+    assert as_user(ann, f"chmod 755 {exchange}/inbox/{ann}").returncode == 0
+    released(top, roster)
+    assert as_user(ann, f"chmod 700 {exchange}/inbox/{ann}").returncode == 0
     peek = as_user(ben, f"cat {exchange}/inbox/{ann}/answer/answer.c")
     assert peek.returncode != 0 and "Permission denied" in peek.stderr
 
@@ -180,6 +184,11 @@ def test_links_fifos_and_foreign_files_are_error_rows_never_read(
     assert as_user(ann, f"mkdir {inbox}/{ann}/answer && ln -s {secret} {inbox}/{ann}/answer/a.c"
                    ).returncode == 0
     assert as_user(ben, f"ln -s {inbox}/{ann}/answer {inbox}/{ben}/answer").returncode == 0
+    # Watching does not follow them either: ann has handed in something (a link, which collect
+    # refuses), ben's folder is a link: he has submitted nothing.
+    status = idrrun("classroom", "status", "answer", "--exchange", str(exchange),
+                    "--roster", str(roster), "--json")
+    assert [r["status"] for r in json.loads(status.stdout)] == ["submitted", "missing"], status.stdout
     out = top / "collected"
     r = idrrun("classroom", "collect", "answer", "--exchange", str(exchange), "--roster",
                str(roster), "--to", str(out))

@@ -165,7 +165,7 @@ def release(root: Path, name: str, files: Sequence[Path], roster: Sequence[Stude
         os.close(released)
         inbox, feedback = _own_dir(top, "inbox", 0o711), _own_dir(top, "feedback", 0o711)
         for student in roster:
-            os.close(_own_dir(inbox, student.login, 0o700, student.uid, student.gid))
+            os.close(_inbox(inbox, student))
             if private_group(student):
                 os.close(_own_dir(feedback, student.login, 0o750, 0, student.gid))
         os.close(inbox)
@@ -173,6 +173,22 @@ def release(root: Path, name: str, files: Sequence[Path], roster: Sequence[Stude
         return out
     finally:
         os.close(top)
+
+
+def _inbox(inbox: int, student: Student) -> int:
+    """Her inbox, made hers (0700) if absent; one that exists must be hers (its mode is hers
+    to choose: a student who opens it to others does not stop the release for the class)."""
+    try:
+        os.mkdir(student.login, 0o700, dir_fd=inbox)
+        fd = os.open(student.login, DIR_FLAGS, dir_fd=inbox)
+        os.fchown(fd, student.uid, student.gid)
+        return fd
+    except FileExistsError:
+        fd = os.open(student.login, DIR_FLAGS, dir_fd=inbox)
+    if os.fstat(fd).st_uid != student.uid:
+        os.close(fd)
+        raise UsageError(f"inbox/{student.login}: not {student.login}'s: left alone")
+    return fd
 
 
 def _write_in(folder: int, name: str, data: bytes, mode: int, gid: int = -1) -> None:
@@ -351,23 +367,49 @@ def collected_csv(rows: Sequence[Collected], deadline: dt.datetime | None) -> st
 
 def board(root: Path, name: str, roster: Sequence[Student],
           deadline: dt.datetime | None) -> list[Collected]:
-    """Who has submitted NAME and when (the newest ctime in her folder), read by stat alone,
-    without following a link: for watching, never for grading."""
+    """Who has submitted NAME and when (the newest ctime in her folder), by stat alone through
+    descriptors, as collect opens them: for watching, never for grading."""
+    exercise_name(name)
     rows = []
     limit = deadline.timestamp() if deadline else None
-    for student in roster:
-        folder = root / "inbox" / student.login / name
-        try:
-            entries = [os.stat(e.path, follow_symlinks=False) for e in os.scandir(folder)
-                       if SAFE_NAME.fullmatch(e.name)]
-        except OSError:
-            entries = []
-        if not entries:
-            rows.append(Collected(student.login, "missing"))
-            continue
-        when = max(st.st_ctime for st in entries)
-        rows.append(Collected(student.login, "submitted", when, limit is not None and when > limit))
+    top = open_exchange(root)
+    try:
+        inbox = os.open("inbox", DIR_FLAGS, dir_fd=top)
+    except FileNotFoundError:
+        raise UsageError(f"{root}: nothing released yet (no inbox/)") from None
+    finally:
+        os.close(top)
+    try:
+        for student in roster:
+            when = _newest(inbox, name, student)
+            rows.append(Collected(student.login, "missing") if when is None else
+                        Collected(student.login, "submitted", when,
+                                  limit is not None and when > limit))
+    finally:
+        os.close(inbox)
     return rows
+
+
+def _newest(inbox: int, name: str, student: Student) -> float | None:
+    """The newest ctime of her files of NAME, None if none (or none that can be looked at)."""
+    try:
+        home = os.open(student.login, DIR_FLAGS, dir_fd=inbox)
+    except OSError:
+        return None
+    try:
+        folder = os.open(name, DIR_FLAGS, dir_fd=home)
+    except OSError:
+        return None
+    finally:
+        os.close(home)
+    try:
+        times = [os.stat(entry, dir_fd=folder, follow_symlinks=False).st_ctime
+                 for entry in os.listdir(folder)[:MAX_FILES] if SAFE_NAME.fullmatch(entry)]
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    return max(times, default=None)
 
 
 # --- return: the feedback written where only she reads it -------------------------------------
