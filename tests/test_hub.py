@@ -2,11 +2,15 @@
 tests/slurmcluster.py: JupyterHub with batchspawner spawns each student's server as a SLURM job
 on a node, as the student; her kernel runs a `%%idrrun --check` cell there and submits through
 the exchange; the teacher (root) collects, grades and returns; each student reads her own
-feedback and nobody else's. Driven through the hub's REST API and the servers' kernel
-websockets (the browser's own path: the proxy, the server, the kernel), without a browser.
+feedback and nobody else's; driven through the hub's REST API and the servers' kernel
+websockets (the browser's own path: the proxy, the server, the kernel). Then a student in
+headless chromium logs in, opens the released notebook in her JupyterLab and sees its check's
+verdict, computed on her node. IDRRUN_HUB_STUDENTS=N: the same with N students, and the times
+(docs/teachers-day.md, "Scale").
 
 Needs: root, SLURM and munge, the hub's environment (IDRRUN_HUB_VENV, default
-/opt/idrrun-hub: hub/install.sh makes it) and configurable-http-proxy on PATH or in it.
+/opt/idrrun-hub: hub/install.sh makes it) and configurable-http-proxy on PATH or in it;
+chromium and chromedriver for the browser's test.
 """
 
 from __future__ import annotations
