@@ -12,6 +12,7 @@ Exit codes:
     1    run: the build failed; grade: some submission could not be graded (an "error" row);
          gradebook: written, but some graded submissions match no student of the roster;
          similarity: some submission could not be read (not compared);
+         classroom: some student's submission or feedback is an error row;
          course check: some exercise is not right; doctor: nothing can compile
     2    usage or configuration error: nothing was done
     3    run: the program failed (exit status, signal, limit) or its check did
