@@ -12,6 +12,7 @@ Exit codes:
     1    run: the build failed; grade: some submission could not be graded (an "error" row);
          gradebook: written, but some graded submissions match no student of the roster;
          similarity: some submission could not be read (not compared);
+         classroom: some student's submission or feedback is an error row;
          course check: some exercise is not right; doctor: nothing can compile
     2    usage or configuration error: nothing was done
     3    run: the program failed (exit status, signal, limit) or its check says FAIL
@@ -49,6 +50,8 @@ COMMANDS = {
                                                "Canvas or a spreadsheet"),
     "similarity": ("idrrun.commands.similarity",
                    "compare a class's submissions with each other and the solution (instructor)"),
+    "classroom": ("idrrun.commands.classroom", "the class's exchange: release, fetch, submit, "
+                                               "status, collect, return, feedback"),
     "course": ("idrrun.commands.course", "course check | course new | course strip | course init"),
     "doctor": ("idrrun.commands.doctor", "what this machine offers for the course"),
 }

@@ -181,7 +181,7 @@ def test_graded_notebook_keeps_its_profile_flag(tmp_path: Path) -> None:
     (("run", "-l", "fortan", "p.c"), "invalid choice: 'fortan' (choose from 'c', 'c++', 'fortran', "
                                      "'cuda') (did you mean fortran?)"),
     (("run", "--check", "intro_saxy", "p.c"), "unknown exercise 'intro_saxy' (did you mean intro_saxpy?) in "),
-    (("grde", "intro_pi", "p.c"), "idrrun: unknown command 'grde' (did you mean grade?) (known: course, doctor, grade, gradebook, run, similarity)"),
+    (("grde", "intro_pi", "p.c"), "idrrun: unknown command 'grde' (did you mean grade?) (known: classroom, course, doctor, grade, gradebook, run, similarity)"),
     (("course", "chek"), "invalid choice: 'chek' (choose from 'check', 'references', 'new', 'strip', 'init') (did you mean check?)"),
     (("course", "check", "--exercise", "intro_p"), "examples: intro_p (did you mean intro_pi?)"),
     (("grade", "intro_pi", "--frsh", "p.c"), "unrecognized arguments: --frsh (did you mean --fresh?)"),

@@ -1,0 +1,96 @@
+"""JupyterHub for the course: each student's server is a SLURM job (batchspawner) on a compute
+node, running the course's environment (idrrun, JupyterLab, the compilers) as the student.
+
+Settings from the environment, so that one file serves a cluster and the tests (docs/hub.md):
+    IDRRUN_HUB_VENV      the course's environment on the nodes (default /opt/idrrun/venv): its
+                         bin/jupyterhub-singleuser and bin/batchspawner-singleuser are run
+    IDRRUN_HUB_STATE     the hub's database, cookie secret and logs (default /srv/idrrun/hub)
+    IDRRUN_HUB_PORT      the port students open (default 8000); IDRRUN_HUB_INTERNAL_PORT the
+                         hub's API for the servers (8081), IDRRUN_HUB_PROXY_PORT the proxy's (8001)
+    IDRRUN_HUB_CONNECT_IP  the hub's address as the nodes reach it (default 127.0.0.1)
+    IDRRUN_HUB_AUTH      pam (default: the cluster's accounts) or dummy (one shared password,
+                         IDRRUN_HUB_PASSWORD: for tests and a classroom's first hour only)
+    IDRRUN_HUB_USERS     comma-separated logins allowed in (default: any account PAM accepts)
+    IDRRUN_HUB_ADMINS    comma-separated teachers' logins
+    IDRRUN_HUB_SLURM     extra #SBATCH options, e.g. "--partition=gpu --gres=gpu:1 --time=4:00:00"
+    IDRRUN_HUB_NODES     "n1=10.0.0.1,n2=10.0.0.2": node names to addresses where a node's name is
+                         not its host name (the test cluster's nodes are slurmd -N on one machine)
+    IDRRUN_HUB_SERVER_ARGS  more options of each student's JupyterLab, space-separated
+    IDRRUN_HUB_API_TOKEN a token for a service "classroom" that may start servers and list users
+                         (the teacher's scripts, the tests); absent: no such service
+"""
+
+import os
+import shutil
+
+c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
+
+venv = os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun/venv")
+state = os.environ.get("IDRRUN_HUB_STATE", "/srv/idrrun/hub")
+os.makedirs(state, mode=0o700, exist_ok=True)
+
+c.JupyterHub.bind_url = f"http://:{os.environ.get('IDRRUN_HUB_PORT', '8000')}"
+# The servers on the nodes call the hub's API back: it listens on every interface.
+c.JupyterHub.hub_ip = "0.0.0.0"
+c.JupyterHub.hub_connect_ip = os.environ.get("IDRRUN_HUB_CONNECT_IP", "127.0.0.1")
+c.JupyterHub.hub_port = int(os.environ.get("IDRRUN_HUB_INTERNAL_PORT", "8081"))
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('IDRRUN_HUB_PROXY_PORT', '8001')}"
+c.JupyterHub.db_url = f"sqlite:///{state}/jupyterhub.sqlite"
+c.JupyterHub.cookie_secret_file = f"{state}/jupyterhub_cookie_secret"
+c.ConfigurableHTTPProxy.pid_file = f"{state}/jupyterhub-proxy.pid"
+
+if os.environ.get("IDRRUN_HUB_AUTH", "pam") == "dummy":
+    c.JupyterHub.authenticator_class = "dummy"
+    c.DummyAuthenticator.password = os.environ["IDRRUN_HUB_PASSWORD"]
+else:
+    c.JupyterHub.authenticator_class = "pam"
+users = {u for u in os.environ.get("IDRRUN_HUB_USERS", "").split(",") if u}
+admins = {u for u in os.environ.get("IDRRUN_HUB_ADMINS", "").split(",") if u}
+if users:
+    c.Authenticator.allowed_users = users
+else:
+    c.Authenticator.allow_all = True
+c.Authenticator.admin_users = admins
+
+nodes = dict(pair.split("=", 1) for pair in os.environ.get("IDRRUN_HUB_NODES", "").split(",") if pair)
+c.JupyterHub.spawner_class = "batchspawner.MultiSlurmSpawner" if nodes else "batchspawner.SlurmSpawner"
+if nodes:
+    c.MultiSlurmSpawner.daemon_resolver = nodes
+# The hub runs as root: sbatch, squeue and scancel run as the student (her job, her files).
+# runuser rather than batchspawner's default sudo: nothing to configure in sudoers.
+# (By its full path: the commands run with the servers' PATH, which has no sbin.)
+runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+c.BatchSpawnerBase.exec_prefix = runuser + " -u {username} --"
+c.BatchSpawnerBase.batchspawner_singleuser_cmd = f"{venv}/bin/batchspawner-singleuser"
+c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
+c.Spawner.default_url = "/lab"
+c.Spawner.args = os.environ.get("IDRRUN_HUB_SERVER_ARGS", "").split()
+c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF", "IDRRUN_CONFIG", "IDRRUN_EXAMPLES"]
+c.Spawner.environment = {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin"}
+# A job waits in the queue when the nodes are full: the student sees "pending" until it runs.
+c.Spawner.start_timeout = 300
+c.Spawner.http_timeout = 120
+c.BatchSpawnerBase.req_options = os.environ.get("IDRRUN_HUB_SLURM", "")
+# The job's own script: batchspawner's, without --get-user-env (only root's sbatch may use it,
+# and sbatch runs as the student), and the job's log in her home.
+c.SlurmSpawner.batch_script = """#!/bin/bash
+#SBATCH --output={{homedir}}/.idrrun-hub-%j.log
+#SBATCH --job-name=idrrun-hub
+#SBATCH --chdir={{homedir}}
+#SBATCH --export={{keepvars}}
+{% if options %}#SBATCH {{options}}
+{% endif %}
+set -euo pipefail
+trap 'echo SIGTERM received' TERM
+{{prologue}}
+{% if srun %}{{srun}} {% endif %}{{cmd}}
+{{epilogue}}
+"""
+
+token = os.environ.get("IDRRUN_HUB_API_TOKEN")
+if token:
+    c.JupyterHub.services = [{"name": "classroom", "api_token": token}]
+    c.JupyterHub.load_roles = [{
+        "name": "classroom", "services": ["classroom"],
+        "scopes": ["admin:users", "admin:servers", "access:servers", "list:users"],
+    }]

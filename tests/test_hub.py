@@ -1,0 +1,393 @@
+"""The course's hub (hub/jupyterhub_config.py) on the real 3-node SLURM cluster of
+tests/slurmcluster.py: JupyterHub with batchspawner spawns each student's server as a SLURM job
+on a node, as the student; her kernel runs a `%%idrrun --check` cell there and submits through
+the exchange; the teacher (root) collects, grades and returns; each student reads her own
+feedback and nobody else's; driven through the hub's REST API and the servers' kernel
+websockets (the browser's own path: the proxy, the server, the kernel). Then a student in
+headless chromium logs in, opens the released notebook in her JupyterLab and sees its check's
+verdict, computed on her node. IDRRUN_HUB_STUDENTS=N: the same with N students, and the times
+(docs/teachers-day.md, "Scale").
+
+Needs: root, SLURM and munge, the hub's environment (IDRRUN_HUB_VENV, default
+/opt/idrrun-hub: hub/install.sh makes it) and configurable-http-proxy on PATH or in it;
+chromium and chromedriver for the browser's test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from conftest import PYTHONPATH, ROOT
+import slurmcluster
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))
+SPEC = """\
+name = "answer"
+timeout = 30
+[sources.c]
+exercise = "C/answer_exercise.c"
+solution = "C/answer_solution.c"
+[args]
+host = []
+[[check]]
+kind = "exit_ok"
+[[check]]
+kind = "value"
+label = "C[0]"
+pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
+expected = 42
+"""
+PROGRAM = '#include <stdio.h>\nint main(void) {{ printf("C[0] = {value}\\n"); return 0; }}\n'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def proxy() -> str | None:
+    return shutil.which("configurable-http-proxy", path=f"{VENV}/bin:{os.environ['PATH']}")
+
+
+@dataclass
+class Hub:
+    url: str
+    token: str
+    cluster: slurmcluster.Cluster
+    top: Path
+    students: list[str]
+    exchange: Path
+    roster: Path
+    password: str
+
+    def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        req = urllib.request.Request(self.url + path, method=method,
+                                     headers={"Authorization": f"token {self.token}"},
+                                     data=None if body is None else json.dumps(body).encode())
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                text = r.read()
+                return r.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")
+        except urllib.error.URLError as e:  # not listening yet
+            return 0, str(e)
+
+
+def prerequisites() -> None:
+    missing = slurmcluster.missing_tools()
+    if missing:
+        pytest.skip(f"SLURM is not installed ({', '.join(missing)})")
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("the hub test makes real students with useradd and runs the cluster: root")
+    for tool in ("jupyterhub", "batchspawner-singleuser", "jupyterhub-singleuser"):
+        if not (VENV / "bin" / tool).exists():
+            pytest.skip(f"no hub environment ({VENV}/bin/{tool}): bash hub/install.sh {VENV}")
+    if proxy() is None:
+        pytest.skip("configurable-http-proxy is not installed (npm install -g configurable-http-proxy)")
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[Hub]:
+    prerequisites()
+    top = Path(tempfile.mkdtemp(prefix="idrrun-hub-", dir="/var/tmp"))
+    top.chmod(0o755)
+    cluster = slurmcluster.start(top / "cluster", nodes=3, cpus=2)
+    (top / "cluster").chmod(0o755)  # the students' sbatch reads slurm.conf and munge's socket
+    tag = secrets.token_hex(2)
+    # Two students in the test; IDRRUN_HUB_STUDENTS=N for the scale figures (docs/teachers-day.md).
+    students = [f"ihub{tag}{i}" for i in range(int(os.environ.get("IDRRUN_HUB_STUDENTS", "2")))]
+    homes = top / "home"
+    homes.mkdir(mode=0o755)
+    for login in students:
+        subprocess.run(["useradd", "-m", "-d", str(homes / login), "-U", "-s", "/bin/bash", login],
+                       check=True)
+    roster = top / "roster.csv"
+    roster.write_text("submission,login\n" + "".join(f"{s},{s}\n" for s in students))
+    examples = top / "examples"  # the students' view of the exercise: its spec and start file
+    (examples / "C").mkdir(parents=True)
+    (examples / "answer.toml").write_text(SPEC)
+    (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
+    (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
+    port, token, password = free_port(), secrets.token_hex(16), secrets.token_hex(8)
+    state = top / "hub"
+    env = dict(cluster.env, IDRRUN_HUB_VENV=str(VENV), IDRRUN_HUB_STATE=str(state),
+               IDRRUN_HUB_PORT=str(port), IDRRUN_HUB_INTERNAL_PORT=str(free_port()),
+               IDRRUN_HUB_PROXY_PORT=str(free_port()), IDRRUN_HUB_AUTH="dummy",
+               IDRRUN_HUB_PASSWORD=password,
+               IDRRUN_HUB_SERVER_ARGS="--LabApp.expose_app_in_browser=True", IDRRUN_HUB_USERS=",".join(students),
+               IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
+               IDRRUN_HUB_NODES=",".join(f"{n}=127.0.0.1" for n in cluster.nodes),
+               PATH=f"{VENV}/bin:{Path(str(proxy())).parent}:{os.environ['PATH']}")
+    log = (top / "hub.log").open("w")
+    process = subprocess.Popen([str(VENV / "bin" / "jupyterhub"), "-f",
+                                str(ROOT / "hub" / "jupyterhub_config.py")],
+                               cwd=top, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, top / "exchange", roster, password)
+    try:
+        deadline = time.monotonic() + 60
+        while h.api("GET", "/hub/api/")[0] != 200:
+            assert process.poll() is None and time.monotonic() < deadline, (top / "hub.log").read_text()
+            time.sleep(0.5)
+        yield h
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for login in students:
+            cluster.run("scancel", "-u", login)
+        left = slurmcluster.stop(cluster)
+        for login in students:
+            subprocess.run(["pkill", "-KILL", "-u", login], check=False)
+            subprocess.run(["userdel", login], check=False)
+        shutil.rmtree(top, ignore_errors=True)
+        assert not left, f"left after the cluster stopped: {left}"
+
+
+async def _execute(url: str, token: str, code: str, timeout: float) -> tuple[str, str]:
+    """A cell run in a kernel through the server's websocket: (status, its output's text)."""
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
+    msg_id = uuid.uuid4().hex
+    ws.write_message(json.dumps({
+        "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "test",
+                   "session": uuid.uuid4().hex, "version": "5.3", "date": ""},
+        "parent_header": {}, "metadata": {}, "channel": "shell",
+        "content": {"code": code, "silent": False, "store_history": False,
+                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+    out, status, idle = [], "", False
+    end = time.monotonic() + timeout
+    while not (status and idle):
+        raw = await asyncio.wait_for(ws.read_message(), max(1.0, end - time.monotonic()))
+        assert raw is not None, "the kernel's websocket closed"
+        msg = json.loads(raw)
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            out.append(content["text"])
+        elif kind in ("display_data", "execute_result"):
+            out.append(content["data"].get("text/plain", ""))
+        elif kind == "error":
+            out.append("\n".join(content["traceback"]))
+        elif kind == "execute_reply":
+            status = content["status"]
+        elif kind == "status":
+            idle = content["execution_state"] == "idle"
+    ws.close()
+    return status, "".join(out)
+
+
+def run_cell(hub: Hub, login: str, kernel: str, code: str, timeout: float = 120) -> tuple[str, str]:
+    url = hub.url.replace("http", "ws", 1) + f"/user/{login}/api/kernels/{kernel}/channels"
+    return asyncio.run(_execute(url, hub.token, code, timeout))
+
+
+def spawn(hub: Hub, login: str) -> None:
+    """Her server asked for through the hub's API (as her "Start my server")."""
+    assert hub.api("POST", f"/hub/api/users/{login}")[0] in (201, 409)
+    code, body = hub.api("POST", f"/hub/api/users/{login}/server")
+    assert code in (201, 202), f"{body}\n{(hub.top / 'hub.log').read_text()[-3000:]}"
+
+
+def spawned(hub: Hub, login: str) -> str:
+    """Her server once ready; returns the node its job runs on."""
+    deadline = time.monotonic() + 240
+    while True:
+        code, user = hub.api("GET", f"/hub/api/users/{login}")
+        server = (user.get("servers") or {}).get("", {}) if code == 200 else {}
+        if server.get("ready"):
+            break
+        assert time.monotonic() < deadline, (hub.top / "hub.log").read_text()[-5000:]
+        time.sleep(1)
+    jobs = hub.cluster.run("squeue", "-h", "-u", login, "-o", "%j %T %N").stdout.split()
+    assert jobs[:2] == ["idrrun-hub", "RUNNING"], jobs
+    return jobs[2]
+
+
+@pytest.fixture(scope="module")
+def nodes(hub: Hub) -> dict[str, str]:
+    """Both students' servers started (through the hub's API): login -> its job's node."""
+    started = time.monotonic()
+    for login in hub.students:
+        spawn(hub, login)
+    out = {login: spawned(hub, login) for login in hub.students}
+    print(f"\nthe hub started {len(out)} servers as SLURM jobs in {time.monotonic() - started:.1f} s")
+    assert set(out.values()) <= set(hub.cluster.nodes)
+    # The teacher releases the exercise (as root, on the shared file system): its start file
+    # and a notebook whose cell checks it.
+    start = hub.top / "answer_exercise.c"
+    start.write_text(PROGRAM.format(value=0))
+    notebook = hub.top / "answer.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%load_ext idrrun"),
+        nbformat.v4.new_code_cell("%%idrrun --check answer\n" + PROGRAM.format(value=0))],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}}), notebook)
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "classroom", "release", "answer",
+                        str(start), str(notebook), "--exchange", str(hub.exchange),
+                        "--roster", str(hub.roster)],
+                       env=dict(os.environ, PYTHONPATH=PYTHONPATH), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def kernel_of(hub: Hub, login: str) -> str:
+    code, kernels = hub.api("GET", f"/user/{login}/api/kernels")
+    assert code == 200, kernels
+    if kernels:
+        return str(kernels[0]["id"])
+    code, kernel = hub.api("POST", f"/user/{login}/api/kernels", {"name": "python3"})
+    assert code == 201, kernel
+    return str(kernel["id"])
+
+
+def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
+        hub: Hub, nodes: dict[str, str]) -> None:
+    values = {login: 42 if i % 2 == 0 else 41 for i, login in enumerate(hub.students)}
+    times = {"cells and submit, each": time.monotonic()}
+    for login in hub.students:
+        kernel = kernel_of(hub, login)
+        x = f"--exchange {hub.exchange}"
+        status, out = run_cell(hub, login, kernel,
+                               f"import os, socket; print(os.environ['SLURMD_NODENAME'], os.getuid())\n"
+                               f"!idrrun classroom fetch answer {x}")
+        assert status == "ok", out
+        assert out.split()[:2] == [nodes[login], str(subprocess.run(
+            ["id", "-u", login], capture_output=True, text=True).stdout.strip())], out
+        cell = "%load_ext idrrun\n"
+        status, out = run_cell(hub, login, kernel, cell)
+        assert status == "ok", out
+        body = PROGRAM.format(value=values[login])
+        status, out = run_cell(hub, login, kernel, f"%%idrrun --check answer\n{body}")
+        # The verdict as she sees it, from the node (the OpenACC build check is "n/a": the line
+        # has no -a; the cell of a failed check raises, as a notebook runner expects).
+        if values[login] == 42:
+            assert status == "ok" and "answer: INCOMPLETE, 2 checks passed" in out, out
+        else:
+            assert status == "error" and "answer: not yet, 1 of 3 checks failed" in out, out
+            assert "C[0] is 41, expected 42" in out, out
+        status, out = run_cell(hub, login, kernel,
+                               f"open('answer/answer.c', 'w').write({body!r})\n"
+                               f"!idrrun classroom submit answer answer/answer.c {x}")
+        assert status == "ok", out
+    times["cells and submit, each"] = (time.monotonic() - times["cells and submit, each"]) / len(values)
+    # The teacher collects, grades (sandboxed, as root), returns.
+    out = hub.top / "collected"
+    # (idrrun's cache on the shared file system: the grading's steps run on the nodes.)
+    env = dict(hub.cluster.env, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(hub.top / "examples"),
+               XDG_CACHE_HOME=str(hub.cluster.shared / "cache"))
+
+    def idrrun(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], env=env, cwd=hub.top,
+                              capture_output=True, text=True, timeout=300)
+
+    times["collect"] = time.monotonic()
+    r = idrrun("classroom", "collect", "answer", "--exchange", str(hub.exchange), "--roster",
+               str(hub.roster), "--to", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    times["collect"] = time.monotonic() - times["collect"]
+    times["grade"] = time.monotonic()
+    r = idrrun("grade", "answer", "-j", "4", "--launcher", "srun",
+               *sorted(map(str, (out / "submissions").iterdir())),
+               "--feedback", str(hub.top / "feedback"), "--report", str(hub.top / "r.csv"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    verdicts = {row["student"]: row["verdict"] for row in csv.DictReader((hub.top / "r.csv").open())}
+    times["grade"] = time.monotonic() - times["grade"]
+    assert verdicts == {login: "pass" if v == 42 else "fail" for login, v in values.items()}, verdicts
+    times["return"] = time.monotonic()
+    r = idrrun("classroom", "return", "answer", "--exchange", str(hub.exchange), "--roster",
+               str(hub.roster), "--feedback", str(hub.top / "feedback"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Each student reads her feedback from her server, and neither the other's nor her work.
+    times["return"] = time.monotonic() - times["return"]
+    print(f"\n{len(values)} students: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+    for login, other in zip(hub.students, hub.students[1:] + hub.students[:1]):
+        status, text = run_cell(hub, login, kernel_of(hub, login),
+                                f"!idrrun classroom feedback answer --exchange {hub.exchange}\n"
+                                f"!cat {hub.exchange}/feedback/{other}/answer.md "
+                                f"{hub.exchange}/inbox/{other}/answer/answer.c")
+        assert status == "ok" and "answer" in text, text
+        assert text.count("Permission denied") == 2, text
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None or shutil.which("chromedriver") is None,
+                    reason="chromium is not installed (apt-get install chromium chromium-driver)")
+def test_a_student_logs_in_opens_the_exercise_and_sees_its_check_from_her_node(
+        hub: Hub, nodes: dict[str, str], tmp_path: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    login = hub.students[0]
+    status, out = run_cell(hub, login, kernel_of(hub, login),
+                           f"!idrrun classroom fetch answer --exchange {hub.exchange}")
+    assert status == "ok", out
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(
+        executable_path=shutil.which("chromedriver"), log_output=str(tmp_path / "driver.log")))
+    try:
+        driver.set_page_load_timeout(120)
+        driver.get(hub.url + "/hub/login")
+        driver.find_element(By.ID, "username_input").send_keys(login)
+        driver.find_element(By.ID, "password_input").send_keys(hub.password)
+        driver.find_element(By.ID, "login_submit").click()
+        driver.get(f"{hub.url}/user/{login}/lab/tree/answer/answer.ipynb")
+        ready = ("const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                 "const s = w && w.sessionContext && w.sessionContext.session;"
+                 "return !!(s && s.kernel && s.kernel.status === 'idle' && w.context.path === 'answer/answer.ipynb');")
+        wait(lambda: driver.execute_script(ready), 120, lambda: driver.page_source[-2000:])
+        driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        # The verdict of the released start file, computed on her node, drawn in her page.
+        text = "return Array.from(document.querySelectorAll('.jp-OutputArea')).map(e => e.innerText).join('\\n');"
+        wait(lambda: "C[0] is 0, expected 42" in driver.execute_script(text), 180,
+             lambda: driver.execute_script(text))
+        assert "answer: not yet" in driver.execute_script(text)
+    finally:
+        driver.quit()
+
+
+def wait(ok: Any, timeout: float, state: Any) -> None:
+    deadline = time.monotonic() + timeout
+    while not ok():
+        assert time.monotonic() < deadline, state()
+        time.sleep(0.5)
