@@ -290,12 +290,12 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
         assert status == "ok", out
         body = PROGRAM.format(value=values[login])
         status, out = run_cell(hub, login, kernel, f"%%idrrun --check answer\n{body}")
-        # The verdict as she sees it, from the node (the OpenACC build check is "n/a": the line
+        # The verdict as she sees it, from the node (the OpenACC build check is INCOMPLETE: the line
         # has no -a; the cell of a failed check raises, as a notebook runner expects).
         if values[login] == 42:
             assert status == "ok" and "answer: INCOMPLETE, 2 checks passed" in out, out
         else:
-            assert status == "error" and "answer: not yet, 1 of 3 checks failed" in out, out
+            assert status == "error" and "answer: FAIL, 1 of 3 checks failed" in out, out
             assert "C[0] is 41, expected 42" in out, out
         status, out = run_cell(hub, login, kernel,
                                f"open('answer/answer.c', 'w').write({body!r})\n"
@@ -381,7 +381,7 @@ def test_a_student_logs_in_opens_the_exercise_and_sees_its_check_from_her_node(
         text = "return Array.from(document.querySelectorAll('.jp-OutputArea')).map(e => e.innerText).join('\\n');"
         wait(lambda: "C[0] is 0, expected 42" in driver.execute_script(text), 180,
              lambda: driver.execute_script(text))
-        assert "answer: not yet" in driver.execute_script(text)
+        assert "answer: FAIL" in driver.execute_script(text)
     finally:
         driver.quit()
 
