@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHONPATH
+from idrrun import escape
 from idrrun.errors import UsageError
 from idrrun.grading import gradebook, grades, names, report
 from test_marks import _checks, _exercise, _row
@@ -261,7 +262,8 @@ def test_a_name_that_is_not_utf8_survives_csv_and_json_reports_into_the_gradeboo
     # The feedback: UTF-8, the name as the reports write it, in a file of its own.
     report.write_feedback([row], ex, tmp_path / "fb")
     (feedback,) = (tmp_path / "fb").iterdir()
-    assert f"Student: {name}" in feedback.read_bytes().decode("utf-8")
+    # In Markdown as escape.markdown_text writes it: its backslashes escaped, read as the name.
+    assert f"Student: {escape.markdown_text(name)}" in feedback.read_bytes().decode("utf-8")
 
 
 def test_names_are_escaped_by_one_reversible_rule() -> None:
