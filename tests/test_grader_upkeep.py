@@ -19,6 +19,8 @@ import nbformat
 import pytest
 
 from conftest import PYTHONPATH, ROOT
+from idrrun.escape import csv_cell
+from idrrun.grading.names import student_name
 from idrrun.grading import discover
 from idrrun.run import boundary, isolation
 
@@ -188,7 +190,12 @@ def test_formulas_in_names_and_outputs_are_neutralised_in_csv_and_feedback(tmp_p
     for row in rows:
         for column, cell in row.items():
             assert _no_formula(cell), (column, cell)
-    assert {row["student"] for row in rows} == {"'" + n for n in names if n[0] != "x"} | {"x;=1+1", "printer"}
+    # Each name as every report writes it (grading/names.py: controls escaped), in a cell no
+    # spreadsheet reads as a formula (escape.csv_cell: a leading quote where one would start).
+    written = {student_name(n) for n in names}
+    assert {row["student"] for row in rows} == {csv_cell(n) for n in written} | {"printer"}
+    assert {"'=HYPERLINK(\"x.example\",\"y\")", "'+1+1", "' =1+2", "\\x09x", "x;=1+1"} <= \
+        {row["student"] for row in rows}
     # Every cell is quoted: a semicolon (the separator of a French Excel) cannot start a cell.
     text = report.read_bytes().decode()
     assert all(line.startswith('"') for line in text.split("\r\n") if line)
@@ -196,7 +203,7 @@ def test_formulas_in_names_and_outputs_are_neutralised_in_csv_and_feedback(tmp_p
     # The JSON report keeps the raw values.
     json_report = tmp_path / "r.json"
     grade("--report", str(json_report), "--", *sorted(map(str, klass.iterdir())), cwd=tmp_path)
-    assert {row["student"] for row in json.loads(json_report.read_text())} == set(names) | {"printer"}
+    assert {row["student"] for row in json.loads(json_report.read_text())} == written | {"printer"}
     table = (feedback / "printer.md").read_text()
     assert "| '=1+" in table, table
     for line in table.splitlines():
