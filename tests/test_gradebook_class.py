@@ -278,7 +278,9 @@ def test_a_class_graded_on_a_host_has_a_number_for_everyone_statistics_and_adjus
     assert grade_of["hal"] == "" and "hal, intro_pi: no submission" in r.stdout
     assert all(row[5] != "" for row in canvas[2:-1]) and canvas[-1][:1] == ["Noir, Hal"] and canvas[-1][5] == ""
     assert float(grade_of["ann"]) == float(grade_of["gus"]) == float(grade_of["cafe"]) == out_of
-    assert float(grade_of["carl"]) < float(grade_of["bob"]) < out_of
+    # The build failure and the untouched start file earn nothing; a wrong constant, part.
+    assert float(grade_of["carl"]) == float(grade_of["bob"]) == 0.0
+    assert 0.0 < float(grade_of["dee"]) < out_of
     assert float(grade_of["dee"]) == float(rows["dee"]["score"]) + 1  # the adjustment
     if not has_gpu() and gpu_points:
         assert moodle[0][4] == canvas[0][5] == \
