@@ -3,7 +3,7 @@
     python3 benchmarks/evidence_cost.py [--trace-mib 48] [--regions 1024] [--only NAME...]
 
 Each submission is graded alone (`idrrun grade EXERCISE -j 1`, its exercise's solution run
-too) by a grader process that prints its own peak resident memory (getrusage ru_maxrss, the
+too) by a grader process that prints its own peak resident memory (VmHWM of /proc/self/status, the
 grader itself, not its children) when it ends. The course is tests/data/integrity's:
 - honest: secret_sum's solution, as it is (the baseline: what grading one row costs);
 - trace: the same, on a line that keeps `--profiler builtin`, writing a forged trace of
@@ -34,13 +34,18 @@ import bench
 ROOT = bench.ROOT
 COURSE = ROOT / "tests" / "data" / "integrity"
 
-# The grader, run so that it reports its own peak memory when it ends (however it ends).
-GRADER = """import resource, runpy, sys
+# The grader, run so that it reports its own peak memory when it ends (however it ends): the
+# high-water mark of its own memory (VmHWM, kB), not getrusage's ru_maxrss, which Linux carries
+# over a fork and an exec from the parent (a pytest process of 405 MiB made every grader "take"
+# 405 MiB).
+GRADER = """import re, runpy, sys
 sys.argv = ["idrrun", *sys.argv[1:]]
 try:
     runpy.run_module("idrrun.cli", run_name="__main__")
 finally:
-    print("PEAK_KIB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+    with open("/proc/self/status") as status:
+        peak = re.search(r"^VmHWM:\\s*(\\d+)", status.read(), re.M)
+    print("PEAK_KIB", peak.group(1) if peak else 0, file=sys.stderr)
 """
 
 HEAD = "#include <fcntl.h>\n#include <unistd.h>\n#include <string.h>\n"

@@ -553,6 +553,36 @@ def quiet_folder(workdir: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=QUIET_PREFIX, dir=workdir))
 
 
+def _profile_folder(request: RunRequest, staged: Staged, profile_dir: str,
+                    label: str) -> tuple[Path, Path | None]:
+    """Where the profiler writes, and the folder to remove after the run when it is a trace for
+    the checks only: a graded run's profile folder, made in its fresh folder (which no process
+    of its new uid has touched yet); the user's idrrun-profile/ for a profile shown; else a
+    hidden folder of its own (quiet_folder)."""
+    if staged.run_folder is not None:
+        return staged.cwd / profile_dir, None
+    if request.show_profile:
+        return profile.new_run_dir(request.workdir / PROFILE_DIR, label), None
+    quiet = quiet_folder(request.workdir)
+    return quiet, quiet
+
+
+def _collected(request: RunRequest, probe: Probe, prepared: Prepared, planned: Planned,
+               pplan: ProfilePlan | None, followed: Follower | None, ledger: Ledger | None,
+               reporter: Reporter) -> ProfileReport | None:
+    """The run's profile, read after it and shown when asked. A trace for the checks only is
+    read even when it could not be taken: its report says why (the checks' reason), and
+    nothing of it is shown."""
+    if pplan is None or (pplan.kind == "none" and request.show_profile):
+        return None
+    report = profile.collect(pplan, timeout=120, source_name=request.source.name,
+                             gpu=probe.gpus[0].name if probe.gpus else "", followed=followed,
+                             ledger=ledger, boxed=_export_box(request, probe, prepared, planned.box))
+    if request.show_profile:
+        reporter.profile(report)
+    return report
+
+
 def execute(
     request: RunRequest,
     toolchain: Toolchain,
@@ -591,14 +621,7 @@ def execute(
     try:
         pplan = None
         if request.profile is not None:
-            # A graded run's profile folder was made in its fresh folder, which no process of
-            # its new uid has touched yet.
-            if staged.run_folder is not None:
-                run_dir = staged.cwd / profile_dir
-            elif request.show_profile:
-                run_dir = profile.new_run_dir(request.workdir / PROFILE_DIR, label)
-            else:
-                run_dir = quiet = quiet_folder(request.workdir)
+            run_dir, quiet = _profile_folder(request, staged, profile_dir, label)
             pplan = profile.plan(request.profile, run_dir, settings.cache_dir,
                                  nsys_command=settings.profiler, timeout=request.timeout,
                                  drawn=request.show_profile)
@@ -615,17 +638,8 @@ def execute(
             if folder is not None:
                 boundary.remove(folder)
     ran = dataclasses.replace(ran, outputs=outputs)
-    report = None
     try:
-        # A trace for the checks only is read even when it could not be taken: its report
-        # says why (the checks' reason), and nothing of it is shown.
-        if pplan is not None and (pplan.kind != "none" or not request.show_profile):
-            report = profile.collect(pplan, timeout=120, source_name=request.source.name,
-                                     gpu=probe.gpus[0].name if probe.gpus else "",
-                                     followed=followed, ledger=ledger,
-                                     boxed=_export_box(request, probe, prepared, planned.box))
-            if request.show_profile:
-                reporter.profile(report)
+        report = _collected(request, probe, prepared, planned, pplan, followed, ledger, reporter)
     finally:
         if quiet is not None:
             boundary.remove(quiet)
