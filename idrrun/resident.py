@@ -59,6 +59,29 @@ def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "no", "false")
 
 
+class socket_address:  # noqa: N801  (a context manager used as a function)
+    """The address to bind or connect the socket NAME of FOLDER by: its path, or where the path
+    is longer than a socket address holds (108 bytes: a deep TMPDIR),
+    /proc/self/fd/N/NAME, N a descriptor of FOLDER held open meanwhile."""
+
+    def __init__(self, folder: str, name: str) -> None:
+        self.path, self.fd = os.path.join(folder, name), -1
+        if len(os.fsencode(self.path)) > UNIX_PATH_MAX:
+            self.fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            self.path = f"/proc/self/fd/{self.fd}/{name}"
+
+    def __enter__(self) -> str:
+        return self.path
+
+    def __exit__(self, *_: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+
+
+# sockaddr_un's sun_path: 108 bytes with the final NUL
+UNIX_PATH_MAX = 107
+
+
 def folder_path() -> str:
     """Where the servers' sockets and logs are: `$XDG_RUNTIME_DIR/idrrun`, else
     `$TMPDIR/idrrun-UID` (`/tmp` without TMPDIR)."""
@@ -165,7 +188,8 @@ def call(argv: Sequence[str]) -> int | None:
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        conn.connect(os.path.join(folder, k + ".sock"))
+        with socket_address(folder, k + ".sock") as address:
+            conn.connect(address)
     except OSError:
         conn.close()
         if _called_recently(folder, k):

@@ -52,7 +52,8 @@ def serve(folder: str, key: str, run: Callable[[list[str]], int]) -> int:
         pass
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     umask = os.umask(0o177)
-    listener.bind(path)
+    with resident.socket_address(folder, key + ".sock") as address:
+        listener.bind(address)
     os.umask(umask)
     listener.listen(64)
     inode = os.stat(path).st_ino

@@ -107,6 +107,35 @@ def test_a_served_call_sees_the_callers_streams_folder_environment_and_umask(war
     assert logs(warm).count("worker ") == 2  # the served calls, not the local ones
 
 
+def test_a_socket_folder_deeper_than_a_socket_address_holds_is_served(tmp_path: Path) -> None:
+    """A socket's address holds 108 bytes: a long TMPDIR (a test runner's, a batch job's) still
+    gets its server, reached through a descriptor of its folder."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    env = env_for(tmp_path, TMPDIR=str(deep))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "p.c").write_text(PROGRAM)
+    (work / "data.txt").write_text("from-the-folder\n")
+    sockets = deep / f"idrrun-{os.getuid()}"
+    assert len(str(sockets / "0123456789abcdef.sock")) > resident.UNIX_PATH_MAX
+    for _ in range(2):  # the second call within BURST_SECONDS starts the server
+        assert idrrun(tmp_path, "--notime", "p.c", env=env).returncode == 0
+    deadline = time.monotonic() + 60
+    while not list(sockets.glob("*.sock")):
+        assert time.monotonic() < deadline, "no server came up: " + "".join(
+            p.read_text() for p in sockets.glob("*.log"))
+        time.sleep(0.1)
+    served = idrrun(tmp_path, "--notime", "p.c", env=env)
+    log = "".join(p.read_text() for p in sockets.glob("*.log"))
+    for line in log.splitlines():
+        m = re.search(r"serving .* \(pid (\d+)", line)
+        if m:
+            os.kill(int(m.group(1)), signal.SIGTERM)
+    assert served.returncode == 0 and "data=from-the-folder" in served.stdout
+    assert log.count("worker ") == 1, log
+
+
 @pytest.mark.parametrize("args, code, message", [
     (["--cliopts", "5", "p.c"], 3, "run failed: exit code 5"),
     (["broken.c"], 1, "compile failed: exit code 1"),
