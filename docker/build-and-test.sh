@@ -9,6 +9,10 @@
 #
 #   bash docker/build-and-test.sh            # as root, from anywhere
 #
+# IDRRUN_IMAGE_WHEELS=DIR: the wheels `docker/install.sh wheel DIR` made on this machine (.ci/run
+# has them already) stand for the image's first stage (`podman build --build-context wheel=...`:
+# the same script on the same Debian, not run twice); unset, the image builds its own as an
+# instructor's build does.
 # IDRRUN_IMAGE names the image (default localhost/idrrun-course:ci); IDRRUN_IMAGE_CACHE is where
 # the base's tarball is kept between runs (default /var/cache/idrrun-image; a tarball older than
 # IDRRUN_BASE_MAX_DAYS, 30 by default, is made again so that the base gets Debian's updates).
@@ -152,6 +156,15 @@ podman run --rm --network=host "$BASE" true \
 # --- the image -------------------------------------------------------------------------------
 
 step "podman build -f docker/Dockerfile -t $IMAGE"
+if [[ -n ${IDRRUN_IMAGE_WHEELS:-} ]]; then
+  # The wheel stage's product where `COPY --from=wheel` takes it: /opt/idrrun/wheels
+  compgen -G "$IDRRUN_IMAGE_WHEELS/idrrun-*.whl" >/dev/null \
+    || die "IDRRUN_IMAGE_WHEELS=$IDRRUN_IMAGE_WHEELS holds no idrrun wheel (make it with: bash docker/install.sh wheel DIR)"
+  mkdir -p "$WORK/wheel/opt/idrrun/wheels"
+  cp "$IDRRUN_IMAGE_WHEELS"/*.whl "$WORK/wheel/opt/idrrun/wheels/"
+  BUILD_MOUNTS+=(--build-context "wheel=$WORK/wheel")
+  say "the wheel stage: $(cd "$WORK/wheel/opt/idrrun/wheels" && echo *.whl), made on this machine ($IDRRUN_IMAGE_WHEELS)"
+fi
 old=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 # The whole log (apt's and pip's) goes to a file; the steps and install.sh's lines are shown.
 BUILD_LOG=${TMPDIR:-/tmp}/idrrun-image-build.log
