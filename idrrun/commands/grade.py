@@ -24,6 +24,7 @@ from ..display import neutralise
 from ..errors import UsageError
 from ..escape import terminal_line
 from ..checks.specs import Exercise
+from ..grading import board as board_mod
 from ..grading import classroom, discover, grades, names, report, stats
 from ..model import Lanes, Probe, Settings
 from ..request import config, options, policy
@@ -73,6 +74,15 @@ def parser() -> Parser:
     p.add_argument("--unsafe", action="store_true",
                    help="grade even where no sandbox can be made (the report says so): programs "
                         "then see the grader's files and processes")
+    p.add_argument("--board", nargs="?", const="pseudonyms", choices=board_mod.NAMINGS,
+                   help="the class's times board, for an exercise with a timed check (its runs "
+                        "alone on a GPU): each run's time beside the solution's, fastest first, "
+                        "beside the report (FILE.board.md|html); names as pseudonyms (the "
+                        "default: the grader's key makes them, the same on every board of the "
+                        "exercise), or the students' names with --board names")
+    p.add_argument("--board-page", type=Path, metavar="DIR",
+                   help="also write the board's page as DIR/NAME.html, readable by all (the "
+                        "folder the hub serves at /hub/boards/NAME: IDRRUN_HUB_BOARDS)")
     p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
@@ -93,6 +103,8 @@ def main(tokens: Sequence[str]) -> int:
     exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
     notes += found
     _check_language(args.language, exercise)
+    if args.board is not None:
+        board_mod.require_timed(exercise)
     level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
@@ -134,6 +146,9 @@ def main(tokens: Sequence[str]) -> int:
     summary = stats.class_stats(exercise.name, rows, {r.student: r.adjustment for r in rows
                                                       if r.adjustment is not None})
     _write(args, rows, exercise, key, summary)
+    if args.board is not None:
+        for path in _board(args, rows, exercise, key, settings, probe, level, lanes):
+            say(f"times board: {path}")
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
         _print_json(args, exercise, level, counts, notes, summary, rows)
@@ -189,6 +204,10 @@ def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
         raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
+    if args.board_page is not None and args.board is None:
+        args.board = "pseudonyms"
+    if args.board is not None and args.report is None:
+        raise UsageError("--board: the board is written beside the report: give --report FILE")
     return args
 
 
@@ -248,6 +267,17 @@ def _write(args: argparse.Namespace, rows: list[report.GradeRow], exercise: Exer
         stats.write_stats(summary, stats.stats_path(args.report))
     if args.feedback is not None:
         report.write_feedback(rows, exercise, args.feedback, args.visibility or "spec")
+
+
+def _board(args: argparse.Namespace, rows: Sequence[report.GradeRow], exercise: Exercise,
+           key: bytes, settings: Settings, probe: Probe, level: str,
+           lanes: Lanes | None) -> list[Path]:
+    """The class's times board beside the report (and on the hub's page): the rows' times as
+    graded, the solution's as the grading kept it."""
+    solution = board_mod.solution_times(exercise, [r.language for r in rows if r.language],
+                                        settings, probe, args.timeout, level, lanes)
+    made = board_mod.board(rows, exercise, key, solution, args.board)
+    return board_mod.write(made, args.report, args.board_page)
 
 
 def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeRow],
