@@ -93,7 +93,8 @@ def require_timed(exercise: Exercise) -> None:
                                                kinds=", ".join(specs.TIMED_KINDS)))
 
 
-def pseudonyms(students: Sequence[str], exercise: str, key: bytes) -> dict[str, str]:
+def pseudonyms(students: Sequence[str], exercise: str, key: bytes,
+               digits: int = _DIGITS) -> dict[str, str]:
     """Each student's pseudonym on this exercise's board: from her name and the grader's key
     (HMAC-SHA256), the same on every board of the exercise, no two alike."""
     digests = {s: hmac.new(key, b"idrrun board\0" + exercise.encode("utf-8", "surrogateescape") +
@@ -101,10 +102,10 @@ def pseudonyms(students: Sequence[str], exercise: str, key: bytes) -> dict[str, 
                for s in students}
 
     def named(digest: str, digits: int) -> str:
-        return (f"{_ADJECTIVES[int(digest[0], 16)]} {_ANIMALS[int(digest[1], 16)]} "
-                f"{digest[2:2 + digits]}")
+        return " ".join((_ADJECTIVES[int(digest[0], 16)], _ANIMALS[int(digest[1], 16)],
+                         digest[2:2 + digits])).strip()
 
-    out = {s: named(d, _DIGITS) for s, d in digests.items()}
+    out = {s: named(d, digits) for s, d in digests.items()}
     shared = {n for n in out.values() if list(out.values()).count(n) > 1}
     return {s: named(digests[s], 16) if n in shared else n for s, n in out.items()}
 
