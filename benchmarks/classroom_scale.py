@@ -215,6 +215,7 @@ def one_class(n: int, jobs: int, submitters: int) -> list[str]:
                    IDRRUN_HUB_PROXY_PORT=str(free_port()), IDRRUN_HUB_AUTH="dummy",
                    IDRRUN_HUB_PASSWORD=secrets.token_hex(8), IDRRUN_HUB_USERS=",".join(students),
                    IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
+                   IDRRUN_HUB_START_TIMEOUT="900",
                    IDRRUN_HUB_NODES=",".join(f"{node}=127.0.0.1" for node in cluster.nodes),
                    PATH=f"{VENV}/bin:{Path(proxy).parent}:{os.environ['PATH']}")
         log = top / "hub.log"

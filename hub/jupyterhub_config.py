@@ -15,6 +15,8 @@ Settings from the environment, so that one file serves a cluster and the tests (
     IDRRUN_HUB_SLURM     extra #SBATCH options, e.g. "--partition=gpu --gres=gpu:1 --time=4:00:00"
     IDRRUN_HUB_NODES     "n1=10.0.0.1,n2=10.0.0.2": node names to addresses where a node's name is
                          not its host name (the test cluster's nodes are slurmd -N on one machine)
+    IDRRUN_HUB_START_TIMEOUT  seconds a server may take from its job's submission until it
+                         answers (default 300: a queue's wait included)
     IDRRUN_HUB_SERVER_ARGS  more options of each student's JupyterLab, space-separated
     IDRRUN_HUB_BOARDS    the times boards' folder (default /srv/idrrun/boards): `idrrun grade
                          --board-page DIR` writes NAME.html there; logged-in users read it at
@@ -75,7 +77,7 @@ c.Spawner.args = os.environ.get("IDRRUN_HUB_SERVER_ARGS", "").split()
 c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF", "IDRRUN_CONFIG", "IDRRUN_EXAMPLES"]
 c.Spawner.environment = {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin"}
 # A job waits in the queue when the nodes are full: the student sees "pending" until it runs.
-c.Spawner.start_timeout = 300
+c.Spawner.start_timeout = int(os.environ.get("IDRRUN_HUB_START_TIMEOUT", "300"))
 c.Spawner.http_timeout = 120
 c.BatchSpawnerBase.req_options = os.environ.get("IDRRUN_HUB_SLURM", "")
 # The job's own script: batchspawner's, without --get-user-env (only root's sbatch may use it,
