@@ -145,19 +145,22 @@ def test_timed_figures_and_lanes_are_shown_as_the_grading_measured_them(tmp_path
     (tmp_path / "timed_exercise.c").write_text("")
     exercise = specs.load(tmp_path / "timed.toml")
 
-    def row(student: str, seconds: float, busy: str) -> report.GradeRow:
-        return report.GradeRow(student, "timed", "c", "pass", 0.1, seconds, student,
-                               checks=(CheckResult("GPU busy", "pass", got=busy, kind="gpu_busy"),),
-                               lane="GPU 0 alone, CPUs 2-3")
+    def row(student: str, seconds: float, busy: str, status: str = "pass") -> report.GradeRow:
+        return report.GradeRow(student, "timed", "c", "pass" if status == "pass" else "fail",
+                               0.1, seconds, student, lane="GPU 0 alone, CPUs 2-3",
+                               checks=(CheckResult("GPU busy", status, got=busy, kind="gpu_busy"),))
 
+    # z's GPU is not busy enough: a fail of the timed check, a correct program, ranked.
     made = board.board([row("x", 2.0, "61 % (median of 3 runs: 49–63 %)"),
-                        row("y", 1.0, "80 % (median of 3 runs: 78–81 %)")],
+                        row("y", 1.0, "80 % (median of 3 runs: 78–81 %)"),
+                        row("z", 3.0, "20 % (median of 3 runs: 19–22 %)", "fail")],
                        exercise, b"k" * 32, {"c": 1.5}, "names")
     text = board.markdown(made)
     assert made.alone and "each run alone on its GPU" in text
     assert table(text) == [
         ["1", "y", "c", "1.000 s", "0.67x", "pass", "GPU 0 alone, CPUs 2-3", "80 % (median of 3 runs: 78–81 %)"],
-        ["2", "x", "c", "2.000 s", "1.33x", "pass", "GPU 0 alone, CPUs 2-3", "61 % (median of 3 runs: 49–63 %)"]]
+        ["2", "x", "c", "2.000 s", "1.33x", "pass", "GPU 0 alone, CPUs 2-3", "61 % (median of 3 runs: 49–63 %)"],
+        ["3", "z", "c", "3.000 s", "2.00x", "fail", "GPU 0 alone, CPUs 2-3", "20 % (median of 3 runs: 19–22 %)"]]
 
 
 def test_an_exercise_without_a_timed_check_has_no_board(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ real names only when asked. Students' names are data: escaped for Markdown and H
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
@@ -59,14 +60,12 @@ class BoardRow:
 
     name: str  # her pseudonym, or her name as reports write it
     language: str
-    verdict: str  # the row's: a fast program that fails a check is shown, not ranked
+    verdict: str  # the row's
     seconds: float  # the graded run's time
     lane: str  # where it ran (run/lanes.py): "GPU 0 alone, CPUs 14-15"; "" without lanes
     figures: tuple[tuple[str, str], ...]  # each timed check's label and measured figure
-
-    @property
-    def ranked(self) -> bool:
-        return self.verdict != "fail"
+    # No check but a timed one failed: a fast program with a wrong answer is shown, not ranked.
+    ranked: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,7 @@ def pseudonyms(students: Sequence[str], exercise: str, key: bytes,
                          digest[2:2 + digits])).strip()
 
     out = {s: named(d, digits) for s, d in digests.items()}
-    shared = {n for n in out.values() if list(out.values()).count(n) > 1}
+    shared = {n for n, count in collections.Counter(out.values()).items() if count > 1}
     return {s: named(digests[s], 16) if n in shared else n for s, n in out.items()}
 
 
@@ -125,7 +124,8 @@ def board(rows: Sequence[GradeRow], exercise: Exercise, key: bytes,
     timed = set(specs.TIMED_KINDS)
     entries = [BoardRow(shown[r.student], r.language, r.status, r.run_seconds, r.lane,
                         tuple((c.name, c.got) for c in r.checks
-                              if c.kind in timed and c.hidden == 0 and c.got))
+                              if c.kind in timed and c.hidden == 0 and c.got),
+                        not any(c.status == "fail" and c.kind not in timed for c in r.checks))
                for r in ran]
     entries.sort(key=lambda e: (not e.ranked, e.seconds, e.name))
     return Board(exercise.name, tuple(entries), tuple(sorted(solution.items())), naming,
@@ -190,7 +190,8 @@ def _notes(b: Board) -> list[str]:
             "Names: pseudonyms (each student's own, the same on every board of this exercise)."
             if b.naming == "pseudonyms" else "Names: the students' names."]
     if any(not r.ranked for r in b.rows):
-        said.append("A run that failed a check is shown after the others, not ranked.")
+        said.append("A run that failed a check (other than a timed one) is shown after the "
+                    "others, not ranked.")
     if b.not_run:
         said.append(f"Not on the board: {b.not_run} submission(s) with no finished run.")
     return said
