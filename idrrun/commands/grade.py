@@ -102,9 +102,7 @@ def main(tokens: Sequence[str]) -> int:
     notes = unread_config(workdir, args.config)
     exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
     notes += found
-    _check_language(args.language, exercise)
-    if args.board is not None:
-        board_mod.require_timed(exercise)
+    _check_language(args.language, exercise, args.board)
     level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
@@ -146,9 +144,7 @@ def main(tokens: Sequence[str]) -> int:
     summary = stats.class_stats(exercise.name, rows, {r.student: r.adjustment for r in rows
                                                       if r.adjustment is not None})
     _write(args, rows, exercise, key, summary)
-    if args.board is not None:
-        for path in _board(args, rows, exercise, key, settings, probe, level, lanes):
-            say(f"times board: {path}")
+    _board(args, rows, exercise, key, settings, probe, level, lanes, say)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
         _print_json(args, exercise, level, counts, notes, summary, rows)
@@ -176,9 +172,12 @@ def _print_json(args: argparse.Namespace, exercise: Exercise, level: str, counts
                 "rows": [row_dict(r) for r in rows]})
 
 
-def _check_language(language: str | None, exercise: Exercise) -> None:
+def _check_language(language: str | None, exercise: Exercise, board: str | None) -> None:
     """The teacher's --language must be one of the exercise's (a student's file or line that
-    chooses another is that student's fail: grading/classroom.py)."""
+    chooses another is that student's fail: grading/classroom.py); --board needs a timed check
+    (said before grading, not after the class)."""
+    if board is not None:
+        board_mod.require_timed(exercise)
     if language is not None and language not in exercise.sources:
         raise UsageError(f"--language {language}: exercise {exercise.name!r} has no {language} "
                          f"version (it has: {', '.join(exercise.sources)})")
@@ -270,14 +269,17 @@ def _write(args: argparse.Namespace, rows: list[report.GradeRow], exercise: Exer
 
 
 def _board(args: argparse.Namespace, rows: Sequence[report.GradeRow], exercise: Exercise,
-           key: bytes, settings: Settings, probe: Probe, level: str,
-           lanes: Lanes | None) -> list[Path]:
-    """The class's times board beside the report (and on the hub's page): the rows' times as
-    graded, the solution's as the grading kept it."""
+           key: bytes, settings: Settings, probe: Probe, level: str, lanes: Lanes | None,
+           say: Callable[[str], None]) -> None:
+    """With --board, the class's times board beside the report (and on the hub's page): the
+    rows' times as graded, the solution's as the grading kept it."""
+    if args.board is None:
+        return
     solution = board_mod.solution_times(exercise, [r.language for r in rows if r.language],
                                         settings, probe, args.timeout, level, lanes)
     made = board_mod.board(rows, exercise, key, solution, args.board)
-    return board_mod.write(made, args.report, args.board_page)
+    for path in board_mod.write(made, args.report, args.board_page):
+        say(f"times board: {path}")
 
 
 def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeRow],
