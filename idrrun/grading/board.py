@@ -5,7 +5,7 @@ Nothing is run again for it: a student's time is her row's run (`GradeRow.run_se
 run a timed exercise makes alone on its GPU, in its lane: run/lanes.py) and her timed checks'
 figures as the grading measured them (checks/measure.py: "59 % (median of 3 runs: 57–61 %)");
 the solution's time is the one the grading keeps beside the solution's output (checking's
-cache). An exercise with no timed check has no board: its runs shared their GPU.
+cache; run once then where the grading had no need of the solution). An exercise with no timed check has no board: its runs shared their GPU.
 
 Names as the teacher chooses: pseudonyms by default, each made from the student's name with
 the grader's key (report.grading_key: in its private cache, never shown), so that a student
