@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed students students-lines slurm"
+SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed students students-lines slurm classroom"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -45,6 +45,7 @@ describe() {
     students) echo "GPU: a students' copy from the wheel checks three solutions; data_laplace's feedback beside the solution (students_gpu.py; 1 min)" ;;
     students-lines) echo "GPU: every check cell of the students' notebooks, with its own flags, on the solution, C and Fortran (students_gpu.py --lines; 4 min)" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
+    classroom) echo "root, SLURM, the hub's environment: 5 and 30 students on the hub, submit, collect, grade, return (classroom_scale.py; 12 min)" ;;
     host) echo "cell run grade similarity sandbox evidence annotate" ;;
     gpu) echo "jacobi profile course-gpu" ;;
     all) echo "host gpu" ;;
@@ -212,6 +213,10 @@ run_suite() {
       gpu_only students-lines || return 0
       step students-lines 540 "$PY" benchmarks/students_gpu.py --lines ;;
     slurm) step slurm 900 "$PY" benchmarks/slurm_bench.py --count "$(q 12 60)" --repeat "$(q 5 20)" ;;
+    classroom)
+      local sizes
+      read -ra sizes <<< "$(q 5 '5 30')"
+      step classroom 1500 "$PY" benchmarks/classroom_scale.py --students "${sizes[@]}" ;;
   esac
 }
 

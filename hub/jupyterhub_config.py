@@ -15,13 +15,22 @@ Settings from the environment, so that one file serves a cluster and the tests (
     IDRRUN_HUB_SLURM     extra #SBATCH options, e.g. "--partition=gpu --gres=gpu:1 --time=4:00:00"
     IDRRUN_HUB_NODES     "n1=10.0.0.1,n2=10.0.0.2": node names to addresses where a node's name is
                          not its host name (the test cluster's nodes are slurmd -N on one machine)
+    IDRRUN_HUB_START_TIMEOUT  seconds a server may take from its job's submission until it
+                         answers (default 300: a queue's wait included)
     IDRRUN_HUB_SERVER_ARGS  more options of each student's JupyterLab, space-separated
+    IDRRUN_HUB_BOARDS    the times boards' folder (default /srv/idrrun/boards): `idrrun grade
+                         --board-page DIR` writes NAME.html there; logged-in users read it at
+                         /hub/boards/NAME
     IDRRUN_HUB_API_TOKEN a token for a service "classroom" that may start servers and list users
                          (the teacher's scripts, the tests); absent: no such service
 """
 
 import os
 import shutil
+import stat
+
+from jupyterhub.handlers import BaseHandler
+from tornado import web
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
 
@@ -68,7 +77,7 @@ c.Spawner.args = os.environ.get("IDRRUN_HUB_SERVER_ARGS", "").split()
 c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF", "IDRRUN_CONFIG", "IDRRUN_EXAMPLES"]
 c.Spawner.environment = {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin"}
 # A job waits in the queue when the nodes are full: the student sees "pending" until it runs.
-c.Spawner.start_timeout = 300
+c.Spawner.start_timeout = int(os.environ.get("IDRRUN_HUB_START_TIMEOUT", "300"))
 c.Spawner.http_timeout = 120
 c.BatchSpawnerBase.req_options = os.environ.get("IDRRUN_HUB_SLURM", "")
 # The job's own script: batchspawner's, without --get-user-env (only root's sbatch may use it,
@@ -94,3 +103,36 @@ if token:
         "name": "classroom", "services": ["classroom"],
         "scopes": ["admin:users", "admin:servers", "access:servers", "list:users"],
     }]
+
+
+boards = os.environ.get("IDRRUN_HUB_BOARDS", "/srv/idrrun/boards")
+# What a board page may hold: its own text and inline style, nothing it could load or run.
+BOARD_POLICY = "default-src 'none'; style-src 'unsafe-inline'"
+BOARD_CAP = 4 << 20
+
+
+class BoardHandler(BaseHandler):
+    """A class's times board (idrrun grade --board-page), to logged-in users: BOARDS/NAME.html,
+    opened without following a link, a regular file only, read with a cap."""
+
+    @web.authenticated
+    def get(self, name: str) -> None:
+        try:
+            fd = os.open(os.path.join(boards, name + ".html"),
+                         os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            raise web.HTTPError(404) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise web.HTTPError(404)
+            data = os.read(fd, BOARD_CAP)
+        finally:
+            os.close(fd)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.set_header("Content-Security-Policy", BOARD_POLICY)
+        self.finish(data)
+
+
+# (JupyterHub calls extra_handlers deprecated in favour of services: a service would be a
+# process and a port of its own for one static page.)
+c.JupyterHub.extra_handlers = [(r"/boards/([A-Za-z0-9_][A-Za-z0-9_.-]{0,99})", BoardHandler)]

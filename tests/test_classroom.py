@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHONPATH
-from idrrun.grading import exchange as exchange_mod
+from idrrun.grading import comparison, exchange as exchange_mod
+from idrrun.model import Comparison, Figure
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None,
@@ -43,6 +44,7 @@ label = "C[0]"
 pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
 expected = 42
 """
+PNG = b"a picture of "  # (what a picture holds is not read: its bytes go back as they are)
 PROGRAM = '#include <stdio.h>\nint main(void) {{ printf("C[0] = {value}\\n"); return 0; }}\n'
 
 
@@ -141,6 +143,17 @@ def test_release_submit_collect_grade_return(klass: tuple[Path, list[str], Path]
                "--feedback", str(feedback), "--report", str(top / "r.csv"), "--unsafe",
                cwd=top, IDRRUN_EXAMPLES=str(examples))
     assert g.returncode == 0, g.stdout + g.stderr
+    # Her run's GPU timeline beside the solution's, as a grading on a GPU draws them beside her
+    # feedback (comparison.pictures and .markdown; no GPU here to draw them).
+    drawn = top / "drawn"
+    drawn.mkdir()
+    for png, data in (("run.png", PNG + b"hers"), ("solution.png", PNG + b"solution's")):
+        (drawn / png).write_bytes(data)
+    figures = Comparison((Figure("kernels", "1", "1", "trace"),), (), drawn / "run.png",
+                         drawn / "solution.png")
+    pictures = comparison.pictures(figures, feedback, ann)
+    with (feedback / f"{ann}.md").open("a") as f:
+        f.write("\n".join(comparison.markdown(figures, pictures, str)) + "\n")
 
     back = idrrun("classroom", "return", "answer", "--exchange", str(exchange), "--roster",
                   str(roster), "--feedback", str(feedback), "--collected", str(out), "--json")
@@ -153,6 +166,14 @@ def test_release_submit_collect_grade_return(klass: tuple[Path, list[str], Path]
     for who, other in ((ann, ben), (ben, ann)):
         r = as_user(who, f"cat {exchange}/feedback/{other}/answer.md")
         assert r.returncode != 0 and "Permission denied" in r.stderr
+    # The pictures went back with her feedback, named after the exercise, hers alone.
+    assert "[![your GPU timeline](answer.timeline.png)](answer.timeline.png)" in mine.stdout
+    assert "(answer.solution-timeline.png)" in mine.stdout and f"{ann}.timeline" not in mine.stdout
+    seen = as_user(ann, f"cat {exchange}/feedback/{ann}/answer.timeline.png "
+                        f"{exchange}/feedback/{ann}/answer.solution-timeline.png")
+    assert seen.returncode == 0 and seen.stdout == PNG.decode() + "hers" + PNG.decode() + "solution's"
+    r = as_user(ben, f"cat {exchange}/feedback/{ann}/answer.timeline.png")
+    assert r.returncode != 0 and "Permission denied" in r.stderr
 
 
 def test_late_submission_is_late_in_the_collection(

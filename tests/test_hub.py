@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import http.cookiejar
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -141,6 +144,7 @@ def hub() -> Iterator[Hub]:
                IDRRUN_HUB_PASSWORD=password,
                IDRRUN_HUB_SERVER_ARGS="--LabApp.expose_app_in_browser=True", IDRRUN_HUB_USERS=",".join(students),
                IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
+               IDRRUN_HUB_BOARDS=str(top / "boards"),
                IDRRUN_HUB_NODES=",".join(f"{n}=127.0.0.1" for n in cluster.nodes),
                PATH=f"{VENV}/bin:{Path(str(proxy())).parent}:{os.environ['PATH']}")
     log = (top / "hub.log").open("w")
@@ -339,6 +343,61 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
                                 f"{hub.exchange}/inbox/{other}/answer/answer.c")
         assert status == "ok" and "answer" in text, text
         assert text.count("Permission denied") == 2, text
+
+
+def test_the_hub_serves_the_times_board_to_logged_in_users_only(hub: Hub, tmp_path: Path) -> None:
+    """The page `idrrun grade --board-page` writes (tests/test_board.py grades one), as the hub
+    serves it: to a logged-in student (the login form, the hub's cookie), with a policy that lets
+    it load and run nothing; the login page to anyone else; never a link's target."""
+    from idrrun.checks import specs
+    from idrrun.grading import board
+    from idrrun.grading.report import GradeRow
+    from idrrun.model import CheckResult
+
+    spec = tmp_path / "answer.toml"
+    shutil.copytree(hub.top / "examples" / "C", tmp_path / "C")
+    spec.write_text(SPEC + '[[check]]\nkind = "gpu_busy"\nlabel = "GPU busy"\nmin = 0.5\n')
+    rows = [GradeRow("<script>alert(1)</script>", "answer", "c", "pass", 0.1, 0.5, "x",
+                     checks=(CheckResult("GPU busy", "pass", got="61 %", kind="gpu_busy"),),
+                     lane="GPU 0 alone")]
+    made = board.board(rows, specs.load(spec), b"k" * 32, {"c": 0.25}, "names")
+    board.write(made, hub.top / "r.csv", hub.top / "boards")
+    (hub.top / "boards" / "shadow.html").symlink_to("/etc/shadow")
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+
+    def get(path: str, auth: bool) -> tuple[int, str, str]:
+        try:
+            with (opener if auth else urllib.request.build_opener(NoRedirect)).open(
+                    hub.url + path, timeout=30) as r:
+                return r.status, r.headers.get("Content-Security-Policy", ""), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Location", ""), ""
+
+    # A student logs in (the login form, its XSRF token, the hub's cookie).
+    form = get("/hub/login", auth=True)[2]
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form)
+    assert xsrf is not None, form
+    body = urllib.parse.urlencode({"username": hub.students[0], "password": hub.password,
+                                   "_xsrf": xsrf.group(1)}).encode()
+    try:
+        opener.open(urllib.request.Request(hub.url + "/hub/login", data=body), timeout=30)
+    except urllib.error.HTTPError as e:
+        assert e.code == 302, e.read()
+    code, policy, page = get("/hub/boards/answer", auth=True)
+    assert code == 200 and page == (hub.top / "boards" / "answer.html").read_text(), page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
+    assert policy.startswith("default-src 'none'"), policy
+    code, location, _ = get("/hub/boards/answer", auth=False)
+    assert code == 302 and "/hub/login" in location, (code, location)
+    assert get("/hub/boards/shadow", auth=True)[0] == 404
+    assert get("/hub/boards/..%2fhub.log", auth=True)[0] == 404
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

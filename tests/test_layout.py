@@ -251,8 +251,6 @@ UNCALLED_ON_PURPOSE: dict[str, str] = {
                                                   "it by the name its decorator registers",
     # Came with other branches: their owners decide (issue 35.4) whether the package uses them
     # or the tests keep them.
-    "idrrun/escape.py:html_text": "one of escape.py's places (STYLE.md 23), for HTML; the "
-                                  "HTML views escape with html.escape today",
     "idrrun/profile/tracefile.py:parse_lines": "a trace's lines without a file: the tests "
                                                "feed lines to the parser the package feeds files",
     "idrrun/run/evidence.py:Ledger.bytes_left": "what is left of an evidence budget, for its tests",

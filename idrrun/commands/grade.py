@@ -24,6 +24,7 @@ from ..display import neutralise
 from ..errors import UsageError
 from ..escape import terminal_line
 from ..checks.specs import Exercise
+from ..grading import board as board_mod
 from ..grading import classroom, discover, grades, names, report, stats
 from ..model import Lanes, Probe, Settings
 from ..request import config, options, policy
@@ -73,6 +74,15 @@ def parser() -> Parser:
     p.add_argument("--unsafe", action="store_true",
                    help="grade even where no sandbox can be made (the report says so): programs "
                         "then see the grader's files and processes")
+    p.add_argument("--board", nargs="?", const="pseudonyms", choices=board_mod.NAMINGS,
+                   help="the class's times board, for an exercise with a timed check (its runs "
+                        "alone on a GPU): each run's time beside the solution's, fastest first, "
+                        "beside the report (FILE.board.md|html); names as pseudonyms (the "
+                        "default: the grader's key makes them, the same on every board of the "
+                        "exercise), or the students' names with --board names")
+    p.add_argument("--board-page", type=Path, metavar="DIR",
+                   help="also write the board's page as DIR/NAME.html, readable by all (the "
+                        "folder the hub serves at /hub/boards/NAME: IDRRUN_HUB_BOARDS)")
     p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
@@ -92,7 +102,7 @@ def main(tokens: Sequence[str]) -> int:
     notes = unread_config(workdir, args.config)
     exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
     notes += found
-    _check_language(args.language, exercise)
+    _check_language(args.language, exercise, args.board)
     level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
     probe = toolchains.probe(settings, args.compiler)
     console = _console()
@@ -134,6 +144,7 @@ def main(tokens: Sequence[str]) -> int:
     summary = stats.class_stats(exercise.name, rows, {r.student: r.adjustment for r in rows
                                                       if r.adjustment is not None})
     _write(args, rows, exercise, key, summary)
+    _board(args, rows, exercise, key, settings, probe, level, lanes, say)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
         _print_json(args, exercise, level, counts, notes, summary, rows)
@@ -161,9 +172,12 @@ def _print_json(args: argparse.Namespace, exercise: Exercise, level: str, counts
                 "rows": [row_dict(r) for r in rows]})
 
 
-def _check_language(language: str | None, exercise: Exercise) -> None:
+def _check_language(language: str | None, exercise: Exercise, board: str | None) -> None:
     """The teacher's --language must be one of the exercise's (a student's file or line that
-    chooses another is that student's fail: grading/classroom.py)."""
+    chooses another is that student's fail: grading/classroom.py); --board needs a timed check
+    (said before grading, not after the class)."""
+    if board is not None:
+        board_mod.require_timed(exercise)
     if language is not None and language not in exercise.sources:
         raise UsageError(f"--language {language}: exercise {exercise.name!r} has no {language} "
                          f"version (it has: {', '.join(exercise.sources)})")
@@ -189,6 +203,10 @@ def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
         raise UsageError(str(exc) + options.dash_hint(tokens, "idrrun grade NAME [options]")) from None
     if args.report is not None and args.report.suffix.lower() not in (".csv", ".json"):
         raise UsageError(f"--report {args.report}: use a .csv or .json file name")
+    if args.board_page is not None and args.board is None:
+        args.board = "pseudonyms"
+    if args.board is not None and args.report is None:
+        raise UsageError("--board: the board is written beside the report: give --report FILE")
     return args
 
 
@@ -248,6 +266,20 @@ def _write(args: argparse.Namespace, rows: list[report.GradeRow], exercise: Exer
         stats.write_stats(summary, stats.stats_path(args.report))
     if args.feedback is not None:
         report.write_feedback(rows, exercise, args.feedback, args.visibility or "spec")
+
+
+def _board(args: argparse.Namespace, rows: Sequence[report.GradeRow], exercise: Exercise,
+           key: bytes, settings: Settings, probe: Probe, level: str, lanes: Lanes | None,
+           say: Callable[[str], None]) -> None:
+    """With --board, the class's times board beside the report (and on the hub's page): the
+    rows' times as graded, the solution's as the grading kept it."""
+    if args.board is None:
+        return
+    solution = board_mod.solution_times(exercise, [r.language for r in rows if r.language],
+                                        settings, probe, args.timeout, level, lanes)
+    made = board_mod.board(rows, exercise, key, solution, args.board)
+    for path in board_mod.write(made, args.report, args.board_page):
+        say(f"times board: {path}")
 
 
 def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeRow],

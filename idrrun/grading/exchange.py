@@ -36,6 +36,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import write_atomic
 from .discover import MAX_SOURCE_BYTES
+from . import comparison
 from .report import feedback_names
 
 # What one student may hand in for one exercise: a few files (a source, a notebook, a header),
@@ -449,11 +450,32 @@ def _return_one(folder: int, name: str, student: Student, source: Path, late: bo
         mine = _own_dir(folder, student.login, 0o750, 0, student.gid)
     except UsageError as exc:
         return Returned(student.login, "error", str(exc))
+    text, pictures = _pictures(source, name, text)
     try:
+        for picture, data in pictures:
+            _write_in(mine, picture, data, 0o640, student.gid)
         _write_in(mine, f"{name}.md", text, 0o640, student.gid)
     finally:
         os.close(mine)
     return Returned(student.login, "returned")
+
+
+def _pictures(source: Path, name: str, text: bytes) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The pictures the grading drew beside her feedback file (grading/comparison.py: her run's
+    timeline and the solution's), named after the exercise where they go back (NAME.timeline.png:
+    her folder holds the feedback of every exercise), and her feedback with its links to them
+    renamed alike."""
+    stem = source.name.removesuffix(".md")
+    found = []
+    for pattern in (comparison.TIMELINE, comparison.SOLUTION_TIMELINE):
+        drawn, back = pattern.format(stem=stem), pattern.format(stem=name)
+        try:
+            data = (source.parent / drawn).read_bytes()
+        except FileNotFoundError:
+            continue
+        text = text.replace(f"]({drawn})".encode(), f"]({back})".encode())
+        found.append((back, data))
+    return text, found
 
 
 # --- the student's side: plain file operations, as herself ------------------------------------

@@ -1,0 +1,271 @@
+"""The class's times board (`idrrun grade --board`): for an exercise where speed is the lesson,
+each student's run time beside the solution's, fastest first, as the grading measured it.
+
+Nothing is run again for it: a student's time is her row's run (`GradeRow.run_seconds`, the
+run a timed exercise makes alone on its GPU, in its lane: run/lanes.py) and her timed checks'
+figures as the grading measured them (checks/measure.py: "59 % (median of 3 runs: 57–61 %)");
+the solution's time is the one the grading keeps beside the solution's output (checking's
+cache; run once then where the grading had no need of the solution). An exercise with no timed check has no board: its runs shared their GPU.
+
+Names as the teacher chooses: pseudonyms by default, each made from the student's name with
+the grader's key (report.grading_key: in its private cache, never shown), so that a student
+keeps hers on every board of an exercise and nobody without the key can tell whose it is;
+real names only when asked. Students' names are data: escaped for Markdown and HTML.
+
+    board(rows, exercise, key, solution, names) -> Board
+    markdown(board), page(board)                  its renderings
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+from .. import escape, files
+from ..checks import specs
+from ..checks.specs import Exercise
+from ..errors import IdrrunError, UsageError
+from ..model import FailureKind, Language, Lanes, Probe, Settings
+from ..request import resolve
+from ..request import source as source_mod
+from ..request.options import Options
+from ..checking import solution_output
+from ..run import rooms
+from . import classroom, names as names_mod
+from .report import GradeRow
+
+Naming = Literal["pseudonyms", "names"]
+NAMINGS: tuple[Naming, ...] = ("pseudonyms", "names")
+
+# A pseudonym: two words and hex digits of the keyed digest (16 x 16 x 4096: two students of
+# a class share one with odds below 1 in 1000 for 30; then both get more digits).
+_ADJECTIVES = ("amber", "brisk", "calm", "deft", "eager", "fleet", "gentle", "hardy", "keen",
+               "lucid", "nimble", "quiet", "rapid", "steady", "swift", "vivid")
+_ANIMALS = ("badger", "crane", "dolphin", "falcon", "gecko", "heron", "ibex", "jaguar", "koala",
+            "lynx", "marten", "otter", "puffin", "raven", "stoat", "wren")
+_DIGITS = 3
+
+NO_TIMED_CHECK = ("--board: exercise {name!r} has no timed check: its runs were not measured "
+                  "alone on a GPU, so their times would not compare (specs' timed kinds: {kinds})")
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """One student's run on the board."""
+
+    name: str  # her pseudonym, or her name as reports write it
+    language: str
+    verdict: str  # the row's
+    seconds: float  # the graded run's time
+    lane: str  # where it ran (run/lanes.py): "GPU 0 alone, CPUs 14-15"; "" without lanes
+    figures: tuple[tuple[str, str], ...]  # each timed check's label and measured figure
+    # No check but a timed one failed: a fast program with a wrong answer is shown, not ranked.
+    ranked: bool = True
+
+
+@dataclass(frozen=True)
+class Board:
+    exercise: str
+    rows: tuple[BoardRow, ...]  # ranked ones fastest first, then the unranked, fastest first
+    solution: tuple[tuple[str, float | None], ...]  # each language's solution time (None: unknown)
+    naming: Naming
+    not_run: int  # rows with no finished run: an error, a failed build, a timeout, a crash
+
+    @property
+    def alone(self) -> bool:
+        """Every run held its GPU alone (lanes): the times compare."""
+        return bool(self.rows) and all("alone" in r.lane for r in self.rows)
+
+    def solution_time(self, language: str) -> float | None:
+        return dict(self.solution).get(language)
+
+
+def require_timed(exercise: Exercise) -> None:
+    """UsageError unless the exercise has a timed check (its runs measured alone)."""
+    if not exercise.timed:
+        raise UsageError(NO_TIMED_CHECK.format(name=exercise.name,
+                                               kinds=", ".join(specs.TIMED_KINDS)))
+
+
+def pseudonyms(students: Sequence[str], exercise: str, key: bytes,
+               digits: int = _DIGITS) -> dict[str, str]:
+    """Each student's pseudonym on this exercise's board: from her name and the grader's key
+    (HMAC-SHA256), the same on every board of the exercise, no two alike."""
+    digests = {s: hmac.new(key, b"idrrun board\0" + exercise.encode("utf-8", "surrogateescape") +
+                           b"\0" + s.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+               for s in students}
+
+    def named(digest: str, digits: int) -> str:
+        return " ".join((_ADJECTIVES[int(digest[0], 16)], _ANIMALS[int(digest[1], 16)],
+                         digest[2:2 + digits])).strip()
+
+    out = {s: named(d, digits) for s, d in digests.items()}
+    shared = {n for n, count in collections.Counter(out.values()).items() if count > 1}
+    return {s: named(digests[s], 16) if n in shared else n for s, n in out.items()}
+
+
+def _ran(row: GradeRow) -> bool:
+    """Her program built and ended by itself: its time is a run time."""
+    return row.status != "error" and row.run_seconds > 0 and \
+        (row.failure is None or row.failure is FailureKind.CHECK)
+
+
+def board(rows: Sequence[GradeRow], exercise: Exercise, key: bytes,
+          solution: Mapping[str, float | None], naming: Naming = "pseudonyms") -> Board:
+    """The board of a graded class's rows (pure)."""
+    ran = [r for r in rows if _ran(r)]
+    shown = pseudonyms([r.student for r in ran], exercise.name, key) if naming == "pseudonyms" \
+        else {r.student: names_mod.student_name(r.student) for r in ran}
+    timed = set(specs.TIMED_KINDS)
+    entries = [BoardRow(shown[r.student], r.language, r.status, r.run_seconds, r.lane,
+                        tuple((c.name, c.got) for c in r.checks
+                              if c.kind in timed and c.hidden == 0 and c.got),
+                        not any(c.status == "fail" and c.kind not in timed for c in r.checks))
+               for r in ran]
+    entries.sort(key=lambda e: (not e.ranked, e.seconds, e.name))
+    return Board(exercise.name, tuple(entries), tuple(sorted(solution.items())), naming,
+                 len(rows) - len(ran))
+
+
+def solution_times(exercise: Exercise, languages: Sequence[str], settings: Settings,
+                   probe: Probe, timeout: float | None, sandbox: str,
+                   lanes: Lanes | None) -> dict[str, float | None]:
+    """The solution's time in each language, as the grading kept it with its output (asked
+    as a row's run is: the public arguments, the same policy and lanes); None where there is
+    none (a students' course) or it failed."""
+    out: dict[str, float | None] = {}
+    for language in get_args(Language):
+        pair = exercise.sources.get(language)
+        if language not in languages or pair is None:
+            continue
+        out[language] = None
+        if pair.solution is None:
+            continue
+        try:
+            src = source_mod.from_file(pair.solution, language, str(pair.solution))
+            request, toolchain = resolve.resolve(
+                Options(), src, pair.solution.parent, settings, probe, exercise,
+                classroom.policy(exercise, rooms.scratch_root(settings), timeout, sandbox, lanes))
+            out[language] = solution_output(resolve.with_args(request, tuple(request.program_args)),
+                                            toolchain, exercise, probe, settings).seconds
+        except IdrrunError:
+            pass  # the board says it is not known
+    return out
+
+
+# --- renderings: no decisions below -------------------------------------------------------
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f} s"
+
+
+def _ratio(row: BoardRow, b: Board) -> str:
+    solution = b.solution_time(row.language)
+    return f"{row.seconds / solution:.2f}x" if solution else "?"
+
+
+def _rank(b: Board) -> list[str]:
+    ranks, n = [], 0
+    for r in b.rows:
+        n += r.ranked
+        ranks.append(str(n) if r.ranked else "—")
+    return ranks
+
+
+def _labels(b: Board) -> list[str]:
+    return list(dict.fromkeys(label for r in b.rows for label, _ in r.figures))
+
+
+def _notes(b: Board) -> list[str]:
+    where = "each run alone on its GPU (the exclusive lane of a timed check)" if b.alone else \
+        "not every run held a GPU alone (no lanes here, or a shared one): the times may not compare"
+    solution = ", ".join(f"{lang} {_seconds(s)}" for lang, s in b.solution) or "?"
+    said = [f"Times of the graded run, {where}; the solution: {solution}.",
+            "Names: pseudonyms (each student's own, the same on every board of this exercise)."
+            if b.naming == "pseudonyms" else "Names: the students' names."]
+    if any(not r.ranked for r in b.rows):
+        said.append("A run that failed a check (other than a timed one) is shown after the "
+                    "others, not ranked.")
+    if b.not_run:
+        said.append(f"Not on the board: {b.not_run} submission(s) with no finished run.")
+    return said
+
+
+def _cells(b: Board) -> list[list[str]]:
+    labels, lanes = _labels(b), any(r.lane for r in b.rows)
+    return [[rank, r.name, r.language, _seconds(r.seconds), _ratio(r, b), r.verdict,
+             *((r.lane,) if lanes else ()), *(dict(r.figures).get(label, "") for label in labels)]
+            for rank, r in zip(_rank(b), b.rows)]
+
+
+def _header(b: Board) -> list[str]:
+    return ["rank", "student", "language", "time", "x the solution", "verdict",
+            *(("lane",) if any(r.lane for r in b.rows) else ()), *_labels(b)]
+
+
+def markdown(b: Board) -> str:
+    """The board as a section of the grading report (REPORT.board.md)."""
+    header = _header(b)
+    lines = [f"# Times board: {escape.markdown_text(b.exercise)}", "",
+             *[escape.markdown_text(n) for n in _notes(b)], "",
+             "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(escape.markdown_cell(names_mod.decodable(c)) for c in row) + " |"
+              for row in _cells(b)]
+    return "\n".join(lines) + "\n"
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>{title}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}tr.unranked{{color:#777}}</style>
+</head><body>
+<h1>{title}</h1>
+{notes}
+<table>
+<thead><tr>{header}</tr></thead>
+<tbody>
+{rows}
+</tbody></table>
+</body></html>
+"""
+
+
+def page(b: Board) -> str:
+    """The board as a page of its own (REPORT.board.html; the hub serves a copy: hub/)."""
+    def cells(tag: str, row: Sequence[str]) -> str:
+        return "".join(f"<{tag}>{escape.html_text(names_mod.decodable(c))}</{tag}>" for c in row)
+
+    rows = [f'<tr class="{"ranked" if r.ranked else "unranked"}">{cells("td", c)}</tr>'
+            for r, c in zip(b.rows, _cells(b))]
+    return PAGE.format(title=escape.html_text(f"Times board: {b.exercise}"),
+                       notes="\n".join(f"<p>{escape.html_text(n)}</p>" for n in _notes(b)),
+                       header=cells("th", _header(b)), rows="\n".join(rows))
+
+
+def board_paths(report: Path) -> tuple[Path, Path]:
+    """REPORT.board.md and REPORT.board.html, beside the report (as its statistics are)."""
+    return report.with_suffix(".board.md"), report.with_suffix(".board.html")
+
+
+def write(b: Board, report: Path, published: Path | None = None) -> list[Path]:
+    """The board beside the report, and its page as PUBLISHED/EXERCISE.html (the folder the
+    hub serves: hub/jupyterhub_config.py) when given; the paths written."""
+    md, html = board_paths(report)
+    files.write_atomic(md, markdown(b))
+    files.write_atomic(html, page(b))
+    written = [md, html]
+    if published is not None:
+        target = published / f"{b.exercise}.html"
+        files.write_atomic(target, page(b))
+        # The hub reads it (the page holds a real name only when the teacher asked for names).
+        target.chmod(0o644)
+        written.append(target)
+    return written
