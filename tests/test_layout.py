@@ -48,7 +48,7 @@ ALLOWED_LATE_IMPORTS = {
     ("idrrun/server.py", "idrrun.profile.timeline"),
     ("idrrun/profile/timeline.py", "PIL.ImageFont"), ("idrrun/profile/timeline.py", "PIL.Image"),
     ("idrrun/profile/timeline.py", "PIL.ImageDraw"),
-    ("idrrun/checks/kinds.py", "idrrun.images.image_check"),
+    ("idrrun/checks/output_kinds.py", "idrrun.images.image_check"),
     ("idrrun/magic.py", "idrrun.images"),  # what became of a failed cell's pictures (--get)
     # difflib, for "did you mean": only a typo pays for it (the front ends import errors.py)
     ("idrrun/errors.py", "difflib"),

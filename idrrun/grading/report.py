@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from .. import annotate, escape
 from ..checks import compare, visibility
-from ..checks.kinds import passed_here
+from ..checks.verdict import passed_here
 from ..checks.score import CheckPoints, Score, points, score
 from ..checks.words import listing, plural
 from ..checks.specs import Exercise
@@ -609,7 +609,7 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     lines += _what_went_wrong(row)
     shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
     if row.checks and row.failure is not None and row.failure.step == "compile":
-        # A build that failed has one row (checks/kinds.py): the exercise's checks never ran.
+        # A build that failed has one row (checks/verdict.py): the exercise's checks never ran.
         lines += [f"The program did not build: none of the exercise's "
                   f"{plural(len(exercise.checks), 'check')} could judge it, and it earns no points.",
                   ""]
