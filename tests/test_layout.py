@@ -61,7 +61,7 @@ ALLOWED_LATE_IMPORTS = {
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"model", "errors", "version", "files", "escape"}),  # values, stdlib only
     frozenset({"run"}),                                    # processes, boxes, the boundary
-    frozenset({"profile", "images", "toolchains"}),        # what runs know and draw
+    frozenset({"profile", "images", "pictures", "toolchains"}),  # what runs know and draw
     frozenset({"checks", "annotate"}),                     # specs, check kinds, the annotated source (pure)
     frozenset({"request"}),                                # options, settings, the resolver
     frozenset({"build"}),
