@@ -17,6 +17,7 @@ from .specs import CheckSpec
 from .words import listed, plural
 
 
+# How uses_openacc knows the compute regions that ran, in its reason.
 RAN_METHOD = "counted as they ran, OpenACC profiling interface"
 
 
