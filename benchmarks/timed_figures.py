@@ -28,7 +28,7 @@ import bench
 sys.path.insert(0, str(bench.ROOT))
 
 from idrrun import checking, pipeline, toolchains  # noqa: E402
-from idrrun.checks import kinds, measure, specs  # noqa: E402
+from idrrun.checks import measure, specs, trace_kinds  # noqa: E402
 from idrrun.checks.measure import Figure  # noqa: E402
 from idrrun.model import Lanes, Probe, Settings  # noqa: E402
 from idrrun.request import config, resolve  # noqa: E402
@@ -88,7 +88,7 @@ def figures(ex: specs.Exercise, language: str, solution: Path, work: Path,
             break
         values = checking.gpu_trace_values(toolchain, outcome)
         for c in timed:
-            found = kinds.figure(c, values)
+            found = trace_kinds.figure(c, values)
             if found is not None:
                 samples[c.label].append(found)
         print(f"{ex.name} {language}: run {len(samples[timed[0].label])}: "
@@ -106,7 +106,7 @@ def figures(ex: specs.Exercise, language: str, solution: Path, work: Path,
             following = next(replay, None)
             return {c.label: following} if following is not None else "fewer runs than asked"
 
-        graded = kinds.measured_result(c, measure.repeat({c.label: got[0]}, again)[c.label])
+        graded = trace_kinds.measured_result(c, measure.repeat({c.label: got[0]}, again)[c.label])
         shown = ", ".join(f"{100 * f.value:.1f}" for f in got)
         out.append(f"  {ex.name:14s} {language:8s} {c.label}: median {100 * every.median:.1f} % "
                    f"over {len(got)} runs ({100 * every.low:.1f}–{100 * every.high:.1f} %); "

@@ -22,9 +22,11 @@ from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import compare, kinds, measure, reference, specs, visibility
+from .checks import compare, measure, reference, specs, trace_kinds, visibility
+from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
 from .checks.specs import Exercise
+from .checks.verdict import evaluate, evaluate_hidden
 from .checks.words import plural
 from .errors import IdrrunError, SpecError
 from .model import (AccReport, BuildResult, CheckResult, Comparison, Failure, FailureKind, Probe,
@@ -255,14 +257,14 @@ def _acc(toolchain: Toolchain, built: BuildResult | None) -> AccReport | None:
 
 def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
               solution: SolutionRun | None,
-              host: kinds.HostComparison | None = None) -> kinds.Evidence:
+              host: HostComparison | None = None) -> Evidence:
     built = outcome.build
     compiled = None
     if built is not None and built.ok and built.build_dir is not None:
         pre = built.build_dir / build_mod.PREPROCESSED
         if pre.is_file():
             compiled = pre.read_text(errors="replace")
-    return kinds.Evidence(
+    return Evidence(
         source_text=request.source.text, language=request.source.language, build=built,
         run=outcome.run,
         acc=_acc(toolchain, built),
@@ -329,7 +331,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     host = host_comparison(request, toolchain, exercise, probe, settings, outcome) \
         if exercise.compares_host and ran and outcome.failure is None else None
     evidence = _evidence(request, toolchain, outcome, solution, host)
-    verdict = dataclasses.replace(kinds.evaluate(exercise, evidence),
+    verdict = dataclasses.replace(evaluate(exercise, evidence),
                                   comparison=_comparison(exercise, toolchain, outcome, solution))
     if request.timed and ran and outcome.failure is None:
         verdict = _measured(verdict, exercise, request, toolchain, probe, settings, outcome)
@@ -340,8 +342,8 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
                             probe, settings, hidden)[0]
             rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
                                      wanted=exercise.solution_files)
-            extra += kinds.evaluate_hidden(exercise, _evidence(again, toolchain, rerun,
-                                                               solution_for(again)), i)
+            extra += evaluate_hidden(exercise, _evidence(again, toolchain, rerun,
+                                                         solution_for(again)), i)
         verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))
     if not hidden:
         # A notebook's or a terminal's --check is the student's: what the spec lets them see.
@@ -364,7 +366,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     return dataclasses.replace(outcome, verdict=verdict, failure=failure, annotated=listing)
 
 
-def annotated(request: RunRequest, outcome: Outcome, evidence: kinds.Evidence,
+def annotated(request: RunRequest, outcome: Outcome, evidence: Evidence,
               checks: Sequence[CheckResult]) -> annotate.Listing:
     """The source with what its build said of it, the compiler's report and the failed checks."""
     src = request.source
@@ -378,13 +380,13 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
     """The timed checks measured over more runs of the same build (each one in its lane,
     alone on its GPU: run/lanes.py) until their figures settle (checks/measure.py); the other
     checks stay as the first run gave them. A program that fails another check is not run
-    again: its verdict is decided (kinds.unmeasured_result)."""
+    again: its verdict is decided (trace_kinds.unmeasured_result)."""
     timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS}
     if outcome.run is None or not outcome.run.proc.ok:
-        return verdict  # its trace checks are not judged (kinds.CUT_SHORT): nothing to measure
+        return verdict  # its trace checks are not judged (verdict.py's CUT_SHORT): nothing to measure
 
     def figures(values: dict[str, float] | None) -> dict[str, Figure]:
-        found = {label: kinds.figure(spec, values) for label, spec in timed.items()}
+        found = {label: trace_kinds.figure(spec, values) for label, spec in timed.items()}
         return {label: f for label, f in found.items() if f is not None}
 
     def again() -> dict[str, Figure] | str:
@@ -399,13 +401,13 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
         return verdict  # no trace: the checks say why they are incomplete
     if any(c.status == "fail" and c.name not in timed for c in verdict.checks):
         return dataclasses.replace(verdict, checks=tuple(
-            kinds.unmeasured_result(timed[c.name], first[c.name])
+            trace_kinds.unmeasured_result(timed[c.name], first[c.name])
             if c.name in first and not c.hidden else c for c in verdict.checks))
     bounds = {label: bound for label, spec in timed.items()
-              if (bound := kinds.timed_bound(spec)) is not None}
+              if (bound := trace_kinds.timed_bound(spec)) is not None}
     measured = measure.repeat(first, again, bounds=bounds)
     return dataclasses.replace(verdict, checks=tuple(
-        kinds.measured_result(timed[c.name], measured[c.name])
+        trace_kinds.measured_result(timed[c.name], measured[c.name])
         if c.name in measured and not c.hidden else c for c in verdict.checks))
 
 
@@ -415,15 +417,15 @@ NOT_ON_GPU = ("this build runs its compute regions on the host: there is no GPU 
 
 
 def host_comparison(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-                    settings: Settings, outcome: Outcome) -> kinds.HostComparison:
+                    settings: Settings, outcome: Outcome) -> HostComparison:
     """For agrees_with_host: the program's output at the exercise's host arguments (small, so
     that the host's run stays short) on the GPU — the checked run's own when it ran with them —
     and the same build's with its compute regions on the host (the family says how)."""
     if toolchain.target != "gpu":
-        return kinds.HostComparison(problem=NOT_ON_GPU)
+        return HostComparison(problem=NOT_ON_GPU)
     why = family_of(toolchain).host_comparison(toolchain)
     if why:
-        return kinds.HostComparison(problem=why)
+        return HostComparison(problem=why)
     at = resolve.with_args(request, exercise.host_args)
     on_gpu = outcome if request.program_args == exercise.host_args else \
         pipeline.execute(at, toolchain, probe, settings, NullReporter())
@@ -431,10 +433,10 @@ def host_comparison(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     for where, done in (("on the GPU", on_gpu), ("on the host", on_host)):
         if done.failure is not None or done.run is None:
             what = done.failure.what if done.failure is not None else "it did not run"
-            return kinds.HostComparison(problem=f"the run with the host arguments {where} "
-                                                f"failed: {what}")
+            return HostComparison(problem=f"the run with the host arguments {where} "
+                                          f"failed: {what}")
     assert on_gpu.run is not None and on_host.run is not None
-    return kinds.HostComparison(on_gpu.run.proc.output, on_host.run.proc.output)
+    return HostComparison(on_gpu.run.proc.output, on_host.run.proc.output)
 
 
 # What a run that timed out is told of the solution's own time, when it is known.

@@ -14,7 +14,7 @@ from typing import TextIO
 from . import annotate, escape
 from .build import shown_command
 from .annotate import Listing
-from .checks.kinds import passed_here
+from .checks.verdict import passed_here
 from .checks.visibility import MORE_AT_GRADING
 from .checks.words import plural
 from .model import (VERDICT_WORDS, BuildResult, Comparison, Failure, RunRequest, RunResult,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from idrrun.checks.kinds import (CUT_SHORT, NO_GPU_HERE, NO_TRACE, Evidence, HostComparison,
-                                evaluate_one)
+from idrrun.checks.evidence import Evidence, HostComparison
+from idrrun.checks.verdict import CUT_SHORT, NO_GPU_HERE, NO_TRACE, evaluate_one
 from idrrun.checks.specs import CheckSpec
 from idrrun.model import (AccReport, BuildResult, ConstructRan, ImplicitData, ProcResult,
                           RegionsRan, RunResult)

@@ -273,7 +273,9 @@ def test_a_large_reference_picture_is_kept_compressed_and_compared(students: Pat
     right picture passes and a wrong one fails, where it used to be incomplete."""
     import gzip
 
-    from idrrun.checks import kinds, reference
+    from idrrun.checks import reference
+    from idrrun.checks.evidence import Evidence
+    from idrrun.checks.verdict import evaluate_one
     from idrrun.model import BuildResult, ProcResult, RunResult
 
     exercise = specs.load(students / "examples" / "mandelbrot_rows.toml")
@@ -288,11 +290,11 @@ def test_a_large_reference_picture_is_kept_compressed_and_compared(students: Pat
 
     def checked(picture: bytes) -> object:
         (tmp_path / "mandelbrot.pgm").write_bytes(picture)
-        evidence = kinds.Evidence(source_text="", language="c", build=built, run=ran, acc=None,
-                                  solution_output=ref.output, from_reference=True,
-                                  run_dir=tmp_path, solution_dir=ref.folder,
-                                  solution_left_out=ref.left_out)
-        return kinds.evaluate_one(image, evidence)
+        evidence = Evidence(source_text="", language="c", build=built, run=ran, acc=None,
+                            solution_output=ref.output, from_reference=True,
+                            run_dir=tmp_path, solution_dir=ref.folder,
+                            solution_left_out=ref.left_out)
+        return evaluate_one(image, evidence)
 
     right = gzip.decompress(packed.read_bytes())
     assert len(right) > 13_000_000
@@ -313,7 +315,7 @@ def test_references_keep_large_pictures_compressed_or_say_why_not(tmp_path: Path
     import gzip
 
     from idrrun.checking import SolutionRun
-    from idrrun.checks import kinds, reference
+    from idrrun.checks import reference
     from idrrun.grading import course
 
     (tmp_path / "mandelbrot_rows.toml").write_text((ROOT / "examples" / "mandelbrot_rows.toml").read_text())

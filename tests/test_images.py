@@ -20,8 +20,9 @@ import pytest
 from PIL import Image as PILImage
 
 from conftest import Kernel, ROOT
-from idrrun import images
-from idrrun.images import Image, ImageError, compare_images, image_check, show
+from idrrun import pictures
+from idrrun.images import compare_images, image_check, show
+from idrrun.pictures import Image, ImageError
 
 
 def from_rows(rows: list[list[float]], peak: float | None = None, source: str = "") -> Image:
@@ -156,47 +157,47 @@ def expected_rows(f: object) -> list[list[float]]:
 
 @pytest.mark.parametrize("kind", ["p5", "p2"])
 def test_8bit_gray_from_c(writer: Path, tmp_path: Path, kind: str) -> None:
-    image = images.read_pnm(written(writer, kind, tmp_path))
+    image = pictures.read_pnm(written(writer, kind, tmp_path))
     assert (image.width, image.height, image.channels, image.peak) == (W, H, 1, 255.0)
-    assert images.rows(image) == expected_rows(gray8)
+    assert pictures.rows(image) == expected_rows(gray8)
     assert image.kind == f"{kind.upper()}, 8-bit gray"
 
 
 def test_16bit_gray_from_c(writer: Path, tmp_path: Path) -> None:
-    image = images.read_pnm(written(writer, "p5_16", tmp_path))
+    image = pictures.read_pnm(written(writer, "p5_16", tmp_path))
     assert image.peak == 65535.0 and image.kind == "P5, 16-bit gray"
-    assert images.rows(image) == expected_rows(gray16)
+    assert pictures.rows(image) == expected_rows(gray16)
 
 
 @pytest.mark.parametrize("kind", ["p6", "p3"])
 def test_8bit_colour_from_c(writer: Path, tmp_path: Path, kind: str) -> None:
-    image = images.read_pnm(written(writer, kind, tmp_path))
+    image = pictures.read_pnm(written(writer, kind, tmp_path))
     assert image.channels == 3 and image.shape == f"{W}×{H} colour"
-    assert images.rows(image, 0)[5] == [float(x) for x in range(W)]
-    assert [r[3] for r in images.rows(image, 1)] == [float(y) for y in range(H)]
-    assert images.rows(image, 2)[0][:3] == [255.0, 254.0, 253.0]
+    assert pictures.rows(image, 0)[5] == [float(x) for x in range(W)]
+    assert [r[3] for r in pictures.rows(image, 1)] == [float(y) for y in range(H)]
+    assert pictures.rows(image, 2)[0][:3] == [255.0, 254.0, 253.0]
 
 
 def test_16bit_colour_from_c(writer: Path, tmp_path: Path) -> None:
-    image = images.read_pnm(written(writer, "p6_16", tmp_path))
+    image = pictures.read_pnm(written(writer, "p6_16", tmp_path))
     assert image.peak == 4095.0 and image.kind == "P6, 16-bit colour"
-    assert images.rows(image, 0)[0][:3] == [0.0, 100.0, 200.0]
-    assert images.rows(image, 2)[0][:2] == [4095.0, 3995.0]
+    assert pictures.rows(image, 0)[0][:3] == [0.0, 100.0, 200.0]
+    assert pictures.rows(image, 2)[0][:2] == [4095.0, 3995.0]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_raw_floats_from_c(writer: Path, tmp_path: Path, dtype: str) -> None:
-    image = images.read_raw(written(writer, dtype, tmp_path), W, H, dtype)
+    image = pictures.read_raw(written(writer, dtype, tmp_path), W, H, dtype)
     assert image.peak is None and image.kind == f"raw {dtype}"
-    got = images.rows(image)
+    got = pictures.rows(image)
     for y in range(H):
         for x in range(W):
             assert got[y][x] == pytest.approx(wave(x, y), abs=1e-7)
 
 
 def test_raw_uint16_from_c(writer: Path, tmp_path: Path) -> None:
-    image = images.read_raw(written(writer, "uint16", tmp_path), W, H, "uint16")
-    assert images.rows(image) == expected_rows(gray16)
+    image = pictures.read_raw(written(writer, "uint16", tmp_path), W, H, "uint16")
+    assert pictures.rows(image) == expected_rows(gray16)
 
 
 def test_same_picture_in_two_formats_is_identical(writer: Path, tmp_path: Path) -> None:
@@ -222,7 +223,7 @@ def test_same_picture_in_two_formats_is_identical(writer: Path, tmp_path: Path) 
 def test_bad_files_from_c(writer: Path, tmp_path: Path, kind: str, message: str) -> None:
     path = written(writer, kind, tmp_path)
     with pytest.raises(ImageError, match=message) as info:
-        images.read_pnm(path)
+        pictures.read_pnm(path)
     assert str(info.value).startswith(str(path))
 
 
@@ -230,30 +231,30 @@ def test_raw_of_the_wrong_size(writer: Path, tmp_path: Path) -> None:
     path = written(writer, "float64", tmp_path)
     with pytest.raises(ImageError, match=r"too large: 40×24 float32 is 3840 bytes, the file has 7680 "
                                          r"\(1920 values of float32\)"):
-        images.read_raw(path, W, H, "float32")
+        pictures.read_raw(path, W, H, "float32")
     with pytest.raises(ImageError, match=r"truncated: 80×24 float64 is 15360 bytes, the file has 7680"):
-        images.read_raw(path, 2 * W, H, "float64")
+        pictures.read_raw(path, 2 * W, H, "float64")
     with pytest.raises(ImageError, match="unknown dtype 'double'"):
-        images.read_raw(path, W, H, "double")
+        pictures.read_raw(path, W, H, "double")
 
 
 def test_missing_and_empty_files(tmp_path: Path) -> None:
     with pytest.raises(ImageError, match=r"out\.pgm: no such file \(did the program write it\?"):
-        images.read_pnm(tmp_path / "out.pgm")
+        pictures.read_pnm(tmp_path / "out.pgm")
     (tmp_path / "empty.pgm").write_bytes(b"")
     with pytest.raises(ImageError, match="it starts with an empty file"):
-        images.read_pnm(tmp_path / "empty.pgm")
+        pictures.read_pnm(tmp_path / "empty.pgm")
     with pytest.raises(ImageError, match="cannot be read"):
-        images.read_pnm(tmp_path)  # a folder
+        pictures.read_pnm(tmp_path)  # a folder
     (tmp_path / "zero.pgm").write_bytes(b"P5 0 4 255\n")
     with pytest.raises(ImageError, match="a size of 0×4"):
-        images.read_pnm(tmp_path / "zero.pgm")
+        pictures.read_pnm(tmp_path / "zero.pgm")
     (tmp_path / "big.pgm").write_bytes(b"P5 1 1 70000\n\0\0")
     with pytest.raises(ImageError, match="maxval is 70000"):
-        images.read_pnm(tmp_path / "big.pgm")
+        pictures.read_pnm(tmp_path / "big.pgm")
     (tmp_path / "glued.pgm").write_bytes(b"P5 1 1 255")
     with pytest.raises(ImageError, match="followed by one whitespace"):
-        images.read_pnm(tmp_path / "glued.pgm")
+        pictures.read_pnm(tmp_path / "glued.pgm")
 
 
 @pytest.mark.parametrize("data, message", [
@@ -269,14 +270,14 @@ def test_missing_and_empty_files(tmp_path: Path) -> None:
 ])
 def test_bad_pnm_bytes(data: bytes, message: str) -> None:
     with pytest.raises(ImageError, match=f"^mem: {message}"):
-        images.parse_pnm(data, "mem")
+        pictures.parse_pnm(data, "mem")
 
 
 def test_plain_pixels_may_carry_comments_and_binary_ones_two_bytes() -> None:
-    image = images.parse_pnm(b"P2 2 2 300 # maxval\n1 2 # first row\n3\n# a line of its own\n300\n")
-    assert images.rows(image) == [[1.0, 2.0], [3.0, 300.0]] and image.kind == "P2, 16-bit gray"
-    image = images.parse_pnm(b"P6 1 1 4095\n\x0f\xff\x00\x01\x01\x00")
-    assert [images.rows(image, c) for c in range(3)] == [[[4095.0]], [[1.0]], [[256.0]]]
+    image = pictures.parse_pnm(b"P2 2 2 300 # maxval\n1 2 # first row\n3\n# a line of its own\n300\n")
+    assert pictures.rows(image) == [[1.0, 2.0], [3.0, 300.0]] and image.kind == "P2, 16-bit gray"
+    image = pictures.parse_pnm(b"P6 1 1 4095\n\x0f\xff\x00\x01\x01\x00")
+    assert [pictures.rows(image, c) for c in range(3)] == [[[4095.0]], [[1.0]], [[256.0]]]
     assert image.kind == "P6, 16-bit colour" and image.peak == 4095.0
 
 
@@ -291,7 +292,7 @@ def test_random_bytes_never_crash(tmp_path: Path) -> None:
             data[rng.randrange(len(data))] = rng.randrange(256)
         data = data[: rng.randint(0, len(data))] if i % 3 == 0 else data
         try:
-            images.parse_pnm(bytes(data), "fuzz")
+            pictures.parse_pnm(bytes(data), "fuzz")
         except ImageError as exc:
             assert str(exc).startswith("fuzz: ")
 
@@ -391,7 +392,7 @@ def test_show_a_strip_by_pattern(writer: Path, tmp_path: Path) -> None:
 
 
 def test_show_large_picture_is_shrunk_and_raw_is_stretched(tmp_path: Path) -> None:
-    photo = images.read_pnm(ROOT / "examples" / "data" / "camera.pgm")
+    photo = pictures.read_pnm(ROOT / "examples" / "data" / "camera.pgm")
     assert (photo.width, photo.height, photo.peak) == (512, 512, 255.0)
     wide = from_rows([[float(x % 7) for x in range(1024)] for _ in range(8)], source="wide")
     (frame,) = _decode(show(wide)._repr_html_())
@@ -403,7 +404,7 @@ def test_show_large_picture_is_shrunk_and_raw_is_stretched(tmp_path: Path) -> No
 
 def test_comparison_shows_three_frames(tmp_path: Path) -> None:
     expected = from_rows([[10.0 * x for x in range(8)] for _ in range(8)], peak=255, source="ref.pgm")
-    rows = images.rows(expected)
+    rows = pictures.rows(expected)
     rows[2][2] += 4
     result = compare_images(from_rows(rows, peak=255, source="out.pgm"), expected)
     text = result._repr_html_()
@@ -476,7 +477,7 @@ def test_a_compressed_reference_is_read_and_a_broken_one_said(tmp_path: Path) ->
     (tmp_path / "ref.pgm.gz").write_bytes(gzip.compress(picture, mtime=0))
     result = image_check(tmp_path / "got.pgm", tmp_path / "ref.pgm.gz", "picture")
     assert result.status == "pass" and result.got.startswith("identical"), result
-    assert images.read_pnm(tmp_path / "ref.pgm.gz").source.endswith("ref.pgm")
+    assert pictures.read_pnm(tmp_path / "ref.pgm.gz").source.endswith("ref.pgm")
     for broken in (b"not gzip at all", gzip.compress(picture)[:12]):
         (tmp_path / "bad.pgm.gz").write_bytes(broken)
         result = image_check(tmp_path / "got.pgm", tmp_path / "bad.pgm.gz", "picture")

@@ -2,7 +2,8 @@
 heavy or lazy ones named here, each by the exact module), layers that only import downwards in
 every form of import, no private name imported from another module, no function that only the
 tests use, every package folder says what it owns, family names decide behaviour only in their
-own modules, no function above the complexity the code allows itself, and mypy clean.
+own modules, no function above the complexity the code allows itself, every module of
+maintainability rank A or B (radon's MI) or saying why not at its top, and mypy clean.
 
 The import rules read the syntax trees, so no comment silences them; the others read their
 tool's real output and check the tool's own exit status: a pattern that never matches checks
@@ -48,7 +49,7 @@ ALLOWED_LATE_IMPORTS = {
     ("idrrun/server.py", "idrrun.profile.timeline"),
     ("idrrun/profile/timeline.py", "PIL.ImageFont"), ("idrrun/profile/timeline.py", "PIL.Image"),
     ("idrrun/profile/timeline.py", "PIL.ImageDraw"),
-    ("idrrun/checks/kinds.py", "idrrun.images.image_check"),
+    ("idrrun/checks/output_kinds.py", "idrrun.images.image_check"),
     ("idrrun/magic.py", "idrrun.images"),  # what became of a failed cell's pictures (--get)
     # difflib, for "did you mean": only a typo pays for it (the front ends import errors.py)
     ("idrrun/errors.py", "difflib"),
@@ -61,7 +62,7 @@ ALLOWED_LATE_IMPORTS = {
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"model", "errors", "version", "files", "escape"}),  # values, stdlib only
     frozenset({"run"}),                                    # processes, boxes, the boundary
-    frozenset({"profile", "images", "toolchains"}),        # what runs know and draw
+    frozenset({"profile", "images", "pictures", "toolchains"}),  # what runs know and draw
     frozenset({"checks", "annotate"}),                     # specs, check kinds, the annotated source (pure)
     frozenset({"request"}),                                # options, settings, the resolver
     frozenset({"build"}),
@@ -378,6 +379,35 @@ def test_no_function_above_complexity_20() -> None:
     assert too_complex(PACKAGE) == []
 
 
+# A module below maintainability rank B (radon's MI under 10) says why at its top: a line of
+# its docstring that starts with this word.
+MAINTAINABILITY_REASON = "Maintainability:"
+
+
+def hard_to_maintain(package: Path) -> list[str]:
+    """radon's modules of `package` below maintainability rank B (rank C: MI under 10) whose
+    docstring has no line starting "Maintainability:" to say why."""
+    radon = Path(sys.executable).with_name("radon")
+    r = subprocess.run([str(radon) if radon.exists() else "radon", "mi", "--json", package.name],
+                       cwd=package.parent, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ranked = json.loads(r.stdout)
+    # radon read every module, each into a rank: a module it could not parse is no pass.
+    assert set(ranked) == {str(path.relative_to(package.parent)) for path in package.rglob("*.py")}
+    assert all(result.get("rank") in ("A", "B", "C") for result in ranked.values()), ranked
+    found = []
+    for path, result in sorted(ranked.items()):
+        doc = ast.get_docstring(ast.parse((package.parent / path).read_text())) or ""
+        said = any(line.startswith(MAINTAINABILITY_REASON) for line in doc.splitlines())
+        if result["rank"] not in ("A", "B") and not said:
+            found.append(f"{path} (rank {result['rank']}, MI {result['mi']:.2f})")
+    return found
+
+
+def test_every_module_maintainable_or_says_why() -> None:
+    assert hard_to_maintain(PACKAGE) == []
+
+
 # --- each rule seen failing: the same checks on a copy of the package with one rule broken ---
 
 @pytest.fixture
@@ -459,3 +489,15 @@ def test_a_type_error_is_found(tmp_path: Path) -> None:
     (scratch / "bad.py").write_text('def f() -> int:\n    return "not a number"\n')
     errors = mypy_errors(scratch, cache=tmp_path / "cache")
     assert len(errors) == 1 and "bad.py:2: error: Incompatible return value" in errors[0], errors
+
+
+def test_a_module_hard_to_maintain_is_found(copy: Path) -> None:
+    # Twenty uncommented functions of ten branches each take files.py (rank A) to rank C.
+    branches = "\n".join(f"    if x == {i}:\n        y = y * {i} + x ** {i % 3} - {i}" for i in range(10))
+    files = copy / "files.py"
+    files.write_text(files.read_text() + "".join(
+        f"\n\ndef _scratch_{n}(x: int) -> int:\n    y = x\n{branches}\n    return y\n" for n in range(20)))
+    assert [f for f in hard_to_maintain(copy) if f.startswith("idrrun/files.py (rank C")] != []
+    # Its reason written at its top, the rule lets it be.
+    files.write_text(files.read_text().replace('"""', '"""Maintainability: a scratch module.\n\n', 1))
+    assert hard_to_maintain(copy) == []

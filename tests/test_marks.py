@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from idrrun.checks import score as score_mod
-from idrrun.checks import specs, visibility
+from idrrun.checks import spec_fields, specs, visibility
 from idrrun.display import VerdictView
 from idrrun.errors import SpecError
 from idrrun.grading import course, report
@@ -188,12 +188,12 @@ def test_points_wait_for_the_checks_they_count_on(tmp_path: Path) -> None:
 def test_field_line_finds_tables_keys_and_the_closest_place_of_a_missing_field() -> None:
     text = (ROOT / "examples" / "intro_pi.toml").read_text()
     lines = text.splitlines()
-    assert lines[specs.field_line(text, "args.draw.ranges[0]") - 1].startswith("ranges")  # type: ignore[operator]
-    assert lines[specs.field_line(text, "sources.fortran.solution") - 1].startswith("solution")  # type: ignore[operator]
-    at = specs.field_line(text, "check[3].expected")  # absent: its [[check]]
+    assert lines[spec_fields.field_line(text, "args.draw.ranges[0]") - 1].startswith("ranges")  # type: ignore[operator]
+    assert lines[spec_fields.field_line(text, "sources.fortran.solution") - 1].startswith("solution")  # type: ignore[operator]
+    at = spec_fields.field_line(text, "check[3].expected")  # absent: its [[check]]
     assert at is not None and lines[at - 1].startswith("[[check]]")
     assert sum(line.startswith("[[check]]") for line in lines[:at]) == 4
-    assert specs.field_line("", "name") is None
+    assert spec_fields.field_line("", "name") is None
 
 
 def _row(ex: specs.Exercise, checks: tuple[CheckResult, ...]) -> report.GradeRow:

@@ -1,4 +1,4 @@
-"""Timed checks are measured, not sampled once (checks/measure.py, kinds.measured_result, and
+"""Timed checks are measured, not sampled once (checks/measure.py, trace_kinds.measured_result, and
 checking's repetition of a timed run): a stable figure's median decides, with its spread; one
 that does not settle is incomplete, never a fail from noise. No GPU here: the figures are fakes,
 the runs real."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from idrrun import checking, toolchains
-from idrrun.checks import kinds, measure, specs
+from idrrun.checks import measure, specs, trace_kinds, verdict
 from idrrun.checks.measure import Figure, Measured, Repeat
 from idrrun.pipeline import NullReporter, Outcome
 from idrrun.request import config, resolve
@@ -39,7 +39,7 @@ def test_a_stable_figure_takes_the_least_runs() -> None:
     calls, again = run_of([0.61, 0.58])
     got = measure.repeat({"GPU busy": Figure(0.59)}, again)["GPU busy"]
     assert calls == [2] and got.samples == (0.59, 0.61, 0.58) and got.stable
-    result = kinds.measured_result(BUSY, got)
+    result = trace_kinds.measured_result(BUSY, got)
     assert result.status == "pass" and result.got == "59 % (median of 3 runs: 58–61 %)"
 
 
@@ -52,13 +52,13 @@ def test_a_figure_that_settles_late_and_one_that_never_does() -> None:
     calls, again = run_of([0.7, 0.45, 0.6, 0.35, 0.65, 0.4, 0.9])
     got = measure.repeat({"GPU busy": Figure(0.3)}, again)["GPU busy"]
     assert calls == [6] and len(got.samples) == Repeat().most and not got.stable
-    result = kinds.measured_result(BUSY, got)
+    result = trace_kinds.measured_result(BUSY, got)
     assert result.status == "incomplete", result
     assert result.got.startswith("45 % (median of 7 runs: 30–70 %)")
     assert "not stable over 7 runs" in result.reason and "the runs disagree" in result.reason
     # Never stable, but every run below the bound: that is no noise, it fails.
     calls, again = run_of([0.3, 0.1, 0.25, 0.05, 0.2, 0.12])
-    result = kinds.measured_result(BUSY, measure.repeat({"GPU busy": Figure(0.15)}, again)["GPU busy"])
+    result = trace_kinds.measured_result(BUSY, measure.repeat({"GPU busy": Figure(0.15)}, again)["GPU busy"])
     assert result.status == "fail" and result.got.endswith(", not stable")
     assert "every one of the 7 runs says so" in result.reason
 
@@ -67,7 +67,7 @@ def test_an_exact_figure_is_one_run_and_a_failed_run_stops_the_measure() -> None
     calls, again = run_of([])
     got = measure.repeat({"GPU busy": Figure(0.0, exact=True)}, again)["GPU busy"]
     assert calls == [0] and got.stable
-    result = kinds.measured_result(BUSY, got)
+    result = trace_kinds.measured_result(BUSY, got)
     assert result.status == "fail" and result.got == "0 %"  # the GPU never worked
 
     def broken() -> str:
@@ -75,7 +75,7 @@ def test_an_exact_figure_is_one_run_and_a_failed_run_stops_the_measure() -> None
 
     got = measure.repeat({"GPU busy": Figure(0.7)}, broken)["GPU busy"]
     assert got.samples == (0.7,) and got.stopped
-    result = kinds.measured_result(BUSY, got)
+    result = trace_kinds.measured_result(BUSY, got)
     assert result.status == "incomplete" and "measured 1 time(s) only" in result.reason
 
 
@@ -87,13 +87,13 @@ def test_runs_clear_of_the_bound_stop_at_the_least_count() -> None:
     got = measure.repeat({"GPU busy": Figure(0.61)}, again, bounds={"GPU busy": 0.25})["GPU busy"]
     assert calls == [2] and got.samples == (0.61, 0.49, 0.63)
     assert not got.stable and got.clear
-    result = kinds.measured_result(dataclasses.replace(BUSY, min_share=0.25), got)
+    result = trace_kinds.measured_result(dataclasses.replace(BUSY, min_share=0.25), got)
     assert result.status == "pass" and result.got == "61 % (median of 3 runs: 49–63 %)"
     assert "all 3 runs are clear of the bound by more than ±10 %" in result.reason
     # Clear below the bound fails the same way: 3 runs, not 7.
     calls, again = run_of([0.1, 0.25, 0.05, 0.2])
     got = measure.repeat({"GPU busy": Figure(0.15)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
-    assert calls == [2] and kinds.measured_result(BUSY, got).status == "fail"
+    assert calls == [2] and trace_kinds.measured_result(BUSY, got).status == "fail"
     # Near the bound the runs go on until the figure settles: 0.52 is within ±10 % of 0.5.
     calls, again = run_of([0.70, 0.56, 0.57, 0.56, 0.9])
     got = measure.repeat({"GPU busy": Figure(0.52)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
@@ -124,12 +124,12 @@ def test_settled_is_within_the_tolerance_of_the_median() -> None:
 
 
 def test_figure_of_a_trace() -> None:
-    assert kinds.figure(BUSY, None) is None  # no trace: the check says why
-    assert kinds.figure(BUSY, {"gpu_busy": 0.4, "kernels": 3.0}) == Figure(0.4)
-    assert kinds.figure(BUSY, {"gpu_busy": 0.0, "kernels": 0.0, "bytes_moved": 0.0}) == \
+    assert trace_kinds.figure(BUSY, None) is None  # no trace: the check says why
+    assert trace_kinds.figure(BUSY, {"gpu_busy": 0.4, "kernels": 3.0}) == Figure(0.4)
+    assert trace_kinds.figure(BUSY, {"gpu_busy": 0.0, "kernels": 0.0, "bytes_moved": 0.0}) == \
         Figure(0.0, exact=True)
     other = specs.CheckSpec(kind="queues", label="queues", minimum=3)
-    assert kinds.figure(other, {"queues": 3.0}) is None  # not timed
+    assert trace_kinds.figure(other, {"queues": 3.0}) is None  # not timed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,14 +215,14 @@ def test_a_timed_figure_that_does_not_settle_is_incomplete(
 
 def test_a_run_that_did_not_end_normally_is_not_measured(
         busy: tuple[specs.Exercise, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its trace may stop short (kinds.CUT_SHORT): one run, the timed check incomplete."""
+    """Its trace may stop short (verdict.CUT_SHORT): one run, the timed check incomplete."""
     exercise, folder = busy
     (folder / "busy.c").write_text('#include <stdio.h>\nint main(void){puts("ran");return 3;}\n')
     outcome, runs = checked(exercise, folder, monkeypatch, [0.9, 0.9, 0.9])
     assert runs == 1 and outcome.verdict is not None
     [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
     assert busy_check.status == "incomplete"
-    assert busy_check.reason == kinds.CUT_SHORT.format(how="exit code 3")
+    assert busy_check.reason == verdict.CUT_SHORT.format(how="exit code 3")
 
 
 def test_an_untimed_request_takes_one_sample(busy: tuple[specs.Exercise, Path],
@@ -248,7 +248,7 @@ def test_a_program_failing_another_check_is_not_measured_further(
     assert busy_check.got == "80 %"
     outcome, _ = checked(exercise, folder, monkeypatch, [0.3])
     [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"] if outcome.verdict else []
-    assert busy_check.got == "30 % (one run)" and busy_check.reason == kinds.NOT_MEASURED
+    assert busy_check.got == "30 % (one run)" and busy_check.reason == trace_kinds.NOT_MEASURED
 
 
 def test_a_measured_timed_check_keeps_its_place_in_the_spec_and_earns_its_points() -> None:
@@ -264,8 +264,8 @@ def test_a_measured_timed_check_keeps_its_place_in_the_spec_and_earns_its_points
                               checks=(specs.CheckSpec(kind="exit_ok", label="ends", index=0), spec))
     again: Iterator[Figure] = iter([Figure(0.8), Figure(0.8)])
     measured = measure.repeat({"GPU busy": Figure(0.8)}, lambda: {"GPU busy": next(again)})
-    result = kinds.measured_result(spec, measured["GPU busy"])
-    once = kinds.unmeasured_result(spec, Figure(0.8))
+    result = trace_kinds.measured_result(spec, measured["GPU busy"])
+    once = trace_kinds.unmeasured_result(spec, Figure(0.8))
     assert result.status == once.status == "pass" and result.check == once.check == 1
     ends = CheckResult("ends", "pass", check=0)
     assert score.score(exercise, (ends, result), 0).earned == 3.0

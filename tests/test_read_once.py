@@ -165,7 +165,7 @@ def test_the_resume_key_holds_the_code_of_the_grader(tmp_path: Path) -> None:
 
     before = code_id()
     assert before == report_mod.code_id()
-    checks = copy / "checks" / "kinds.py"
+    checks = copy / "checks" / "verdict.py"
     checks.write_text(checks.read_text() + "\n# a fix\n")
     after = code_id()
     assert after != before and after.split("+")[0] == before.split("+")[0]

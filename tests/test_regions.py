@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHONPATH, ROOT, has_gpu
-from idrrun.checks.kinds import Evidence, evaluate_one
+from idrrun.checks.evidence import Evidence
+from idrrun.checks.verdict import evaluate_one
 from idrrun.checks.specs import CheckSpec
 from idrrun.model import AccReport, BuildResult, ConstructRan, ProcResult, RegionsRan, RunResult
 from idrrun.profile import regions

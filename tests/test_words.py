@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from idrrun.checks.kinds import Evidence, HostComparison, evaluate, evaluate_one
+from idrrun.checks.evidence import Evidence, HostComparison
+from idrrun.checks.verdict import evaluate, evaluate_one
 from idrrun.checks.specs import CHECK_KINDS, CheckSpec, Exercise, SourcePair, _check
 from idrrun.display import VerdictView
 from idrrun.model import (AccReport, BuildResult, CheckResult, ConstructRan, ImplicitData,

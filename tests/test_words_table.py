@@ -69,7 +69,8 @@ def test_a_long_value_wraps_inside_its_column() -> None:
 
 
 def test_a_list_cut_short_says_so() -> None:
-    from idrrun.checks.kinds import evaluate_one, Evidence
+    from idrrun.checks.evidence import Evidence
+    from idrrun.checks.verdict import evaluate_one
     from idrrun.checks.specs import CheckSpec
     from idrrun.checks.words import listed
     from idrrun.model import BuildResult, ProcResult, RunResult

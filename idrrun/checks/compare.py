@@ -26,7 +26,7 @@ from ..model import AccReport, Comparison, Figure
 from ..profile.model import DTOH, HTOD, Trace
 from ..profile.summary import trace_values
 from . import regex, registry
-from .kinds import human_bytes, parse_number
+from .evidence import human_bytes, parse_number
 from .specs import Exercise
 
 # The checks whose figures are compared: those of the trace, and those of the compiler's report.

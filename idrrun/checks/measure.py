@@ -6,7 +6,7 @@ the figure is stable — its last REPEAT.least values within ±REPEAT.rel_tol of
 within ±REPEAT.abs_tol for a figure near zero — or REPEAT.most runs were made. The median is
 the figure the check compares; the spread is shown with it ("59 % (median of 3 runs: 57–61 %)").
 A figure that does not settle decides nothing unless every run fell on the same side of the
-bound: noise never fails a program (kinds.measured_result). Where the check's bound is given,
+bound: noise never fails a program (trace_kinds.measured_result). Where the check's bound is given,
 the runs also stop once REPEAT.least of them are all clear of it by more than the tolerance:
 the verdict is decided, and more runs (alone on a GPU the class waits for) could not change it.
 

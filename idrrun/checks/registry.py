@@ -1,9 +1,9 @@
 """The check kinds: each one declared once, as a record (its spec fields, its evaluator, what it
 needs, its words, how its points behave). Specs, evaluation, words and scoring read them here.
 
-idrrun's own kinds are declared in checks/kinds.py, grouped by what they read, and registered
-when the package is imported (checks/__init__.py); a kind of one's own is one more record,
-`register(Kind(...))` (docs/architecture.md, "Add a check kind").
+idrrun's own kinds are declared by what they read, in checks/output_kinds.py, program_kinds.py
+and trace_kinds.py, and registered when the package is imported (checks/__init__.py); a kind of
+one's own is one more record, `register(Kind(...))` (docs/architecture.md, "Add a check kind").
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ..model import CheckResult
-    from .kinds import Evidence
-    from .specs import CheckSpec, Table
+    from .evidence import Evidence
+    from .spec_fields import Table
+    from .specs import CheckSpec
 
 # What a kind reads: what the program printed or wrote (its run; evaluated again on each hidden
 # run), the program itself (its source, the compiler's report, the regions its run executed),

@@ -8,15 +8,19 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any
 
 from ..errors import SpecError, did_you_mean
 from ..model import Settings
-from . import regex, registry, words
+from . import registry, words
+from .spec_fields import (Table, Visibility, check_no_cycle, read_arg_table, read_args,
+                          read_counts_when, read_data_files, read_flag, read_hidden_args,
+                          read_model, read_number, read_options, read_points, read_ranks,
+                          read_source_file, read_start_args, read_string, read_toml,
+                          read_visibility, spec_error)
 
 # A check kind is one record of checks/registry.py (its fields, evaluator, needs, words);
 # CHECK_KINDS, OUTPUT_KINDS, TRACE_KINDS and TIMED_KINDS are read from there (__getattr__).
@@ -46,10 +50,6 @@ COURSE_DIRS: tuple[Path, ...] = tuple(root / sub for root in _course_roots()
 SPEC_LANGUAGES = ("c", "c++", "fortran", "cuda")
 # [args.draw]: at most this many argument sets drawn (each one a run of every submission).
 MAX_DRAWN_SETS = 20
-# What a student sees of a check (its feedback, a notebook's --check): everything, its name and
-# result only, or nothing (graded, counted in the score, never shown; not run in a notebook).
-Visibility = Literal["shown", "summary", "hidden"]
-VISIBILITIES: tuple[Visibility, ...] = ("shown", "summary", "hidden")
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -269,74 +269,6 @@ class Exercise:
         return tuple(out)
 
 
-def _err(path: Path, where: str, message: str) -> SpecError:
-    """A SpecError naming the file, the line of the field where it can be found (as compilers
-    do: FILE:LINE:, which editors follow), and the field."""
-    try:
-        line = field_line(path.read_text(encoding="utf-8"), where)
-    except (OSError, UnicodeDecodeError):
-        line = None
-    return SpecError(f"{path}:{line}: field '{where}': {message}" if line is not None else
-                     f"{path}: field '{where}': {message}")
-
-
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\s\"']+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_\-.\"' ]+?)\s*=")
-
-
-def _parts(name: str) -> list[str]:
-    return [part.strip().strip("\"'") for part in name.split(".")]
-
-
-def field_line(text: str, where: str) -> int | None:
-    """The line (1-based) of a spec's field as SpecErrors name it (`check[2].points`,
-    `args.draw.ranges[1]`, `sources.c.solution`), or of the closest table or key above it that
-    the text has (a missing field: its table); None when nothing matches."""
-    target: list[str | int] = []
-    for name, index in re.findall(r"([A-Za-z0-9_\-]+)(?:\[(\d+)\])?", where):
-        target.append(name)
-        if index:
-            target.append(int(index))
-    places: list[tuple[list[str | int], int]] = []
-    table: list[str | int] = []
-    arrays: dict[tuple[str | int, ...], int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        header = _HEADER.match(line)
-        if header is not None:
-            table = list(_parts(header.group(2)))
-            if header.group(1) == "[[":
-                key = tuple(table)
-                arrays[key] = arrays.get(key, -1) + 1
-                table.append(arrays[key])
-            places.append((table, number))
-            continue
-        key_match = _KEY.match(line)
-        if key_match is not None:
-            places.append(([*table, *_parts(key_match.group(1))], number))
-    while target:
-        for path, number in places:
-            if path == target:
-                return number
-        target.pop()
-    return None
-
-
-def _str(data: Mapping[str, Any], key: str, path: Path, where: str, default: str | None = None) -> str:
-    value = data.get(key, default)
-    if not isinstance(value, str) or (default is None and not value):
-        raise _err(path, where, f"expected a string, got {value!r}")
-    return value
-
-
-def _num(data: Mapping[str, Any], key: str, path: Path, where: str, default: float | None) -> float | None:
-    value = data.get(key, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _err(path, where, f"expected a number, got {value!r}")
-    return float(value)
-
-
 # `timeout = "20x solution, at least 5 s, at most 180 s"` (the last two optional, any order).
 _RELATIVE = re.compile(r"(?P<factor>\d+(?:\.\d+)?)\s*x\s+solution")
 _BOUND = re.compile(r"at\s+(?P<side>least|most)\s+(?P<seconds>\d+(?:\.\d+)?)\s*s")
@@ -347,30 +279,22 @@ def _timeout(data: Mapping[str, Any], path: Path) -> tuple[float, RelativeTimeou
     """`timeout`: (the absolute limit, the limit relative to the solution's time or None)."""
     value = data.get("timeout", DEFAULT_TIMEOUT)
     if not isinstance(value, str):
-        seconds = _num(data, "timeout", path, "timeout", DEFAULT_TIMEOUT)
+        seconds = read_number(data, "timeout", path, "timeout", DEFAULT_TIMEOUT)
         if seconds is None or seconds <= 0:
-            raise _err(path, "timeout", f"expected {_TIMEOUT_FORMS}, got {value!r}")
+            raise spec_error(path, "timeout", f"expected {_TIMEOUT_FORMS}, got {value!r}")
         return seconds, None
     first, *rest = (part.strip() for part in value.split(","))
     relative = _RELATIVE.fullmatch(first)
     bounds = [_BOUND.fullmatch(part) for part in rest]
     sides = [b["side"] for b in bounds if b is not None]
     if relative is None or None in bounds or len(set(sides)) < len(sides):
-        raise _err(path, "timeout", f"expected {_TIMEOUT_FORMS}, got {value!r}")
+        raise spec_error(path, "timeout", f"expected {_TIMEOUT_FORMS}, got {value!r}")
     given = {b["side"]: float(b["seconds"]) for b in bounds if b is not None}
     factor, at_most = float(relative["factor"]), given.get("most", DEFAULT_TIMEOUT)
     at_least = given.get("least", 0.0)
     if factor <= 0 or at_most <= 0 or at_least > at_most:
-        raise _err(path, "timeout", f"a factor above 0 and at least ≤ at most, got {value!r}")
+        raise spec_error(path, "timeout", f"a factor above 0 and at least ≤ at most, got {value!r}")
     return at_most, RelativeTimeout(factor, at_least)
-
-
-def _args(value: Any, path: Path, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
-        raise _err(path, where, f"expected a list of arguments, got {value!r}")
-    return tuple(str(v) for v in value)
 
 
 def _bound(value: Any) -> bool:
@@ -379,18 +303,18 @@ def _bound(value: Any) -> bool:
 
 def _range(raw: Any, path: Path, where: str) -> ArgRange:
     if not isinstance(raw, list) or len(raw) not in (2, 3) or not all(_bound(v) for v in raw):
-        raise _err(path, where, f"expected [low, high] or [low, high, step] (numbers), got {raw!r}")
+        raise spec_error(path, where, f"expected [low, high] or [low, high, step] (numbers), got {raw!r}")
     if not all(math.isfinite(v) for v in raw):
-        raise _err(path, where, f"expected finite numbers, got {raw!r}")
+        raise spec_error(path, where, f"expected finite numbers, got {raw!r}")
     low, high = raw[0], raw[1]
     if low > high:
-        raise _err(path, where, f"low {low} is above high {high}")
+        raise spec_error(path, where, f"low {low} is above high {high}")
     if len(raw) == 2:
         return ArgRange(low, high)
     if not all(isinstance(v, int) for v in raw):
-        raise _err(path, where, f"a step needs whole numbers: [low, high, step], got {raw!r}")
+        raise spec_error(path, where, f"a step needs whole numbers: [low, high, step], got {raw!r}")
     if raw[2] < 1:
-        raise _err(path, where, f"the step must be 1 or more, got {raw[2]}")
+        raise spec_error(path, where, f"the step must be 1 or more, got {raw[2]}")
     return ArgRange(low, high, raw[2])
 
 
@@ -399,79 +323,31 @@ def _draw(raw: Any, path: Path) -> HiddenDraw | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise _err(path, "args.draw", "expected a table [args.draw] with 'sets' and 'ranges'")
+        raise spec_error(path, "args.draw", "expected a table [args.draw] with 'sets' and 'ranges'")
     unknown = sorted(set(raw) - {"sets", "ranges"})
     if unknown:
-        raise _err(path, f"args.draw.{unknown[0]}", "unknown field (known: sets, ranges)")
+        raise spec_error(path, f"args.draw.{unknown[0]}", "unknown field (known: sets, ranges)")
     sets = raw.get("sets")
     if isinstance(sets, bool) or not isinstance(sets, int) or not 1 <= sets <= MAX_DRAWN_SETS:
-        raise _err(path, "args.draw.sets", f"expected a number of argument sets from 1 to "
+        raise spec_error(path, "args.draw.sets", f"expected a number of argument sets from 1 to "
                                            f"{MAX_DRAWN_SETS}, got {sets!r}")
     ranges = raw.get("ranges")
     if not isinstance(ranges, list) or not ranges:
-        raise _err(path, "args.draw.ranges", f"expected one range per argument, e.g. "
+        raise spec_error(path, "args.draw.ranges", f"expected one range per argument, e.g. "
                                              f"[[1000, 200000], [0.5, 2.0]], got {ranges!r}")
     return HiddenDraw(sets, tuple(_range(r, path, f"args.draw.ranges[{i}]")
                                   for i, r in enumerate(ranges)))
 
 
-def _regex(value: str, path: Path, where: str) -> str:
-    try:
-        regex.compile(value)
-    except regex.PatternError as exc:
-        raise _err(path, where, f"not a valid regular expression (RE2 syntax: no backreferences "
-                                f"nor lookarounds): {exc}") from None
-    return value
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table of a spec being read, and where it is, for the error messages."""
-
-    raw: Mapping[str, Any]
-    path: Path
-    where: str
-
-    def err(self, field: str, message: str) -> SpecError:
-        return _err(self.path, f"{self.where}.{field}" if field else self.where, message)
-
-    def string(self, key: str) -> str:
-        return _str(self.raw, key, self.path, f"{self.where}.{key}")
-
-    def number(self, key: str, default: float | None = None) -> float | None:
-        return _num(self.raw, key, self.path, f"{self.where}.{key}", default)
-
-    def pattern(self, key: str, group: str = "") -> str:
-        """A regular expression; group: what its group ( ) must capture, when it needs one."""
-        value = _regex(self.string(key), self.path, f"{self.where}.{key}")
-        if group and regex.groups(value) < 1:
-            raise self.err(key, f"needs a group ( ) around the {group}")
-        return value
-
-
-def _points(t: Table, key: str, default: float | None) -> float | None:
-    value = t.number(key, default)
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise t.err(key, f"expected a number of points ≥ 0, got {t.raw.get(key)!r}")
-    return value
-
-
-def _visibility(raw: Mapping[str, Any], path: Path, where: str) -> Visibility | None:
-    value = raw.get("visibility")
-    if value is not None and value not in VISIBILITIES:
-        raise _err(path, where, f"expected one of {', '.join(VISIBILITIES)}, got {value!r}")
-    return cast("Visibility | None", value)
-
-
 def _grading_fields(t: Table, kind: registry.Kind) -> dict[str, Any]:
     """What a check is worth and who sees it: points, hidden_points, visibility."""
-    hidden = _points(t, "hidden_points", None)
+    hidden = read_points(t, "hidden_points", None)
     if hidden is not None and not kind.hidden_runs:
         output = ", ".join(registry.hidden_names())
         raise t.err("hidden_points", f"only checks of what the program prints or writes run on "
                                      f"hidden cases ({output}), not {kind.name}")
-    return {"points": _points(t, "points", 1.0), "hidden_points": hidden,
-            "visibility": _visibility(t.raw, t.path, f"{t.where}.visibility")}
+    return {"points": read_points(t, "points", 1.0), "hidden_points": hidden,
+            "visibility": read_visibility(t.raw, t.path, f"{t.where}.visibility")}
 
 
 # The keys every [[check]] may have; a kind reads its own besides (Kind.keys).
@@ -489,7 +365,7 @@ def _kind(name: str) -> registry.Kind:
 def _check(raw: Any, index: int, path: Path) -> CheckSpec:
     """One [[check]] table: the fields every check has, then its kind's own (Kind.fields)."""
     if not isinstance(raw, dict):
-        raise _err(path, f"check[{index}]", "expected a table [[check]]")
+        raise spec_error(path, f"check[{index}]", "expected a table [[check]]")
     t = Table(raw, path, f"check[{index}]")
     kind = registry.get(raw["kind"]) if isinstance(raw.get("kind"), str) else None
     if kind is None:
@@ -514,13 +390,6 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
                      **_grading_fields(t, kind), **fields)
 
 
-def _model(data: Mapping[str, Any], path: Path) -> str:
-    model = data.get("model", "openacc")
-    if model not in ("openacc", "openmp"):
-        raise _err(path, "model", f"expected openacc or openmp, got {model!r}")
-    return str(model)
-
-
 _SPEC_FIELDS = frozenset({"name", "title", "topic", "timeout", "options", "sources", "args",
                           "check", "ranks", "files", "model", "students", "visibility",
                           "more_at_grading"})
@@ -528,38 +397,38 @@ _SPEC_FIELDS = frozenset({"name", "title", "topic", "timeout", "options", "sourc
 
 def load(path: Path) -> Exercise:
     """The spec at `path`, every field checked (a SpecError names the file and the field)."""
-    data = _toml(path)
+    data = read_toml(path)
     unknown = sorted(set(data) - _SPEC_FIELDS)
     if unknown:
-        raise _err(path, unknown[0], "unknown field")
-    name = _str(data, "name", path, "name")
+        raise spec_error(path, unknown[0], "unknown field")
+    name = read_string(data, "name", path, "name")
     if name != path.stem:
-        raise _err(path, "name", f"must equal the file name {path.stem!r}, got {name!r}")
-    students = _flag(data, "students", path)
-    args = _arg_table(data, path)
-    host_args = _args(args.get("host"), path, "args.host")
+        raise spec_error(path, "name", f"must equal the file name {path.stem!r}, got {name!r}")
+    students = read_flag(data, "students", path)
+    args = read_arg_table(data, path)
+    host_args = read_args(args.get("host"), path, "args.host")
     timeout, relative_timeout = _timeout(data, path)
     return _reachable(Exercise(
         name=name,
-        title=_str(data, "title", path, "title", default=name),
-        topic=_str(data, "topic", path, "topic", default=name.split("_")[0]),
+        title=read_string(data, "title", path, "title", default=name),
+        topic=read_string(data, "topic", path, "topic", default=name.split("_")[0]),
         path=path,
         timeout=timeout,
         relative_timeout=relative_timeout,
-        options=_options(data, path),
+        options=read_options(data, path),
         sources=_sources(data, path, students),
         host_args=host_args,
-        gpu_args=_args(args.get("gpu"), path, "args.gpu") or host_args,
+        gpu_args=read_args(args.get("gpu"), path, "args.gpu") or host_args,
         checks=_checks(data, path),
-        hidden_args=_hidden(args, path),
+        hidden_args=read_hidden_args(args, path),
         draw=_draw(args.get("draw"), path),
-        ranks=_ranks(data, path),
-        files=_data_files(data, path),
-        start_args=_start_args(args, path),
-        model=_model(data, path),
+        ranks=read_ranks(data, path),
+        files=read_data_files(data, path),
+        start_args=read_start_args(args, path),
+        model=read_model(data, path),
         students=students,
         visibility=_exercise_visibility(data, path),
-        more_at_grading=_flag(data, "more_at_grading", path),
+        more_at_grading=read_flag(data, "more_at_grading", path),
     ))
 
 
@@ -571,13 +440,13 @@ def _reachable(exercise: Exercise) -> Exercise:
         exercise.students or exercise.more_at_grading
     for c in exercise.checks:
         if c.hidden_points and not hidden_cases:
-            raise _err(exercise.path, f"check[{c.index}].hidden_points",
+            raise spec_error(exercise.path, f"check[{c.index}].hidden_points",
                        f"{c.label!r} promises {c.hidden_points:g} points on each hidden run, and "
                        "the exercise has no hidden case: add [args.draw] (or [args] hidden), or "
                        "remove hidden_points")
         model = _kind(c.kind).model
         if model is not None and model != exercise.model:
-            raise _err(exercise.path, f"check[{c.index}].kind",
+            raise spec_error(exercise.path, f"check[{c.index}].kind",
                        f"a {c.kind} check reads what an {model} program shows, and the exercise's "
                        f"model is {exercise.model}: it could never pass")
     return exercise
@@ -586,27 +455,10 @@ def _reachable(exercise: Exercise) -> Exercise:
 def _exercise_visibility(data: Mapping[str, Any], path: Path) -> Visibility:
     """What students see of the checks that do not say: shown or summary. Not hidden: a
     notebook would have nothing to check; hide checks one by one."""
-    value = _visibility(data, path, "visibility") or "shown"
+    value = read_visibility(data, path, "visibility") or "shown"
     if value == "hidden":
-        raise _err(path, "visibility", "an exercise's checks are shown or summary; hide "
+        raise spec_error(path, "visibility", "an exercise's checks are shown or summary; hide "
                                        "checks one by one (visibility = \"hidden\" in [[check]])")
-    return value
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such exercise spec") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
-
-
-def _flag(data: Mapping[str, Any], key: str, path: Path) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise _err(path, key, f"expected true or false, got {value!r}")
     return value
 
 
@@ -615,123 +467,28 @@ def _sources(data: Mapping[str, Any], path: Path, students: bool) -> dict[str, S
     course carries no solution)."""
     raw_sources = data.get("sources")
     if not isinstance(raw_sources, dict) or not raw_sources:
-        raise _err(path, "sources", "expected [sources.c] and/or [sources.fortran] tables")
+        raise spec_error(path, "sources", "expected [sources.c] and/or [sources.fortran] tables")
     sources: dict[str, SourcePair] = {}
     for language, pair in raw_sources.items():
         where = f"sources.{language}"
         if language not in SPEC_LANGUAGES:
-            raise _err(path, where, f"unknown language (known: {', '.join(SPEC_LANGUAGES)})")
+            raise spec_error(path, where, f"unknown language (known: {', '.join(SPEC_LANGUAGES)})")
         if not isinstance(pair, dict):
-            raise _err(path, where, "expected a table with 'exercise' and 'solution'")
+            raise spec_error(path, where, "expected a table with 'exercise' and 'solution'")
         solution = None if students and "solution" not in pair else \
-            _source_file(pair, "solution", path, where)
-        sources[language] = SourcePair(_source_file(pair, "exercise", path, where), solution)
+            read_source_file(pair, "solution", path, where)
+        sources[language] = SourcePair(read_source_file(pair, "exercise", path, where), solution)
     return sources
-
-
-def _source_file(pair: Mapping[str, Any], role: str, path: Path, where: str) -> Path:
-    rel = _str(pair, role, path, f"{where}.{role}")
-    file = path.parent / rel
-    if not file.is_file():
-        raise _err(path, f"{where}.{role}", f"no such file {rel} (relative to {path.parent})")
-    return file
-
-
-def _arg_table(data: Mapping[str, Any], path: Path) -> Mapping[str, Any]:
-    args = data.get("args", {})
-    if not isinstance(args, dict):
-        raise _err(path, "args", "expected a table with 'host' and 'gpu' lists")
-    unknown = sorted(set(args) - {"host", "gpu", "hidden", "draw", "start"})
-    if unknown:
-        raise _err(path, f"args.{unknown[0]}", "unknown field (known: host, gpu, hidden, draw, start)")
-    return args
-
-
-def _start_args(args: Mapping[str, Any], path: Path) -> str | tuple[str, ...]:
-    start = args.get("start", "host")
-    if isinstance(start, list) and all(isinstance(a, (str, int, float)) for a in start):
-        return tuple(str(a) for a in start)
-    if start not in ("host", "gpu"):
-        raise _err(path, "args.start", f"expected \"host\", \"gpu\" or a list of arguments (those "
-                                       f"the course check runs the start file with), got {start!r}")
-    return str(start)
-
-
-def _hidden(args: Mapping[str, Any], path: Path) -> tuple[tuple[str, ...], ...]:
-    hidden = args.get("hidden", [])
-    if not isinstance(hidden, list) or not all(isinstance(h, list) for h in hidden):
-        raise _err(path, "args.hidden", "expected a list of argument lists, e.g. [[\"317\"], [\"50\"]]")
-    return tuple(_args(h, path, f"args.hidden[{i}]") for i, h in enumerate(hidden))
 
 
 def _checks(data: Mapping[str, Any], path: Path) -> tuple[CheckSpec, ...]:
     raw_checks = data.get("check", [])
     if not isinstance(raw_checks, list) or not raw_checks:
-        raise _err(path, "check", "expected at least one [[check]] table")
+        raise spec_error(path, "check", "expected at least one [[check]] table")
     checks = tuple(_check(c, i, path) for i, c in enumerate(raw_checks))
-    needs = {c.index: _counts_when(raw_checks[c.index], c, checks, path) for c in checks}
-    _no_cycle(needs, checks, path)
+    needs = {c.index: read_counts_when(raw_checks[c.index], c, checks, path) for c in checks}
+    check_no_cycle(needs, checks, path)
     return tuple(dataclasses.replace(c, counts_when=needs[c.index]) for c in checks)
-
-
-def _counts_when(raw: Mapping[str, Any], check: CheckSpec, checks: Sequence[CheckSpec],
-                 path: Path) -> tuple[int, ...]:
-    """counts_when = [labels]: the checks this one's points wait for, by their labels."""
-    where = f"check[{check.index}].counts_when"
-    value = raw.get("counts_when", [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _err(path, where, f"expected a list of check labels, got {value!r}")
-    out: list[int] = []
-    for label in value:
-        found = [c.index for c in checks if c.label == label]
-        if not found:
-            known = ", ".join(repr(c.label) for c in checks if c is not check)
-            raise _err(path, where, f"no check is labelled {label!r}{did_you_mean(label, [c.label for c in checks])}"
-                                    f" (labels: {known}): its points would wait for a check that never runs")
-        if len(found) > 1:
-            raise _err(path, where, f"{len(found)} checks are labelled {label!r}: give them "
-                                    "labels of their own (label = ...)")
-        if found[0] == check.index:
-            raise _err(path, where, f"a check cannot wait for itself ({label!r})")
-        out.append(found[0])
-    return tuple(dict.fromkeys(out))
-
-
-def _no_cycle(needs: Mapping[int, tuple[int, ...]], checks: Sequence[CheckSpec], path: Path) -> None:
-    """No check waits, through others, for itself: its points could never count."""
-    def reaches(start: int, index: int, seen: frozenset[int]) -> bool:
-        return any(d == start or (d not in seen and reaches(start, d, seen | {d}))
-                   for d in needs[index])
-
-    for c in checks:
-        if reaches(c.index, c.index, frozenset()):
-            raise _err(path, f"check[{c.index}].counts_when",
-                       f"{c.label!r} waits, through the checks it counts on, for itself: its "
-                       "points could never count")
-
-
-def _options(data: Mapping[str, Any], path: Path) -> tuple[str, ...]:
-    options = data.get("options", [])
-    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-        raise _err(path, "options", "expected a list of compiler flags")
-    return tuple(options)
-
-
-def _ranks(data: Mapping[str, Any], path: Path) -> int | None:
-    ranks = data.get("ranks")
-    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1):
-        raise _err(path, "ranks", f"expected a number of MPI ranks >= 1, got {ranks!r}")
-    return ranks
-
-
-def _data_files(data: Mapping[str, Any], path: Path) -> tuple[Path, ...]:
-    files = data.get("files", [])
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-        raise _err(path, "files", "expected a list of data files (relative to the spec)")
-    for f in files:
-        if not (path.parent / f).is_file():
-            raise _err(path, "files", f"no such file {f} (relative to {path.parent})")
-    return tuple(path.parent / f for f in files)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from typing import Literal
 
 from ..model import CheckResult, Verdict
 from . import words
-from .specs import Exercise, Visibility
+from .spec_fields import Visibility
+from .specs import Exercise
 
 # `idrrun grade --visibility`: the spec's own (default); at most a summary of every check
 # (before the deadline); every check shown, but hidden cases' values; everything, hidden

@@ -22,9 +22,11 @@ from tomlkit.container import Container
 from tomlkit.items import Comment, Whitespace
 
 from ..checking import SolutionRun, solution_output
-from ..checks import kinds, reference, specs, words
+from ..checks import reference, spec_fields, specs, words
+from ..checks.evidence import Evidence
 from ..checks.score import points
 from ..checks.specs import Exercise
+from ..checks.verdict import evaluate_one
 from ..errors import IdrrunError, UsageError
 from ..files import write_atomic
 from ..model import (BuildResult, CheckResult, FailureKind, Lanes, Probe, ProcResult, RunRequest,
@@ -151,7 +153,7 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
 def _where(exercise: Exercise, field: str) -> str:
     """FILE:LINE of a field of the spec (as SpecErrors and compilers name places)."""
     try:
-        line = specs.field_line(exercise.path.read_text(encoding="utf-8"), field)
+        line = spec_fields.field_line(exercise.path.read_text(encoding="utf-8"), field)
     except OSError:
         line = None
     return f"{exercise.path}:{line}" if line is not None else str(exercise.path)
@@ -405,11 +407,11 @@ def reference_checks(exercise: Exercise, language: str, settings: Settings,
     built = BuildResult(ok=True, command=(), proc=None, output="", cached=True, key="",
                         build_dir=None)
     run = RunResult(("solution",), ProcResult(("solution",), 0, output=ran.output))
-    evidence = kinds.Evidence(source_text="", language=language, build=built, run=run, acc=None,
-                              solution_output=ref.output, solution_problem=ref.problem,
-                              from_reference=True, run_dir=ran.files, solution_dir=ref.folder,
-                              solution_left_out=ref.left_out)
-    return tuple(dataclasses.replace(kinds.evaluate_one(c, evidence), name=f"{c.label} (reference)")
+    evidence = Evidence(source_text="", language=language, build=built, run=run, acc=None,
+                        solution_output=ref.output, solution_problem=ref.problem,
+                        from_reference=True, run_dir=ran.files, solution_dir=ref.folder,
+                        solution_left_out=ref.left_out)
+    return tuple(dataclasses.replace(evaluate_one(c, evidence), name=f"{c.label} (reference)")
                  for c in exercise.checks if c.kind in ("matches_solution", "image"))
 
 

@@ -93,7 +93,7 @@ def grade(earned: float, possible: float, not_evaluated: float, out_of: float,
 
 
 # The kinds only a GPU can judge: a run built for the host has no GPU trace, and no GPU run to
-# compare with the host's (checks/kinds.py marks their results gpu_only there).
+# compare with the host's (checks/verdict.py, output_kinds.py mark their results gpu_only).
 GPU_KINDS = (*TRACE_KINDS, "agrees_with_host")
 
 

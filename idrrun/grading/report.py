@@ -1,6 +1,7 @@
 """A class's rows: the verdicts of a grading as GradeRows, their reports (CSV for people, JSON,
 and the signed state a resumed grading reads), the grader's secrets (its key, its seed) and the
 students' feedback files.
+Maintainability: rank C (radon MI 8.2) until issue 35's grading session work splits it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from .. import annotate, escape
 from ..checks import compare, visibility
-from ..checks.kinds import passed_here
+from ..checks.verdict import passed_here
 from ..checks.score import CheckPoints, Score, points, score
 from ..checks.words import listing, plural
 from ..checks.specs import Exercise
@@ -609,7 +610,7 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     lines += _what_went_wrong(row)
     shown = [visibility.seen(c, exercise, override, row.hidden_args) for c in row.checks]
     if row.checks and row.failure is not None and row.failure.step == "compile":
-        # A build that failed has one row (checks/kinds.py): the exercise's checks never ran.
+        # A build that failed has one row (checks/verdict.py): the exercise's checks never ran.
         lines += [f"The program did not build: none of the exercise's "
                   f"{plural(len(exercise.checks), 'check')} could judge it, and it earns no points.",
                   ""]

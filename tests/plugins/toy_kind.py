@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from idrrun.checks import registry
-from idrrun.checks.kinds import Evidence
-from idrrun.checks.specs import CheckSpec, Table
+from idrrun.checks.evidence import Evidence
+from idrrun.checks.spec_fields import Table
+from idrrun.checks.specs import CheckSpec
 from idrrun.model import CheckResult
 
 

@@ -1,0 +1,211 @@
+"""The check kinds that read the GPU trace of a profiled run (kernels on the GPU, async queues,
+data moved, the GPU busy), and how a timed one's figure is judged once measured over several runs
+(checks/measure.py). Pure: no processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..model import CheckResult, CheckStatus
+from . import loops, registry
+from .evidence import (Evidence, human_bytes, numbers_printed, output_excerpt, parse_number,
+                       student_code)
+from .measure import Figure, Measured
+from .registry import Kind, TimedFigure
+from .spec_fields import Table
+from .specs import CheckSpec
+from .words import output_line, plural
+
+
+def judge_trace(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    """A GPU-trace check on the trace's figures; ev: the run's evidence (its output), None for
+    a timed figure judged alone (measured_result)."""
+    judge = registry.get(spec.kind)
+    assert judge is not None and judge.trace is not None
+    return judge.trace(spec, values, ev)
+
+
+def _ran_on_gpu(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    kernels = int(values.get("kernels", 0))
+    if kernels >= 1:
+        return CheckResult(spec.label, "pass", "≥ 1 GPU kernel", str(kernels),
+                           f"{plural(kernels, 'kernel')} ran on the GPU")
+    return CheckResult(spec.label, "fail", "≥ 1 GPU kernel", "0",
+                       "no kernel ran on the GPU: the OpenACC regions ran on the host")
+
+
+def _queues(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    queues, want = int(values.get("queues", 0)), spec.minimum or 1
+    status: CheckStatus = "pass" if queues >= want else "fail"
+    return CheckResult(spec.label, status, f"≥ {plural(want, 'queue')}", str(queues),
+                       f"{plural(queues, 'queue')} of the GPU ran kernels" + (
+                           "" if status == "pass" else ": use async(n) on distinct queues"))
+
+
+def _data_moved(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    assert spec.max_bytes is not None
+    moved = values.get("bytes_moved", 0.0)
+    unit = ""
+    output = ev.run.proc.output if ev is not None and ev.run is not None else ""
+    if spec.per_iteration is not None:
+        counts = numbers_printed(spec.per_iteration, output)
+        iterations = parse_number(counts[-1]) if counts else None
+        if not iterations:
+            what = output_line("", spec.per_iteration, "the iteration count")
+            return CheckResult(spec.label, "fail", f"≤ {human_bytes(spec.max_bytes)} per iteration",
+                               "no iteration count",
+                               f"the program did not print {what}: the number of iterations",
+                               excerpt=output_excerpt(ev, output, None) if ev is not None else "",
+                               pattern=spec.per_iteration)
+        moved, unit = moved / iterations, " per iteration"
+    status: CheckStatus = "pass" if moved <= spec.max_bytes else "fail"
+    # Too much moved: placed on the directive inside a loop that moves data, where one does.
+    line = loops.transfer_in_loop(student_code(ev), ev.language) \
+        if status == "fail" and ev is not None else None
+    return CheckResult(spec.label, status, f"≤ {human_bytes(spec.max_bytes)}{unit}", human_bytes(moved),
+                       f"{human_bytes(moved)} moved between host and device{unit}" +
+                       ("" if status == "pass" else ": keep the data on the device") +
+                       (f" (line {line} moves data at each iteration of its loop)"
+                        if line is not None else ""), line=line)
+
+
+def _busy_subject(values: Mapping[str, float]) -> str:
+    """Whose figure a gpu_busy check read: the GPU's, or on several the least busy one's
+    (summary.trace_values: each GPU must meet the bound)."""
+    gpus = int(values.get("gpus", 1))
+    if gpus < 2:
+        return "the GPU"
+    return f"the least busy of the {gpus} GPUs (GPU {int(values.get('least_busy_gpu', 0))})"
+
+
+def _gpu_busy(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None = None) -> CheckResult:
+    assert spec.min_share is not None
+    busy = values.get("gpu_busy", 0.0)
+    status: CheckStatus = "pass" if busy >= spec.min_share else "fail"
+    return CheckResult(spec.label, status, f"≥ {100 * spec.min_share:.0f} %", f"{100 * busy:.0f} %",
+                       _busy_subject(values) + f" is busy {100 * busy:.0f} % of the run" + (
+                           "" if status == "pass" else ": it waits (launches, transfers, host "
+                           "waits): see the profile's hints"))
+
+
+UNSTABLE = ("not stable over {runs} runs ({spread}: more than {tolerance}), and the runs disagree "
+            "on the verdict: the machine was too busy to time it; grade it again with fewer jobs")
+TOO_FEW = "measured {runs} time(s) only, too few to tell: {stopped}"
+
+
+def _timed(spec: CheckSpec) -> TimedFigure | None:
+    kind = registry.get(spec.kind)
+    return kind.timed if kind is not None else None
+
+
+def timed_bound(spec: CheckSpec) -> float | None:
+    """A timed check's bound in its figure's terms (measure.repeat stops once runs clear it)."""
+    timed = _timed(spec)
+    return timed.bound(spec) if timed is not None else None
+
+
+def figure(spec: CheckSpec, values: Mapping[str, float] | None) -> Figure | None:
+    """A timed check's figure in one run's trace values; None without a trace. A run that put
+    nothing at all on the GPU has an exact figure (no GPU time to share out)."""
+    timed = _timed(spec)
+    if values is None or timed is None:
+        return None
+    idle = not values.get("kernels") and not values.get("bytes_moved")
+    return Figure(values.get(timed.key, 0.0), exact=idle)
+
+
+NOT_MEASURED = ("one run only: the program fails other checks whatever its figure, so it was "
+                "not measured further; one run cannot fail it")
+
+
+def unmeasured_result(spec: CheckSpec, figure: Figure) -> CheckResult:
+    """A timed check on one run's figure, where measuring it could not change the verdict (the
+    program fails other checks): a pass or an exact figure stands; a fail from one sample is
+    never given (it could be noise). It names its [[check]], as evaluate's results do: its
+    points are the spec's."""
+    return replace(_unmeasured(spec, figure), check=spec.index)
+
+
+def _unmeasured(spec: CheckSpec, figure: Figure) -> CheckResult:
+    timed = _timed(spec)
+    assert timed is not None
+    once = judge_trace(spec, {timed.key: figure.value}, None)
+    if figure.exact or once.status == "pass":
+        return once
+    return CheckResult(spec.label, "incomplete", once.expected, once.got + " (one run)",
+                       NOT_MEASURED)
+
+
+def measured_result(spec: CheckSpec, measured: Measured) -> CheckResult:
+    """A timed check judged on its figure measured over several runs (checks/measure.py): the
+    median decides once the figure is stable; when it is not, only runs that all agree do, and
+    otherwise the check is incomplete: noise never fails (nor passes) a program. It names its
+    [[check]], as evaluate's results do: its points are the spec's (a timed check that lost its
+    index scored nothing: profile_cg's solution at 18 of 20 on an H100)."""
+    return replace(_measured(spec, measured), check=spec.index)
+
+
+def _measured(spec: CheckSpec, measured: Measured) -> CheckResult:
+    timed = _timed(spec)
+    assert timed is not None
+    at_median = judge_trace(spec, {timed.key: measured.median}, None)
+    runs = len(measured.samples)
+    if measured.exact or runs == 1 and not measured.stopped:
+        return at_median
+    spread = timed.spread(measured.low, measured.high)
+    got = f"{timed.show(measured.median)} (median of {runs} runs: {spread})"
+    if measured.stable:
+        return replace(at_median, got=got)
+    if measured.clear:
+        return replace(at_median, got=got, reason=at_median.reason + (
+            f" (all {runs} runs are clear of the bound by more than "
+            f"±{100 * measured.how.rel_tol:.0f} %: more runs could not change the verdict)"))
+    if runs < measured.how.least:
+        return CheckResult(spec.label, "incomplete", at_median.expected, got,
+                           TOO_FEW.format(runs=runs, stopped=measured.stopped))
+    sides = {judge_trace(spec, {timed.key: v}, None).status for v in measured.samples}
+    if len(sides) == 1:
+        return replace(at_median, got=got + ", not stable",
+                       reason=at_median.reason + f" (every one of the {runs} runs says so)")
+    return CheckResult(spec.label, "incomplete", at_median.expected, got,
+                       UNSTABLE.format(runs=runs, spread=spread,
+                                       tolerance=measured.how.describe()))
+
+
+
+def _data_moved_fields(t: Table) -> dict[str, Any]:
+    max_bytes = t.number("max_bytes")
+    if max_bytes is None:
+        raise t.err("max_bytes", "a data_moved check needs max_bytes")
+    fields: dict[str, Any] = {"max_bytes": max_bytes}
+    if "per_iteration" in t.raw:
+        fields["per_iteration"] = t.pattern("per_iteration", "count")
+    return fields
+
+
+def _gpu_busy_fields(t: Table) -> dict[str, Any]:
+    share = t.number("min")
+    if share is None or not 0 < share <= 1:
+        raise t.err("min", "a gpu_busy check needs min, a fraction in (0, 1]")
+    return {"min_share": share}
+
+
+
+# The trace kinds, one record each (checks/registry.py); registered in this order.
+TRACE = (
+    Kind("ran_on_gpu", "trace", "runs on the GPU", "kernels run on the GPU", trace=_ran_on_gpu),
+    Kind("queues", "trace", "async queues", "{min} async queues run kernels", trace=_queues,
+         fields=lambda t: {"minimum": int(t.number("min", 1) or 1)}, keys=frozenset({"min"})),
+    Kind("data_moved", "trace", "data moved", "the data stays on the device ({label})",
+         trace=_data_moved, fields=_data_moved_fields, keys=frozenset({"max_bytes", "per_iteration"})),
+    # A share of time: it depends on what else runs beside the program, so a run checked by one
+    # waits for a GPU of its own and its figure is measured over several runs (checks/measure.py).
+    Kind("gpu_busy", "trace", "GPU busy", "the GPU is busy enough ({label})", trace=_gpu_busy,
+         fields=_gpu_busy_fields, keys=frozenset({"min"}),
+         timed=TimedFigure("gpu_busy", lambda spec: spec.min_share, 100.0, " %")),
+)
+for _declared in TRACE:
+    registry.register(_declared)
