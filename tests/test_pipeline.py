@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from idrrun import pipeline
+from idrrun.profile import running
 from idrrun.pipeline import Outcome
 from idrrun.model import (BuildResult, FailureKind, Probe, RunRequest, RunResult, Settings,
                           Toolchain, Verdict)
@@ -111,7 +112,7 @@ def test_a_trace_for_the_checks_only_is_taken_quietly(tmp_path: Path) -> None:
     assert outcome.profile.timeline_png is None and outcome.profile.trace_json is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no folder left
     reporter, outcome = run(tmp_path, body, profile="builtin")
-    assert "profile" in reporter.events and (tmp_path / pipeline.PROFILE_DIR).is_dir()
+    assert "profile" in reporter.events and (tmp_path / running.PROFILE_DIR).is_dir()
 
 
 @needs_cupti
