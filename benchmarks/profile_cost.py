@@ -111,7 +111,7 @@ def steps(args: argparse.Namespace, work: Path) -> list[str]:
             # beside it (another process of the same run), and read_trace merges them all
             for old in plan.output.parent.glob(plan.output.name + "*"):
                 old.unlink()
-            follower = running.ProfileSession.start(plan, follow=True, shown=True).follower \
+            follower = running.ProfileSession.start(plan, follow=True, show_profile=True).follower \
                 if target is traced else None
             start = time.perf_counter()
             with follower or contextlib.nullcontext():  # as idrrun reads it during the run
@@ -119,7 +119,7 @@ def steps(args: argparse.Namespace, work: Path) -> list[str]:
             target.append(time.perf_counter() - start)
             if follower is not None:  # what idrrun does after the run, all of it
                 start = time.perf_counter()
-                report = session.collect(plan, followed=follower)
+                report = session.collect(plan, follower=follower)
                 collected.append(time.perf_counter() - start)
                 last = (report.trace, follower)
     followed, follower = last
@@ -403,14 +403,14 @@ class Timelines:
         if not exe.exists():
             bench.build_acc(bench.EXAMPLES / source, exe, gpu=not self.args.host)
         p = traced_plan(self.work, name)
-        followed = running.ProfileSession.start(p, follow=True, shown=True).follower
+        follower = running.ProfileSession.start(p, follow=True, show_profile=True).follower
         start = time.monotonic()
-        with followed or contextlib.nullcontext():  # proc.run: SIGTERM first, as idrrun stops a run
+        with follower or contextlib.nullcontext():  # proc.run: SIGTERM first, as idrrun stops a run
             done = proc.run([str(exe), *argv], what="run", timeout=timeout, spec=proc.ProcSpec(cwd=p.run_dir, env={**os.environ, **p.env}))
         wall = time.monotonic() - start
         report = session.collect(p, source_name=source, gpu=self.gpu, iterations=iterations,
                                  bytes_per_iteration=self.floor_bytes if iterations else None,
-                                 followed=followed)
+                                 follower=follower)
         self.say(f"{name}: {' '.join(argv)}, {done.describe()}, {wall:.2f} s wall")
         if p.output is not None and p.output.is_file():
             shutil.copyfile(p.output, self.out / f"{name}_trace.jsonl")

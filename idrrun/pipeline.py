@@ -263,7 +263,7 @@ def profile_stage(request: RunRequest, settings: Settings, staged: Staged,
                             drawn=request.show_profile)
         # A box's trace is read after the run, through run/boundary.py: no follower.
         yield ProfileSession.start(plan, follow=staged.run_folder is None,
-                                   shown=request.show_profile)
+                                   show_profile=request.show_profile)
     finally:
         if quiet is not None:
             boundary.remove(quiet)
@@ -417,9 +417,9 @@ def collect_stage(request: RunRequest, probe: Probe, prepared: Prepared, plan: R
         return None
     report = profile.collect(profiling.plan, timeout=120, source_name=request.source.name,
                              gpu=probe.gpus[0].name if probe.gpus else "",
-                             followed=profiling.follower, ledger=ledger,
+                             follower=profiling.follower, ledger=ledger,
                              boxed=_export_box(request, probe, prepared, plan.box))
-    if profiling.shown:
+    if profiling.show_profile:
         reporter.profile(report)
     return report
 

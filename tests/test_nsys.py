@@ -246,7 +246,7 @@ def test_the_programs_output_and_nsys_errors_pass(size: int) -> None:
 def test_the_filter_passes_everything_when_not_under_nsys(tmp_path: Path) -> None:
     shown: list[str] = []
     other = ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=tmp_path)
-    sink = ProfileSession.start(other, follow=False, shown=True).output_filter(shown.append)
+    sink = ProfileSession.start(other, follow=False, show_profile=True).output_filter(shown.append)
     sink("Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n")
     sink.finish()
     assert shown == ["Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n"]
@@ -278,7 +278,7 @@ def test_host_run_with_real_nsys(nsys: str, host_program: Path, tmp_path: Path) 
     p = plan("nsys", tmp_path / "run", tmp_path / "cache")
     assert p.kind == "nsys" and p.argv_prefix[0] == nsys
     shown: list[str] = []
-    sink = ProfileSession.start(p, follow=False, shown=True).output_filter(shown.append)
+    sink = ProfileSession.start(p, follow=False, show_profile=True).output_filter(shown.append)
     result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300,
                       spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env},
                                          on_output=sink, terminal=True))

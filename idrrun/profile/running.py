@@ -2,11 +2,11 @@
 before the run, collect after) and that the run's plan holds (pipeline.RunPlan.profile).
 
     folder = profile_folder(workdir, label, shown)   # where a run outside a box writes it
-    profiling = ProfileSession.start(session.plan(folder, ...), follow=..., shown=...)
+    profiling = ProfileSession.start(session.plan(folder, ...), follow=..., show_profile=...)
     ... the run: profiling.argv_prefix, .env, .grace; .output_filter(sink), .follower,
         .watch() and .stopped(...) around it; a box shows it .readable ...
     profiling = profiling.taken_from(...)            # a graded run: its files out of the box
-    session.collect(profiling.plan, followed=profiling.follower, ...)
+    session.collect(profiling.plan, follower=profiling.follower, ...)
 
 It owns what the run needs of its profiler: the command prefix, the environment, the
 libraries of idrrun's own the program loads (placed where a box's user can load them), the
@@ -78,16 +78,14 @@ class ProfileSession:
     # The built-in tracer's file, read as it is written (`with` it around the run); None for
     # another profiler, or a box's file (read after the run, through run/boundary.py).
     follower: Follower | None = None
-    shown: bool = True  # the profile is shown (--profile); False: a trace for the checks only
-    quiet: Path | None = None  # a trace for the checks only: its folder, removed after the run
+    show_profile: bool = True  # shown (--profile); False: a trace for the checks only
 
     @classmethod
-    def start(cls, plan: ProfilePlan, *, follow: bool, shown: bool,
-              quiet: Path | None = None) -> ProfileSession:
+    def start(cls, plan: ProfilePlan, *, follow: bool, show_profile: bool) -> ProfileSession:
         """The session of `plan`; follow: read the built-in tracer's file during the run."""
         follower = Follower(plan.output, perfetto.Prepared() if plan.drawn else None) \
             if follow and plan.kind == "builtin" and plan.output is not None else None
-        return cls(plan, follower, shown, quiet)
+        return cls(plan, follower, show_profile)
 
     @property
     def argv_prefix(self) -> tuple[str, ...]:
@@ -115,14 +113,14 @@ class ProfileSession:
     def unavailable(self) -> tuple[str, ...]:
         """What to say before the run of a profile asked for that cannot be taken (one that is
         taken says its plan's notes in its report, once)."""
-        return self.plan.notes if self.shown and self.plan.kind == "none" else ()
+        return self.plan.notes if self.show_profile and self.plan.kind == "none" else ()
 
     @property
     def reported(self) -> bool:
         """Whether collect() has a report to make: not for a shown profile that could not be
         taken (unavailable said why); a trace for the checks only is read even then, its report
         saying why (the checks' reason)."""
-        return not (self.plan.kind == "none" and self.shown)
+        return not (self.plan.kind == "none" and self.show_profile)
 
     @property
     def leaves_files(self) -> bool:
@@ -200,11 +198,11 @@ class ProfileSession:
                                                                   output=output))
 
 
-def profile_folder(workdir: Path, label: str, shown: bool) -> tuple[Path, Path | None]:
+def profile_folder(workdir: Path, label: str, show_profile: bool) -> tuple[Path, Path | None]:
     """Where a run in the user's folder has its profiler write, and the folder to remove after
     the run when it is a trace for the checks only: the user's idrrun-profile/LABEL-TIME for a
     profile shown; else a hidden folder of its own (quiet_folder)."""
-    if shown:
+    if show_profile:
         return new_run_dir(workdir / PROFILE_DIR, label), None
     quiet = quiet_folder(workdir)
     return quiet, quiet

@@ -265,7 +265,7 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
 
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
             iterations: int | None = None, bytes_per_iteration: float | None = None,
-            followed: Follower | None = None, ledger: Ledger | None = None,
+            follower: Follower | None = None, ledger: Ledger | None = None,
             boxed: ExportBox | None = None) -> ProfileReport:
     """After the run: read what the profiler left in plan.run_dir, sum it up, draw it, export
     it, and say what could be better.
@@ -274,8 +274,8 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
     name when the caller knows it (else the trace's, when the tracer recorded it), for the
     peaks the rates are compared with. iterations and bytes_per_iteration (the bytes the
     exercise's kernels must move in device memory per iteration) give the kernels' achieved
-    memory bandwidth. followed: the session's follower, stopped, that read the trace during
-    the run.
+    memory bandwidth. follower: the session's (ProfileSession.follower), stopped, that read
+    the trace during the run.
     ledger: a graded run's account of what is read of its box (run/evidence.py): past it,
     nothing of the profile is used (kind "none", saying why). boxed: for a graded run, the box
     nsys's export and stats run in (never outside a box on a report a box wrote).
@@ -291,13 +291,13 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
                              message=f"ran under {' '.join(plan.argv_prefix)}; see its output above")
     if plan.kind == "builtin":
         assert plan.output is not None
-        trace = read_trace(plan.output, followed, ledger=ledger)
+        trace = read_trace(plan.output, follower, ledger=ledger)
         if ledger is not None and ledger.refused:
             return _refused(ledger)
         summary = summarize(trace, source_name=source_name) if trace is not None else None
         report_file = trace.files[0] if trace is not None and trace.files else None
         # the events formatted during the run belong to this trace only if it was the follower's
-        prepared = followed.prepared if followed is not None and followed.used else None
+        prepared = follower.prepared if follower is not None and follower.used else None
         return _finish(plan, trace, summary, (), report_file, notes, work, prepared=prepared)
     return _collect_nsys(plan, timeout, notes, work, boxed, ledger)
 
@@ -369,20 +369,20 @@ def _nsys_report(plan: ProfilePlan, trace: Trace | None, tables: Mapping[str, Ta
                  stats_ok: bool, notes: list[str], work: Work) -> ProfileReport:
     """What nsys's export (`trace`) and stats (`tables`) say, as a report."""
     report = plan.output
-    shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
+    shown_tables = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
     if trace is not None and not trace.empty:
-        return _finish(plan, trace, summarize(trace, source_name=work.source_name), shown,
+        return _finish(plan, trace, summarize(trace, source_name=work.source_name), shown_tables,
                        report, notes, work)
     # No GPU operation in the export, or no export: nsys's own totals, if its tables have any.
     summary = _nsys.summary_from_tables(tables, source_name=work.source_name)
     if summary is not None and (summary.kernel_count or summary.h2d.count):
-        return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown,
+        return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown_tables,
                              report_file=report, notes=tuple(notes))
     if trace is None and not tables and not stats_ok:
         return ProfileReport(kind="nsys", trace=None, summary=None, report_file=report,
                              notes=tuple(notes),
                              message="no GPU profile: nsys could not read its report")
-    return _finish(plan, trace, summary, shown, report, notes, work)
+    return _finish(plan, trace, summary, shown_tables, report, notes, work)
 
 
 Exported = tuple[ProcResult, ProcResult, Mapping[str, str]]  # export, stats, report names
