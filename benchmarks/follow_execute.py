@@ -8,8 +8,9 @@ A small C program (gcc; no GPU needed: nsys, when installed, or the built-in tra
 finds no GPU work, or the profile says why it could not be taken), compiled into a fresh cache so that the compile
 is followed too. Python's tracer (sys.settrace, every thread) records each call while
 pipeline.execute is on the main thread's stack: the files of idrrun/ whose functions were
-called, and the calls into profile/session.py from a function of another file (an entry from
-outside; calls inside session.py are its own business).
+called, the files pipeline.py calls into itself (what a reader following execute meets), and
+the calls into profile/session.py from a function of another file (an entry from outside;
+calls inside session.py are its own business).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = str(ROOT / "idrrun") + os.sep
 SESSION = str(ROOT / "idrrun" / "profile" / "session.py")
+PIPELINE = str(ROOT / "idrrun" / "pipeline.py")
 PROGRAM = '#include <stdio.h>\nint main(void) { printf("hello\\n"); return 0; }\n'
 
 
@@ -40,6 +42,7 @@ class Follower:
         self.depth = 0  # execute frames on the stack (it does not recurse: 0 or 1)
         self.files: Counter[str] = Counter()
         self.entries: list[str] = []  # "caller file:function -> session function"
+        self.direct: Counter[str] = Counter()  # the files pipeline.py itself calls into
 
     def trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event != "call":
@@ -53,6 +56,8 @@ class Follower:
         if name.startswith(PACKAGE):
             self.files[name[len(PACKAGE) - len("idrrun/"):]] += 1
             caller = frame.f_back
+            if caller is not None and caller.f_code.co_filename == PIPELINE and name != PIPELINE:
+                self.direct[name[len(PACKAGE) - len("idrrun/"):]] += 1
             if name == SESSION and caller is not None and caller.f_code.co_filename != SESSION:
                 where = caller.f_code.co_filename.replace(str(ROOT) + os.sep, "")
                 self.entries.append(f"{where}:{caller.f_code.co_name} -> {frame.f_code.co_name}")
@@ -96,9 +101,11 @@ def main() -> None:
     followed = follow(args.profiler)
     print(f"files of idrrun/ entered during pipeline.execute: {len(followed.files)}")
     print(f"entries into profile/session.py from another file: {len(followed.entries)}")
+    print(f"files pipeline.py calls into itself: {len(followed.direct)}")
     if args.list:
         for name, calls in sorted(followed.files.items()):
-            print(f"  {name}: {calls} calls")
+            print(f"  {name}: {calls} calls" + (f", {followed.direct[name]} from pipeline.py"
+                                                if name in followed.direct else ""))
         for entry in followed.entries:
             print(f"  {entry}")
 
