@@ -1,11 +1,13 @@
 """A profile session: the one value that lies between profile/session.py's two stages (plan
 before the run, collect after) and that the run's plan holds (pipeline.RunPlan.profile).
 
-    folder = profile_folder(workdir, label, shown)   # where a run outside a box writes it
-    profiling = ProfileSession.start(session.plan(folder, ...), follow=..., show_profile=...)
+    folder, quiet = profile_folder(workdir, label, show_profile)  # a run outside a box's
+    profiling = ProfileSession.start(session.plan(choice, folder, cache_dir, ...),
+                                     follow=..., show_profile=...)
     ... the run: profiling.argv_prefix, .env, .grace; .output_filter(sink), .follower,
         .watch() and .stopped(...) around it; a box shows it .readable ...
-    profiling = profiling.taken_from(...)            # a graded run: its files out of the box
+    profiling = profiling.placed(tools_dir)          # a graded run's: for its box's user
+    profiling = profiling.taken_from(...)            # a graded run's files, out of its box
     session.collect(profiling.plan, follower=profiling.follower, ...)
 
 It owns what the run needs of its profiler: the command prefix, the environment, the
