@@ -64,7 +64,7 @@ sys.path.insert(0, str(bench.ROOT))
 
 from idrrun import build, cli, pipeline  # noqa: E402
 from idrrun.display import TextReporter  # noqa: E402
-from idrrun.profile import perfetto, session, timeline, tracefile, tracer  # noqa: E402
+from idrrun.profile import perfetto, running, session, timeline, tracefile, tracer  # noqa: E402
 from idrrun.profile.hints import find_hints  # noqa: E402
 from idrrun.profile.model import ProfilePlan, Trace  # noqa: E402
 from idrrun.profile.rates import achieved_rates  # noqa: E402
@@ -111,14 +111,15 @@ def steps(args: argparse.Namespace, work: Path) -> list[str]:
             # beside it (another process of the same run), and read_trace merges them all
             for old in plan.output.parent.glob(plan.output.name + "*"):
                 old.unlink()
-            follower = session.follower(plan) if target is traced else None
+            follower = running.ProfileSession.start(plan, follow=True, show_profile=True).follower \
+                if target is traced else None
             start = time.perf_counter()
             with follower or contextlib.nullcontext():  # as idrrun reads it during the run
                 subprocess.run(argv, env=environment, check=True, stdout=subprocess.DEVNULL)
             target.append(time.perf_counter() - start)
             if follower is not None:  # what idrrun does after the run, all of it
                 start = time.perf_counter()
-                report = session.collect(plan, followed=follower)
+                report = session.collect(plan, follower=follower)
                 collected.append(time.perf_counter() - start)
                 last = (report.trace, follower)
     followed, follower = last
@@ -272,7 +273,10 @@ def phases(args: argparse.Namespace, work: Path) -> list[str]:
     time_stage(session, "collect", "collect (all)")
     time_stage(TextReporter, "profile", "profile text")
     time_stage(pipeline, "execute", "pipeline.execute")
-    follower = session.follower
+    start = running.ProfileSession.__dict__["start"]  # the classmethod, as declared
+
+    def unfollowed(plan: Any, **kw: Any) -> running.ProfileSession:
+        return start.__func__(running.ProfileSession, plan, **{**kw, "follow": False})
     modes = ("plain", "profile", "not followed")
     rows: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in (*modes, "bare")}
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
@@ -284,7 +288,8 @@ def phases(args: argparse.Namespace, work: Path) -> list[str]:
         for _ in range(args.rounds):
             for mode in modes:
                 spent.clear()
-                session.follower = (lambda plan: None) if mode == "not followed" else follower
+                setattr(running.ProfileSession, "start",
+                        staticmethod(unfollowed) if mode == "not followed" else start)
                 start = time.perf_counter()
                 cli.run_in_process(plain if mode == "plain" else profiled)
                 spent["whole command"] = time.perf_counter() - start
@@ -296,7 +301,7 @@ def phases(args: argparse.Namespace, work: Path) -> list[str]:
                     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, check=False)
                     rows["bare"][name].append(time.perf_counter() - start)
-    session.follower = follower
+    setattr(running.ProfileSession, "start", start)
 
     def med(mode: str, key: str) -> float:
         return 1000 * bench.median(rows[mode][key]) if rows[mode][key] else 0.0
@@ -398,14 +403,14 @@ class Timelines:
         if not exe.exists():
             bench.build_acc(bench.EXAMPLES / source, exe, gpu=not self.args.host)
         p = traced_plan(self.work, name)
-        followed = session.follower(p)
+        follower = running.ProfileSession.start(p, follow=True, show_profile=True).follower
         start = time.monotonic()
-        with followed or contextlib.nullcontext():  # proc.run: SIGTERM first, as idrrun stops a run
+        with follower or contextlib.nullcontext():  # proc.run: SIGTERM first, as idrrun stops a run
             done = proc.run([str(exe), *argv], what="run", timeout=timeout, spec=proc.ProcSpec(cwd=p.run_dir, env={**os.environ, **p.env}))
         wall = time.monotonic() - start
         report = session.collect(p, source_name=source, gpu=self.gpu, iterations=iterations,
                                  bytes_per_iteration=self.floor_bytes if iterations else None,
-                                 followed=followed)
+                                 follower=follower)
         self.say(f"{name}: {' '.join(argv)}, {done.describe()}, {wall:.2f} s wall")
         if p.output is not None and p.output.is_file():
             shutil.copyfile(p.output, self.out / f"{name}_trace.jsonl")

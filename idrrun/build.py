@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .model import (BuildResult, DependencyList, Preprocessing, ProcResult, Protections, RunRequest,
-                    Source, StackFrame, Toolchain)
+                    SandboxSupport, Source, StackFrame, Toolchain)
 from .files import temp_beside, write_atomic
 from .run import boundary, isolation, proc, sandbox, tools
 from .run.sandbox import Box
@@ -227,18 +227,28 @@ def rename_paths(output: str, source: Source) -> str:
     return diagnostics.rename_temporary(output, source_file_name(source), source.name)
 
 
-def compile_box(request: RunRequest, toolchain: Toolchain, work: Path, cache_dir: Path,
-                uid: int, readable: tuple[Path, ...] = (), inner_guard: Path | None = None) -> Box:
-    """What a sandboxed compiler sees: the system, its build folder, `readable` (the source's
-    folder, for its headers, when it is not in the build folder) and the prefixes of its
-    compilers that lie elsewhere (Toolchain.prefixes)."""
-    support = isolation.sandbox_support()
-    found = list(readable)
-    found += [Path(p) for p in toolchain.prefixes if not sandbox.in_system_dirs(Path(p))]
-    return Box(workdir=work, writable=(work,), readable=tuple(found),
+def box_for(request: RunRequest, toolchain: Toolchain, folder: Path, cache_dir: Path, uid: int,
+            support: SandboxSupport, protections: Protections | None, *,
+            readable: Sequence[Path] = (), env: Mapping[str, str] | None = None,
+            profiler_env: Mapping[str, str] | None = None, gpu: bool = False,
+            disk_caps: bool = False) -> Box:
+    """What a box sees, for a compile and a run alike: `folder` read-write (where it starts);
+    `readable` (a compile: the source's folder, for its headers; a run: its executable and
+    idrrun's libraries and profiler it loads) and the prefixes of the toolchain's compilers
+    that lie outside the system's folders read-only; the request's hidden folders, idrrun's
+    own package and its cache hidden; its environment (box_env: `env`, by default ours, with
+    `profiler_env`, and its own temporary folder); for a graded request as root, the guard
+    placed where the box's own uid can run it."""
+    guard = protections.guard if protections is not None else None
+    inner_guard = tools.place(guard, request.room / "tools") \
+        if guard is not None and request.room is not None and uid >= 0 else None
+    prefixes = [Path(p) for p in toolchain.prefixes if not sandbox.in_system_dirs(Path(p))]
+    return Box(workdir=folder, writable=(folder,), readable=(*readable, *prefixes),
                hidden=(*request.hide, *sandbox.package_dirs(), cache_dir),
-               env=sandbox.box_env(os.environ, {}, support, work / BOX_TMP),
-               uid=uid, gid=uid, support=support, inner_guard=inner_guard)
+               env=sandbox.box_env(os.environ if env is None else env, profiler_env or {}, support,
+                                   folder / BOX_TMP),
+               gpu=gpu, uid=uid, gid=uid, support=support, disk_caps=disk_caps,
+               inner_guard=inner_guard)
 
 
 def _compile_spec(request: RunRequest, work: Path, env: Mapping[str, str] | None,
@@ -436,8 +446,9 @@ def _build_here(job: _Job) -> BuildResult:
     # folder, which its box may write: the cache is hidden from it.
     work = Path(tempfile.mkdtemp(dir=request.workdir if request.sandbox else job.final.parent,
                                  prefix=f".{job.key}.tmp-"))
-    box = compile_box(request, job.toolchain, work, job.cache_dir, job.uid,
-                      (request.source.origin_dir,)) if request.sandbox else None
+    box = box_for(request, job.toolchain, work, job.cache_dir, job.uid,
+                  isolation.sandbox_support(), job.protections,
+                  readable=(request.source.origin_dir,)) if request.sandbox else None
     start = time.monotonic()
     try:
         write_atomic(work / source_file_name(request.source), padded_text(request.source))
@@ -492,12 +503,8 @@ def _build_in_room(job: _Job) -> BuildResult:
     assert request.room is not None
     work = _room_folder(job)
     include = work / INCLUDES
-    box = None
-    if request.sandbox:
-        guard = job.protections.guard if job.protections is not None else None
-        inner = tools.place(guard, request.room / "tools") \
-            if guard is not None and job.uid >= 0 else None
-        box = compile_box(request, job.toolchain, work, job.cache_dir, job.uid, inner_guard=inner)
+    box = box_for(request, job.toolchain, work, job.cache_dir, job.uid,
+                  isolation.sandbox_support(), job.protections) if request.sandbox else None
     start = time.monotonic()
     try:
         result = _compile(job, compile_argv(request, job.toolchain, include), work, box,

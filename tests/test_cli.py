@@ -134,7 +134,7 @@ def test_limit_then_timeout_exits_124() -> None:
     from idrrun.commands.run import exit_code
     from idrrun.model import FailureKind, ProcResult, RunRequest, RunResult
     from idrrun.pipeline import Outcome
-    from idrrun.pipeline import run_failure
+    from idrrun.failures import run_failure
     from idrrun.request.source import from_cell
 
     src = from_cell("int main(void){}\n", "cell[1]", "c", None, Path("/tmp"))

@@ -246,7 +246,7 @@ def test_a_stack_overflow_is_told_from_a_bad_access(tmp_path: Path) -> None:
 
 def test_the_sigsegv_hint_without_frame_sizes_mentions_the_stack_too() -> None:
     from idrrun.model import ProcResult, RunRequest, RunResult, StackFrame
-    from idrrun.pipeline import run_failure
+    from idrrun.failures import run_failure
     from idrrun.request.source import from_cell
 
     src = from_cell("int main(void){}\n", "cell[1]", "c", None, Path("/tmp"))

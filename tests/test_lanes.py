@@ -72,7 +72,7 @@ def test_no_lanes_without_a_gpu_or_under_srun(tmp_path: Path) -> None:
 
 
 def _lanes(tmp_path: Path, *gpus: str) -> Lanes:
-    return lanes.plan(gpus, [0, 1], boundary.own_dir(tmp_path / "lanes", 0o700))
+    return lanes.layout(gpus, [0, 1], boundary.own_dir(tmp_path / "lanes", 0o700))
 
 
 def test_a_timed_run_waits_for_its_gpu_then_holds_it_alone(tmp_path: Path) -> None:
@@ -222,7 +222,7 @@ examples, name, subs, lock, cpus, gpus = sys.argv[1:7]
 folder = Path(subs)
 settings = config.load(folder, environ={})
 probe = toolchains.probe(settings, "gcc")
-plan = lanes.plan(gpus.split(","), [int(c) for c in cpus.split(",")], boundary.own_dir(Path(lock), 0o700))
+plan = lanes.layout(gpus.split(","), [int(c) for c in cpus.split(",")], boundary.own_dir(Path(lock), 0o700))
 exercise = specs.load(Path(examples) / f"{name}.toml")
 todo = [Submission(p.stem, p, source.from_file(p, "c", p.name)) for p in sorted(folder.glob("*.c"))]
 rows = classroom.grade_all(todo, exercise, settings, probe, 2, None, sandbox="none (test)", lanes=plan)

@@ -66,7 +66,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"checks", "annotate"}),                     # specs, check kinds, the annotated source (pure)
     frozenset({"request"}),                                # options, settings, the resolver
     frozenset({"build"}),
-    frozenset({"pipeline"}),
+    frozenset({"pipeline", "failures"}),                    # the ladder, and what its failures say
     frozenset({"checking"}),                               # a run checked against its exercise
     frozenset({"grading"}),                                # a class
     frozenset({"display", "doctor", "highlight", "resident"}),  # what the front ends use

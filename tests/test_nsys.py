@@ -22,10 +22,11 @@ from conftest import PYTHONPATH, ROOT
 from idrrun.profile import nsys as nsys_mod
 from idrrun.profile import nsysdb, timeline
 from idrrun.profile.hints import find_hints
-from idrrun.profile.model import NO_GPU_ACTIVITY, Table, Trace
+from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan, Table, Trace
 from idrrun.profile.rates import achieved_rates
 from idrrun.profile.render import ProfileView
-from idrrun.profile.session import collect, output_filter, plan
+from idrrun.profile.running import ProfileSession
+from idrrun.profile.session import collect, plan
 from idrrun.profile.summary import summarize
 from idrrun.profile.tracefile import read_trace
 from idrrun.run import proc
@@ -242,9 +243,10 @@ def test_the_programs_output_and_nsys_errors_pass(size: int) -> None:
                                                   + "Importer error status: something\n")
 
 
-def test_the_filter_passes_everything_when_not_under_nsys() -> None:
+def test_the_filter_passes_everything_when_not_under_nsys(tmp_path: Path) -> None:
     shown: list[str] = []
-    sink = output_filter(None, shown.append)
+    other = ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=tmp_path)
+    sink = ProfileSession.start(other, follow=False, show_profile=True).output_filter(shown.append)
     sink("Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n")
     sink.finish()
     assert shown == ["Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n"]
@@ -276,7 +278,7 @@ def test_host_run_with_real_nsys(nsys: str, host_program: Path, tmp_path: Path) 
     p = plan("nsys", tmp_path / "run", tmp_path / "cache")
     assert p.kind == "nsys" and p.argv_prefix[0] == nsys
     shown: list[str] = []
-    sink = output_filter(p, shown.append)
+    sink = ProfileSession.start(p, follow=False, show_profile=True).output_filter(shown.append)
     result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300,
                       spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env},
                                          on_output=sink, terminal=True))
@@ -348,7 +350,8 @@ def test_nsys_failing_before_the_program_is_not_the_programs_failure(nsys: str, 
     exit code 1 before the program runs: once a FAIL of "the program ended with exit code 1"
     and every output check, now a run that could not start, its checks not judged; a program
     that fails under nsys still fails, and no launch mark is left in the profile folder."""
-    from idrrun.profile.session import LAUNCHED_PREFIX, NOT_LAUNCHED
+    from idrrun.profile.running import NOT_LAUNCHED
+    from idrrun.profile.session import LAUNCHED_PREFIX
 
     (tmp_path / "p.c").write_text(HOST_PROGRAM)
     env = dict(os.environ, PYTHONPATH=PYTHONPATH, TMPDIR=str(tmp_path / "no-such-folder"))
@@ -376,7 +379,7 @@ def test_graded_under_nsys_in_the_box_nsys_failing_is_an_error_row(nsys: str, tm
     error row, "not graded", never the student's fail."""
     import nbformat
 
-    from idrrun.profile.session import NOT_LAUNCHED
+    from idrrun.profile.running import NOT_LAUNCHED
 
     solution = (ROOT / "examples" / "C" / "intro_saxpy_solution.c").read_text()
     assert "return 0;" in solution

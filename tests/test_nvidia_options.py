@@ -35,7 +35,7 @@ def resolved(options: str, *, acc: bool = False, openmp: bool = False, accopts: 
                   gpus=gpus, offload=True, offload_targets=targets)
     settings = Settings(offload=offload)
     translation = toolchains.translate(request, probe, settings)
-    return translation.request, toolchains.resolve(translation.request, probe, settings, translation)
+    return translation.request, toolchains.toolchain_for(translation.request, probe, settings, translation)
 
 
 def test_the_idris_openmp_target_line_on_a_v100() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from idrrun import pipeline
+from idrrun.profile import running
 from idrrun.pipeline import Outcome
 from idrrun.model import (BuildResult, FailureKind, Probe, RunRequest, RunResult, Settings,
                           Toolchain, Verdict)
@@ -46,7 +47,8 @@ class Recorder:
         self.events.append("verdict")
 
 
-def run(tmp_path: Path, body: str, **kw: object) -> tuple[Recorder, Outcome]:
+def run(tmp_path: Path, body: str, settings: Settings | None = None,
+        **kw: object) -> tuple[Recorder, Outcome]:
     src = from_cell("#include <stdio.h>\n#include <stdlib.h>\n#include <signal.h>\n#include <unistd.h>\n"
                     f"int main(int argc, char **argv) {{ {body} }}\n", "cell[1]", "c", None, tmp_path)
     gcc = probe_compiler("gcc")
@@ -55,8 +57,8 @@ def run(tmp_path: Path, body: str, **kw: object) -> tuple[Recorder, Outcome]:
     request = dataclasses.replace(RunRequest(source=src, workdir=tmp_path), **kw)  # type: ignore[arg-type]
     probe = Probe(family="gcc", compilers=(gcc,), gpus=(), offload=False)
     reporter = Recorder()
-    outcome = pipeline.execute(request, toolchain, probe, Settings(cache_dir=tmp_path / "cache"),
-                               reporter)
+    outcome = pipeline.execute(request, toolchain, probe,
+                               settings or Settings(cache_dir=tmp_path / "cache"), reporter)
     return reporter, outcome
 
 
@@ -111,7 +113,7 @@ def test_a_trace_for_the_checks_only_is_taken_quietly(tmp_path: Path) -> None:
     assert outcome.profile.timeline_png is None and outcome.profile.trace_json is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no folder left
     reporter, outcome = run(tmp_path, body, profile="builtin")
-    assert "profile" in reporter.events and (tmp_path / pipeline.PROFILE_DIR).is_dir()
+    assert "profile" in reporter.events and (tmp_path / running.PROFILE_DIR).is_dir()
 
 
 @needs_cupti
@@ -134,3 +136,39 @@ def test_a_note_about_the_profiler_is_said_once(tmp_path: Path,
     said = [e for e in reporter.events if "nsys is not on PATH" in e] + \
         [line for line in shown.splitlines() if "nsys is not on PATH" in line]
     assert len(said) == 1, (reporter.events, shown)
+
+
+def test_the_pipeline_asks_the_profile_session_twice(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """profile/session.py is two stages around the run: the pipeline asks it for the plan
+    before the run and collects after; the rest (the output filter, the follower, the launch
+    mark, the files a box keeps, the grace) belongs to the profile session value the run's
+    plan holds (profile/running.py). Before: eight entries, from six rungs. Here the profiler
+    is a configured command (a fake that records its argv and runs the program)."""
+    import sys
+    from types import FrameType
+
+    from conftest import ROOT
+    from idrrun.profile import session
+
+    monkeypatch.setenv("FAKE_PROFILER_LOG", str(tmp_path / "profiler.log"))
+    settings = Settings(cache_dir=tmp_path / "cache",
+                        profiler=(str(ROOT / "tests" / "fakes" / "record_profiler"),))
+    entries: list[str] = []
+
+    def trace(frame: FrameType, event: str, arg: object) -> None:
+        caller = frame.f_back
+        if event == "call" and frame.f_code.co_filename == session.__file__ and \
+                caller is not None and caller.f_code.co_filename != session.__file__:
+            entries.append(f"{caller.f_code.co_name} -> {frame.f_code.co_name}")
+
+    before = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        reporter, outcome = run(tmp_path, 'printf("hey\\n"); return 0;', settings, profile="auto")
+    finally:
+        sys.settrace(before)
+    assert outcome.ok and reporter.text == "hey\n", (outcome.failure, reporter.text)
+    assert outcome.profile is not None and outcome.profile.kind == "command"
+    assert (tmp_path / "profiler.log").is_file()
+    assert entries == ["profile_stage -> plan", "collect_stage -> collect"], entries

@@ -966,10 +966,10 @@ def test_collect_says_when_the_trace_was_cut(tmp_path: Path, monkeypatch: pytest
     (run / "trace.jsonl").write_text((DATA / "async_trace_h200.jsonl").read_text())
     plan_ = ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=run,
                         output=run / "trace.jsonl")
-    followed = tracefile.Follower(plan_.output, perfetto.Prepared(), limit=2000)
-    with followed:
+    follower = tracefile.Follower(plan_.output, perfetto.Prepared(), limit=2000)
+    with follower:
         pass
-    report = collect(plan_, followed=followed)
+    report = collect(plan_, follower=follower)
     assert report.trace is not None and report.trace.truncated
     assert report.notes == ("the trace is longer than the 2.0 kB idrrun reads: what is shown is "
                             "its beginning",)  # (and not that the program stopped early)

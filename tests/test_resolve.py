@@ -78,8 +78,8 @@ def test_toolchain_resolved_once_per_request(monkeypatch: pytest.MonkeyPatch) ->
     from idrrun import toolchains
 
     calls = []
-    real = toolchains.resolve
-    monkeypatch.setattr(toolchains, "resolve", lambda *a: calls.append(a) or real(*a))
+    real = toolchains.toolchain_for
+    monkeypatch.setattr(toolchains, "toolchain_for", lambda *a: calls.append(a) or real(*a))
     opts = parse_line("-a")
     assert opts is not None
     request, toolchain = resolve.resolve(opts, SRC, Path("/work"), Settings(), probe(), EXERCISE)

@@ -10,7 +10,7 @@ import pytest
 from idrrun.model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Toolchain
 from idrrun.request.source import from_cell
 from idrrun.errors import UsageError
-from idrrun.toolchains import gcc, resolve
+from idrrun.toolchains import gcc, toolchain_for
 from idrrun.toolchains.family import AccDecision
 
 GCC = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Debian 12.2.0-14+deb12u1) 12.2.0")
@@ -31,13 +31,13 @@ def request(accopts: tuple[str, ...] = (), acc: bool = True) -> RunRequest:
 
 
 def test_nvhpc_accopts_become_gpu_flag() -> None:
-    tc = resolve(request(("cc70", "pinned")), probe("nvhpc", (V100,)), Settings())
+    tc = toolchain_for(request(("cc70", "pinned")), probe("nvhpc", (V100,)), Settings())
     assert tc.flags[:3] == ("-acc", "-gpu=cc70,pinned", "-Minfo=accel")
     assert tc.target == "gpu"
 
 
 def test_pgi_accopts_become_ta_tesla() -> None:
-    tc = resolve(request(("cc70", "pinned")), probe("pgi", (V100,)), Settings())
+    tc = toolchain_for(request(("cc70", "pinned")), probe("pgi", (V100,)), Settings())
     assert "-ta=tesla:cc70,pinned" in tc.flags and "-acc" in tc.flags
 
 
@@ -49,14 +49,14 @@ def device_options(tc: Toolchain) -> str:
 
 def test_gcc_links_nvptx_libatomic_from_gcc_12_on() -> None:
     # openmp_heat's two reductions of one construct need a 16-byte compare-and-swap (libatomic)
-    assert device_options(resolve(request(), probe("gcc", (H100,)), Settings())).endswith("-lm -latomic")
+    assert device_options(toolchain_for(request(), probe("gcc", (H100,)), Settings())).endswith("-lm -latomic")
     gcc11 = CompilerInfo("gcc", "/usr/bin/gcc", "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0")
     old = Probe(family="gcc", compilers=(gcc11,), gpus=(H100,), offload=True)
-    assert device_options(resolve(request(), old, Settings())).endswith(" -lm")
+    assert device_options(toolchain_for(request(), old, Settings())).endswith(" -lm")
 
 
 def test_gcc_on_a_gpu_offloads_with_misa_capped_at_sm80() -> None:
-    tc = resolve(request(), probe("gcc", (H100,)), Settings())
+    tc = toolchain_for(request(), probe("gcc", (H100,)), Settings())
     assert "-foffload=nvptx-none" in tc.flags
     assert device_options(tc) == "-misa=sm_80 -lm -latomic"
     assert tc.target == "gpu"
@@ -65,7 +65,7 @@ def test_gcc_on_a_gpu_offloads_with_misa_capped_at_sm80() -> None:
 
 
 def test_gcc_ccxy_picks_misa_and_ignores_pinned_once() -> None:
-    tc = resolve(request(("cc70", "pinned", "managed")), probe("gcc", (V100,)), Settings())
+    tc = toolchain_for(request(("cc70", "pinned", "managed")), probe("gcc", (V100,)), Settings())
     assert device_options(tc) == "-misa=sm_70 -lm -latomic"
     ignored = [n for n in tc.notes if "ignores these accopts" in n]
     assert ignored == ["gcc ignores these accopts (nvhpc options without a gcc equivalent): pinned, managed"]
@@ -73,32 +73,32 @@ def test_gcc_ccxy_picks_misa_and_ignores_pinned_once() -> None:
 
 
 def test_gcc_without_gpu_builds_for_the_host_and_says_so() -> None:
-    tc = resolve(request(), probe("gcc", ()), Settings())
+    tc = toolchain_for(request(), probe("gcc", ()), Settings())
     assert "-foffload=disable" in tc.flags and tc.target == "host" and not tc.offload
     # About the machine, the same for every request: a notebook says it once per kernel.
     assert any("no GPU found" in n for n in tc.machine_notes) and not tc.notes
 
 
 def test_gcc_without_gpu_offloads_when_asked() -> None:
-    tc = resolve(request(("cc80",)), probe("gcc", ()), Settings())
+    tc = toolchain_for(request(("cc80",)), probe("gcc", ()), Settings())
     assert "-foffload=nvptx-none" in tc.flags and tc.target == "host" and tc.offload
     assert any("falls back to the host" in n for n in tc.machine_notes)
 
 
 def test_gcc_without_offload_compiler_says_how_to_install() -> None:
-    tc = resolve(request(), probe("gcc", (H100,), offload=False), Settings())
+    tc = toolchain_for(request(), probe("gcc", (H100,), offload=False), Settings())
     assert "-foffload=disable" in tc.flags
     assert any("apt-get install gcc-12-offload-nvptx" in n for n in tc.machine_notes)
 
 
 @pytest.mark.parametrize("cc, isa", [("cc35", 35), ("cc60", 53), ("cc75", 75), ("cc90", 80), ("sm_86", 80)])
 def test_gcc12_isa_table(cc: str, isa: int) -> None:
-    tc = resolve(request((cc,)), probe("gcc", (H100,)), Settings())
+    tc = toolchain_for(request((cc,)), probe("gcc", (H100,)), Settings())
     assert device_options(tc).startswith(f"-misa=sm_{isa} ")
 
 
 def test_accopts_without_acc_are_reported() -> None:
-    tc = resolve(request(("cc70",), acc=False), probe("nvhpc", (V100,)), Settings())
+    tc = toolchain_for(request(("cc70",), acc=False), probe("nvhpc", (V100,)), Settings())
     assert "-acc" not in tc.flags and not any(f.startswith("-gpu") for f in tc.flags)
     assert "--accopts is ignored without -a/--acc" in tc.notes
 
@@ -111,7 +111,7 @@ def probe_targets(gpus: tuple[GpuInfo, ...], targets: tuple[int, ...]) -> Probe:
 
 
 def test_cc70_on_a_toolkit_without_sm70_builds_for_sm75_and_says_so() -> None:
-    tc = resolve(request(("cc70", "pinned")), probe_targets((H100,), (75, 80)), Settings())
+    tc = toolchain_for(request(("cc70", "pinned")), probe_targets((H100,), (75, 80)), Settings())
     assert device_options(tc).startswith("-misa=sm_75 ") and tc.target == "gpu"
     note = next(n for n in tc.machine_notes if "sm_70 asked" in n)
     assert "no longer accepts it (it takes sm_75, sm_80)" in note and "9.0" not in note
@@ -122,7 +122,7 @@ def test_cc70_on_a_toolkit_without_sm70_builds_for_sm75_and_says_so() -> None:
 def test_no_target_fits_the_gpu_is_a_clear_error() -> None:
     old = GpuInfo("Tesla P100", "6.0", "470")
     with pytest.raises(UsageError, match="newer than the GPU here .Tesla P100, sm_60."):
-        resolve(request(("cc60",)), probe_targets((old,), (75, 80)), Settings())
+        toolchain_for(request(("cc60",)), probe_targets((old,), (75, 80)), Settings())
 
 
 
@@ -224,23 +224,23 @@ def test_a_ptxas_that_accepts_none_of_gcc_s_targets_is_a_clear_error(
     targets = gcc.GCC.offload_targets(GCC)
     assert targets == ()
     with pytest.raises(UsageError, match="GCC 12 and this machine's ptxas share no GPU target"):
-        resolve(request(("cc80",)), probe_targets((H100,), targets), Settings())
+        toolchain_for(request(("cc80",)), probe_targets((H100,), targets), Settings())
     # Not probed (None) is not "none": GCC's own list then.
-    assert device_options(resolve(request(("cc80",)), probe("gcc", (H100,)), Settings())) \
+    assert device_options(toolchain_for(request(("cc80",)), probe("gcc", (H100,)), Settings())) \
         .startswith("-misa=sm_80 ")
 
 
 def test_a_target_newer_than_the_gpu_builds_the_newest_it_runs() -> None:
     # sm_75 asked on a V100 (sm_70), sm_70 buildable: sm_70, said; before: "the oldest target
     # this machine can build is sm_75 (sm_70, sm_75, sm_80)".
-    tc = resolve(request(("sm_75",)), probe_targets((V100,), (70, 75, 80)), Settings())
+    tc = toolchain_for(request(("sm_75",)), probe_targets((V100,), (70, 75, 80)), Settings())
     assert device_options(tc).startswith("-misa=sm_70 ") and tc.target == "gpu"
     assert tc.machine_notes == ("sm_75 asked, newer than the GPU here (Tesla V100, sm_70): "
                                 "building for sm_70, which it can run",) and tc.notes == ()
     # Nothing the GPU runs: the message names the oldest target there is.
     with pytest.raises(UsageError, match=r"the oldest target this machine can build is sm_75 "
                                          r"\(sm_75, sm_80\), newer than the GPU here \(Tesla V100"):
-        resolve(request(("cc90",)), probe_targets((V100,), (75, 80)), Settings())
+        toolchain_for(request(("cc90",)), probe_targets((V100,), (75, 80)), Settings())
 
 
 # -- CUDA cells: nvcc's release and its name in the header --------------------------------------
@@ -265,9 +265,9 @@ def test_cuda_cells_name_nvcc_and_its_release_with_a_fake_nvcc(tmp_path: Path,
     cuda = RunRequest(source=src, workdir=Path("/tmp"))
     for family in ("gcc", "nvhpc"):
         p = Probe(family=family, compilers=(GCC, nvcc), gpus=(), offload=True)
-        tc = resolve(cuda, p, Settings())
+        tc = toolchain_for(cuda, p, Settings())
         assert (tc.family, tc.label, tc.compiler.version) == (family, "nvcc", nvcc.version)
-    assert resolve(request(), probe("gcc"), Settings()).label == "gcc"
+    assert toolchain_for(request(), probe("gcc"), Settings()).label == "gcc"
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")

@@ -26,7 +26,7 @@ NO_GPU_ACTIVITY = "no GPU activity: the OpenACC regions ran on the host"
 
 @dataclass(frozen=True)
 class ProfilePlan:
-    """How to run the program under the profiler; build it with profile.plan()."""
+    """How to run the program under the profiler; build it with profile.session.plan()."""
 
     kind: ProfileKind
     argv_prefix: tuple[str, ...]  # before the program's argv (after a launcher such as mpirun)

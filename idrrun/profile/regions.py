@@ -1,6 +1,6 @@
 """Which OpenACC compute constructs a checked run executed: the regions library (regions.c).
 
-    plan(request, cache_dir, folder, tools_dir)    -> Counting: the run's variables and files
+    counting(request, cache_dir, folder, tools_dir) -> Counting: the run's variables and files
     collect(counting, folder, uid, executable)     -> RegionsRan, after the run
     parse_record(data)                             -> one process's record (pure, bounded)
 
@@ -100,8 +100,8 @@ def build_library(cache_dir: Path, cc: str | None = None,
                        NOT_BUILT)
 
 
-def plan(request: RunRequest, cache_dir: Path, folder: Path,
-         tools_dir: Path | None = None) -> Counting:
+def counting(request: RunRequest, cache_dir: Path, folder: Path,
+             tools_dir: Path | None = None) -> Counting:
     """A checked OpenACC run counts its constructs (not an OpenMP one: the OpenACC profiling
     interface reports OpenACC constructs only); its records go in `folder`, where it runs.
     tools_dir: where a box's own uid loads the library from (a folder of the request's room),

@@ -6,12 +6,17 @@ Two stages around the run, each a plain function:
     ... the caller runs (*launcher, *plan.argv_prefix, program, *args) with plan.env added ...
     collect(plan, timeout) -> ProfileReport                         # after: tables, summary, PNG
 
+Between them the pipeline holds a running.ProfileSession (the plan, its follower, its folder):
+what happens while the program runs, and which files of a box are the profile's, are its
+methods, not calls back into this module.
+
 Profilers (choice "auto" takes the first that applies):
 - "nsys": Nsight Systems, when `nsys` is on PATH or configured (nsys_command). The program runs
   under `nsys profile`; collect() exports the report to SQLite (RUN_DIR/report.sqlite), read
   into the same Trace as the built-in tracer's (nsysdb.py), and runs `nsys stats` (CSV) for
   nsys's kernel, memory and OpenACC tables. The report RUN_DIR/report.nsys-rep is kept for
-  nsys-ui. While the program runs, output_filter() keeps nsys's progress bars out of its output.
+  nsys-ui. While the program runs, ProfileSession.output_filter() keeps nsys's progress bars out
+  of its output.
 - "builtin": a small CUPTI tracer (tracer.c), built on first use with the system C compiler
   against the CUDA toolkit's CUPTI and cached; the CUDA driver loads it into the program
   through CUDA_INJECTION64_PATH. It writes RUN_DIR/trace.jsonl ("idrrun-trace" JSON lines, see
@@ -100,41 +105,13 @@ NSYS_HINT = ("install Nsight Systems (it comes with the CUDA toolkit and the NVI
              "profile with the built-in tracer")
 
 
-def run_dir_name(label: str) -> str:
-    """The name of one profiled run's folder: LABEL-YYYYmmdd-HHMMSS."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "run"
-    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
 # Between nsys and the program: a shell that leaves a mark (an empty file named by
 # LAUNCHED_VAR, in the profile's folder), then execs the program (same pid, which nsys follows).
-# No mark after a failed run: nsys failed before it started the program (stopped()).
+# No mark after a failed run: nsys failed before it started the program
+# (running.ProfileSession.stopped()).
 LAUNCHED_VAR = "IDRRUN_LAUNCHED"
 LAUNCHED_PREFIX = ".idrrun-launched-"
 LAUNCH_MARK = ("/bin/sh", "-c", ': > "$IDRRUN_LAUNCHED"; exec "$0" "$@"')
-NOT_LAUNCHED = ("nsys ended ({how}) before it started the program, so the program did not run "
-                "(nsys's own messages are in the run's output: a full disk, a TMPDIR it cannot "
-                "write, an option it does not know?)")
-
-
-def relocated(plan: ProfilePlan, folder: Path) -> ProfilePlan:
-    """The plan for reading what a run's profiler wrote from `folder` (where the grader copied
-    it out of a graded run's folder) instead of where it was written."""
-    output = folder / plan.output.name if plan.output is not None else None
-    return dataclasses.replace(plan, run_dir=folder, output=output)
-
-
-def new_run_dir(parent: Path, label: str) -> Path:
-    """A fresh folder for one profiled run: PARENT/LABEL-YYYYmmdd-HHMMSS[-N]."""
-    base = run_dir_name(label)
-    for n in range(1000):
-        path = parent / (base if n == 0 else f"{base}-{n}")
-        try:
-            path.mkdir(parents=True)
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free run folder under {parent}")
 
 
 def _clear(run_dir: Path) -> None:
@@ -286,17 +263,9 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
                          trace_json=trace_json)
 
 
-def follower(plan: ProfilePlan | None) -> Follower | None:
-    """For the built-in tracer: a reader of its file while the program runs (`with` it around
-    the run, then give it to collect()), so that little is left to read after the run."""
-    if plan is None or plan.kind != "builtin" or plan.output is None:
-        return None
-    return Follower(plan.output, perfetto.Prepared() if plan.drawn else None)
-
-
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
             iterations: int | None = None, bytes_per_iteration: float | None = None,
-            followed: Follower | None = None, ledger: Ledger | None = None,
+            follower: Follower | None = None, ledger: Ledger | None = None,
             boxed: ExportBox | None = None) -> ProfileReport:
     """After the run: read what the profiler left in plan.run_dir, sum it up, draw it, export
     it, and say what could be better.
@@ -305,7 +274,8 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
     name when the caller knows it (else the trace's, when the tracer recorded it), for the
     peaks the rates are compared with. iterations and bytes_per_iteration (the bytes the
     exercise's kernels must move in device memory per iteration) give the kernels' achieved
-    memory bandwidth. followed: follower(plan), stopped, that read the trace during the run.
+    memory bandwidth. follower: the session's (ProfileSession.follower), stopped, that read
+    the trace during the run.
     ledger: a graded run's account of what is read of its box (run/evidence.py): past it,
     nothing of the profile is used (kind "none", saying why). boxed: for a graded run, the box
     nsys's export and stats run in (never outside a box on a report a box wrote).
@@ -321,13 +291,13 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
                              message=f"ran under {' '.join(plan.argv_prefix)}; see its output above")
     if plan.kind == "builtin":
         assert plan.output is not None
-        trace = read_trace(plan.output, followed, ledger=ledger)
+        trace = read_trace(plan.output, follower, ledger=ledger)
         if ledger is not None and ledger.refused:
             return _refused(ledger)
         summary = summarize(trace, source_name=source_name) if trace is not None else None
         report_file = trace.files[0] if trace is not None and trace.files else None
         # the events formatted during the run belong to this trace only if it was the follower's
-        prepared = followed.prepared if followed is not None and followed.used else None
+        prepared = follower.prepared if follower is not None and follower.used else None
         return _finish(plan, trace, summary, (), report_file, notes, work, prepared=prepared)
     return _collect_nsys(plan, timeout, notes, work, boxed, ledger)
 
@@ -399,80 +369,20 @@ def _nsys_report(plan: ProfilePlan, trace: Trace | None, tables: Mapping[str, Ta
                  stats_ok: bool, notes: list[str], work: Work) -> ProfileReport:
     """What nsys's export (`trace`) and stats (`tables`) say, as a report."""
     report = plan.output
-    shown = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
+    shown_tables = tuple(tables[k] for k in _nsys.SHOWN if k in tables)
     if trace is not None and not trace.empty:
-        return _finish(plan, trace, summarize(trace, source_name=work.source_name), shown,
+        return _finish(plan, trace, summarize(trace, source_name=work.source_name), shown_tables,
                        report, notes, work)
     # No GPU operation in the export, or no export: nsys's own totals, if its tables have any.
     summary = _nsys.summary_from_tables(tables, source_name=work.source_name)
     if summary is not None and (summary.kernel_count or summary.h2d.count):
-        return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown,
+        return ProfileReport(kind="nsys", trace=None, summary=summary, tables=shown_tables,
                              report_file=report, notes=tuple(notes))
     if trace is None and not tables and not stats_ok:
         return ProfileReport(kind="nsys", trace=None, summary=None, report_file=report,
                              notes=tuple(notes),
                              message="no GPU profile: nsys could not read its report")
-    return _finish(plan, trace, summary, shown, report, notes, work)
-
-
-def watch_launch(plan: ProfilePlan | None) -> int | None:
-    """Before the run: a watch of the profile's folder (boundary.watch_made), so that the
-    launch mark counts once made, even if the program removes it (its name is in its
-    environment); None without a mark to watch for."""
-    return boundary.watch_made(plan.run_dir) if plan is not None and plan.launched else None
-
-
-def stopped(plan: ProfilePlan | None, result: ProcResult, box_folder: Path | None = None,
-            watch: int | None = None) -> ProcResult:
-    """The run as it ended: a program that nsys stopped at its --duration (the program's time
-    limit) timed out, though what ended was nsys, with status 128 + SIGKILL; nsys that failed
-    before it started the program (no launch mark: a full disk, an unusable TMPDIR, a profiler
-    that cannot run here) could not start the program, rather than the program failing.
-    box_folder: the graded run's folder, which holds plan.run_dir (its mark is read beneath it,
-    no link followed); None for a run in the user's folder. watch: watch_launch's, from before
-    the run: a mark the kernel saw made counts, whatever the program did to it. The mark is
-    removed."""
-    seen = watch is not None and boundary.made(watch, plan.launched) if plan is not None else False
-    if plan is None:
-        return result
-    found = _launched(plan, box_folder) if plan.launched else True
-    started = True if seen else found
-    if not result.ok and not result.timed_out and not result.interrupted and \
-            result.start_error is None and started is False:
-        return dataclasses.replace(result, returncode=None,
-                                   start_error=NOT_LAUNCHED.format(how=result.describe()))
-    if plan.duration is None or result.timed_out or \
-            result.returncode != _nsys.KILLED_STATUS or result.seconds < plan.duration:
-        return result
-    return dataclasses.replace(result, timed_out=True)
-
-
-def _launched(plan: ProfilePlan, box_folder: Path | None) -> bool | None:
-    """Whether the launch mark is in plan.run_dir (any entry of its name: only the launch, or
-    the program after it, makes one), removed once seen; None when the folder cannot be read."""
-    base = box_folder if box_folder is not None else plan.run_dir
-    try:
-        rel = plan.run_dir.relative_to(base).as_posix()
-        fd = boundary.open_dir(base)
-    except (OSError, ValueError):
-        return None
-    try:
-        inner = fd if rel == "." else \
-            boundary.open_beneath(fd, rel, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            try:
-                os.stat(plan.launched, dir_fd=inner, follow_symlinks=False)
-            except FileNotFoundError:
-                return False
-            boundary.discard(inner, plan.launched)
-            return True
-        finally:
-            if inner != fd:
-                os.close(inner)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return _finish(plan, trace, summary, shown_tables, report, notes, work)
 
 
 Exported = tuple[ProcResult, ProcResult, Mapping[str, str]]  # export, stats, report names
@@ -555,9 +465,3 @@ def _export_box(plan: ProfilePlan, boxed: ExportBox, folder: Path) -> sandbox.Bo
 
 def _tail(output: str, lines: int = 5) -> str:
     return "\n".join(output.strip().splitlines()[-lines:])
-
-
-def output_filter(plan: ProfilePlan | None, sink: Callable[[str], None]) -> _nsys.OutputFilter:
-    """The sink for the profiled program's output: under nsys, its end-of-run messages and
-    progress bars become one short line (nsys.OutputFilter). Call finish() after the run."""
-    return _nsys.OutputFilter(sink, active=plan is not None and plan.kind == "nsys")

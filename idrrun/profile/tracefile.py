@@ -300,9 +300,9 @@ def read_trace(path: Path, follower: Follower | None = None,
     left = limit
     for index, file in enumerate(files):
         if follower is not None and index == 0 and file == path:
-            followed = follower.finish()
-            if followed is not None:
-                parts.append(followed)
+            read_during_run = follower.finish()
+            if read_during_run is not None:
+                parts.append(read_during_run)
                 read.append(file)
                 left -= follower.read_bytes
                 continue

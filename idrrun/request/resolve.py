@@ -94,7 +94,7 @@ def resolve(options: Options, source: Source, workdir: Path, settings: Settings,
     request = build_request(completed, source, workdir, settings, exercise)
     translation = toolchains.translate(request, probe, settings)
     request = translation.request
-    toolchain = toolchains.resolve(request, probe, settings, translation)
+    toolchain = toolchains.toolchain_for(request, probe, settings, translation)
     if exercise is not None and completed.program_args is None:
         args = exercise.gpu_args if toolchain.target == "gpu" else exercise.host_args
         request = dataclasses.replace(request, program_args=args)

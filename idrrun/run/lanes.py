@@ -17,7 +17,7 @@ same reason. So, on a grading machine with GPUs:
   run closes a gate first: ordinary runs that come after it wait behind it instead of keeping
   the GPU busy for ever (flock alone lets readers starve a writer).
 
-    split_cpus(cpus, lanes) / plan(gpus, cpus, folder) / visible(count, environ)   pure
+    split_cpus(cpus, lanes) / layout(gpus, cpus, folder) / visible(count, environ)   pure
     for_machine(count, settings, environ) -> (Lanes | None, notes)
     hold(lanes, timed, every) -> Held (a context manager: the lock is held inside it)
 """
@@ -60,7 +60,7 @@ def split_cpus(cpus: Sequence[int], lanes: int) -> tuple[tuple[tuple[int, ...], 
     return tuple(tuple(kept[i * each:(i + 1) * each]) for i in range(lanes)), tuple(ordered[:first])
 
 
-def plan(gpus: Sequence[str], cpus: Sequence[int], folder: Path) -> Lanes:
+def layout(gpus: Sequence[str], cpus: Sequence[int], folder: Path) -> Lanes:
     """The lanes of these GPUs (CUDA_VISIBLE_DEVICES names) on these CPUs."""
     cores, rest = split_cpus(cpus, len(gpus))
     return Lanes(gpus=tuple(gpus), cores=cores, rest=rest, folder=folder)
@@ -96,7 +96,7 @@ def for_machine(count: int, settings: Settings,
     except boundary.NotOwnFolder as exc:
         folder = rooms.remember(Path(tempfile.mkdtemp(prefix="idrrun-lanes-")))
         notes = [NOT_SHARED.format(why=exc.strerror)]
-    lanes = plan(gpus, sorted(os.sched_getaffinity(0)), folder)
+    lanes = layout(gpus, sorted(os.sched_getaffinity(0)), folder)
     return lanes, notes + [describe(lanes)]
 
 

@@ -385,17 +385,17 @@ def _cancel(match: Callable[[str], bool], env: Mapping[str, str] | None) -> tupl
         time.sleep(0.2)
 
 
-def after(how: Launch, result: ProcResult | None) -> tuple[tuple[str, ...], list[str]]:
+def after(launched: Launch, result: ProcResult | None) -> tuple[tuple[str, ...], list[str]]:
     """Once the launcher has exited: where the step ran, and, when it did not end well, its
     cancellation on the cluster (a killed srun does not always take its step along)."""
-    step = how.step
+    step = launched.step
     if step is None:
         return (), []
     notes: list[str] = []
     nodes = placement(step)
     if result is not None and not result.ok:
         killed = result.timed_out or result.interrupted or result.signal_name is not None
-        cancelled, gone = _cancel(lambda name: name == step.name, how.env)
+        cancelled, gone = _cancel(lambda name: name == step.name, launched.env)
         if not gone:
             notes.append(f"the job step {step.name} was cancelled but squeue still lists it")
         elif killed or cancelled:

@@ -4,7 +4,7 @@ probing the machine once, and turning a request into the Toolchain that builds i
     probe(settings, family)               -> Probe        (the family's compilers, GPUs, protections)
     translate(request, probe, settings)   -> Translation  (another family's options on the line
                                                            read by this one: Family.translate)
-    resolve(request, probe, settings, t)  -> Toolchain    (the compiler and every flag)
+    toolchain_for(request, probe, settings, t) -> Toolchain   (the compiler and every flag)
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from . import probecache, registry
 from .family import Family, Translation, compiler_command, compiler_key
 from .machine import probe_compiler, probe_gpus
 
-__all__ = ["Family", "Translation", "family_of", "probe", "registry", "resolve", "select_family",
-           "translate"]
+__all__ = ["Family", "Translation", "family_of", "probe", "registry", "select_family",
+           "toolchain_for", "translate"]
 
 
 def select_family(settings: Settings, flag: str | None) -> tuple[str, str]:
@@ -88,8 +88,8 @@ def translate(request: RunRequest, probe_: Probe, settings: Settings) -> Transla
     return family.translate(request, info, probe_, settings)
 
 
-def resolve(request: RunRequest, probe_: Probe, settings: Settings,
-            translation: Translation | None = None) -> Toolchain:
+def toolchain_for(request: RunRequest, probe_: Probe, settings: Settings,
+                  translation: Translation | None = None) -> Toolchain:
     """The compiler and every flag for this request, decided by the probe's family.
     translation: translate()'s answer for it (its request is `request`): its libraries go
     after the source, its notes first."""

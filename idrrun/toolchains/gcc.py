@@ -637,7 +637,7 @@ class GccFamily(CommandFamily):
     def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
         # A file per compiled source, the size of every function's frame: a SIGSEGV in a
         # program whose main keeps 3 GB of arrays on a 1 GiB stack is a stack overflow, and
-        # the hint says so (pipeline.py). It leaves the code as it was.
+        # the hint says so (failures.py). It leaves the code as it was.
         return STACK_USAGE if toolchain.language in ("c", "c++", "fortran") else ()
 
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:

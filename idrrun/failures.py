@@ -1,0 +1,187 @@
+"""What a failed compile or run says, as data (STYLE.md 6, 15): its kind (FailureKind), the
+step, the command and the output as the student knows their files (the build's temporary
+names renamed), and a hint: what the signal, the limit or the exit status most likely means.
+
+    compile_failure(BuildResult, RunRequest) -> Failure
+    run_failure(RunResult, RunRequest, frames) -> Failure | None
+    Renamed(sink, source): the program's output, renamed as it comes
+
+pipeline.py calls them; the wording is kept here, apart from the ladder of stages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from . import build as build_mod
+from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, Source, StackFrame
+from .run import evidence
+from .toolchains import explain
+from .toolchains.diagnostics import student_symbol
+
+
+_SIGNAL_HINTS = {
+    "SIGSEGV": "the program touched memory it does not own: check array bounds, and on a GPU "
+               "that every array used in a compute region is in a data clause",
+    "SIGBUS": "bad memory access: check array bounds and alignment",
+    "SIGFPE": "arithmetic error, e.g. an integer division by zero",
+    "SIGABRT": "the program aborted: read the runtime's message above (assert, double free, "
+               "OpenACC runtime error)",
+    "SIGKILL": "killed from outside: out of memory, or a limit was reached",
+    "SIGILL": "illegal instruction: built for another processor?",
+}
+
+
+STACK_OVERFLOW = ("the stack overflowed, most likely: {where} on the stack (its local arrays, as the "
+                  "compiler measured them), and the program's stack is {stack}. Raise it with "
+                  "--stack (e.g. --stack 8GiB, or --stack unlimited), or allocate these arrays "
+                  "(malloc, ALLOCATABLE)")
+
+
+_LIMIT_HINTS = {
+    "memory": "the program used more memory than allowed ([limits] memory in the config, "
+              "--memory on the line); check the sizes it allocates",
+    "tasks": "the program started too many processes or threads (a fork in a loop?); the limit "
+             "is [limits] tasks, --tasks",
+    "file size": "the program wrote a file larger than allowed ([limits] file_size, --file-size); "
+                 "the truncated file was removed",
+    "disk": "the program wrote too much in its folder (a sandboxed run may leave 1 GiB and "
+            "20 000 files at most)",
+}
+
+
+def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
+    p = result.proc
+    assert p is not None
+    if p.timed_out:
+        kind = FailureKind.COMPILE_TIMEOUT
+        what = f"compile timeout after {request.compile_timeout:g} s"
+        hint = ("the compiler ran past compile_timeout: look for an #include of the file itself "
+                "or a huge generated source")
+    elif p.start_error is not None:
+        kind, what, hint = FailureKind.NOT_STARTED, p.describe(), "is the compiler installed and executable?"
+    elif p.interrupted:
+        kind, what, hint = FailureKind.INTERRUPTED, "interrupted", "the build was interrupted"
+    elif result.refused:
+        kind, what = FailureKind.COMPILE_ERROR, "refused"
+        hint = result.refused
+    else:
+        kind, what = FailureKind.COMPILE_ERROR, p.describe()
+        hint = explain.compile_hint(p.output, request.source) or (
+            f"fix the first error above; line numbers are those of {request.source.name}"
+            if p.returncode else "the compiler produced no output file")
+    return Failure(kind=kind, what=what, command=build_mod.shown_command(result.command, request.source),
+                   output=result.output, hint=hint, compile_step=True)
+
+
+_MAX_HELD = 4096  # the longest path a piece of output may end with and be held for
+
+
+class Renamed:
+    """The program's output as shown, the build's name of the source renamed (gfortran's "At
+    line 7 of file source.f90", an assert's "prog: source.c:3"): a piece at the end of what
+    came that may be the start of that name waits for what follows (finish() lets it go)."""
+
+    def __init__(self, sink: Callable[[str], None], source: Source) -> None:
+        self._sink = sink
+        self._source = source
+        self._temporary = build_mod.source_file_name(source)
+        self._held = ""
+
+    def __call__(self, text: str) -> None:
+        text = self._held + text
+        keep = self._unfinished(text)
+        self._held = text[len(text) - keep:] if keep else ""
+        if len(text) > keep:
+            self._sink(build_mod.rename_paths(text[:len(text) - keep], self._source))
+
+    def _unfinished(self, text: str) -> int:
+        """How many characters at the end of `text` may be the start of the temporary name, or
+        of a path to it (a folder and maybe the name's start: `/b/.k.tmp-x/sou`)."""
+        token = re.split(r"[\s'\"`(]", text[-_MAX_HELD:])[-1]
+        last = token.rsplit("/", 1)[-1]
+        if "/" in token and self._temporary.startswith(last) and len(last) < len(self._temporary):
+            return len(token)
+        return len(last) if last and self._temporary.startswith(last) and \
+            len(last) < len(self._temporary) else 0
+
+    def finish(self) -> None:
+        if self._held:
+            self._sink(build_mod.rename_paths(self._held, self._source))
+            self._held = ""
+
+
+
+def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
+    """A SIGSEGV's hint: a stack overflow when the compiler measured a frame of at least half
+    the stack (a run-away recursion of small frames stays a bad access); array bounds otherwise,
+    and the stack too where the frame sizes are unknown or only known at run time."""
+    big = [f for f in frames if stack is not None and f.size >= stack // 2]
+    if big:
+        where = ", ".join(f"{_function(f)} keeps {_fmt_size(f.size)}" for f in big[:3])
+        return STACK_OVERFLOW.format(where=where, stack=_fmt_size(stack or 0))
+    dynamic = [f for f in frames if f.dynamic]
+    if not frames or dynamic:
+        sized = f" ({', '.join(_function(f) for f in dynamic[:3])} size arrays at run time)" \
+            if dynamic else ""
+        return f"{_SIGNAL_HINTS['SIGSEGV']}; or its stack overflowed{sized}: --stack raises the limit"
+    return _SIGNAL_HINTS["SIGSEGV"]
+
+
+def _function(frame: StackFrame) -> str:
+    name = student_symbol(frame.function) or frame.function
+    return f"{name} (line {frame.line})" if frame.line is not None else name
+
+
+def _fmt_size(n: int) -> str:
+    """1073741824 -> "1 GiB", 3200000016 -> "3.0 GiB", 200 -> "200 B"."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+def run_failure(result: RunResult, request: RunRequest,
+                frames: Sequence[StackFrame] = ()) -> Failure | None:
+    """The run's failure, None when it went well. frames: the program's largest stack frames
+    (BuildResult.frames), which tell a stack overflow from a bad access."""
+    p = result.proc
+    if p.ok and not result.missing_files and not result.refused:
+        return None
+    limit = p.limit
+    if p.start_error is not None:
+        kind, what = FailureKind.NOT_STARTED, p.describe()
+        hint = "the program or its launcher could not be started"
+    elif p.interrupted:
+        kind, what = FailureKind.INTERRUPTED, "interrupted"
+        hint = "the run was interrupted; its output so far is kept above"
+    elif p.limit is not None:
+        kind, what = FailureKind.LIMIT, f"{p.limit} limit reached"
+        if p.timed_out:
+            kind, what = FailureKind.TIMEOUT, what + f", then timed out after {request.timeout:g} s"
+        hint = _LIMIT_HINTS.get(p.limit, "the program went past a limit of the run")
+    elif p.timed_out:
+        kind, what = FailureKind.TIMEOUT, f"timed out after {request.timeout:g} s"
+        hint = ("the program ran past --timeout: an endless loop, or a wait on something that "
+                "never comes? If it really needs longer, raise --timeout")
+    elif p.signal_name is not None:
+        kind, what = FailureKind.SIGNAL, f"killed by {p.signal_name}"
+        hint = explain.run_hint(p.output, request.source) or (
+            _segv_hint(frames, request.limits.stack) if p.signal_name == "SIGSEGV" else
+            _SIGNAL_HINTS.get(p.signal_name, "the program was stopped by a signal"))
+    elif p.returncode != 0:
+        kind, what = FailureKind.EXIT_STATUS, f"exit code {p.returncode}"
+        hint = explain.run_hint(p.output, request.source) or \
+            "the program returned a non-zero status, which means failure"
+    elif result.refused:
+        kind, what, limit = FailureKind.LIMIT, f"{evidence.EVIDENCE_LIMIT} limit reached", \
+            evidence.EVIDENCE_LIMIT
+        hint = f"the program left more than the grader reads: {result.refused}"
+    else:
+        kind, what = FailureKind.MISSING_FILES, "missing output files"
+        hint = f"--get named files the program did not write: {', '.join(result.missing_files)}"
+    return Failure(kind=kind, what=what,
+                   command=build_mod.shown_command(result.command, request.source),
+                   output=build_mod.rename_paths(p.output, request.source), hint=hint, limit=limit)
