@@ -65,7 +65,11 @@ def bare_cell(kernel: Kernel, code: str, folder: Path) -> str:
         sys.exit(f"cell_overhead: no compile command in the cell's output:\n{r.stdout}{r.error_text}")
     folder.mkdir(exist_ok=True)
     (folder / "source.c").write_text("\n" + code)  # the cell's line numbers: after %%idrrun
-    argv = shlex.split(command.group(1))
+    # the command as the student reads it (`-o cell7 cell[7]`): this folder's source.c and prog
+    said = shlex.split(command.group(1))
+    argv = [str(folder / "prog") if i and said[i - 1] == "-o"
+            else str(folder / "source.c") if re.fullmatch(r"cell\[\d+\]", arg) else arg
+            for i, arg in enumerate(said)]
     return ("import subprocess\n"
             f"subprocess.run({argv!r}, cwd={str(folder)!r}, capture_output=True, check=True)\n"
             f"print(subprocess.run(['./prog'], cwd={str(folder)!r}, capture_output=True, "
