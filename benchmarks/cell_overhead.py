@@ -1,6 +1,6 @@
 """What a %%idrrun cell costs over a bare compile and run of the same command, in a real kernel.
 
-    python3 benchmarks/cell_overhead.py [--rounds 20]
+    python3 benchmarks/cell_overhead.py [--rounds 20] [--against DIR]
 
 One kernel (tests/jupyter_kernel.py, as the tests start it); for each program (hello; a
 200-line C program with an OpenACC loop), interleaved rounds of three cells:
@@ -15,11 +15,14 @@ median over the rounds, ms. Reading them: `idrrun - bare` is what the magic adds
 compiles (issue 13's target: at most 5 ms); `cached` is a cell whose build is cached, all of it
 (target: at most 10 ms), of which `empty cell` is the kernel's and the client's share. The
 200-line program's compile alone spreads by tens of ms: its overhead is read from many rounds.
+--against DIR: a second kernel runs the idrrun package in DIR (an earlier version: DIR/idrrun),
+its two cells interleaved in the same rounds ("before" rows).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import shlex
@@ -79,26 +82,40 @@ def bare_cell(kernel: Kernel, code: str, folder: Path) -> str:
 def main() -> int:
     p = bench.parser(__doc__)
     p.add_argument("--rounds", type=int, default=20, help="interleaved rounds (default 20)")
+    p.add_argument("--against", type=Path, metavar="DIR",
+                   help="also the cells of the idrrun package in DIR, in a second kernel")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-cell-bench-"))
     atexit.register(shutil.rmtree, work, True)
     lines = [f"{args.rounds} interleaved rounds, medians, ms; {len(os.sched_getaffinity(0))} cores, "
              f"load {os.getloadavg()[0]:.1f}"]
-    with started(work, bench.idrrun_env()) as kernel:
+    with contextlib.ExitStack() as stack:
+        kernels = {"": stack.enter_context(started(work, bench.idrrun_env()))}
+        if args.against is not None:  # the earlier idrrun first on its kernel's path
+            before = bench.idrrun_env()
+            before["PYTHONPATH"] = os.pathsep.join([str(args.against.resolve()), before["PYTHONPATH"]])
+            kernels["before "] = stack.enter_context(started(work, before))
+        kernel = kernels[""]
         empty = [seconds(kernel, "pass") for _ in range(args.rounds)]
-        lines.append(f"{'empty cell':10s} {1000 * bench.median(empty):7.1f}")
+        lines.append(f"{'empty cell':17s} {1000 * bench.median(empty):7.1f}")
         for label, code in (("hello", HELLO), ("200-line", two_hundred_lines())):
-            bare = bare_cell(kernel, code, work / label)
-            times: dict[str, list[float]] = {"bare": [], "idrrun": [], "cached": []}
-            for _ in range(args.rounds):
-                times["bare"].append(seconds(kernel, bare))
-                times["idrrun"].append(seconds(kernel, "%%idrrun -a --force\n" + code))
-                times["cached"].append(seconds(kernel, "%%idrrun -a\n" + code))
-            med = {name: 1000 * bench.median(ts) for name, ts in times.items()}
-            lines.append(f"{label:10s} bare {med['bare']:7.1f}  idrrun {med['idrrun']:7.1f}  "
-                         f"overhead {med['idrrun'] - med['bare']:+6.1f}  cached cell {med['cached']:6.1f}")
+            lines += rows(kernels, label, code, bare_cell(kernel, code, work / label), args.rounds)
     bench.report("per-cell cost in a real kernel", lines, record=args.record)
     return 0
+
+
+def rows(kernels: dict[str, Kernel], label: str, code: str, bare: str, rounds: int) -> list[str]:
+    """One program's rounds: the bare cell, then each kernel's compiled and cached cells."""
+    times: dict[str, list[float]] = {"bare": []}
+    for _ in range(rounds):
+        times["bare"].append(seconds(kernels[""], bare))
+        for name, kernel in kernels.items():
+            times.setdefault(name + "idrrun", []).append(seconds(kernel, "%%idrrun -a --force\n" + code))
+            times.setdefault(name + "cached", []).append(seconds(kernel, "%%idrrun -a\n" + code))
+    med = {name: 1000 * bench.median(ts) for name, ts in times.items()}
+    return [f"{(name + label):17s} bare {med['bare']:7.1f}  idrrun {med[name + 'idrrun']:7.1f}  "
+            f"overhead {med[name + 'idrrun'] - med['bare']:+6.1f}  cached cell {med[name + 'cached']:6.1f}"
+            for name in kernels]
 
 
 if __name__ == "__main__":
