@@ -50,13 +50,24 @@ def _identity(path: str | None) -> str:
         return f"{path}:gone"
 
 
+# /dev's identity (device, inode, mtime) when its GPU files were last listed, and those files
+_devices: tuple[tuple[int, int, int] | None, list[str]] = (None, [])
+
+
 def _gpu_devices() -> list[str]:
-    """/dev/nvidia0, /dev/nvidia1, ... (a name test: glob's pattern costs ~0.7 ms on /dev)."""
+    """/dev/nvidia0, /dev/nvidia1, ...: listed again when /dev has changed (a device file made
+    or removed changes its mtime); a name test, where glob's pattern cost ~0.7 ms."""
+    global _devices
     try:
-        with os.scandir("/dev") as entries:
-            return sorted(e.path for e in entries if e.name.startswith("nvidia") and e.name[6:7].isdigit())
+        st = os.stat("/dev")
+        stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
+        if stamp != _devices[0]:
+            with os.scandir("/dev") as entries:
+                _devices = stamp, sorted(e.path for e in entries
+                                         if e.name.startswith("nvidia") and e.name[6:7].isdigit())
     except OSError:
         return []
+    return _devices[1]
 
 
 def key(family: str, commands: Iterable[str], settings: Settings,
