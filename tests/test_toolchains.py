@@ -238,6 +238,18 @@ def test_a_compiler_installed_after_a_probe_is_found_by_the_next(tmp_path: Path,
     monkeypatch.setenv("PATH", f"{later}:/usr/bin:/bin")
     moved = probe(settings, "gcc").compiler("gcc")
     assert moved is not None and moved.path == str(later / "gcc") and "98.1.0" in moved.version
+    # A compiler configured by its path, installed after a probe that found none there (PATH's
+    # folders unchanged for long: the view is kept).
+    os.utime(later, ns=(time.time_ns() - 10**10,) * 2)
+    opt = tmp_path / "opt" / "gcc"
+    configured = Settings(cache_dir=tmp_path / "cache", compilers={"gcc": {"c": str(opt)}})
+    missing = probe(configured, "gcc").compiler(str(opt))
+    assert missing is not None and missing.path is None
+    opt.parent.mkdir()
+    opt.write_text("#!/bin/sh\necho 'gcc (opt) 97.1.0'\n")
+    opt.chmod(0o755)
+    found = probe(configured, "gcc").compiler(str(opt))
+    assert found is not None and found.path == str(opt) and "97.1.0" in found.version
 
 
 # -- ptxas and the GPU decide the target too ---------------------------------------------------

@@ -36,7 +36,10 @@ class View:
         self._found: dict[str, str | None] = {}
 
     def which(self, command: str) -> str | None:
-        """shutil.which(command) on this view's PATH, asked once per view."""
+        """shutil.which(command) on this view's PATH, asked once per view (a command named by
+        its path, a configured /opt/.../gcc, is looked at each time: its folder has no stamp)."""
+        if os.sep in command:
+            return shutil.which(command, path=self.search)
         try:
             return self._found[command]
         except KeyError:
