@@ -255,6 +255,7 @@ class Compile:
     to compare like with like, on any machine."""
 
     argv: tuple[str, ...]
+    source: str = ""  # the name of the file it was made for, as the command shows it
 
     def of(self, source: Path, exe: Path) -> list[str]:
         out: list[str] = []
@@ -264,7 +265,7 @@ class Compile:
                 out.append(str(exe))
             elif before == "-I":
                 out.append(str(source.parent))
-            elif arg == source.name or re.fullmatch(r"source\.\w+", arg):
+            elif arg in (source.name, self.source) or re.fullmatch(r"source\.\w+", arg):
                 out.append(str(source))
             else:
                 out.append(arg)
@@ -283,7 +284,7 @@ def compile_command(source: Path, env: Mapping[str, str], *flags: str) -> Compil
     if r.returncode != 0 or line is None:
         sys.exit(f"no compile command from idrrun for {source} (exit {r.returncode}):\n"
                  f"{(r.stdout + r.stderr)[-2000:]}")
-    return Compile(tuple(shlex.split(line.group(1))))
+    return Compile(tuple(shlex.split(line.group(1))), source.name)
 
 
 def build_acc(source: Path, exe: Path, *flags: str, gpu: bool = True) -> None:

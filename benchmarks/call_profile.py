@@ -9,6 +9,12 @@ Each gives its median wall time per call and the functions with the most cumulat
 call (idrrun's own and the stdlib calls they make), to read what to remove first.
 
     python3 benchmarks/call_profile.py [--calls 10] [--top 25] [--record]
+    python3 benchmarks/call_profile.py --against DIR [--rounds 5] [--calls 20] [--record]
+
+--against DIR: no profile; this checkout's idrrun against the one in DIR (an earlier version:
+DIR/idrrun), each in a fresh warm process per round (rounds interleaved), `idrrun run hello.c`
+in-process, cached and compiled (--force): the median wall time and the process's own CPU time
+per call (what a loaded machine hardly moves; the compiler's and the program's are not in it).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import io
 import os
 import pstats
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,14 +102,63 @@ def cell(work: Path, calls: int, top: int) -> list[str]:
             *_top(pstats.Stats(str(work / "cell.prof")), calls, top)]
 
 
+# One warm process's calls: python -c WARM CALLS FLAG... prints "wall_ms cpu_ms" per call.
+WARM = """
+import contextlib, io, os, sys, time
+os.environ["IDRRUN_RESIDENT"] = "0"
+from idrrun import cli
+argv = ["run", *sys.argv[2:], "hello.c"]
+def once():
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        cli.run_in_process(argv)
+for _ in range(3):
+    once()
+for _ in range(int(sys.argv[1])):
+    wall, cpu = time.perf_counter(), time.process_time()
+    once()
+    print(1000 * (time.perf_counter() - wall), 1000 * (time.process_time() - cpu))
+"""
+
+
+def against(work: Path, other: Path, rounds: int, calls: int) -> list[str]:
+    """Warm in-process calls of this checkout's idrrun and of DIR's, interleaved by round."""
+    packages = {"this checkout": str(bench.ROOT), f"{other}": str(other.resolve())}
+    kinds = {"cached": [], "compiled": ["--force"]}
+    got: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for _ in range(rounds):
+        for kind, flags in kinds.items():
+            for name, path in packages.items():
+                env = bench.idrrun_env(XDG_CACHE_HOME=str(work / "cache"))
+                env["PYTHONPATH"] = os.pathsep.join([path, env["PYTHONPATH"]])
+                r = subprocess.run([sys.executable, "-c", WARM, str(calls), *flags], cwd=work, env=env,
+                                   capture_output=True, text=True, check=True)
+                got.setdefault((kind, name), []).extend(
+                    (float(w), float(c)) for w, c in (line.split() for line in r.stdout.splitlines()))
+    lines = [f"`idrrun run hello.c` in a warm process (IDRRUN_RESIDENT=0), {rounds} rounds of {calls} "
+             f"calls, medians (min), ms; {len(os.sched_getaffinity(0))} cores, load "
+             f"{os.getloadavg()[0]:.1f}"]
+    for (kind, name), values in got.items():
+        walls, cpus = [v[0] for v in values], [v[1] for v in values]
+        lines.append(f"  {kind:9s} {name:28s} wall {bench.median(walls):6.2f} ({min(walls):5.2f})  "
+                     f"own CPU {bench.median(cpus):5.2f} ({min(cpus):5.2f})")
+    return lines
+
+
 def main() -> int:
     p = bench.parser(__doc__)
     p.add_argument("--calls", type=int, default=10)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--against", type=Path, metavar="DIR",
+                   help="no profile: this checkout's warm calls against those of the idrrun in DIR")
+    p.add_argument("--rounds", type=int, default=5, help="with --against: interleaved rounds")
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="idrrun-call-profile-"))
     atexit.register(shutil.rmtree, work, True)
     (work / "hello.c").write_text(HELLO)
+    if args.against is not None:
+        bench.report("a warm call, this checkout against an earlier idrrun",
+                     against(work, args.against, args.rounds, args.calls), record=args.record)
+        return 0
     lines = [f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}"]
     lines += cell(work, args.calls, args.top)
     lines += run_call(work, args.calls, args.top)

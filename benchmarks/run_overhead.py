@@ -2,6 +2,7 @@
 1.15x bare per file, within 5 % on the Jacobi solution).
 
     python3 benchmarks/run_overhead.py files [--programs 240] [--rounds 3] [--in-process]
+                                             [--against DIR] [--python PYTHON]
     python3 benchmarks/run_overhead.py jacobi [--args "4096 1000"] [--rounds 5] [--profile]
                                               [--version] [--against DIR]
     python3 benchmarks/run_overhead.py where [--rounds 8]
@@ -12,7 +13,11 @@ hits every row alike. Figures are medians.
 - files: a suite of many small self-checking OpenACC programs (C and Fortran, like the OpenACC
   validation suites), host builds, an empty build cache each round. Read `idrrun each` (one call
   per file, through the resident server) against `bare`: the per-file target is 1.15x;
-  `idrrun batch` is one call for the whole suite.
+  `idrrun batch` is one call for the whole suite. --against DIR: also `idrrun each` of the
+  idrrun package in DIR (an earlier version: DIR/idrrun), in the same rounds. --python: the
+  interpreter of the idrrun calls (the bare side needs none): a development venv whose idrrun is
+  an editable install pays the editables import hook at every interpreter start (~80 ms here),
+  which an installed idrrun (the course's) does not.
 - jacobi: the data_laplace solution, build cached: the bare program against `idrrun run`
   (resident), the same in-process (IDRRUN_RESIDENT=0), with --profile `idrrun run --profile`,
   with --version `idrrun --version`, with --against DIR `idrrun run --profile` of the idrrun
@@ -199,9 +204,10 @@ def bare_suite(files: list[Path], commands: dict[str, bench.Compile], work: Path
     return time.perf_counter() - start
 
 
-def idrrun_suite(files: list[Path], env: dict[str, str], work: Path, batch: bool) -> float:
+def idrrun_suite(files: list[Path], env: dict[str, str], work: Path, batch: bool,
+                 python: str = PY) -> float:
     shutil.rmtree(work / "cache" / "idrrun" / "builds", ignore_errors=True)
-    cmd = [PY, "-m", "idrrun", "run", "-a", "--notime"]
+    cmd = [python, "-m", "idrrun", "run", "-a", "--notime"]
     start = time.perf_counter()
     for group in ([files] if batch else [[f] for f in files]):
         r = subprocess.run([*cmd, *map(str, group)], capture_output=True, env=env, cwd=work, check=False)
@@ -218,22 +224,33 @@ def files(args: argparse.Namespace) -> list[str]:
     commands = {f.suffix: bench.compile_command(f, env) for f in (suite[0], suite[min(4, len(suite) - 1)])}
     # Warm: the guard and the probe made and remembered, as on a course machine, and the
     # resident server started (by the second call).
+    python = args.python or PY
+    before = None
+    if args.against is not None:  # the earlier idrrun first on the path: its own server
+        before = dict(env, PYTHONPATH=os.pathsep.join([str(args.against.resolve()), env["PYTHONPATH"]]))
     for _ in range(2):
-        idrrun_suite(suite[:2], env, work, batch=True)
+        for environment in (env, before) if before is not None else (env,):
+            idrrun_suite(suite[:2], environment, work, batch=True, python=python)
     time.sleep(3)
     times: dict[str, list[float]] = {"bare": [], "idrrun batch": [], "idrrun each": []}
+    if before is not None:
+        times["before each"] = []
     if args.in_process:
         times["in-process"] = []
     for _ in range(args.rounds):
         times["bare"].append(bare_suite(suite, commands, work))
-        times["idrrun batch"].append(idrrun_suite(suite, env, work, batch=True))
-        times["idrrun each"].append(idrrun_suite(suite, env, work, batch=False))
+        times["idrrun batch"].append(idrrun_suite(suite, env, work, batch=True, python=python))
+        times["idrrun each"].append(idrrun_suite(suite, env, work, batch=False, python=python))
+        if before is not None:
+            times["before each"].append(idrrun_suite(suite, before, work, batch=False, python=python))
         if args.in_process:
-            times["in-process"].append(idrrun_suite(suite, dict(env, IDRRUN_RESIDENT="0"), work, batch=False))
+            times["in-process"].append(idrrun_suite(suite, dict(env, IDRRUN_RESIDENT="0"), work,
+                                                    batch=False, python=python))
     med = {k: bench.median(v) for k, v in times.items()}
     lines = [f"{len(suite)} programs ({sum(f.suffix == '.c' for f in suite)} C, "
              f"{sum(f.suffix == '.f90' for f in suite)} Fortran), host builds, {args.rounds} rounds, "
-             f"medians; {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}"]
+             f"medians; {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f}; "
+             f"idrrun's interpreter {python}"]
     for k, v in med.items():
         lines.append(f"  {k:13s} {v:7.2f} s  {1000 * v / len(suite):6.1f} ms per program  "
                      f"{v / med['bare']:.2f}x bare   rounds {bench.spread(times[k])}")
@@ -427,6 +444,9 @@ def main() -> int:
     sub.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     sub.add_argument("--in-process", action="store_true",
                      help="also one call per file in-process (IDRRUN_RESIDENT=0)")
+    sub.add_argument("--against", type=Path, metavar="DIR",
+                     help="also one call per file of the idrrun package in DIR")
+    sub.add_argument("--python", help="the interpreter of the idrrun calls (default: this one)")
     sub = add("jacobi", "The Jacobi solution, build cached: idrrun run (and --profile) against bare.")
     sub.add_argument("--source", type=Path, default=bench.EXAMPLES / "C" / "data_laplace_solution.c",
                      help="the program (default: the Jacobi solution of data_laplace)")

@@ -20,7 +20,7 @@ from .display import AnnotatedView, TextReporter, VerdictView, color_allowed, re
 from .errors import IdrrunError
 from .errors import UsageError as IdrrunUsage
 from .checking import run_with_options
-from .model import Failure, Probe, RunRequest, Settings, Toolchain, Verdict
+from .model import Failure, RunRequest, Toolchain, Verdict
 from .pipeline import Outcome
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
@@ -124,18 +124,10 @@ class NotebookReporter(TextReporter):
 class IdrrunMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
-        # Probing runs a few short commands; once per kernel and family is enough.
-        self._probes: dict[tuple[str | None, str | None, str], Probe] = {}
         self._machine_notes_said: set[str] = set()  # NotebookReporter's, for this kernel
         cleanup = getattr(shell, "input_transformers_cleanup", None)
         if isinstance(cleanup, list) and give_empty_cells_a_body not in cleanup:
             cleanup.append(give_empty_cells_a_body)
-
-    def _probe(self, settings: Settings, family: str | None) -> Probe:
-        key = (family, settings.family, os.environ.get("PATH", ""))
-        if key not in self._probes:
-            self._probes[key] = toolchains.probe(settings, family)
-        return self._probes[key]
 
     @line_cell_magic
     def idrrun(self, line: str, cell: str | None = None) -> None:
@@ -181,7 +173,10 @@ class IdrrunMagics(Magics):
             else:
                 assert opts.file is not None
                 src = source.from_file(workdir / os.path.expanduser(opts.file), opts.language, opts.file)
-            probe = self._probe(settings, opts.family)
+            # probed at every cell: the kernel keeps what it looked up, and checks in well
+            # under a millisecond that PATH's folders and the tools are still as they were (a
+            # compiler installed since is found: toolchains/onpath.py, probecache.py)
+            probe = toolchains.probe(settings, opts.family)
             protections = probe.protections.notes if probe.protections is not None else ()
             reporter = NotebookReporter(sys.stdout, color=_wants_color(),
                                         said=self._machine_notes_said,

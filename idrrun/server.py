@@ -22,8 +22,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 from . import resident
+from .errors import IdrrunError
 
 CHECK_SECONDS = 30.0  # how often an idle server looks whether its key still holds
 MAX_REQUEST = 16 << 20  # an environment of megabytes is already unusual
@@ -235,12 +237,19 @@ def main(args: list[str]) -> int:
     from .cli import run_in_process
     from .commands import run as run_command  # what a run imports, once for all workers
     from .request import options
-    from .toolchains import registry
+    from .request import config
+    from .toolchains import probe, registry
 
     # Work every call would repeat: the plug-ins' entry points (sys.path's packages are in the
-    # key), the option parser and the regular expressions argparse compiles, ...
+    # key), the option parser and the regular expressions argparse compiles, the machine's
+    # probe as the environment that started the server has it (each worker then only checks
+    # that PATH's folders and the tools are unchanged: toolchains/onpath.py, probecache.py), ...
     registry.names()
     options.parse_files(["warm-up.c"], prog=run_command.PROG, epilog=run_command.EXIT_HELP)
+    try:
+        probe(config.load(Path.cwd()))
+    except IdrrunError:
+        pass  # the worker says why, to its caller
     # and what a --profile run loads on first use: Pillow and the timeline's fonts
     from PIL import Image, ImageDraw  # noqa: F401
 

@@ -45,6 +45,7 @@ ALLOWED_LATE_IMPORTS = {
     ("idrrun/resident.py", "subprocess"),
     ("idrrun/server.py", "idrrun.cli.run_in_process"), ("idrrun/server.py", "idrrun.commands.run"),
     ("idrrun/server.py", "idrrun.request.options"), ("idrrun/server.py", "idrrun.toolchains.registry"),
+    ("idrrun/server.py", "idrrun.request.config"), ("idrrun/server.py", "idrrun.toolchains.probe"),
     ("idrrun/server.py", "PIL.Image"), ("idrrun/server.py", "PIL.ImageDraw"),
     ("idrrun/server.py", "idrrun.profile.timeline"),
     ("idrrun/profile/timeline.py", "PIL.ImageFont"), ("idrrun/profile/timeline.py", "PIL.Image"),

@@ -92,6 +92,19 @@ def warm(tmp_path: Path):  # type: ignore[no-untyped-def]
                 pass
 
 
+
+def test_the_caller_s_start_loads_no_module_python_itself_did_not() -> None:
+    # resident.py: the caller's side must cost a millisecond or two; collections (~4 ms, from
+    # errors.py's annotations), argparse, json, socket or subprocess would cost more than that.
+    # Without site (-S): the development venv's editable-install hook loads its own.
+    r = subprocess.run([sys.executable, "-S", "-c",
+                        "import sys; from idrrun import cli, resident; print(' '.join(sorted(m for m in "
+                        "('collections', 'argparse', 'typing', 'socket', 'json', 'subprocess', "
+                        "'pathlib', 're') if m in sys.modules)))"],
+                       env={**os.environ, "PYTHONPATH": PYTHONPATH}, cwd="/", capture_output=True,
+                       text=True, timeout=60, check=True)
+    assert r.stdout.split() == []
+
 def test_a_served_call_sees_the_callers_streams_folder_environment_and_umask(warm: Path) -> None:
     env = env_for(warm, GREETING="bonjour")
     served = idrrun(warm, "--notime", "p.c", env=env, umask=0o027)

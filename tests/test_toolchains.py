@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -207,6 +209,47 @@ def test_the_probe_is_remembered_until_a_tool_changes(tmp_path: Path,
     third = probe(settings, "gcc")
     info = third.compiler("gcc")
     assert info is not None and "13.1.0" in info.version
+
+
+def test_a_compiler_installed_after_a_probe_is_found_by_the_next(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The process keeps what it looked up on PATH and what the probe answered (onpath.py,
+    # probecache.py): a gcc installed into a PATH folder after a probe (a fake that says its
+    # version), or a PATH that changed, is found by the next probe.
+    from idrrun.toolchains import probe
+
+    early, later = tmp_path / "early", tmp_path / "later"
+    early.mkdir()
+    later.mkdir()
+    for folder in (early, later):  # changed long ago: a view of them is kept
+        os.utime(folder, ns=(time.time_ns() - 10**10,) * 2)
+    monkeypatch.setenv("PATH", f"{early}:/usr/bin:/bin")
+    settings = Settings(cache_dir=tmp_path / "cache")
+    first = probe(settings, "gcc").compiler("gcc")
+    assert first is not None and first.path is not None and not first.path.startswith(str(tmp_path))
+    assert probe(settings, "gcc").compiler("gcc") == first
+    fake = early / "gcc"
+    fake.write_text("#!/bin/sh\necho 'gcc (fake) 99.1.0'\n")
+    fake.chmod(0o755)
+    installed = probe(settings, "gcc").compiler("gcc")
+    assert installed is not None and installed.path == str(fake) and "99.1.0" in installed.version
+    (later / "gcc").write_text("#!/bin/sh\necho 'gcc (later) 98.1.0'\n")
+    (later / "gcc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{later}:/usr/bin:/bin")
+    moved = probe(settings, "gcc").compiler("gcc")
+    assert moved is not None and moved.path == str(later / "gcc") and "98.1.0" in moved.version
+    # A compiler configured by its path, installed after a probe that found none there (PATH's
+    # folders unchanged for long: the view is kept).
+    os.utime(later, ns=(time.time_ns() - 10**10,) * 2)
+    opt = tmp_path / "opt" / "gcc"
+    configured = Settings(cache_dir=tmp_path / "cache", compilers={"gcc": {"c": str(opt)}})
+    missing = probe(configured, "gcc").compiler(str(opt))
+    assert missing is not None and missing.path is None
+    opt.parent.mkdir()
+    opt.write_text("#!/bin/sh\necho 'gcc (opt) 97.1.0'\n")
+    opt.chmod(0o755)
+    found = probe(configured, "gcc").compiler(str(opt))
+    assert found is not None and found.path == str(opt) and "97.1.0" in found.version
 
 
 # -- ptxas and the GPU decide the target too ---------------------------------------------------

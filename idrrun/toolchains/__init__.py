@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import MPI_MISSING, ToolNotFound
 from ..model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Target, Toolchain
 from ..run import isolation
-from . import probecache, registry
+from . import onpath, probecache, registry
 from .family import Family, Translation, compiler_command, compiler_key
 from .machine import probe_compiler, probe_gpus
 
@@ -22,13 +22,14 @@ __all__ = ["Family", "Translation", "family_of", "probe", "registry", "select_fa
            "toolchain_for", "translate"]
 
 
-def select_family(settings: Settings, flag: str | None) -> tuple[str, str]:
+def select_family(settings: Settings, flag: str | None,
+                  view: onpath.View | None = None) -> tuple[str, str]:
     """(family name, where it came from: "flag", "config" or "detected")."""
     if flag is not None:
         return registry.get(flag).name, "flag"
     if settings.family is not None:
         return registry.get(settings.family).name, "config"
-    return registry.detect(), "detected"
+    return registry.detect(view), "detected"
 
 
 def family_of(toolchain: Toolchain) -> Family:
@@ -38,7 +39,8 @@ def family_of(toolchain: Toolchain) -> Family:
 def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     """Look at the machine: family, its compilers and versions, GPUs, offloading, limits (what
     the commands answer is remembered between calls: probecache.py)."""
-    name, _ = select_family(settings, family_flag)
+    view = onpath.view()
+    name, _ = select_family(settings, family_flag, view)
     family = registry.get(name)
     commands = sorted({compiler_command(family, key, settings) for key in family.compilers})
     c_command = compiler_command(family, "c", settings)
@@ -52,7 +54,7 @@ def probe(settings: Settings, family_flag: str | None = None) -> Probe:
         offload = family.can_offload(c_info)
         return compilers, gpus, warning, offload, family.offload_targets(c_info) if offload else None
 
-    digest = probecache.key(name, commands, settings)
+    digest = probecache.key(name, commands, settings, view)
     compilers, gpus, warning, offload, targets = probecache.remembered(settings.cache_dir, digest, ask)
     return Probe(
         family=name, compilers=compilers, gpus=gpus, offload=offload,

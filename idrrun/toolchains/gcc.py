@@ -419,6 +419,7 @@ def _fast(value: str, line: _Line) -> _Meaning:
 # on) is in gcc: -O3 vectorises, unrolls and inlines; -march=native uses this processor's
 # vector units, as nvc does by default (its -tp is the host's).
 FAST = ("-O3", "-march=native")
+_CUDALIB = re.compile(r"-M?cudalib=(.*)")
 # The translation table: NVIDIA's option (a full match; the group is its value), its reader.
 NVIDIA_OPTIONS: tuple[tuple[re.Pattern[str], Callable[[str, _Line], _Meaning]], ...] = (
     (re.compile(r"-acc(?:=(.*))?"), _acc),
@@ -426,7 +427,7 @@ NVIDIA_OPTIONS: tuple[tuple[re.Pattern[str], Callable[[str, _Line], _Meaning]], 
     (re.compile(r"-gpu=(.*)"), _gpu),
     (re.compile(r"-ta=(.*)"), _ta),
     (re.compile(r"-Minfo(?:=(.*))?"), _minfo),
-    (re.compile(r"-M?cudalib=(.*)"), _cudalib),
+    (_CUDALIB, _cudalib),
     (re.compile(r"-fast(sse)?"), _fast),
 )
 # NVIDIA's options that gcc does not know, whatever their value: nvc's -M... (gcc's own are
@@ -557,8 +558,11 @@ class GccFamily(CommandFamily):
                   settings: Settings) -> Translation:
         if request.source.language == "cuda":
             return Translation(request)  # nvcc's options are its own
+        # CUDA is looked for (~0.5 ms: PATH, /usr/local/cuda, the HPC SDK) only for -Mcudalib.
+        roots = candidate_roots(os.environ) \
+            if any(_CUDALIB.fullmatch(w) for w in request.compiler_options) else ()
         translated, link, notes = translate_options(request, probe, compiler.version,
-                                                    settings.offload, candidate_roots(os.environ))
+                                                    settings.offload, roots)
         return Translation(translated, link, notes)
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,

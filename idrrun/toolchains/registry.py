@@ -7,11 +7,10 @@ Family names, CLI choices, config validation and doctor all come from here.
 
 from __future__ import annotations
 
-import shutil
 from importlib.metadata import entry_points
 
 from ..errors import UsageError
-from . import gcc, nvhpc
+from . import gcc, nvhpc, onpath
 from .family import Family
 
 ENTRY_POINT_GROUP = "idrrun.families"
@@ -66,12 +65,14 @@ def families() -> tuple[Family, ...]:
     return tuple(_families.values())
 
 
-def detect() -> str:
-    """The family to use when none is configured: see Family.detect."""
+def detect(view: onpath.View | None = None) -> str:
+    """The family to use when none is configured: see Family.detect. view: PATH as the caller
+    looks at it (onpath.py), else as it is now."""
     ranked = sorted((f.detect[0], f.name, f.detect[1]) for f in families() if f.detect is not None)
     if not ranked:
         raise UsageError("no compiler family can be detected: give one with -c")
+    view = onpath.view() if view is None else view
     for _, name, command in ranked:
-        if shutil.which(command):
+        if view.which(command):
             return name
     return ranked[-1][1]
