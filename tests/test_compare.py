@@ -159,6 +159,8 @@ def test_the_solution_is_profiled_once_and_both_timelines_reach_the_feedback(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IDRRUN_EXAMPLES", str(EXAMPLES))
     monkeypatch.setenv("IDRRUN_OFFLOAD", "host")
+    # A cache of its own: the solution's cached run (another test's) would not be profiled here
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     recorded = RecordedProfiles(tmp_path, monkeypatch)
     settings = config.load(tmp_path)
     probe = toolchains.probe(settings)
