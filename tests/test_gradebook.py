@@ -19,6 +19,8 @@ from conftest import PYTHONPATH
 from idrrun import escape
 from idrrun.errors import UsageError
 from idrrun.grading import gradebook, grades, names, report
+from idrrun.grading import feedback as feedback_mod
+from idrrun.grading import rows as rows_mod
 from test_marks import _checks, _exercise, _row
 
 ROSTER = """submission,id,email,name,first_name,last_name,login,section,canvas_id
@@ -127,7 +129,7 @@ def test_an_lms_file_needs_a_way_to_find_each_student(tmp_path: Path) -> None:
 def test_reports_read_back_as_graded(tmp_path: Path) -> None:
     ex = _exercise(tmp_path)
     row = _row(ex, _checks())
-    weird = report.GradeRow("=cmd", ex.name, "c", "error", 0, 0, "/class/=cmd.c", error="unreadable")
+    weird = rows_mod.GradeRow("=cmd", ex.name, "c", "error", 0, 0, "/class/=cmd.c", error="unreadable")
     for suffix in (".csv", ".json"):
         path = tmp_path / f"r{suffix}"
         report.write_report([row, weird], path, b"k" * 32)
@@ -260,7 +262,7 @@ def test_a_name_that_is_not_utf8_survives_csv_and_json_reports_into_the_gradeboo
                                        b'"caf\xe9","demo_dot","pass","3","18"\n')
     assert [m.student for m in gradebook.read_report(tmp_path / "old.csv")] == ["caf\\xe9"]
     # The feedback: UTF-8, the name as the reports write it, in a file of its own.
-    report.write_feedback([row], ex, tmp_path / "fb")
+    feedback_mod.write_feedback([row], ex, tmp_path / "fb")
     (feedback,) = (tmp_path / "fb").iterdir()
     # In Markdown as escape.markdown_text writes it: its backslashes escaped, read as the name.
     assert f"Student: {escape.markdown_text(name)}" in feedback.read_bytes().decode("utf-8")
