@@ -49,6 +49,37 @@ def _read(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text)))
 
 
+def test_how_late_in_words() -> None:
+    assert [rows_mod.late_by(s) for s in (None, 0, 0.4, 12, 250, 7500, 3 * 86400 + 7200 + 59)] == [
+        "", "", "1 s", "12 s", "4 min 10 s", "2 h 05 min", "3 d 2 h"]
+
+
+def test_late_columns_and_the_late_policy(tmp_path: Path) -> None:
+    """A late submission is a column and a note; its grade changes only with a late policy
+    (a share of the grade per day begun). Canvas gets no column (it would be a new assignment)."""
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    roster = gradebook.read_roster(tmp_path / "roster.csv")
+    on_time = dataclasses.replace(_marked("ann", "loops_dot", 12), submitted="2026-12-01T10:00:00+00:00")
+    late = dataclasses.replace(_marked("bob", "loops_dot", 12), submitted="2026-12-02T19:00:00+00:00",
+                               late="1 d 1 h", late_seconds=90000.0)
+    book = gradebook.gradebook(roster, [on_time, late], gradebook.Policy())
+    assert book.cells["ann", "loops_dot"] == book.cells["bob", "loops_dot"] == 12
+    assert "bob, loops_dot: submitted 1 d 1 h after the deadline (no late penalty: the grade is unchanged)" \
+        in book.notes
+    moodle = _read(gradebook.moodle_csv(book))
+    assert moodle[0][-1] == "loops_dot late" and [r[-1] for r in moodle[1:]] == ["", "1 d 1 h", ""]
+    plain = {r["submission"]: r for r in csv.DictReader(io.StringIO(gradebook.plain_csv(book)))}
+    assert plain["bob"]["loops_dot late"] == "1 d 1 h" and plain["cy"]["loops_dot late"] == ""
+    assert plain["bob"]["loops_dot submitted"] == "2026-12-02T19:00:00+00:00"
+    assert "late" not in " ".join(_read(gradebook.canvas_csv(book))[0])
+    # 10 % a day begun: 25 hours late is two days, 20 % off.
+    book = gradebook.gradebook(roster, [on_time, late], gradebook.Policy(late_penalty=10))
+    assert book.cells["ann", "loops_dot"] == 12 and book.cells["bob", "loops_dot"] == 9.6
+    # Reports without times of submission: no late column at all.
+    book = gradebook.gradebook(roster, [_marked("ann", "loops_dot", 12)], gradebook.Policy())
+    assert "late" not in " ".join(_read(gradebook.moodle_csv(book))[0])
+
+
 def test_moodle_csv_has_the_columns_of_moodles_grade_import(tmp_path: Path) -> None:
     # Moodle imports the columns of its own "Plain text file" export (docs.moodle.org/en/
     # Grade_import: "The import file format is the same as the corresponding export format"),

@@ -20,7 +20,6 @@ from ..checks.specs import Exercise
 from ..checks.words import listing, plural
 from ..model import CheckResult, FailureKind
 from . import comparison, grades, names
-from .report import class_scale
 from .rows import GradeRow
 
 
@@ -181,3 +180,7 @@ def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path,
                            names.decodable(feedback_markdown(row, exercise, override, drawn, out_of)))
 
 
+def class_scale(rows: Sequence[GradeRow]) -> float:
+    """What the class's grades are out of (grades.scale): the points most rows had evaluated."""
+    return grades.scale([(r.score.possible, r.score.not_evaluated) for r in rows
+                         if r.score is not None])

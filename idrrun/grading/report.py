@@ -71,10 +71,3 @@ def score_text(s: Score, adjustment: grades.Adjustment | None = None) -> str:
     if adjustment is not None:
         text += f" {grades.signed(adjustment.points)}"
     return text
-
-
-
-def class_scale(rows: Sequence[GradeRow]) -> float:
-    """What the class's grades are out of (grades.scale): the points most rows had evaluated."""
-    return grades.scale([(r.score.possible, r.score.not_evaluated) for r in rows
-                         if r.score is not None])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -136,7 +137,7 @@ class GradeRow:
             "submission": self.submission, "sandbox": self.sandbox, "node": self.node,
             "build_node": self.build_node, "lane": self.lane,
             "submitted": stamp(self.submitted), "late": late_by(self.late),
-            "late_seconds": round(self.late) if self.late is not None else None,
+            "late_seconds": math.ceil(self.late) if self.late is not None else None,
             "by_check": by_check(s) if s is not None else {},
         }
 
@@ -152,7 +153,7 @@ def late_by(seconds: float | None) -> str:
     "12 s"; "" when not late."""
     if seconds is None or seconds <= 0:
         return ""
-    s = round(seconds)
+    s = math.ceil(seconds)  # late by a fraction of a second is late
     days, hours, minutes = s // 86400, s // 3600 % 24, s // 60 % 60
     if days:
         return f"{days} d {hours} h"

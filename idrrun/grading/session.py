@@ -24,7 +24,7 @@ from .. import files, toolchains
 from ..checks import draw, specs
 from ..checks.specs import Exercise
 from ..errors import UsageError, did_you_mean
-from ..model import Lanes, Probe, Settings
+from ..model import Lanes, Language, Probe, Settings
 from ..request import config, policy
 from ..run import isolation, launch, lanes as lanes_mod, rooms
 from . import discover, exchange, state
@@ -52,7 +52,7 @@ class Opening:
     # The course's own files (course check): no sandbox, the settings as they are, no class.
     own_course: bool = False
     submissions: tuple[Path, ...] = ()
-    language: str | None = None
+    language: Language | None = None
     report: Path | None = None
     fresh: bool = False  # grade everything again, whatever the report holds
     deadline: dt.datetime | None = None  # the teacher's, over the collection's
@@ -97,7 +97,7 @@ def open_session(opening: Opening) -> Session:
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
     notes += [f"removed what a killed grading left: {orphan}"
               for orphan in rooms.remove_orphans(settings)]
-    subs = discover.discover(opening.submissions, exercises[0], opening.language,  # type: ignore[arg-type]
+    subs = discover.discover(opening.submissions, exercises[0], opening.language,
                              into=rooms.intake_room(settings))
     key = state.grading_key(settings)
     resumed: dict[str, GradeRow] = {}
