@@ -449,3 +449,30 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
             assert (ann["verdict"], ann["sandbox"]) == ("pass", "uid"), (ann, graded.stderr)
     finally:
         shutil.rmtree(shared)
+
+
+def test_the_collection_s_record_is_read_for_the_submissions_it_collected(tmp_path: Path) -> None:
+    """Submissions graded from OUT/submissions/ take their times and deadline from
+    OUT/collected.csv, as collect wrote it; anything else has no record."""
+    import datetime as dt
+    from idrrun.grading import exchange, session
+    out = tmp_path / "out"
+    (out / "submissions").mkdir(parents=True)
+    paths = [out / "submissions" / "ann.c", out / "submissions" / "ben"]
+    deadline = dt.datetime(2026, 12, 1, 18, 0, tzinfo=dt.timezone.utc)
+    assert session.collection_of(paths) is None  # no record yet
+    rows = [exchange.Collected("ann", "collected", deadline.timestamp() - 60),
+            exchange.Collected("ben", "collected", deadline.timestamp() + 7500, late=True),
+            exchange.Collected("cy", "missing")]
+    (out / "collected.csv").write_text(exchange.collected_csv(rows, deadline))
+    assert session.collection_of(paths) == out
+    assert session.collection_of([*paths, tmp_path / "eve.c"]) is None  # not all of them
+    record = exchange.read_collection(out)
+    assert record.deadline == deadline and record.late == ("ben",)
+    lateness = exchange.Lateness(record.deadline, record.submitted)
+    assert lateness.of("ann") == (deadline.timestamp() - 60, None)
+    assert lateness.of("ben") == (deadline.timestamp() + 7500, 7500)
+    assert lateness.of("cy") == (None, None)
+    # The teacher's --deadline over the collection's: both now late.
+    earlier = exchange.Lateness(deadline - dt.timedelta(hours=1), record.submitted)
+    assert earlier.of("ann")[1] == 3540 and rows_mod.late_by(earlier.of("ben")[1]) == "3 h 05 min"
