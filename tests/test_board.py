@@ -17,7 +17,7 @@ import pytest
 
 from conftest import PYTHONPATH
 from idrrun.checks import specs
-from idrrun.grading import board, report
+from idrrun.grading import board, rows, state
 from idrrun.model import CheckResult
 from idrrun.request import config, policy
 
@@ -96,7 +96,7 @@ def test_the_board_ranks_the_runs_beside_the_solution_under_pseudonyms(graded: P
     assert rows[2][4] == f"{seconds[2] / solution:.2f}x", text
     assert "Not on the board: 1 submission(s) with no finished run." in text
     # Pseudonyms: the grader's keyed ones, no name of the class anywhere.
-    key = report.grading_key(policy.grading_settings(config.load(
+    key = state.grading_key(policy.grading_settings(config.load(
         graded, environ={"IDRRUN_CACHE_DIR": str(graded / "cache")}, project=False), None, 1))
     named = board.pseudonyms(["ann", HOSTILE, "bob", "carl"], "timed", key)
     assert [r[1] for r in rows] == [named["ann"], named[HOSTILE], named["bob"], named["carl"]]
@@ -145,8 +145,8 @@ def test_timed_figures_and_lanes_are_shown_as_the_grading_measured_them(tmp_path
     (tmp_path / "timed_exercise.c").write_text("")
     exercise = specs.load(tmp_path / "timed.toml")
 
-    def row(student: str, seconds: float, busy: str, status: str = "pass") -> report.GradeRow:
-        return report.GradeRow(student, "timed", "c", "pass" if status == "pass" else "fail",
+    def row(student: str, seconds: float, busy: str, status: str = "pass") -> rows.GradeRow:
+        return rows.GradeRow(student, "timed", "c", "pass" if status == "pass" else "fail",
                                0.1, seconds, student, lane="GPU 0 alone, CPUs 2-3",
                                checks=(CheckResult("GPU busy", status, got=busy, kind="gpu_busy"),))
 

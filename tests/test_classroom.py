@@ -133,15 +133,10 @@ def test_release_submit_collect_grade_return(klass: tuple[Path, list[str], Path]
     assert rows[ann]["deadline"].startswith("2099-01-01")
     assert (out / "submissions" / f"{ann}.c").read_text() == PROGRAM.format(value=42)
 
-    examples = top / "examples"
-    (examples / "C").mkdir(parents=True)
-    (examples / "answer.toml").write_text(SPEC)
-    (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
-    (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
     feedback = top / "feedback"
     g = idrrun("grade", "answer", *sorted(map(str, (out / "submissions").iterdir())),
                "--feedback", str(feedback), "--report", str(top / "r.csv"), "--unsafe",
-               cwd=top, IDRRUN_EXAMPLES=str(examples))
+               cwd=top, IDRRUN_EXAMPLES=str(course(top)))
     assert g.returncode == 0, g.stdout + g.stderr
     # Her run's GPU timeline beside the solution's, as a grading on a GPU draws them beside her
     # feedback (comparison.pictures and .markdown; no GPU here to draw them).
@@ -191,6 +186,68 @@ def test_late_submission_is_late_in_the_collection(
     assert "LATE" in r.stdout
     rows = collected(out)
     assert rows[ann]["late"] == "late" and rows[ben]["status"] == "missing"
+
+
+def course(top: Path) -> Path:
+    examples = top / "examples"
+    (examples / "C").mkdir(parents=True)
+    (examples / "answer.toml").write_text(SPEC)
+    (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
+    (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
+    return examples
+
+
+def test_a_late_submission_is_late_in_the_report_and_the_gradebook(
+        klass: tuple[Path, list[str], Path]) -> None:
+    """Ann hands in before the deadline, Ben after it; the collected folder, graded, says when
+    each was submitted and that Ben's came late (report, terminal, gradebook), his grade
+    unchanged but where the teacher gives a late policy."""
+    top, (ann, ben), roster = klass
+    exchange = released(top, roster)
+    submit(exchange, ann, PROGRAM.format(value=42))
+    deadline = int(time.time()) + 1
+    time.sleep(deadline + 1.2 - time.time())
+    submit(exchange, ben, PROGRAM.format(value=42))
+    out = top / "collected"
+    r = idrrun("classroom", "collect", "answer", "--exchange", str(exchange), "--roster",
+               str(roster), "--to", str(out), "--deadline",
+               time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(deadline)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert collected(out)[ben]["late"] == "late" and collected(out)[ann]["late"] == ""
+
+    report = top / "grades" / "answer.csv"
+    g = idrrun("grade", "answer", *sorted(map(str, (out / "submissions").iterdir())),
+               "--report", str(report), "--unsafe", cwd=top, IDRRUN_EXAMPLES=str(course(top)))
+    assert g.returncode == 0, g.stdout + g.stderr
+    assert f"submitted: the times {out / 'collected.csv'} recorded" in g.stdout, g.stdout
+    rows = {row["student"]: row for row in csv.DictReader(report.open())}
+    assert rows[ann]["verdict"] == rows[ben]["verdict"] == "pass"
+    assert rows[ann]["late"] == "" and rows[ann]["late_seconds"] == ""
+    assert rows[ann]["submitted"] == collected(out)[ann]["submitted"] != ""
+    assert rows[ben]["submitted"] == collected(out)[ben]["submitted"] != ""
+    assert 1 <= float(rows[ben]["late_seconds"]) < 60, rows[ben]
+    assert rows[ben]["late"].endswith(" s"), rows[ben]
+    assert rows[ben]["late"] in g.stdout  # the terminal's table has the late column
+
+    book = top / "roster-ids.csv"
+    book.write_text("submission,id\n" + "".join(f"{l},{i}\n" for i, l in enumerate((ann, ben))))
+    plain, moodle = top / "book.csv", top / "moodle.csv"
+    b = idrrun("gradebook", str(report), "--roster", str(book), "--csv", str(plain),
+               "--moodle", str(moodle))
+    assert b.returncode == 0, b.stdout + b.stderr
+    assert f"{ben}, answer: submitted {rows[ben]['late']} after the deadline (no late penalty" in b.stdout
+    cells = {r["submission"]: r for r in csv.DictReader(plain.open())}
+    assert cells[ben]["answer late"] == rows[ben]["late"] and cells[ann]["answer late"] == ""
+    assert cells[ben]["answer submitted"] == rows[ben]["submitted"]
+    assert cells[ben]["answer"] == cells[ann]["answer"] != ""  # no policy: the grade stands
+    marks = {r["ID number"]: r for r in csv.DictReader(moodle.open())}
+    assert marks["1"]["answer late"] == rows[ben]["late"] and marks["0"]["answer late"] == ""
+
+    b = idrrun("gradebook", str(report), "--roster", str(book), "--csv", str(plain),
+               "--late-penalty", "25")
+    assert b.returncode == 0, b.stdout + b.stderr
+    cells = {r["submission"]: r for r in csv.DictReader(plain.open())}
+    assert float(cells[ben]["answer"]) == 0.75 * float(cells[ann]["answer"]) > 0
 
 
 def test_links_fifos_and_foreign_files_are_error_rows_never_read(

@@ -20,7 +20,10 @@ from idrrun import checking, pipeline, toolchains
 from idrrun.checks import compare, specs
 from idrrun.display import VerdictView
 from idrrun.grading import comparison as comparison_mod
+from idrrun.grading import feedback as feedback_mod
 from idrrun.grading import report as report_mod
+from idrrun.grading import rows as rows_mod
+from idrrun.grading import state as state_mod
 from idrrun.grading.discover import Submission
 from idrrun.model import Comparison, Figure, Verdict
 from idrrun.pipeline import NullReporter, Outcome
@@ -186,11 +189,12 @@ def test_the_solution_is_profiled_once_and_both_timelines_reach_the_feedback(
     assert page.index("your GPU timeline") < page.index("the solution&#x27;s GPU timeline")
     # The feedback: the table "you / the solution", the two PNGs beside the file, linked.
     sub = Submission("ann", tmp_path / "ann" / "ann.c", None)
-    row = report_mod.row_from_outcome(sub, specs.find("async_matmul", settings, None),
-                                      outcomes["ann"], "none (--unsafe)")
+    row = rows_mod.row_from_outcome(sub, specs.find("async_matmul", settings, None),
+                                    outcomes["ann"], "none (--unsafe)",
+                                    state_mod.content_key(sub, specs.find("async_matmul", settings, None)))
     row = dataclasses.replace(row, comparison=comparison_mod.kept(row.comparison, settings))
     feedback = tmp_path / "feedback"
-    report_mod.write_feedback([row], specs.find("async_matmul", settings, None), feedback)
+    feedback_mod.write_feedback([row], specs.find("async_matmul", settings, None), feedback)
     md = (feedback / "ann.md").read_text()
     assert "| | you | the solution |" in md
     assert "| host → device copies of 32 MB | 2 | none |" in md
@@ -202,20 +206,20 @@ def test_the_solution_is_profiled_once_and_both_timelines_reach_the_feedback(
     # The instructor's state keeps the comparison: a resumed row's feedback has the table.
     key = b"k" * 32
     report_mod.write_report([row], tmp_path / "r.json", key)
-    again = report_mod.load_report(tmp_path / "r.json", "async_matmul", key)[str(sub.path)]
+    again = state_mod.load_report(tmp_path / "r.json", "async_matmul", key)[str(sub.path)]
     assert again.comparison == row.comparison
 
 
 def test_feedback_of_a_row_without_its_timelines_says_so(tmp_path: Path) -> None:
     figures = (Figure("queues with work", "1", "3", "trace"),)
     gone = Comparison(figures, ("a note",), tmp_path / "gone.png", tmp_path / "gone-too.png")
-    row = report_mod.GradeRow("cy|d", "async_matmul", "c", "fail", 0.1, 0.1, "/c.c", comparison=gone)
-    report_mod.write_feedback([row], exercise("async_matmul"), tmp_path / "fb")
+    row = rows_mod.GradeRow("cy|d", "async_matmul", "c", "fail", 0.1, 0.1, "/c.c", comparison=gone)
+    feedback_mod.write_feedback([row], exercise("async_matmul"), tmp_path / "fb")
     (md,) = (tmp_path / "fb").iterdir()
     text = md.read_text()
     assert "| queues with work | 1 | 3 |" in text and comparison_mod.NOT_KEPT in text
     assert sorted(p.suffix for p in (tmp_path / "fb").iterdir()) == [".md"]
     # No comparison, no section.
     plain = dataclasses.replace(row, comparison=None)
-    assert comparison_mod.HEADING not in report_mod.feedback_markdown(plain, exercise("async_matmul"))
+    assert comparison_mod.HEADING not in feedback_mod.feedback_markdown(plain, exercise("async_matmul"))
     assert "your run beside" not in str(VerdictView(Verdict("async_matmul", ())))

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from idrrun.checks import specs
-from idrrun.grading import course, report
+from idrrun.grading import course
+from idrrun.grading import rows as rows_mod
 from test_gradebook_class import SEED, idrrun
 from test_marks import _checks, _exercise, _row
 
@@ -50,7 +51,7 @@ def test_course_check_findings_name_the_spec_line_to_change(tmp_path: Path) -> N
     ex = _exercise(tmp_path)
     text = (tmp_path / "demo_dot.toml").read_text().splitlines()
     sol = dataclasses.replace(_row(ex, _checks(dot2="fail")), status="fail")
-    start = report.GradeRow("start", ex.name, "c", "pass", 0.1, 0.1, "ex.c", checks=_checks(gpu="pass"))
+    start = rows_mod.GradeRow("start", ex.name, "c", "pass", 0.1, 0.1, "ex.c", checks=_checks(gpu="pass"))
     found = course.findings(course.CourseRow(ex.name, "c", sol, start), ex)
     hidden = next(f for f in found if "dot (hidden run 2)" in f)
     line = int(hidden.split(":")[1])

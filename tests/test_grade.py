@@ -20,6 +20,8 @@ from idrrun import build as build_mod
 from idrrun import cli
 from idrrun.checks import draw, specs
 from idrrun.grading import report as report_mod
+from idrrun.grading import rows as rows_mod
+from idrrun.grading import state as state_mod
 from idrrun.run import rooms
 from idrrun.request import config
 from idrrun.run import isolation
@@ -147,19 +149,19 @@ def test_rows_keep_their_nodes_across_a_resume_and_unsigned_states_are_graded_ag
 
     report = tmp_path / "r.csv"
     key = b"k" * 32
-    row = report_mod.GradeRow("ann", "answer", "c", "pass", 0.5, 0.25, "/class/ann.c",
+    row = rows_mod.GradeRow("ann", "answer", "c", "pass", 0.5, 0.25, "/class/ann.c",
                              node="n2,n3", build_node="n1")
     report_mod.write_report([row], report, key)
-    assert report_mod.load_report(report, "answer", key) == {"/class/ann.c": row}
+    assert state_mod.load_report(report, "answer", key) == {"/class/ann.c": row}
     assert next(csv.DictReader(report.open()))["node"] == "n2,n3"
-    assert report_mod.load_report(report, "answer", b"x" * 32) == {}  # another grader's key
+    assert state_mod.load_report(report, "answer", b"x" * 32) == {}  # another grader's key
     # A state written before rows were signed (or with a row edited): graded again.
-    state = report_mod.state_path(report)
+    state = state_mod.state_path(report)
     records = json.loads(state.read_text())
     for record in records:
         del record["mac"]
     state.write_text(json.dumps(records))
-    assert report_mod.load_report(report, "answer", key) == {}
+    assert state_mod.load_report(report, "answer", key) == {}
 
 def test_a_sandboxed_solution_is_built_once_for_all_its_argument_sets(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,7 +267,7 @@ def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_pat
     assert len(drawn) == 2 and all(100000 <= int(n) <= 999999 for (n,) in drawn)
     assert {r["student"]: r["verdict"] for r in rows} == {"ann": "pass", "bob": "fail"}
     # The instructor's report and its state hold the drawn values, never the seed.
-    for text in ((tmp_path / "r.json").read_text(), report_mod.state_path(tmp_path / "r.json").read_text()):
+    for text in ((tmp_path / "r.json").read_text(), state_mod.state_path(tmp_path / "r.json").read_text()):
         assert all(n in text for (n,) in drawn) and seed not in text
     assert all(r["hidden_args"] == [list(a) for a in drawn] for r in rows)
     # Feedback: that a hidden case failed, and the kind of its check; no value, no seed.
@@ -447,3 +449,30 @@ def test_an_mpi_build_reads_the_prefix_of_the_compiler_its_wrapper_runs(tmp_path
             assert (ann["verdict"], ann["sandbox"]) == ("pass", "uid"), (ann, graded.stderr)
     finally:
         shutil.rmtree(shared)
+
+
+def test_the_collection_s_record_is_read_for_the_submissions_it_collected(tmp_path: Path) -> None:
+    """Submissions graded from OUT/submissions/ take their times and deadline from
+    OUT/collected.csv, as collect wrote it; anything else has no record."""
+    import datetime as dt
+    from idrrun.grading import exchange, session
+    out = tmp_path / "out"
+    (out / "submissions").mkdir(parents=True)
+    paths = [out / "submissions" / "ann.c", out / "submissions" / "ben"]
+    deadline = dt.datetime(2026, 12, 1, 18, 0, tzinfo=dt.timezone.utc)
+    assert session.collection_of(paths) is None  # no record yet
+    rows = [exchange.Collected("ann", "collected", deadline.timestamp() - 60),
+            exchange.Collected("ben", "collected", deadline.timestamp() + 7500, late=True),
+            exchange.Collected("cy", "missing")]
+    (out / "collected.csv").write_text(exchange.collected_csv(rows, deadline))
+    assert session.collection_of(paths) == out
+    assert session.collection_of([*paths, tmp_path / "eve.c"]) is None  # not all of them
+    record = exchange.read_collection(out)
+    assert record.deadline == deadline and record.late == ("ben",)
+    lateness = exchange.Lateness(record.deadline, record.submitted)
+    assert lateness.of("ann") == (deadline.timestamp() - 60, None)
+    assert lateness.of("ben") == (deadline.timestamp() + 7500, 7500)
+    assert lateness.of("cy") == (None, None)
+    # The teacher's --deadline over the collection's: both now late.
+    earlier = exchange.Lateness(deadline - dt.timedelta(hours=1), record.submitted)
+    assert earlier.of("ann")[1] == 3540 and rows_mod.late_by(earlier.of("ben")[1]) == "3 h 05 min"

@@ -19,6 +19,8 @@ from conftest import PYTHONPATH
 from idrrun import escape
 from idrrun.errors import UsageError
 from idrrun.grading import gradebook, grades, names, report
+from idrrun.grading import feedback as feedback_mod
+from idrrun.grading import rows as rows_mod
 from test_marks import _checks, _exercise, _row
 
 ROSTER = """submission,id,email,name,first_name,last_name,login,section,canvas_id
@@ -45,6 +47,37 @@ def _book(tmp_path: Path, policy: gradebook.Policy = gradebook.Policy()) -> grad
 
 def _read(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text)))
+
+
+def test_how_late_in_words() -> None:
+    assert [rows_mod.late_by(s) for s in (None, 0, 0.4, 12, 250, 7500, 3 * 86400 + 7200 + 59)] == [
+        "", "", "1 s", "12 s", "4 min 10 s", "2 h 05 min", "3 d 2 h"]
+
+
+def test_late_columns_and_the_late_policy(tmp_path: Path) -> None:
+    """A late submission is a column and a note; its grade changes only with a late policy
+    (a share of the grade per day begun). Canvas gets no column (it would be a new assignment)."""
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    roster = gradebook.read_roster(tmp_path / "roster.csv")
+    on_time = dataclasses.replace(_marked("ann", "loops_dot", 12), submitted="2026-12-01T10:00:00+00:00")
+    late = dataclasses.replace(_marked("bob", "loops_dot", 12), submitted="2026-12-02T19:00:00+00:00",
+                               late="1 d 1 h", late_seconds=90000.0)
+    book = gradebook.gradebook(roster, [on_time, late], gradebook.Policy())
+    assert book.cells["ann", "loops_dot"] == book.cells["bob", "loops_dot"] == 12
+    assert "bob, loops_dot: submitted 1 d 1 h after the deadline (no late penalty: the grade is unchanged)" \
+        in book.notes
+    moodle = _read(gradebook.moodle_csv(book))
+    assert moodle[0][-1] == "loops_dot late" and [r[-1] for r in moodle[1:]] == ["", "1 d 1 h", ""]
+    plain = {r["submission"]: r for r in csv.DictReader(io.StringIO(gradebook.plain_csv(book)))}
+    assert plain["bob"]["loops_dot late"] == "1 d 1 h" and plain["cy"]["loops_dot late"] == ""
+    assert plain["bob"]["loops_dot submitted"] == "2026-12-02T19:00:00+00:00"
+    assert "late" not in " ".join(_read(gradebook.canvas_csv(book))[0])
+    # 10 % a day begun: 25 hours late is two days, 20 % off.
+    book = gradebook.gradebook(roster, [on_time, late], gradebook.Policy(late_penalty=10))
+    assert book.cells["ann", "loops_dot"] == 12 and book.cells["bob", "loops_dot"] == 9.6
+    # Reports without times of submission: no late column at all.
+    book = gradebook.gradebook(roster, [_marked("ann", "loops_dot", 12)], gradebook.Policy())
+    assert "late" not in " ".join(_read(gradebook.moodle_csv(book))[0])
 
 
 def test_moodle_csv_has_the_columns_of_moodles_grade_import(tmp_path: Path) -> None:
@@ -127,7 +160,7 @@ def test_an_lms_file_needs_a_way_to_find_each_student(tmp_path: Path) -> None:
 def test_reports_read_back_as_graded(tmp_path: Path) -> None:
     ex = _exercise(tmp_path)
     row = _row(ex, _checks())
-    weird = report.GradeRow("=cmd", ex.name, "c", "error", 0, 0, "/class/=cmd.c", error="unreadable")
+    weird = rows_mod.GradeRow("=cmd", ex.name, "c", "error", 0, 0, "/class/=cmd.c", error="unreadable")
     for suffix in (".csv", ".json"):
         path = tmp_path / f"r{suffix}"
         report.write_report([row, weird], path, b"k" * 32)
@@ -260,7 +293,7 @@ def test_a_name_that_is_not_utf8_survives_csv_and_json_reports_into_the_gradeboo
                                        b'"caf\xe9","demo_dot","pass","3","18"\n')
     assert [m.student for m in gradebook.read_report(tmp_path / "old.csv")] == ["caf\\xe9"]
     # The feedback: UTF-8, the name as the reports write it, in a file of its own.
-    report.write_feedback([row], ex, tmp_path / "fb")
+    feedback_mod.write_feedback([row], ex, tmp_path / "fb")
     (feedback,) = (tmp_path / "fb").iterdir()
     # In Markdown as escape.markdown_text writes it: its backslashes escaped, read as the name.
     assert f"Student: {escape.markdown_text(name)}" in feedback.read_bytes().decode("utf-8")

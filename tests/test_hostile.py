@@ -21,7 +21,7 @@ import pytest
 
 from conftest import Kernel, PYTHONPATH, ROOT, has_gpu, started
 from idrrun.checks.words import plural
-from idrrun.grading import report as report_mod
+from idrrun.grading import state as state_mod
 from idrrun.run import isolation, jail
 from idrrun.model import Limits
 
@@ -384,12 +384,12 @@ def test_row_15_class_of_50_killed_and_resumed(tmp_path: Path) -> None:
     assert 12 <= len(partial) < 50  # a whole report, never half a line
     # The signed state is written just before the report: a kill between the two leaves it a
     # row (or a worker's rows) ahead, and those rows are as much the grader's own.
-    signed = json.loads(report_mod.state_path(report).read_text())
+    signed = json.loads(state_mod.state_path(report).read_text())
     assert len(partial) <= len(signed) <= len(partial) + 2
     r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0  # every submission graded, whatever its verdict
     # A row is kept for every submission of the same content as a row the grader signed
-    # (report.resume): here the class repeats its cases, so the copies of those cases too.
+    # (state.resume): here the class repeats its cases, so the copies of those cases too.
     graded = {Path(rec["submission"]).name.split("_", 1)[1] for rec in signed}
     same = sum(1 for p in klass.iterdir() if p.name.split("_", 1)[1] in graded)
     assert f"resuming: {plural(same, 'row')} kept" in r.stdout, r.stdout

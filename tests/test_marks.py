@@ -18,6 +18,9 @@ from idrrun.checks import spec_fields, specs, visibility
 from idrrun.display import VerdictView
 from idrrun.errors import SpecError
 from idrrun.grading import course, report
+from idrrun.grading import feedback as feedback_mod
+from idrrun.grading import rows as rows_mod
+from idrrun.grading import state as state_mod
 from idrrun.grading.discover import Submission
 from idrrun.model import CheckResult, Source, Verdict
 
@@ -196,16 +199,16 @@ def test_field_line_finds_tables_keys_and_the_closest_place_of_a_missing_field()
     assert spec_fields.field_line("", "name") is None
 
 
-def _row(ex: specs.Exercise, checks: tuple[CheckResult, ...]) -> report.GradeRow:
-    row = report.GradeRow("ann", ex.name, "c", "incomplete", 0.1, 0.1, "/class/ann.c", checks=checks,
+def _row(ex: specs.Exercise, checks: tuple[CheckResult, ...]) -> rows_mod.GradeRow:
+    row = rows_mod.GradeRow("ann", ex.name, "c", "incomplete", 0.1, 0.1, "/class/ann.c", checks=checks,
                           hidden_args=(("4321",), ("98765",)))
-    return report.scored(row, ex)
+    return rows_mod.scored(row, ex)
 
 
 def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> None:
     ex = _exercise(tmp_path)
     row = _row(ex, _checks(dot1="fail"))
-    text = report.feedback_markdown(row, ex)
+    text = feedback_mod.feedback_markdown(row, ex)
     # Out of the points evaluated here, those that were not named.
     assert "Score: **15/16**, out of the 16 points evaluated here; not evaluated here: ran_on_gpu " \
         "(2 points of 18)" in text
@@ -220,15 +223,15 @@ def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> Non
     for secret in ("4321", "98765"):
         assert secret not in text
     # Before the deadline: every check's result only.
-    summary = report.feedback_markdown(row, ex, "summary")
+    summary = feedback_mod.feedback_markdown(row, ex, "summary")
     assert "1234.5" not in summary and "| dot | pass |  |  |" in summary and "| line" not in summary
     # After: every check, the hidden one too; hidden cases' values only with `full`.
-    shown = report.feedback_markdown(row, ex, "shown")
+    shown = feedback_mod.feedback_markdown(row, ex, "shown")
     assert "| line | pass | 'dot = 42' |" in shown and "/reduction/" in shown and "98765" not in shown
-    full = report.feedback_markdown(row, ex, "full")
+    full = feedback_mod.feedback_markdown(row, ex, "full")
     assert "dot (hidden run 1) (arguments: 4321) | fail | 98765.5 |" in full
     # The instructor's report keeps everything.
-    assert "'dot = 42'" in json.dumps(report._record(row))
+    assert "'dot = 42'" in json.dumps(rows_mod.record(row))
 
 
 def test_a_notebook_verdict_hides_what_the_spec_hides_and_says_grading_runs_more(tmp_path: Path) -> None:
@@ -276,24 +279,24 @@ def test_a_resumed_row_is_scored_with_the_points_the_spec_has_now(tmp_path: Path
     path, key = tmp_path / "r.csv", b"k" * 32
     sub = Submission("ann", Path("/class/ann.c"), Source("int main(void) {}\n", "ann.c", "c", False, 1, Path("/class"), ".c"),
                      digest="d" * 64)
-    row = dataclasses.replace(_row(ex, _checks()), content=report.content_key(sub, ex))
+    row = dataclasses.replace(_row(ex, _checks()), content=state_mod.content_key(sub, ex))
     report.write_report([row], path, key)
     assert next(csv.DictReader(path.open()))["score"] == "16.0"
     cheaper = _exercise(tmp_path, SPEC.replace("points = 3\nhidden_points = 1", "points = 1\nhidden_points = 1"))
-    kept, said = report.resume(path, cheaper, [sub], key)
+    kept, said = state_mod.resume(path, cheaper, [sub], key)
     assert str(kept["/class/ann.c"].score) == "14/16, 2 points not evaluated here", said
     # What a check tests is not scoring: changing it grades the row again.
     stricter = _exercise(tmp_path, SPEC.replace("exact = \"dot = 42\"", "exact = \"dot = 43\""))
-    kept, said = report.resume(path, stricter, [sub], key)
+    kept, said = state_mod.resume(path, stricter, [sub], key)
     assert kept == {} and "another exercise spec" in " ".join(said)
     # A row written before checks named their [[check]]: it cannot be scored, so it is graded again.
-    state = report.state_path(path)
+    state = state_mod.state_path(path)
     records = json.loads(state.read_text())
     for check in records[0]["checks"]:
         del check["check"]
-    records[0]["mac"] = report._mac(records[0], key)
+    records[0]["mac"] = state_mod._mac(records[0], key)
     state.write_text(json.dumps(records))
-    assert report.load_report(path, ex.name, key) == {}
+    assert state_mod.load_report(path, ex.name, key) == {}
 
 
 def test_a_build_that_failed_with_no_message_on_a_line_shows_the_end_of_its_output(tmp_path: Path) -> None:
@@ -304,16 +307,16 @@ def test_a_build_that_failed_with_no_message_on_a_line_shows_the_end_of_its_outp
 
     said = "\n".join(f"line {i}" for i in range(30)) + "\nmpicc: unable to find the compiler 'gcc'\n"
     failure = Failure(FailureKind.COMPILE_ERROR, "exit code 1", output=said)
-    kept = report._unplaced_output(failure, None)
+    kept = rows_mod._unplaced_output(failure, None)
     assert kept.splitlines()[-1] == "mpicc: unable to find the compiler 'gcc'"
-    assert len(kept.splitlines()) == report.FAILURE_OUTPUT_LINES
+    assert len(kept.splitlines()) == rows_mod.FAILURE_OUTPUT_LINES
     placed = annotate.Listing("ann.c", "c", (), diagnostics=(
         Diagnostic("ann.c", 3, None, "error", "expected ';'"),))
-    assert report._unplaced_output(failure, placed) == ""  # its messages say it on their lines
-    assert report._unplaced_output(Failure(FailureKind.EXIT_STATUS, "exit code 1", output=said),
+    assert rows_mod._unplaced_output(failure, placed) == ""  # its messages say it on their lines
+    assert rows_mod._unplaced_output(Failure(FailureKind.EXIT_STATUS, "exit code 1", output=said),
                                    None) == ""  # a run's output is the checks' excerpts
     ex = _exercise(tmp_path)
     row = dataclasses.replace(_row(ex, ()), status="fail", failure=FailureKind.COMPILE_ERROR,
                               failure_what="exit code 1", failure_output=kept)
-    text = report.feedback_markdown(row, ex)
+    text = feedback_mod.feedback_markdown(row, ex)
     assert "The end of the build's output:" in text and "unable to find the compiler" in text

@@ -80,12 +80,12 @@ def test_points_that_wait_for_the_port_say_so(graded: dict[str, dict[str, object
     """The half port's values are right, and lost: they count once the saxpy loop runs in a
     compute region (the JSON report's rows keep the checks; the score is recomputed from them)."""
     from idrrun.checks import score, specs
-    from idrrun.grading import report
+    from idrrun.grading import state as state_mod
 
     exercise = specs.load(ROOT / "examples" / "intro_saxpy.toml")
     half = graded["half"]
     assert isinstance(half["checks"], list)
-    checks = [report._check_from(c) for c in half["checks"]]
+    checks = [state_mod._check_from(c) for c in half["checks"]]
     assert next(c for c in checks if c.name == "y_last").status == "pass"
     items = score.score(exercise, checks, 2).items
     y_last = next(i for i in items if i.label == "y_last")

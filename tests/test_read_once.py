@@ -25,6 +25,7 @@ import pytest
 
 from conftest import PYTHONPATH
 from idrrun.grading import report as report_mod
+from idrrun.grading import state as state_mod
 
 pytestmark = [
     pytest.mark.slow,
@@ -134,7 +135,7 @@ def test_a_file_swapped_while_graded_is_judged_as_read_and_poisons_no_resume(tmp
         swapper.wait()
     print(f"swaps during the grading: {swaps}")
     assert swaps >= 1  # the grader read her file, and she swapped it right after
-    state = {r["student"]: r for r in json.loads(report_mod.state_path(report).read_text())}
+    state = {r["student"]: r for r in json.loads(state_mod.state_path(report).read_text())}
     digest = state["eve"]["content"]["submission"]
     start_digest = hashlib.sha256(START.encode()).hexdigest()
     solution_digest = hashlib.sha256(SOLUTION.encode()).hexdigest()
@@ -156,7 +157,7 @@ def test_the_resume_key_holds_the_code_of_the_grader(tmp_path: Path) -> None:
     copy = tmp_path / "idrrun"
     shutil.copytree(Path(report_mod.__file__).resolve().parents[1], copy,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    probe = "from idrrun.grading import report; print(report.code_id())"
+    probe = "from idrrun.grading import state; print(state.code_id())"
 
     def code_id() -> str:
         return subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=dict(
@@ -164,7 +165,7 @@ def test_the_resume_key_holds_the_code_of_the_grader(tmp_path: Path) -> None:
             check=True).stdout.strip()
 
     before = code_id()
-    assert before == report_mod.code_id()
+    assert before == state_mod.code_id()
     checks = copy / "checks" / "verdict.py"
     checks.write_text(checks.read_text() + "\n# a fix\n")
     after = code_id()

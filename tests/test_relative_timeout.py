@@ -13,6 +13,7 @@ from idrrun import checking, toolchains
 from idrrun.checks import specs
 from idrrun.grading import classroom
 from idrrun.grading.discover import Submission
+from idrrun.grading.session import Session
 from idrrun.model import FailureKind
 from idrrun.pipeline import NullReporter
 from idrrun.request import config, resolve
@@ -75,8 +76,9 @@ def test_a_graded_run_far_slower_than_the_solution_is_stopped_at_the_relative_li
     probe = toolchains.probe(settings, "gcc")
     slow = _slow(tmp_path)
     started = time.monotonic()
-    row = classroom.grade_one(Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
-                              specs.load(_course(tmp_path)), settings, probe, sandbox="none (test)")
+    row = classroom.grade_one(Session(settings, probe, sandbox="none (test)"),
+                              Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
+                              specs.load(_course(tmp_path)))
     took = time.monotonic() - started
     assert row.status == "fail" and row.failure is FailureKind.TIMEOUT
     assert row.failure_what.startswith("stopped at 1 s: the solution takes 0."), row.failure_what

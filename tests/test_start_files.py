@@ -14,6 +14,8 @@ from idrrun import checking, toolchains
 from idrrun.checks import specs
 from idrrun.grading import classroom, course
 from idrrun.grading.discover import Submission
+from idrrun.grading.rows import GradeRow
+from idrrun.grading.session import Session
 from idrrun.model import FailureKind
 from idrrun.request import config
 from idrrun.request import source as source_mod
@@ -55,17 +57,17 @@ def test_course_check_gives_start_files_their_host_arguments(tmp_path: Path,
     "gpu" or gives its own."""
     seen: dict[str, tuple[str, ...]] = {}
 
-    def record(sub: Submission, exercise: specs.Exercise, *args: object) -> object:
+    def record(session: Session, sub: Submission, exercise: specs.Exercise) -> object:
         seen[sub.student] = exercise.gpu_args
-        return classroom.GradeRow(sub.student, exercise.name, "c", "fail", 0.0, 0.0, str(sub.path))
+        return GradeRow(sub.student, exercise.name, "c", "fail", 0.0, 0.0, str(sub.path))
 
     monkeypatch.setattr(course, "grade_one", record)
     ex = specs.load(ROOT / "examples" / "tiling_laplace.toml")
     settings = config.load(tmp_path, environ={})
     probe = toolchains.probe(settings, "gcc")
-    course.course_check([ex, dataclasses.replace(ex, name="laplace_gpu_start", start_args="gpu"),
-                         dataclasses.replace(ex, name="laplace_own_start", start_args=("9", "3"))],
-                        ["c"], settings, probe, 1)
+    course.course_check(Session(settings, probe, exercises=(
+        ex, dataclasses.replace(ex, name="laplace_gpu_start", start_args="gpu"),
+        dataclasses.replace(ex, name="laplace_own_start", start_args=("9", "3")))), ["c"])
     assert seen == {"tiling_laplace/c/solution": ex.gpu_args, "tiling_laplace/c/start": ex.host_args,
                     "laplace_gpu_start/c/solution": ex.gpu_args,
                     "laplace_gpu_start/c/start": ex.gpu_args,
@@ -104,9 +106,9 @@ def test_a_graded_run_that_times_out_is_told_the_solution_s_time(tmp_path: Path)
     slow.write_text("int main(void){for(;;){}}\n")
     settings = config.load(tmp_path, environ={})
     probe = toolchains.probe(settings, "gcc")
-    row = classroom.grade_one(Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
-                              specs.load(examples / "quick.toml"), settings, probe,
-                              sandbox="none (test)")
+    row = classroom.grade_one(Session(settings, probe, sandbox="none (test)"),
+                              Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
+                              specs.load(examples / "quick.toml"))
     assert row.status == "fail" and row.failure is FailureKind.TIMEOUT
     assert row.failure_what.startswith("timed out after 2 s; the solution runs in 0.")
     assert row.failure_what.endswith(" s with these arguments: a loop left on the host?")

@@ -5,8 +5,6 @@ collected."""
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
 import getpass
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +13,8 @@ from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
 from ..grading import exchange, gradebook
-from .common import Parser, print_json
+from ..grading.rows import stamp
+from .common import Parser, deadline, print_json
 
 DEFAULT_EXCHANGE = Path("/srv/idrrun/exchange")
 VERBS = {
@@ -27,15 +26,6 @@ VERBS = {
     "return": "(teacher, root) give each student her feedback, readable by her alone",
     "feedback": "(student) print her feedback of an exercise",
 }
-
-
-def _deadline(text: str) -> dt.datetime:
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a date and time such as "
-                                         f"2026-12-01T18:00+01:00, got {text!r}") from None
-    return value if value.tzinfo else value.astimezone()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -58,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
                              help="the class, as for idrrun gradebook: each student's login "
                                   "(column login, else submission)")
         if verb in ("release", "status", "collect"):
-            sub.add_argument("--deadline", type=_deadline, metavar="ISO-TIME",
+            sub.add_argument("--deadline", type=deadline, metavar="ISO-TIME",
                              help="submissions changed after it are late (release keeps it "
                                   "for status and collect)")
         if verb in ("release", "submit"):
@@ -106,7 +96,7 @@ def _teacher(args: argparse.Namespace, name: str) -> int:
         return EXIT_OK
     rows: Sequence[exchange.Collected | exchange.Returned]
     if args.verb == "return":
-        late = _late(args.collected) if args.collected else []
+        late = exchange.read_collection(args.collected).late if args.collected else ()
         rows = exchange.give_back(args.exchange, name, klass, args.feedback, late)
     else:
         deadline = args.deadline or exchange.deadline_of(args.exchange, name)
@@ -122,14 +112,9 @@ def _teacher(args: argparse.Namespace, name: str) -> int:
     return EXIT_FAILED if any(r.status == "error" for r in rows) else EXIT_OK
 
 
-def _late(collected: Path) -> list[str]:
-    with open(collected / "collected.csv", encoding="utf-8") as fh:
-        return [r["student"] for r in csv.DictReader(fh) if r["late"]]
-
-
 def _line(row: exchange.Collected | exchange.Returned) -> str:
     if isinstance(row, exchange.Returned):
         return neutralise(f"{row.student:<16} {row.status}  {row.problem}".rstrip())
-    when = exchange.stamp(row.submitted)
+    when = stamp(row.submitted)
     return neutralise(f"{row.student:<16} {row.status:<10} {when:<25} {'LATE' if row.late else '':<4} "
                       f"{' '.join(row.files)}  {row.problem}".rstrip())

@@ -4,6 +4,7 @@ output, the progress display."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Callable
@@ -15,9 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..escape import terminal_line
 from ..grading import names
-from ..grading.report import GradeRow
+from ..grading.rows import GradeRow
 from ..model import CheckResult
-from ..request import config, options
+from ..request import options
 
 T = TypeVar("T")
 # Columns for rich when the output is not a terminal (a file, a pipe, a CI log): wide enough that
@@ -65,11 +66,14 @@ def add_seed_options(parser: argparse.ArgumentParser, what: str) -> None:
                         help="refused: a command line is visible to every user (use --seed-file)")
 
 
-def unread_config(workdir: Path, given: Path | None) -> list[str]:
-    """The grader's note that ./idrrun.toml was left unread, when there is one."""
-    found = config.project_file(workdir) if given is None else None
-    return [f"{found}: not read: the grader reads no config from the folder it runs in "
-            "(give the teacher's with --config FILE)"] if found is not None else []
+def deadline(text: str) -> dt.datetime:
+    """--deadline ISO-TIME: a date and time, in the machine's time zone when it names none."""
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date and time such as "
+                                         f"2026-12-01T18:00+01:00, got {text!r}") from None
+    return value if value.tzinfo else value.astimezone()
 
 
 def console() -> Console:

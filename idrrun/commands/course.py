@@ -12,22 +12,19 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import toolchains
-from ..checks import draw, reference, specs
-from ..checks.specs import Exercise
+from ..checks import reference, specs
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
-from ..errors import UsageError, did_you_mean
-from ..grading import course, report
-from ..grading.report import GradeRow
+from ..errors import UsageError
+from ..grading import course, session
+from ..grading.rows import GradeRow
 from ..model import CheckResult
-from ..model import Settings
 from ..request import config, options
-from ..run import lanes as lanes_mod
 from ..toolchains import registry
 from ..checks.words import plural
 from .common import CONFIG_HELP, Parser, check_dict, console as _console, jobs as _jobs, print_json
 from .common import row_dict
-from .common import add_seed_options, unread_config
+from .common import add_seed_options
 from .common import with_progress as _with_progress
 
 
@@ -122,7 +119,7 @@ def _references(args: argparse.Namespace) -> int:
     workdir = Path.cwd()
     settings = config.load(workdir, project=args.config if args.config is not None else False)
     folder = specs.exercises_folder_or_fail(settings, workdir)
-    exercises = _chosen(folder, args.exercise, settings, None)
+    exercises = session.chosen_exercises(folder, args.exercise or ())
     probe = toolchains.probe(settings, args.compiler)
     on_gpu = bool(probe.gpus)
     targets = ("host",) if args.host_only else ("host", "gpu") if args.gpu or on_gpu else ("host",)
@@ -146,17 +143,14 @@ def _references(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """Parse, choose the exercises, check them, render."""
-    workdir = Path.cwd()
-    settings = config.load(workdir, project=args.config if args.config is not None else False)
-    notes = unread_config(workdir, args.config)
-    folder = specs.exercises_folder_or_fail(settings, workdir)
-    exercises = _chosen(folder, args.exercise, settings, args.seed_file)
-    probe = toolchains.probe(settings, args.compiler)
+    """Parse, open the session (the chosen exercises, the probe, the lanes), check, render."""
+    grading = session.open_session(session.Opening(
+        Path.cwd(), tuple(args.exercise or ()), config=args.config, compiler=args.compiler,
+        jobs=args.jobs, seed_file=args.seed_file, own_course=True))
+    exercises, probe, notes = grading.exercises, grading.probe, list(grading.notes)
+    folder = specs.exercises_folder_or_fail(grading.settings, Path.cwd())
     console = _console()
     where = "GPU: " + probe.gpus[0].name if probe.gpus else "host (no GPU)"
-    lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
-    notes += lane_notes
     if not args.json:
         for note in notes:
             console.print(neutralise(note), markup=False)
@@ -165,28 +159,31 @@ def _check(args: argparse.Namespace) -> int:
     total = sum(2 * len([lang for lang in e.sources if not args.language or lang in args.language])
                 for e in exercises)
     rows = _with_progress(console, total, "course check",
-                          lambda done: course.course_check(exercises, args.language, settings,
-                                                           probe, args.jobs, done, lanes),
+                          lambda done: course.course_check(grading, args.language, done),
                           quiet=args.json)
     by_name = {e.name: e for e in exercises}
     found = [course.findings(r, by_name[r.exercise]) for r in rows]
     if args.json:
-        bad = sum(not r.ok for r in rows)
-        print_json({
-            "examples": str(folder), "family": probe.family, "where": where, "notes": notes,
-            "passed": len(rows) - bad, "incomplete": sum(r.incomplete for r in rows),
-            "failed": bad,
-            "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
-                      "incomplete": r.incomplete, "scores": _scores_dict(r),
-                      "solution": row_dict(r.solution),
-                      "start": row_dict(r.start),
-                      "reference": [check_dict(c) for c in r.reference], "findings": said}
-                     for r, said in zip(rows, found)],
-        })
+        _print_check_json({"examples": str(folder), "family": probe.family, "where": where,
+                           "notes": notes}, rows, found)
     else:
         _table(console, rows)
         _findings(console, rows, found)
     return EXIT_OK if rows and all(r.ok for r in rows) else EXIT_FAILED
+
+
+def _print_check_json(head: dict[str, object], rows: Sequence[course.CourseRow],
+                      found: Sequence[list[str]]) -> None:
+    """`course check --json`: where it ran, the counts, every row with what to fix."""
+    bad = sum(not r.ok for r in rows)
+    print_json(head | {
+        "passed": len(rows) - bad, "incomplete": sum(r.incomplete for r in rows), "failed": bad,
+        "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
+                  "incomplete": r.incomplete, "scores": _scores_dict(r),
+                  "solution": row_dict(r.solution), "start": row_dict(r.start),
+                  "reference": [check_dict(c) for c in r.reference], "findings": said}
+                 for r, said in zip(rows, found)],
+    })
 
 
 def _score_dict(row: GradeRow) -> dict[str, float] | None:
@@ -207,26 +204,6 @@ def _findings(console: Console, rows: Sequence[course.CourseRow], found: Sequenc
     for r, said in zip(rows, found):
         for line in said:
             console.print(neutralise(f"{r.exercise} ({r.language}): {line}"), markup=False)
-
-
-def _chosen(folder: Path, names: Sequence[str] | None, settings: Settings,
-            seed_file: Path | None) -> list[Exercise]:
-    """The exercises asked for (all when none is named: only those are read, so that another
-    spec being written does not stop the check of this one), with the hidden sets `idrrun
-    grade` would draw: the solutions must pass on them."""
-    if names:
-        known = {p.stem for p in folder.glob("*.toml")}
-        unknown = set(names) - known
-        if unknown:
-            raise UsageError(f"unknown exercise(s) in {folder}: " + ", ".join(
-                f"{name}{did_you_mean(name, known)}" for name in sorted(unknown)))
-        exercises = [specs.load(folder / f"{n}.toml") for n in dict.fromkeys(names)]
-    else:
-        exercises = specs.all_exercises(folder)
-    if any(e.draw is not None for e in exercises):
-        drawn = report.grading_seed(settings, seed_file)[0]
-        exercises = [draw.drawn(e, drawn) for e in exercises]
-    return exercises
 
 
 def _table(console: Console, rows: Sequence[course.CourseRow]) -> None:

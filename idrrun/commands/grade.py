@@ -15,8 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .. import toolchains
-from ..checks import draw, visibility
+from ..checks import visibility
 from ..checks.score import points, possible
 from ..checks.words import listing, plural
 from ..cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -25,13 +24,14 @@ from ..errors import UsageError
 from ..escape import terminal_line
 from ..checks.specs import Exercise
 from ..grading import board as board_mod
-from ..grading import classroom, discover, grades, names, report, stats
-from ..model import Lanes, Probe, Settings
-from ..request import config, options, policy
-from ..run import isolation, lanes as lanes_mod, rooms
+from ..grading import classroom, feedback, grades, names, report, session, state, stats
+from ..grading import rows as rows_mod
+from ..grading.rows import late_by
+from ..model import Probe, Settings
+from ..request import options
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
-from .common import add_seed_options, unread_config
+from .common import add_seed_options, deadline
 from .common import with_progress as _with_progress
 
 def parser() -> Parser:
@@ -83,6 +83,12 @@ def parser() -> Parser:
     p.add_argument("--board-page", type=Path, metavar="DIR",
                    help="also write the board's page as DIR/NAME.html, readable by all (the "
                         "folder the hub serves at /hub/boards/NAME: IDRRUN_HUB_BOARDS)")
+    p.add_argument("--deadline", type=deadline, metavar="ISO-TIME",
+                   help="submissions handed in after it are late: the report says when each was "
+                        "submitted and how late (columns submitted, late), the gradebook too; "
+                        "grading what `idrrun classroom collect` collected (OUT/submissions/*) "
+                        "reads the times and the deadline it recorded, and this replaces its "
+                        "deadline. A late submission's grade is not changed")
     p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--json", action="store_true",
                    help="print the summary (counts and every row with its checks) as JSON on stdout")
@@ -92,50 +98,25 @@ def parser() -> Parser:
 
 
 def main(tokens: Sequence[str]) -> int:
-    """Parse, prepare the grading (grading/classroom.py decides what may be graded here and how),
-    resume, grade, render."""
+    """Parse, open the grading's session (grading/session.py decides what may be graded here
+    and how, and what an earlier grading left), grade, render."""
     args = _arguments(tokens)
-    workdir = Path.cwd()
-    settings = policy.grading_settings(
-        config.load(workdir, project=args.config if args.config is not None else False),
-        args.launcher, args.jobs)
-    notes = unread_config(workdir, args.config)
-    exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
-    notes += found
-    _check_language(args.language, exercise, args.board)
-    level = classroom.sandbox_level(exercise, args.submissions, args.unsafe)
-    probe = toolchains.probe(settings, args.compiler)
+    grading = session.open_session(_opening(args))
+    [exercise] = grading.exercises
+    if args.board is not None:  # said before grading, not after the class
+        board_mod.require_timed(exercise)
     console = _console()
 
     def say(text: str) -> None:
         if not args.json:  # stdout holds the JSON only
             console.print(terminal_line(names.decodable(text)), markup=False)
 
-    say(isolation.sandbox_support().describe())
-    for note in notes:
+    for note in grading.notes:
         say(note)
-    exercise = _drawn(exercise, settings, args.seed_file, say)
-    lanes, lane_notes = lanes_mod.for_machine(len(probe.gpus), settings)
-    for note in lane_notes:
-        say(note)
-    say(_before_grading(exercise, probe, settings))
-    rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
-    for orphan in rooms.remove_orphans(settings):
-        say(f"removed what a killed grading left: {orphan}")
-    subs = discover.discover(args.submissions, exercise, args.language,
-                             into=rooms.intake_room(settings))
-    key = report.grading_key(settings)
+    say(_before_grading(exercise, grading.probe, grading.settings))
     # Read before grading: a teacher's typo in it stops the command now, not after the class.
     adjustments = _adjustments(args.report)
-    already: dict[str, report.GradeRow] = {}
-    if args.report is not None and not args.fresh:
-        already, said = report.resume(args.report, exercise, subs, key)
-        for line in said:
-            say(line)
-    if args.report is not None and settings.launcher.kind == "srun":
-        for note in classroom.adopt_session(args.report):
-            say(note)
-    rows = _grade(args, console, subs, exercise, settings, probe, level, already, key, lanes)
+    rows = _grade(args, console, grading)
     if rows is None:
         return EXIT_INTERRUPTED
     rows, said = _adjusted(args.report, adjustments, rows)
@@ -143,16 +124,24 @@ def main(tokens: Sequence[str]) -> int:
         say(line)
     summary = stats.class_stats(exercise.name, rows, {r.student: r.adjustment for r in rows
                                                       if r.adjustment is not None})
-    _write(args, rows, exercise, key, summary)
-    _board(args, rows, exercise, key, settings, probe, level, lanes, say)
+    _write(args, rows, exercise, grading.key, summary)
+    _board(args, rows, grading, say)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
-        _print_json(args, exercise, level, counts, notes, summary, rows)
+        _print_json(args, exercise, grading.sandbox, counts, grading.notes, summary, rows)
     else:
         _render(console, args, rows, counts, summary)
     # Completed grading is a success whatever the students' verdicts (nbgrader, otter); rows the
     # grader could not judge at all are not.
     return EXIT_FAILED if counts["error"] else EXIT_OK
+
+
+def _opening(args: argparse.Namespace) -> session.Opening:
+    return session.Opening(
+        Path.cwd(), (args.exercise,), config=args.config, compiler=args.compiler, jobs=args.jobs,
+        launcher=args.launcher, timeout=args.timeout, unsafe=args.unsafe,
+        seed_file=args.seed_file, submissions=tuple(args.submissions), language=args.language,
+        report=args.report, fresh=args.fresh, deadline=args.deadline)
 
 
 def _before_grading(exercise: Exercise, probe: Probe, settings: Settings) -> str:
@@ -164,36 +153,12 @@ def _before_grading(exercise: Exercise, probe: Probe, settings: Settings) -> str
 
 def _print_json(args: argparse.Namespace, exercise: Exercise, level: str, counts: dict[str, int],
                 notes: Sequence[str], summary: stats.ClassStats,
-                rows: Sequence[report.GradeRow]) -> None:
+                rows: Sequence[rows_mod.GradeRow]) -> None:
     print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": list(notes),
                 "report": str(args.report) if args.report is not None else None,
                 "feedback": str(args.feedback) if args.feedback is not None else None,
                 "stats": stats.as_dict(summary),
                 "rows": [row_dict(r) for r in rows]})
-
-
-def _check_language(language: str | None, exercise: Exercise, board: str | None) -> None:
-    """The teacher's --language must be one of the exercise's (a student's file or line that
-    chooses another is that student's fail: grading/classroom.py); --board needs a timed check
-    (said before grading, not after the class)."""
-    if board is not None:
-        board_mod.require_timed(exercise)
-    if language is not None and language not in exercise.sources:
-        raise UsageError(f"--language {language}: exercise {exercise.name!r} has no {language} "
-                         f"version (it has: {', '.join(exercise.sources)})")
-
-
-def _drawn(exercise: Exercise, settings: Settings, seed_file: Path | None,
-           say: Callable[[str], None]) -> Exercise:
-    """The exercise with its hidden argument sets drawn with the grader's seed, when its spec
-    has ranges ([args.draw]); the seed itself is never said."""
-    if exercise.draw is None:
-        return exercise
-    seed, origin = report.grading_seed(settings, seed_file)
-    drawn = draw.drawn(exercise, seed)
-    say(f"hidden argument sets: {len(drawn.hidden_args)}, the spec's ranges drawn with the seed "
-        f"{origin}")
-    return drawn
 
 
 def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
@@ -210,29 +175,28 @@ def _arguments(tokens: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def _grade(args: argparse.Namespace, console: Console, subs: list[discover.Submission],
-           exercise: Exercise, settings: Settings, probe: Probe, level: str,
-           already: dict[str, report.GradeRow], key: bytes,
-           lanes: Lanes | None) -> list[report.GradeRow] | None:
+def _grade(args: argparse.Namespace, console: Console,
+           grading: session.Session) -> list[rows_mod.GradeRow] | None:
     """The rows, the report written after each one; None when interrupted (said on stderr)."""
-    def save(rows: list[report.GradeRow]) -> None:
+    def save(rows: list[rows_mod.GradeRow]) -> None:
         if args.report is not None:
-            report.write_report(rows, args.report, key)
+            report.write_report(rows, args.report, grading.key)
 
-    todo = sum(report.resumed(s, already) is None for s in subs)
+    [exercise] = grading.exercises
+    todo = sum(state.resumed(s, grading.resumed) is None for s in grading.submissions)
     try:
         with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
-            rows: list[report.GradeRow] = _with_progress(
+            rows: list[rows_mod.GradeRow] = _with_progress(
                 console, todo, f"grading {exercise.name}",
-                lambda done: classroom.grade_all(subs, exercise, settings, probe, args.jobs,
-                                                 args.timeout, done, already, save, sandbox=level,
-                                                 lanes=lanes),
+                lambda done: classroom.grade_all(grading, exercise, grading.submissions, done,
+                                                 save),
                 quiet=args.json)
             return rows
     except KeyboardInterrupt:
         where = f"; the rows done are in {args.report}: run the same command to resume" \
             if args.report is not None else ""
-        cancelled = "; its job steps were cancelled" if settings.launcher.kind == "srun" else ""
+        cancelled = "; its job steps were cancelled" \
+            if grading.settings.launcher.kind == "srun" else ""
         print(f"idrrun grade: interrupted{cancelled}{where}", file=sys.stderr)
         return None
 
@@ -243,7 +207,7 @@ def _adjustments(path: Path | None) -> dict[str, grades.Adjustment]:
 
 
 def _adjusted(path: Path | None, found: dict[str, grades.Adjustment],
-              rows: list[report.GradeRow]) -> tuple[list[report.GradeRow], list[str]]:
+              rows: list[rows_mod.GradeRow]) -> tuple[list[rows_mod.GradeRow], list[str]]:
     """The rows with the teacher's adjustments (the file beside the report, which no grading
     writes: it outlives every regrading), and what to say of them."""
     if path is None:
@@ -258,31 +222,30 @@ def _adjusted(path: Path | None, found: dict[str, grades.Adjustment],
     return rows, said
 
 
-def _write(args: argparse.Namespace, rows: list[report.GradeRow], exercise: Exercise,
+def _write(args: argparse.Namespace, rows: list[rows_mod.GradeRow], exercise: Exercise,
            key: bytes, summary: stats.ClassStats) -> None:
     if args.report is not None:
-        classroom.session_path(args.report).unlink(missing_ok=True)
+        session.cluster_steps_path(args.report).unlink(missing_ok=True)
         report.write_report(rows, args.report, key)
         stats.write_stats(summary, stats.stats_path(args.report))
     if args.feedback is not None:
-        report.write_feedback(rows, exercise, args.feedback, args.visibility or "spec")
+        feedback.write_feedback(rows, exercise, args.feedback, args.visibility or "spec")
 
 
-def _board(args: argparse.Namespace, rows: Sequence[report.GradeRow], exercise: Exercise,
-           key: bytes, settings: Settings, probe: Probe, level: str, lanes: Lanes | None,
+def _board(args: argparse.Namespace, rows: Sequence[rows_mod.GradeRow], grading: session.Session,
            say: Callable[[str], None]) -> None:
     """With --board, the class's times board beside the report (and on the hub's page): the
     rows' times as graded, the solution's as the grading kept it."""
     if args.board is None:
         return
-    solution = board_mod.solution_times(exercise, [r.language for r in rows if r.language],
-                                        settings, probe, args.timeout, level, lanes)
-    made = board_mod.board(rows, exercise, key, solution, args.board)
+    [exercise] = grading.exercises
+    solution = board_mod.solution_times(grading, exercise,
+                                        [r.language for r in rows if r.language])
+    made = board_mod.board(rows, exercise, grading.key, solution, args.board)
     for path in board_mod.write(made, args.report, args.board_page):
         say(f"times board: {path}")
 
-
-def _render(console: Console, args: argparse.Namespace, rows: list[report.GradeRow],
+def _render(console: Console, args: argparse.Namespace, rows: list[rows_mod.GradeRow],
             counts: dict[str, int], summary: stats.ClassStats) -> None:
     _summary(console, rows, counts)
     _class(console, summary)
@@ -312,7 +275,7 @@ def _signals_interrupt(signals: Sequence[signal.Signals]) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _placement(rows: Sequence[report.GradeRow]) -> str:
+def _placement(rows: Sequence[rows_mod.GradeRow]) -> str:
     """"placement: n1 4 runs, n2 3 runs …" when the rows ran as job steps."""
     def count(nodes: Sequence[str]) -> str:
         tally = collections.Counter(n for ns in nodes for n in ns.split(",") if n)
@@ -324,11 +287,13 @@ def _placement(rows: Sequence[report.GradeRow]) -> str:
     return f"placement: runs {runs or 'none'}; builds {builds or 'none (cached)'}"
 
 
-def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str, int]) -> None:
+def _summary(console: Console, rows: Sequence[rows_mod.GradeRow], counts: dict[str, int]) -> None:
     table = Table(title="verdicts")
     on_nodes = any(r.node or r.build_node for r in rows)
     in_lanes = any(r.lane for r in rows)
-    extra = (("node",) if on_nodes else ()) + (("lane",) if in_lanes else ())
+    some_late = any(r.late for r in rows)
+    extra = (("node",) if on_nodes else ()) + (("lane",) if in_lanes else ()) + \
+        (("late",) if some_late else ())
     for col in ("student", "language", "verdict", "score", "reasons", "build s", "run s", *extra):
         table.add_column(col)
     for r in rows:
@@ -337,7 +302,8 @@ def _summary(console: Console, rows: Sequence[report.GradeRow], counts: dict[str
         table.add_row(Text(terminal_line(names.decodable(r.student))), r.language, Text(r.status, style=style),
                       report.score_text(r.score, r.adjustment) if r.score is not None else "",
                       Text(terminal_line(names.decodable(r.reasons))), f"{r.build_seconds:.2f}", f"{r.run_seconds:.2f}",
-                      *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()))
+                      *((r.node,) if on_nodes else ()), *((r.lane,) if in_lanes else ()),
+                      *((late_by(r.late),) if some_late else ()))
     console.print(table)
     here = sum(r.passed_here for r in rows)
     console.print(f"{counts['pass']} passed, " +

@@ -32,6 +32,16 @@ def _points(text: str) -> float:
     return value
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun gradebook",
                description="Write the scores of graded exercises (the reports of idrrun grade) "
@@ -66,6 +76,11 @@ def parser() -> argparse.ArgumentParser:
                         "counted as not earned; blank: no grade")
     p.add_argument("--out-of", type=_points, metavar="N",
                    help="every grade out of N points (e.g. 20, 100) instead of the exercise's own")
+    p.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PERCENT",
+                   help="the late policy: take PERCENT of the grade off for each day (begun) a "
+                        "submission came after the deadline (the reports' late column: idrrun "
+                        "grade of a collected class, or with --deadline). Default 0: late "
+                        "submissions are shown (a late column, a note), their grades unchanged")
     p.add_argument("--json", action="store_true",
                    help="print what was written (grades, notes) as JSON on stdout")
     return p
@@ -80,7 +95,7 @@ def main(tokens: Sequence[str]) -> int:
     roster = gradebook.read_roster(args.roster)
     marked, said = _read_reports(args.reports)
     book = gradebook.gradebook(roster, marked, gradebook.Policy(args.missing, args.incomplete,
-                                                                args.out_of))
+                                                                args.out_of, args.late_penalty))
     texts = {name: gradebook.FORMATS[name](book) for name in outputs}  # all checked, then written
     for name, path in outputs.items():
         write_atomic(path, texts[name])

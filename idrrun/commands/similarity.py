@@ -24,10 +24,10 @@ from ..display import neutralise
 from ..errors import UsageError
 from ..escape import terminal_line
 from ..files import write_atomic
-from ..grading import classroom, discover, similarity
+from ..grading import discover, session, similarity
 from ..request import config
 from ..checks.words import plural
-from .common import CONFIG_HELP, Parser, console as _console, print_json, unread_config
+from .common import CONFIG_HELP, Parser, console as _console, print_json
 
 
 def _share(text: str) -> float:
@@ -102,8 +102,8 @@ def main(tokens: Sequence[str]) -> int:
     similarity.library()  # said before anything is read
     workdir = Path.cwd()
     settings = config.load(workdir, project=args.config if args.config is not None else False)
-    notes = unread_config(workdir, args.config)
-    exercise, found = classroom.exercise_for_grading(args.exercise, settings, workdir)
+    notes = session.unread_config(workdir, args.config)
+    exercise, found = session.exercise_for_grading(args.exercise, settings, workdir)
     subs = discover.discover(args.submissions, exercise, args.language)
     result = similarity.compare(documents(subs, exercise, not args.no_solution), starts(exercise),
                                 args.threshold)

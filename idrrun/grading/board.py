@@ -8,7 +8,7 @@ the solution's time is the one the grading keeps beside the solution's output (c
 cache; run once then where the grading had no need of the solution). An exercise with no timed check has no board: its runs shared their GPU.
 
 Names as the teacher chooses: pseudonyms by default, each made from the student's name with
-the grader's key (report.grading_key: in its private cache, never shown), so that a student
+the grader's key (state.grading_key: in its private cache, never shown), so that a student
 keeps hers on every board of an exercise and nobody without the key can tell whose it is;
 real names only when asked. Students' names are data: escaped for Markdown and HTML.
 
@@ -30,14 +30,15 @@ from .. import escape, files
 from ..checks import specs
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
-from ..model import FailureKind, Language, Lanes, Probe, Settings
+from ..model import FailureKind, Language
 from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
 from ..checking import solution_output
 from ..run import rooms
 from . import classroom, names as names_mod
-from .report import GradeRow
+from .rows import GradeRow
+from .session import Session
 
 Naming = Literal["pseudonyms", "names"]
 NAMINGS: tuple[Naming, ...] = ("pseudonyms", "names")
@@ -132,13 +133,13 @@ def board(rows: Sequence[GradeRow], exercise: Exercise, key: bytes,
                  len(rows) - len(ran))
 
 
-def solution_times(exercise: Exercise, languages: Sequence[str], settings: Settings,
-                   probe: Probe, timeout: float | None, sandbox: str,
-                   lanes: Lanes | None) -> dict[str, float | None]:
+def solution_times(session: Session, exercise: Exercise,
+                   languages: Sequence[str]) -> dict[str, float | None]:
     """The solution's time in each language, as the grading kept it with its output (asked
     as a row's run is: the public arguments, the same policy and lanes); None where there is
     none (a students' course) or it failed."""
     out: dict[str, float | None] = {}
+    settings, probe = session.settings, session.probe
     for language in get_args(Language):
         pair = exercise.sources.get(language)
         if language not in languages or pair is None:
@@ -150,7 +151,7 @@ def solution_times(exercise: Exercise, languages: Sequence[str], settings: Setti
             src = source_mod.from_file(pair.solution, language, str(pair.solution))
             request, toolchain = resolve.resolve(
                 Options(), src, pair.solution.parent, settings, probe, exercise,
-                classroom.policy(exercise, rooms.scratch_root(settings), timeout, sandbox, lanes))
+                classroom.policy(session, exercise, rooms.scratch_root(settings)))
             out[language] = solution_output(resolve.with_args(request, tuple(request.program_args)),
                                             toolchain, exercise, probe, settings).seconds
         except IdrrunError:

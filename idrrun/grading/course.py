@@ -29,17 +29,17 @@ from ..checks.specs import Exercise
 from ..checks.verdict import evaluate_one
 from ..errors import IdrrunError, UsageError
 from ..files import write_atomic
-from ..model import (BuildResult, CheckResult, FailureKind, Lanes, Probe, ProcResult, RunRequest,
+from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunRequest,
                      RunResult, Settings, Toolchain)
 from ..request import notebook, resolve
 from ..request import source as source_mod
 from ..request.options import Options
 from .classroom import grade_one
 from .discover import Submission
-from .report import GradeRow
+from .rows import GradeRow
+from .session import Session
 
 _COMPILE_FAILURES = (FailureKind.COMPILE_ERROR, FailureKind.COMPILE_TIMEOUT)
-SANDBOX = "none (the course's own files)"
 SOLUTION_TAG = "solution"
 # What a copy of the course leaves out: a checkout's scratch files.
 _SCRATCH_DIRS = frozenset({".ipynb_checkpoints", "__pycache__", ".idrrun", "idrrun-profile"})
@@ -112,13 +112,12 @@ def _scored(row: GradeRow) -> str:
     return str(row.score) if row.score is not None else "not scored"
 
 
-def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None, settings: Settings,
-                 probe: Probe, jobs: int,
-                 on_done: Callable[[GradeRow], None] | None = None,
-                 lanes: Lanes | None = None) -> list[CourseRow]:
-    """Every solution and start file graded, `jobs` at once, in the machine's GPU lanes."""
+def course_check(session: Session, languages: Sequence[str] | None,
+                 on_done: Callable[[GradeRow], None] | None = None) -> list[CourseRow]:
+    """Every solution and start file of the session's exercises graded, `session.jobs` at
+    once, in the machine's GPU lanes (the session's sandbox: the course's own files, none)."""
     subs: list[tuple[Exercise, str, str, Submission]] = []
-    for ex in exercises:
+    for ex in session.exercises:
         for language, pair in ex.sources.items():
             if languages and language not in languages:
                 continue
@@ -133,9 +132,8 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
                 subs.append((checked, language, role,
                              Submission(f"{ex.name}/{language}/{role}", path, src)))
     results: dict[int, GradeRow] = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        # The course's own files: nothing hostile to wall off, so no sandbox.
-        futures = {pool.submit(grade_one, s[3], s[0], settings, probe, None, SANDBOX, lanes): i
+    with ThreadPoolExecutor(max_workers=max(1, session.jobs)) as pool:
+        futures = {pool.submit(grade_one, session, s[3], s[0]): i
                    for i, s in enumerate(subs)}
         for future in as_completed(futures):
             i = futures[future]
@@ -146,7 +144,8 @@ def course_check(exercises: Sequence[Exercise], languages: Sequence[str] | None,
     for i in range(0, len(subs), 2):
         ex, language = subs[i][0], subs[i][1]
         rows.append(CourseRow(ex.name, language, solution=results[i], start=results[i + 1],
-                              reference=reference_checks(ex, language, settings, probe)))
+                              reference=reference_checks(ex, language, session.settings,
+                                                         session.probe)))
     return rows
 
 

@@ -29,7 +29,7 @@ import pwd
 import re
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,8 @@ from ..errors import UsageError
 from ..files import write_atomic
 from .discover import MAX_SOURCE_BYTES
 from . import comparison
-from .report import feedback_names
+from .feedback import feedback_names
+from .rows import stamp
 
 # What one student may hand in for one exercise: a few files (a source, a notebook, a header),
 # each bounded as the grader bounds a source; more is an error row, never read.
@@ -324,7 +325,7 @@ def collect(root: Path, name: str, roster: Sequence[Student], out: Path,
             os.close(inbox)
     finally:
         os.close(top)
-    write_atomic(out / "collected.csv", collected_csv(rows, deadline))
+    write_atomic(out / COLLECTED, collected_csv(rows, deadline))
     return rows
 
 
@@ -350,9 +351,64 @@ def _collected(inbox: int, name: str, student: Student, target: Path,
                      tuple(sorted(got)), digest.hexdigest())
 
 
-def stamp(when: float | None) -> str:
-    return "" if when is None else \
-        dt.datetime.fromtimestamp(when, dt.timezone.utc).isoformat(timespec="seconds")
+# The collection's record, beside OUT/submissions/: what `idrrun grade` and `return` read.
+COLLECTED = "collected.csv"
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """When each student handed her work in (epoch seconds, by the name `idrrun grade` gives
+    her submission: her login for a collected one), and the deadline (None: none)."""
+
+    deadline: dt.datetime | None
+    submitted: Mapping[str, float]
+
+    def of(self, student: str) -> tuple[float | None, float | None]:
+        """(when she submitted, how many seconds after the deadline; None: not late, or not
+        known)."""
+        when = self.submitted.get(student)
+        if when is None or self.deadline is None:
+            return when, None
+        past = when - self.deadline.timestamp()
+        return when, past if past > 0 else None
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What a collection recorded (collected.csv): its deadline and each collected
+    submission's time."""
+
+    deadline: dt.datetime | None
+    submitted: Mapping[str, float]
+    late: tuple[str, ...]  # the students collected after the deadline
+
+
+def read_collection(folder: Path) -> Collection:
+    """The record `collect` wrote in FOLDER (OUT of --to); UsageError when it cannot be read."""
+    path = folder / COLLECTED
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            records = list(csv.DictReader(fh))
+        deadlines = {r["deadline"] for r in records if r.get("deadline")}
+        submitted = {r["student"]: dt.datetime.fromisoformat(r["submitted"]).timestamp()
+                     for r in records if r.get("submitted")}
+        late = tuple(r["student"] for r in records if r.get("late"))
+    except (OSError, KeyError, ValueError) as exc:
+        raise UsageError(f"{path}: not a collection's record of idrrun classroom collect: {exc}") from None
+    deadline = dt.datetime.fromisoformat(deadlines.pop()) if len(deadlines) == 1 else None
+    return Collection(deadline, submitted, late)
+
+
+def modified(subs: Sequence[tuple[str, Path]]) -> dict[str, float]:
+    """Each (student, path)'s modification time, where no collection recorded one (its owner
+    can set it: the grader says so), looked at without following a link."""
+    out = {}
+    for student, path in subs:
+        try:
+            out[student] = os.lstat(path).st_mtime
+        except OSError:
+            continue
+    return out
 
 
 def collected_csv(rows: Sequence[Collected], deadline: dt.datetime | None) -> str:

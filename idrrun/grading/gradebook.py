@@ -63,6 +63,8 @@ MOODLE_COLUMNS = ("First name", "Last name", "ID number", "Email address")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_POINTS_ROW = "Points Possible"
 PLAIN_COLUMNS = ("submission", "id", "email", "name")
+# An exercise's column of how late each submission was ("EXERCISE late"), where it is known.
+LATE_COLUMN = "late"
 Missing = Literal["blank", "zero"]
 Incomplete = grades.Incomplete
 
@@ -99,6 +101,11 @@ class Marked:
     # report was written with (None: none, or a report of an older idrrun).
     adjustment: grades.Adjustment | None = None
     reported_adjustment: float | None = None
+    # When it was handed in, and how late, as the report says ("" and None: not known, or on
+    # time; reports of an older idrrun have neither).
+    submitted: str = ""
+    late: str = ""
+    late_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,10 @@ class Policy:
     missing: Missing = "blank"
     incomplete: Incomplete = "evaluated"
     out_of: float | None = None
+    # The teacher's late policy: this percentage of the grade taken off for each day (begun)
+    # a submission came after the deadline; 0, the default, changes no grade (the late
+    # columns and notes say it).
+    late_penalty: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -126,9 +137,17 @@ class Gradebook:
     # not be where it was graded) and its checks (the plain CSV's columns).
     columns: dict[str, str] = field(default_factory=dict)
     checks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The exercises whose reports say when each row was handed in (a deadline was known when
+    # they were graded): they get their late columns.
+    timed: tuple[str, ...] = ()
 
     def column(self, exercise: str) -> str:
         return self.columns.get(exercise, exercise)
+
+    def late(self, submission: str, exercise: str) -> str:
+        """How late the student's submission of the exercise was ("" on time, or unknown)."""
+        row = self.rows.get((submission, exercise))
+        return row.late if row is not None else ""
 
 
 def read_roster(path: Path) -> list[Student]:
@@ -227,7 +246,9 @@ def read_report(path: Path) -> list[Marked]:
             out.append(Marked(str(r["student"]), str(r["exercise"]), str(r.get("verdict", "")),
                               _number(r.get("score")), _number(r["points"]),
                               _number(r.get("not_evaluated")) or 0.0, str(path), _by_check(r),
-                              adjustments.get(str(r["student"])), _number(r.get("adjustment"))))
+                              adjustments.get(str(r["student"])), _number(r.get("adjustment")),
+                              str(r.get("submitted") or ""), str(r.get("late") or ""),
+                              _number(r.get("late_seconds"))))
         except UsageError as exc:
             raise UsageError(f"{path}: {r['student']}: {exc}") from None
     return out
@@ -277,6 +298,15 @@ def _cell(row: Marked | None, policy: Policy, scale: float) -> tuple[float | Non
                                policy.incomplete, row.adjustment)
     if value is not None and policy.out_of is not None and scale:
         value = round(value * policy.out_of / scale, 2)
+    if row.late_seconds:
+        days = math.ceil(row.late_seconds / 86400)
+        kept = max(0.0, 1 - policy.late_penalty / 100 * days)
+        if value is not None and kept < 1:
+            value = round(value * kept, 2)
+        late = f"submitted {row.late} after the deadline" + (
+            f": {points(policy.late_penalty * days)} % off" if policy.late_penalty else
+            " (no late penalty: the grade is unchanged)")
+        note = f"{note}; {late}" if note else late
     return value, note
 
 
@@ -328,7 +358,9 @@ def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Poli
     return Gradebook(exercises, written, tuple(roster), cells,
                      {k: v for k, v in by_key.items() if k[0] in known}, tuple(notes),
                      tuple(r for r in reports if r.student not in known),
-                     {e: _column(e, scale[e], possible[e]) for e in exercises}, checks)
+                     {e: _column(e, scale[e], possible[e]) for e in exercises}, checks,
+                     tuple(e for e in exercises if any(r.submitted for r in reports
+                                                       if r.exercise == e)))
 
 
 def _grade(value: float | None) -> str:
@@ -352,16 +384,20 @@ def moodle_csv(book: Gradebook) -> str:
     """Moodle's grade import (module docstring): names, ID number, email, a column per
     exercise."""
     _require(book, "Moodle", ("email", "id"))
-    rows = [[*MOODLE_COLUMNS, *map(book.column, book.exercises)]]
+    rows = [[*MOODLE_COLUMNS, *map(book.column, book.exercises),
+             *(f"{e} {LATE_COLUMN}" for e in book.timed)]]
     for s in book.students:
         rows.append([s.first_name or s.name, s.last_name, s.id, s.email,
-                     *(_grade(book.cells[s.submission, e]) for e in book.exercises)])
+                     *(_grade(book.cells[s.submission, e]) for e in book.exercises),
+                     *(book.late(s.submission, e) for e in book.timed)])
     return _csv(rows)
 
 
 def canvas_csv(book: Gradebook) -> str:
     """Canvas's gradebook import (module docstring): the student columns, a column per
-    exercise, the Points Possible row."""
+    exercise, the Points Possible row. No late column: Canvas makes a new assignment of every
+    column it does not know (lateness there is its own, from the assignment's due date); the
+    notes and the other files say who was late."""
     _require(book, "Canvas", ("canvas_id", "id", "login", "name"))
     rows = [[*CANVAS_COLUMNS, *map(book.column, book.exercises)],
             [CANVAS_POINTS_ROW, "", "", "", "", *(points(book.possible[e]) for e in book.exercises)]]
@@ -374,13 +410,15 @@ def canvas_csv(book: Gradebook) -> str:
     return _csv(rows)
 
 
-def _plain_cells(marked: Marked | None, checks: Sequence[str]) -> list[str]:
-    """An exercise's cells of the plain CSV but for the grade and out of."""
+def _plain_cells(marked: Marked | None, checks: Sequence[str], timed: bool) -> list[str]:
+    """An exercise's cells of the plain CSV but for the grade and out of (timed: with when it
+    was submitted and how late)."""
     if marked is None:
-        return ["", "no submission", "", "", *("" for _ in checks)]
+        return ["", "no submission", "", "", *(("", "") if timed else ()), *("" for _ in checks)]
     a = marked.adjustment
     return [points(marked.not_evaluated or 0.0), marked.verdict,
             grades.signed(a.points) if a is not None else "", a.reason if a is not None else "",
+            *((marked.submitted, marked.late) if timed else ()),
             *(_grade(marked.by_check.get(label)) for label in checks)]
 
 
@@ -392,13 +430,15 @@ def plain_csv(book: Gradebook) -> str:
     for e in book.exercises:
         header += [book.column(e), f"{e} out of", f"{e} not evaluated", f"{e} verdict",
                    f"{e} adjustment", f"{e} adjustment reason",
+                   *((f"{e} submitted", f"{e} {LATE_COLUMN}") if e in book.timed else ()),
                    *(f"{e}: {label}" for label in book.checks.get(e, ()))]
     rows = [header]
     for s in book.students:
         row = [s.submission, s.id, s.email, s.name or " ".join(p for p in (s.first_name, s.last_name) if p)]
         for e in book.exercises:
             row += [_grade(book.cells[s.submission, e]), points(book.possible[e]),
-                    *_plain_cells(book.rows.get((s.submission, e)), book.checks.get(e, ()))]
+                    *_plain_cells(book.rows.get((s.submission, e)), book.checks.get(e, ()),
+                                  e in book.timed)]
         rows.append(row)
     # The teacher's spreadsheet: a submission's name is a student's, never a formula there.
     return _csv([[str(escape.csv_cell(cell)) for cell in row] for row in rows])

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..checks.score import CheckPoints, Score, points
 from .. import files
 from . import grades
-from .report import GradeRow
+from .rows import GradeRow
 
 
 @dataclass(frozen=True)
