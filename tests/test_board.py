@@ -17,7 +17,8 @@ import pytest
 
 from conftest import PYTHONPATH
 from idrrun.checks import specs
-from idrrun.grading import board, rows, state
+from idrrun.grading import board, state
+from idrrun.grading import rows as rows_mod
 from idrrun.model import CheckResult
 from idrrun.request import config, policy
 
@@ -145,8 +146,8 @@ def test_timed_figures_and_lanes_are_shown_as_the_grading_measured_them(tmp_path
     (tmp_path / "timed_exercise.c").write_text("")
     exercise = specs.load(tmp_path / "timed.toml")
 
-    def row(student: str, seconds: float, busy: str, status: str = "pass") -> rows.GradeRow:
-        return rows.GradeRow(student, "timed", "c", "pass" if status == "pass" else "fail",
+    def row(student: str, seconds: float, busy: str, status: str = "pass") -> rows_mod.GradeRow:
+        return rows_mod.GradeRow(student, "timed", "c", "pass" if status == "pass" else "fail",
                                0.1, seconds, student, lane="GPU 0 alone, CPUs 2-3",
                                checks=(CheckResult("GPU busy", status, got=busy, kind="gpu_busy"),))
 
