@@ -273,10 +273,10 @@ def phases(args: argparse.Namespace, work: Path) -> list[str]:
     time_stage(session, "collect", "collect (all)")
     time_stage(TextReporter, "profile", "profile text")
     time_stage(pipeline, "execute", "pipeline.execute")
-    start = running.ProfileSession.__dict__["start"]  # the classmethod, as declared
+    session_start = running.ProfileSession.__dict__["start"]  # the classmethod, as declared
 
     def unfollowed(plan: Any, **kw: Any) -> running.ProfileSession:
-        return start.__func__(running.ProfileSession, plan, **{**kw, "follow": False})
+        return session_start.__func__(running.ProfileSession, plan, **{**kw, "follow": False})
     modes = ("plain", "profile", "not followed")
     rows: dict[str, dict[str, list[float]]] = {m: defaultdict(list) for m in (*modes, "bare")}
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
@@ -289,7 +289,7 @@ def phases(args: argparse.Namespace, work: Path) -> list[str]:
             for mode in modes:
                 spent.clear()
                 setattr(running.ProfileSession, "start",
-                        staticmethod(unfollowed) if mode == "not followed" else start)
+                        staticmethod(unfollowed) if mode == "not followed" else session_start)
                 start = time.perf_counter()
                 cli.run_in_process(plain if mode == "plain" else profiled)
                 spent["whole command"] = time.perf_counter() - start
