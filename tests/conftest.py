@@ -54,9 +54,11 @@ def pytest_report_header(config: Any) -> list[str]:
 # worker (their module fixtures are made once: a cluster, a hub, the dists), and these files
 # share one worker, one after the other, because they change or watch the machine as a whole:
 # local users made and removed (useradd), the grader's check that a hostile class left the
-# machine's files as they were, SLURM clusters of daemons on this machine.
+# machine's files as they were (nothing of a box's uid in /tmp, /var/tmp, /dev/shm: so the
+# files whose boxes run at the "uid" level too), SLURM clusters of daemons on this machine.
 ONE_AT_A_TIME = ("test_classroom.py", "test_hub.py", "test_slurm.py", "test_grader_boundary.py",
-                 "test_read_once.py")
+                 "test_read_once.py", "test_secrets.py", "test_evidence.py", "test_grade.py",
+                 "test_nsys.py", "test_regions.py")
 
 
 def pytest_collection_modifyitems(config: Any, items: list[pytest.Item]) -> None:
