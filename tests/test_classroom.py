@@ -345,3 +345,30 @@ def test_a_student_who_swaps_her_file_during_collection(klass: tuple[Path, list[
     print(seen)
     assert seen.get("collected"), seen  # her versions were collected some of the time
     assert len(seen) > 1, seen  # and the loop did reach a collection mid-swap
+
+
+def test_feedback_is_read_by_descriptor_and_a_link_in_it_is_not_followed(tmp_path: Path) -> None:
+    """As root, `return` reads the grading's feedback folder by descriptor: a picture that is a
+    link (to a file of root's) is refused, not read; a folder others may write in is refused."""
+    feedback = tmp_path / "feedback"
+    feedback.mkdir(mode=0o755)
+    secret = tmp_path / "secret"
+    secret.write_text("root's own\n")
+    (feedback / "ann.md").write_bytes(b"![run](ann.timeline.png)\n")
+    (feedback / "ann.timeline.png").symlink_to(secret)
+    folder = exchange_mod.open_feedback(feedback)
+    try:
+        assert exchange_mod.read_feedback(folder, "ann.md") == b"![run](ann.timeline.png)\n"
+        assert exchange_mod.read_feedback(folder, "bob.md") is None
+        with pytest.raises(exchange_mod.UsageError, match="a link, not followed"):
+            exchange_mod.pictures_of(folder, "ann.md", "intro", b"")
+        (feedback / "ann.timeline.png").unlink()
+        (feedback / "ann.timeline.png").write_bytes(PNG)
+        text, pictures = exchange_mod.pictures_of(folder, "ann.md", "intro",
+                                                  b"![run](ann.timeline.png)\n")
+        assert text == b"![run](intro.timeline.png)\n" and pictures == [("intro.timeline.png", PNG)]
+    finally:
+        os.close(folder)
+    feedback.chmod(0o777)
+    with pytest.raises(exchange_mod.UsageError, match="others may write in it"):
+        exchange_mod.open_feedback(feedback)

@@ -477,26 +477,75 @@ def give_back(root: Path, name: str, roster: Sequence[Student], feedback: Path,
     as DIR/feedback/LOGIN/NAME.md, root's, readable by her private group alone."""
     exercise_name(name)
     named = feedback_names([s.login for s in roster])
+    source = open_feedback(feedback)
     top = open_exchange(root)
     rows = []
     try:
         folder = _own_dir(top, "feedback", 0o711)
         try:
             for student in roster:
-                rows.append(_return_one(folder, name, student, feedback / named[student.login],
+                rows.append(_return_one(folder, name, student, source, named[student.login],
                                         student.login in late))
         finally:
             os.close(folder)
     finally:
         os.close(top)
+        os.close(source)
     return rows
 
 
-def _return_one(folder: int, name: str, student: Student, source: Path, late: bool) -> Returned:
+# A feedback file or a picture drawn beside it: more is not the grading's.
+MAX_FEEDBACK_BYTES = 16 << 20
+
+
+def open_feedback(feedback: Path) -> int:
+    """The grading's feedback folder (`idrrun grade --feedback`), opened without following a
+    link; refused when others may write in it (a name there would then be anyone's)."""
     try:
-        text = source.read_bytes()
+        fd = os.open(feedback, DIR_FLAGS)
+    except OSError as exc:
+        raise UsageError(f"--feedback {feedback}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if info.st_mode & 0o022 or info.st_uid not in (0, os.geteuid()):
+        os.close(fd)
+        raise UsageError(f"--feedback {feedback}: others may write in it (owner {info.st_uid}, "
+                         f"mode {stat.S_IMODE(info.st_mode):o}): give the grading's own folder")
+    return fd
+
+
+def read_feedback(folder: int, name: str) -> bytes | None:
+    """The file NAME of the feedback folder, read by its descriptor: a regular file, not
+    followed if a link, at most MAX_FEEDBACK_BYTES; None when there is none."""
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=folder)
     except FileNotFoundError:
-        return Returned(student.login, "no feedback")
+        return None
+    except OSError as exc:
+        why = "a link, not followed" if exc.errno == errno.ELOOP else exc.strerror
+        raise UsageError(f"feedback {name}: {why}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"feedback {name}: not a regular file")
+        data = b""
+        while len(data) <= MAX_FEEDBACK_BYTES:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return data
+            data += chunk
+        raise UsageError(f"feedback {name}: more than {MAX_FEEDBACK_BYTES} bytes")
+    finally:
+        os.close(fd)
+
+
+def _return_one(folder: int, name: str, student: Student, source: int, file: str,
+                late: bool) -> Returned:
+    try:
+        text = read_feedback(source, file)
+        if text is None:
+            return Returned(student.login, "no feedback")
+        text, pictures = pictures_of(source, file, name, text)
+    except UsageError as exc:
+        return Returned(student.login, "error", str(exc))
     if not private_group(student):
         return Returned(student.login, "error", f"the group {student.gid} is not hers alone: "
                                                 "her feedback would be readable by others")
@@ -506,7 +555,6 @@ def _return_one(folder: int, name: str, student: Student, source: Path, late: bo
         mine = _own_dir(folder, student.login, 0o750, 0, student.gid)
     except UsageError as exc:
         return Returned(student.login, "error", str(exc))
-    text, pictures = _pictures(source, name, text)
     try:
         for picture, data in pictures:
             _write_in(mine, picture, data, 0o640, student.gid)
@@ -516,25 +564,22 @@ def _return_one(folder: int, name: str, student: Student, source: Path, late: bo
     return Returned(student.login, "returned")
 
 
-def _pictures(source: Path, name: str, text: bytes) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """The pictures the grading drew beside her feedback file (grading/comparison.py: her run's
-    timeline and the solution's), named after the exercise where they go back (NAME.timeline.png:
-    her folder holds the feedback of every exercise), and her feedback with its links to them
-    renamed alike."""
-    stem = source.name.removesuffix(".md")
+def pictures_of(source: int, file: str, name: str, text: bytes) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The pictures the grading drew beside her feedback FILE in the folder SOURCE
+    (grading/comparison.py: her run's timeline and the solution's), named after the exercise
+    where they go back (NAME.timeline.png: her folder holds the feedback of every exercise),
+    and her feedback with its links to them renamed alike."""
+    stem = file.removesuffix(".md")
     found = []
     for pattern in (comparison.TIMELINE, comparison.SOLUTION_TIMELINE):
         drawn, back = pattern.format(stem=stem), pattern.format(stem=name)
-        try:
-            data = (source.parent / drawn).read_bytes()
-        except FileNotFoundError:
+        data = read_feedback(source, drawn)
+        if data is None:
             continue
         text = text.replace(f"]({drawn})".encode(), f"]({back})".encode())
         found.append((back, data))
     return text, found
 
-
-# --- the student's side: plain file operations, as herself ------------------------------------
 
 def fetch(root: Path, name: str, into: Path) -> list[Path]:
     """The released files of NAME copied into INTO/NAME/ (a file already there is kept)."""
