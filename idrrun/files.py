@@ -10,11 +10,14 @@ import threading
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename: a reader never sees half a file."""
+def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    """Write via a temporary file and rename: a reader never sees half a file. MODE (else
+    mkstemp's 0600) is set on the file before it takes its name: never a chmod by name after."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
             fh.write(text)
         os.replace(tmp, path)

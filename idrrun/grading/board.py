@@ -265,8 +265,7 @@ def write(b: Board, report: Path, published: Path | None = None) -> list[Path]:
     written = [md, html]
     if published is not None:
         target = published / f"{b.exercise}.html"
-        files.write_atomic(target, page(b))
         # The hub reads it (the page holds a real name only when the teacher asked for names).
-        target.chmod(0o644)
+        files.write_atomic(target, page(b), mode=0o644)
         written.append(target)
     return written
