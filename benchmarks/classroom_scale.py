@@ -26,7 +26,6 @@ import platform
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,32 +43,12 @@ ROOT = bench.ROOT
 sys.path.insert(0, str(ROOT / "tests"))
 
 import slurmcluster  # noqa: E402  (tests/ holds the cluster, shared with the tests and CI)
+from answer_course import PROGRAM, free_port, write_course  # noqa: E402
 
 VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))
-SPEC = """\
-name = "answer"
-timeout = 30
-[sources.c]
-exercise = "C/answer_exercise.c"
-solution = "C/answer_solution.c"
-[args]
-host = []
-[[check]]
-kind = "exit_ok"
-[[check]]
-kind = "value"
-label = "C[0]"
-pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
-expected = 42
-"""
-PROGRAM = '#include <stdio.h>\nint main(void) {{ printf("C[0] = {value}\\n"); return 0; }}\n'
 SLOTS_PER_CPU = 4  # the test cluster's OverSubscribe=FORCE:4
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Hub:
@@ -202,10 +181,7 @@ def one_class(n: int, jobs: int, submitters: int) -> list[str]:
         roster = top / "roster.csv"
         roster.write_text("submission,login\n" + "".join(f"{s},{s}\n" for s in students))
         examples = top / "examples"
-        (examples / "C").mkdir(parents=True)
-        (examples / "answer.toml").write_text(SPEC)
-        (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
-        (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
+        write_course(examples)
         port, token = free_port(), secrets.token_hex(16)
         proxy = shutil.which("configurable-http-proxy", path=f"{VENV}/bin:{os.environ['PATH']}")
         if proxy is None:

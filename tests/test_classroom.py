@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHONPATH
+from answer_course import PROGRAM, write_course
 from idrrun.grading import comparison, exchange as exchange_mod
 from idrrun.model import Comparison, Figure
 
@@ -28,24 +29,7 @@ pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None,
     reason="needs root, useradd and runuser (real students are made with useradd)")
 
-SPEC = """\
-name = "answer"
-timeout = 30
-[sources.c]
-exercise = "C/answer_exercise.c"
-solution = "C/answer_solution.c"
-[args]
-host = []
-[[check]]
-kind = "exit_ok"
-[[check]]
-kind = "value"
-label = "C[0]"
-pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
-expected = 42
-"""
 PNG = b"a picture of "  # (what a picture holds is not read: its bytes go back as they are)
-PROGRAM = '#include <stdio.h>\nint main(void) {{ printf("C[0] = {value}\\n"); return 0; }}\n'
 
 
 def make_users(count: int) -> list[str]:
@@ -189,12 +173,7 @@ def test_late_submission_is_late_in_the_collection(
 
 
 def course(top: Path) -> Path:
-    examples = top / "examples"
-    (examples / "C").mkdir(parents=True)
-    (examples / "answer.toml").write_text(SPEC)
-    (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
-    (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
-    return examples
+    return write_course(top / "examples")
 
 
 def test_a_late_submission_is_late_in_the_report_and_the_gradebook(

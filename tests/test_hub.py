@@ -24,7 +24,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,33 +42,13 @@ import pytest
 
 from conftest import PYTHONPATH, ROOT
 import slurmcluster
+from answer_course import PROGRAM, SPEC, free_port, write_course
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))
-SPEC = """\
-name = "answer"
-timeout = 30
-[sources.c]
-exercise = "C/answer_exercise.c"
-solution = "C/answer_solution.c"
-[args]
-host = []
-[[check]]
-kind = "exit_ok"
-[[check]]
-kind = "value"
-label = "C[0]"
-pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
-expected = 42
-"""
-PROGRAM = '#include <stdio.h>\nint main(void) {{ printf("C[0] = {value}\\n"); return 0; }}\n'
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def proxy() -> str | None:
@@ -132,10 +111,7 @@ def hub() -> Iterator[Hub]:
     roster = top / "roster.csv"
     roster.write_text("submission,login\n" + "".join(f"{s},{s}\n" for s in students))
     examples = top / "examples"  # the students' view of the exercise: its spec and start file
-    (examples / "C").mkdir(parents=True)
-    (examples / "answer.toml").write_text(SPEC)
-    (examples / "C" / "answer_exercise.c").write_text(PROGRAM.format(value=0))
-    (examples / "C" / "answer_solution.c").write_text(PROGRAM.format(value=42))
+    write_course(examples)
     port, token, password = free_port(), secrets.token_hex(16), secrets.token_hex(8)
     state = top / "hub"
     env = dict(cluster.env, IDRRUN_HUB_VENV=str(VENV), IDRRUN_HUB_STATE=str(state),
