@@ -21,7 +21,6 @@ from .errors import IdrrunError
 from .errors import UsageError as IdrrunUsage
 from .checking import run_with_options
 from .model import Failure, RunRequest, Toolchain, Verdict
-from .pipeline import Outcome
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
 from .request import config, options, source

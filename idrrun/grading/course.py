@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import json
 import os
 import re
 import shutil

@@ -44,7 +44,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 import secrets
 import shutil
 import time
@@ -62,34 +61,21 @@ from .model import (
     CHOICES,
     EMPTY_SUMMARY,
     NO_GPU_ACTIVITY,
-    Copy,
-    CopyRate,
-    Device,
     ExportBox,
     Hint,
-    Kernel,
-    KernelRate,
-    KernelStat,
-    MemoryRate,
-    Memset,
-    Peak,
-    ProfileKind,
     ProfilePlan,
     ProfileReport,
     Rates,
-    StreamQueue,
     Summary,
-    Sync,
     Table,
     Trace,
-    TransferStat,
 )
 from .rates import achieved_rates
-from .summary import summarize, trace_values, where
+from .summary import summarize
 from .timeline import draw as draw_timeline
 from .render import fmt_bytes
 from .tracefile import MAX_TRACE_BYTES, Follower, read_trace
-from .tracer import build_tracer, find_cupti
+from .tracer import build_tracer
 
 
 TRACE_FILE = "trace.jsonl"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 
 from .model import DTOD, DTOH, HTOD, Copy, GpuShare, KernelStat, Summary, Trace, TransferStat
 

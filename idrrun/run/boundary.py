@@ -39,7 +39,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import shutil
 import stat
 import struct
 import tempfile
