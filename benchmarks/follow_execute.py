@@ -43,6 +43,7 @@ class Follower:
         self.files: Counter[str] = Counter()
         self.entries: list[str] = []  # "caller file:function -> session function"
         self.direct: Counter[str] = Counter()  # the files pipeline.py itself calls into
+        self.functions: dict[str, Counter[str]] = {}  # file -> its functions called
 
     def trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event != "call":
@@ -54,7 +55,9 @@ class Follower:
             return None
         name = frame.f_code.co_filename
         if name.startswith(PACKAGE):
-            self.files[name[len(PACKAGE) - len("idrrun/"):]] += 1
+            short = name[len(PACKAGE) - len("idrrun/"):]
+            self.files[short] += 1
+            self.functions.setdefault(short, Counter())[frame.f_code.co_name] += 1
             caller = frame.f_back
             if caller is not None and caller.f_code.co_filename == PIPELINE and name != PIPELINE:
                 self.direct[name[len(PACKAGE) - len("idrrun/"):]] += 1
@@ -97,6 +100,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiler", default="auto", choices=("auto", "nsys", "builtin"))
     parser.add_argument("--list", action="store_true", help="name the files and the entries")
+    parser.add_argument("--functions", action="store_true",
+                        help="with --list: the functions called in each file")
     args = parser.parse_args()
     followed = follow(args.profiler)
     print(f"files of idrrun/ entered during pipeline.execute: {len(followed.files)}")
@@ -106,6 +111,9 @@ def main() -> None:
         for name, calls in sorted(followed.files.items()):
             print(f"  {name}: {calls} calls" + (f", {followed.direct[name]} from pipeline.py"
                                                 if name in followed.direct else ""))
+            if args.functions:
+                print("      " + ", ".join(f"{f} ×{n}" if n > 1 else f
+                                           for f, n in followed.functions[name].most_common()))
         for entry in followed.entries:
             print(f"  {entry}")
 

@@ -227,6 +227,44 @@ def rename_paths(output: str, source: Source) -> str:
     return diagnostics.rename_temporary(output, source_file_name(source), source.name)
 
 
+_MAX_HELD = 4096  # the longest path a piece of output may end with and be held for
+
+
+class Renamed:
+    """The program's output as shown, the build's name of the source renamed (gfortran's "At
+    line 7 of file source.f90", an assert's "prog: source.c:3"): a piece at the end of what
+    came that may be the start of that name waits for what follows (finish() lets it go)."""
+
+    def __init__(self, sink: Callable[[str], None], source: Source) -> None:
+        self._sink = sink
+        self._source = source
+        self._temporary = source_file_name(source)
+        self._held = ""
+
+    def __call__(self, text: str) -> None:
+        text = self._held + text
+        keep = self._unfinished(text)
+        self._held = text[len(text) - keep:] if keep else ""
+        if len(text) > keep:
+            self._sink(rename_paths(text[:len(text) - keep], self._source))
+
+    def _unfinished(self, text: str) -> int:
+        """How many characters at the end of `text` may be the start of the temporary name, or
+        of a path to it (a folder and maybe the name's start: `/b/.k.tmp-x/sou`)."""
+        token = re.split(r"[\s'\"`(]", text[-_MAX_HELD:])[-1]
+        last = token.rsplit("/", 1)[-1]
+        if "/" in token and self._temporary.startswith(last) and len(last) < len(self._temporary):
+            return len(token)
+        return len(last) if last and self._temporary.startswith(last) and \
+            len(last) < len(self._temporary) else 0
+
+    def finish(self) -> None:
+        if self._held:
+            self._sink(rename_paths(self._held, self._source))
+            self._held = ""
+
+
+
 def box_for(request: RunRequest, toolchain: Toolchain, folder: Path, cache_dir: Path, uid: int,
             support: SandboxSupport, protections: Protections | None, *,
             readable: Sequence[Path] = (), env: Mapping[str, str] | None = None,

@@ -3,19 +3,19 @@ step, the command and the output as the student knows their files (the build's t
 names renamed), and a hint: what the signal, the limit or the exit status most likely means.
 
     compile_failure(BuildResult, RunRequest) -> Failure
-    run_failure(RunResult, RunRequest, frames) -> Failure | None
-    Renamed(sink, source): the program's output, renamed as it comes
+    run_failure(RunResult, RunRequest, frames) -> Failure   (a run that failed: RunResult.failed)
 
-pipeline.py calls them; the wording is kept here, apart from the ladder of stages.
+pipeline.py calls them when a step failed (a run that went well does not come here); the
+wording is kept here, apart from the ladder of stages. The output renamed as it comes is
+build.Renamed's (the build's names are build.py's).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from . import build as build_mod
-from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, Source, StackFrame
+from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, StackFrame
 from .run import evidence
 from .toolchains import explain
 from .toolchains.diagnostics import student_symbol
@@ -75,44 +75,6 @@ def compile_failure(result: BuildResult, request: RunRequest) -> Failure:
                    output=result.output, hint=hint, compile_step=True)
 
 
-_MAX_HELD = 4096  # the longest path a piece of output may end with and be held for
-
-
-class Renamed:
-    """The program's output as shown, the build's name of the source renamed (gfortran's "At
-    line 7 of file source.f90", an assert's "prog: source.c:3"): a piece at the end of what
-    came that may be the start of that name waits for what follows (finish() lets it go)."""
-
-    def __init__(self, sink: Callable[[str], None], source: Source) -> None:
-        self._sink = sink
-        self._source = source
-        self._temporary = build_mod.source_file_name(source)
-        self._held = ""
-
-    def __call__(self, text: str) -> None:
-        text = self._held + text
-        keep = self._unfinished(text)
-        self._held = text[len(text) - keep:] if keep else ""
-        if len(text) > keep:
-            self._sink(build_mod.rename_paths(text[:len(text) - keep], self._source))
-
-    def _unfinished(self, text: str) -> int:
-        """How many characters at the end of `text` may be the start of the temporary name, or
-        of a path to it (a folder and maybe the name's start: `/b/.k.tmp-x/sou`)."""
-        token = re.split(r"[\s'\"`(]", text[-_MAX_HELD:])[-1]
-        last = token.rsplit("/", 1)[-1]
-        if "/" in token and self._temporary.startswith(last) and len(last) < len(self._temporary):
-            return len(token)
-        return len(last) if last and self._temporary.startswith(last) and \
-            len(last) < len(self._temporary) else 0
-
-    def finish(self) -> None:
-        if self._held:
-            self._sink(build_mod.rename_paths(self._held, self._source))
-            self._held = ""
-
-
-
 def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
     """A SIGSEGV's hint: a stack overflow when the compiler measured a frame of at least half
     the stack (a run-away recursion of small frames stays a bad access); array bounds otherwise,
@@ -144,12 +106,10 @@ def _fmt_size(n: int) -> str:
 
 
 def run_failure(result: RunResult, request: RunRequest,
-                frames: Sequence[StackFrame] = ()) -> Failure | None:
-    """The run's failure, None when it went well. frames: the program's largest stack frames
-    (BuildResult.frames), which tell a stack overflow from a bad access."""
+                frames: Sequence[StackFrame] = ()) -> Failure:
+    """The failure of a run that failed (result.failed). frames: the program's largest stack
+    frames (BuildResult.frames), which tell a stack overflow from a bad access."""
     p = result.proc
-    if p.ok and not result.missing_files and not result.refused:
-        return None
     limit = p.limit
     if p.start_error is not None:
         kind, what = FailureKind.NOT_STARTED, p.describe()

@@ -481,6 +481,12 @@ class RunResult:
     def ok(self) -> bool:
         return self.proc.ok
 
+    @property
+    def failed(self) -> bool:
+        """The run failed: its process (an exit status, a signal, a limit, not started), a file
+        it had to leave missing, or more evidence than the grader reads."""
+        return not self.proc.ok or bool(self.missing_files) or bool(self.refused)
+
 
 Step = Literal["compile", "run", "check"]
 

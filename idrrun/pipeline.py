@@ -14,7 +14,7 @@ profile_stage, lane_stage, plan_run, run_stage, take_out, collect_stage). The ru
 one value (RunPlan): its launch, its box (build.box_for, as a compile's), and its profile
 session (profile/running.py), which profile/session.py makes before the run and reads after
 it: the pipeline calls that module twice, its plan and its collect. What a failure says
-(its wording, the program's output renamed) is failures.py's.
+(its wording) is failures.py's; the program's output renamed as it comes, build.Renamed.
 
 A graded request (RunRequest.room) compiles and runs in fresh folders of its room, given to
 a fresh uid, and whatever the program wrote is read back only through run/boundary.py.
@@ -336,7 +336,7 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
     read meanwhile by the profile session's follower. ledger: a graded run's account of what is
     read of its box (its regions records first)."""
     profiling = plan.profile
-    renamed = failures.Renamed(reporter.output, request.source)
+    renamed = build_mod.Renamed(reporter.output, request.source)
     output = profiling.output_filter(renamed) if profiling is not None else renamed
     outside, inside = plan.launch.around_box() if plan.box is not None else ((), plan.launch.argv)
     watch = profiling.watch() if profiling is not None else None
@@ -466,5 +466,5 @@ def execute(
     ran = dataclasses.replace(ran, outputs=outputs)
     if ledger is not None and ledger.refused:
         ran = dataclasses.replace(ran, refused=ledger.refused)
-    return Outcome(request, toolchain, built, ran, failures.run_failure(ran, request, built.frames),
-                   notes=tuple(notes.all), profile=report)
+    failure = failures.run_failure(ran, request, built.frames) if ran.failed else None
+    return Outcome(request, toolchain, built, ran, failure, notes=tuple(notes.all), profile=report)

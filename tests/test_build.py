@@ -230,7 +230,7 @@ def test_the_build_s_temporary_names_never_show(tmp_path: Path) -> None:
 
 
 def test_the_program_s_output_is_renamed_as_it_comes_even_cut_in_the_name() -> None:
-    from idrrun.failures import Renamed
+    from idrrun.build import Renamed
 
     src = from_cell(GOOD, "cell[7]", "fortran", None, Path("/w"))
     shown: list[str] = []

@@ -243,10 +243,20 @@ def test_the_programs_output_and_nsys_errors_pass(size: int) -> None:
                                                   + "Importer error status: something\n")
 
 
+class Shown(list[str]):
+    """A run's output sink that keeps what it is given (ProfileSession.output_filter's)."""
+
+    def __call__(self, text: str) -> None:
+        self.append(text)
+
+    def finish(self) -> None:
+        pass
+
+
 def test_the_filter_passes_everything_when_not_under_nsys(tmp_path: Path) -> None:
-    shown: list[str] = []
+    shown = Shown()
     other = ProfilePlan(kind="builtin", argv_prefix=(), env={}, run_dir=tmp_path)
-    sink = ProfileSession.start(other, follow=False, show_profile=True).output_filter(shown.append)
+    sink = ProfileSession.start(other, follow=False, show_profile=True).output_filter(shown)
     sink("Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n")
     sink.finish()
     assert shown == ["Generating '/tmp/a.qdstrm'\n\r[1/1] [=] x.nsys-rep\n"]
@@ -277,8 +287,8 @@ def host_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_host_run_with_real_nsys(nsys: str, host_program: Path, tmp_path: Path) -> None:
     p = plan("nsys", tmp_path / "run", tmp_path / "cache")
     assert p.kind == "nsys" and p.argv_prefix[0] == nsys
-    shown: list[str] = []
-    sink = ProfileSession.start(p, follow=False, show_profile=True).output_filter(shown.append)
+    shown = Shown()
+    sink = ProfileSession.start(p, follow=False, show_profile=True).output_filter(shown)
     result = proc.run([*p.argv_prefix, str(host_program)], what="run", timeout=300,
                       spec=proc.ProcSpec(cwd=tmp_path, env={**os.environ, **p.env},
                                          on_output=sink, terminal=True))

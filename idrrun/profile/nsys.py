@@ -318,16 +318,13 @@ class OutputFilter:
     become nsys's "Generating '" waits for its end; nothing is held once the program has ended.
     """
 
-    def __init__(self, sink: Callable[[str], None], active: bool = True) -> None:
+    def __init__(self, sink: Callable[[str], None]) -> None:
         self._sink = sink
-        self._active = active
         self._held = ""
         self._after_program = False  # nsys's "Generating" line was seen
 
     def __call__(self, text: str) -> None:
-        if not self._active:
-            self._sink(text)
-        elif self._after_program:
+        if self._after_program:
             self._epilogue(text)
         else:
             self._program(text)

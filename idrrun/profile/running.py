@@ -25,7 +25,8 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from typing import Protocol
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,15 @@ def quiet_folder(workdir: Path) -> Path:
     beside the program (a box shows it its working folder), hidden, removed after the run's
     trace is read; nothing of it is left in the student's folder."""
     return Path(tempfile.mkdtemp(prefix=QUIET_PREFIX, dir=workdir))
+
+
+class Sink(Protocol):
+    """Where a run's output goes as it comes: each piece, then finish() once the run is over
+    (what was held waiting for the rest of a line or a name goes then)."""
+
+    def __call__(self, text: str) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -139,10 +149,11 @@ class ProfileSession:
                                         **{var: str(p) for var, p in libraries.items()}})
         return dataclasses.replace(self, plan=plan)
 
-    def output_filter(self, sink: Callable[[str], None]) -> nsys_mod.OutputFilter:
+    def output_filter(self, sink: Sink) -> Sink:
         """The sink for the profiled program's output: under nsys, its end-of-run messages and
-        progress bars become one short line (nsys.OutputFilter). Call finish() after the run."""
-        return nsys_mod.OutputFilter(sink, active=self.plan.kind == "nsys")
+        progress bars become one short line (nsys.OutputFilter; call its finish() after the
+        run, then the sink's); under any other profiler, `sink` itself."""
+        return nsys_mod.OutputFilter(sink) if self.plan.kind == "nsys" else sink
 
     def watch(self) -> int | None:
         """Before the run: a watch of the profile's folder (boundary.watch_made), so that the

@@ -15,6 +15,7 @@ from ..errors import MPI_MISSING, ToolNotFound
 from ..model import CompilerInfo, GpuInfo, Probe, RunRequest, Settings, Target, Toolchain
 from ..run import isolation
 from . import onpath, probecache, registry
+from .registry import family_of
 from .family import Family, Translation, compiler_command, compiler_key
 from .machine import probe_compiler, probe_gpus
 
@@ -30,10 +31,6 @@ def select_family(settings: Settings, flag: str | None,
     if settings.family is not None:
         return registry.get(settings.family).name, "config"
     return registry.detect(view), "detected"
-
-
-def family_of(toolchain: Toolchain) -> Family:
-    return registry.get(toolchain.family)
 
 
 def probe(settings: Settings, family_flag: str | None = None) -> Probe:

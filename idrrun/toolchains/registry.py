@@ -10,6 +10,7 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 from ..errors import UsageError
+from ..model import Toolchain
 from . import gcc, nvhpc, onpath
 from .family import Family
 
@@ -58,6 +59,11 @@ def get(name: str) -> Family:
         return _families[name]
     except KeyError:
         raise UsageError(f"unknown compiler family {name!r} (known: {', '.join(_families)})") from None
+
+
+def family_of(toolchain: Toolchain) -> Family:
+    """The family that made `toolchain` (its run environment, its hints, its feedback)."""
+    return get(toolchain.family)
 
 
 def families() -> tuple[Family, ...]:
