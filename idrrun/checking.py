@@ -131,9 +131,10 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         return SolutionRun(ref.output, ref.folder, ref.problem, from_reference=True,
                            left_out=ref.left_out)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
-    # Profiled as the student's run is, when the exercise compares traces: once per argument
-    # set and toolchain, as its output.
-    profile = request.profile if exercise.needs_trace else None
+    # Profiled as the student's run is, when the exercise compares traces and the build is for
+    # the GPU (a host build's trace is judged by no check: _trace): once per argument set and
+    # toolchain, as its output. On the host its time is then the program's own, no profiler's.
+    profile = request.profile if exercise.needs_trace and toolchain.target == "gpu" else None
     # Keyed by the course's own file, wherever it is compiled from.
     sol_request = resolve.for_solution(request, sol_source, request.workdir, profile=profile)
     key = build_mod.build_key(sol_request, toolchain)
