@@ -130,16 +130,6 @@ def _home(tmp_path: Path) -> Path:
     return home
 
 
-@pytest.fixture(params=["lab", "notebook"])
-def lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LabServer]:
-    home = _home(tmp_path)
-    root = tmp_path / "root"
-    root.mkdir()
-    idrrun_notebook(root / "idrrun.ipynb")
-    with running_lab(root, home, frontend=request.param) as server:
-        yield server
-
-
 # The course notebook the student opens, in a students' copy, and one of its cells with a
 # comment and a directive.
 COURSE_NOTEBOOK = "course/notebooks/Fortran/01_intro.ipynb"
@@ -147,12 +137,17 @@ COURSE_NOTEBOOK = "course/notebooks/Fortran/01_intro.ipynb"
 OTHER_PYTHON = "course/notebooks/Fortran/01_intro_other_python.ipynb"
 
 
-@pytest.fixture(params=["lab", "notebook"])
-def course_lab(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LabServer]:
-    """A students' copy of the course, as `idrrun course init --students` writes it."""
-    home = _home(tmp_path)
-    root = tmp_path / "root"
+@pytest.fixture(scope="module", params=["lab", "notebook"])
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """One server per front end for the tests of this file (a start is 10-20 s of the CI's
+    time), each test in a browser of its own. Its root: a notebook of idrrun cells
+    (idrrun.ipynb), and a students' copy of the course, as `idrrun course init --students`
+    writes it, with one of its notebooks saved by another Python."""
+    base = tmp_path_factory.mktemp(f"lab-{request.param}")
+    home = _home(base)
+    root = base / "root"
     root.mkdir()
+    idrrun_notebook(root / "idrrun.ipynb")
     course.init_course(ROOT, root / "course", students=True)
     other = notebook.read(root / COURSE_NOTEBOOK)
     notebook.write(other, root / OTHER_PYTHON, version="3.0.0")
@@ -379,9 +374,9 @@ def _type_new_cell(browser: Any, text: str) -> None:
 
 
 def test_course_notebook_opens_unmodified_and_takes_typed_idrrun_cells(
-        course_lab: LabServer, browser: Any, tmp_path: Path,
+        lab: LabServer, browser: Any, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    page = Page(browser, course_lab, tmp_path, capsys)
+    page = Page(browser, lab, tmp_path, capsys)
     started = time.monotonic()
 
     # What the form avoids: a copy saved by another Python's kernel opens modified.
@@ -421,5 +416,5 @@ def test_course_notebook_opens_unmodified_and_takes_typed_idrrun_cells(
     assert _is_c(typed_c), typed_c["tokens"]
     _drawn_as_directive(typed_fortran, "!$acc parallel loop", comment_colour)
     with capsys.disabled():
-        print(f"\n{course_lab.frontend.module}: the course notebook test took "
+        print(f"\n{lab.frontend.module}: the course notebook test took "
               f"{time.monotonic() - started:.1f} s")
