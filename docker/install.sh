@@ -19,8 +19,11 @@ usage: install.sh PART [ARGUMENT]
                   for the images, nor for a machine whose NVIDIA driver is not Debian's
   podman          podman, runc and mmdebstrap: docker/build-and-test.sh builds and tries the
                   course image with them, with no Docker engine and no registry
-  wheel DEST      idrrun's wheel built from this source tree into DEST, with its JupyterLab
-                  extension (built with npm: Debian's nodejs and npm when npm is missing)
+  wheel DEST [--sdist]
+                  idrrun's wheel built from this source tree into DEST, with its JupyterLab
+                  extension (built with npm: Debian's nodejs and npm when npm is missing);
+                  with --sdist, the sdist too, and the wheel built from it (as pip builds it
+                  from PyPI's sdist; the packaging tests take both: IDRRUN_TEST_DISTS)
   python PREFIX [WHEELS]
                   a virtual environment at PREFIX with idrrun and JupyterLab: idrrun from the
                   wheel in the folder WHEELS (made by the wheel part), else from this source tree
@@ -233,7 +236,8 @@ part_podman() {
 # --- the course ---------------------------------------------------------------------------
 
 part_wheel() {
-  local dest=$1 python venv
+  local dest=$1 sdist=${2:-} python venv what=--wheel
+  [[ -n $sdist ]] && what=  # python -m build: the sdist, then the wheel from it
   # A bare image (the images' first stage) has no Python yet: only what building needs.
   find_python >/dev/null || ensure python3 python3-venv
   python=$(find_python) || die "no Python >= 3.11 (set PYTHON)"
@@ -244,10 +248,10 @@ part_wheel() {
   "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install -q build
   mkdir -p "$dest"
-  "$venv/bin/python" -m build --wheel --outdir "$dest" "$SRC" >"$venv/log" 2>&1 \
-    || { tail -n 40 "$venv/log" >&2; rm -rf "$venv"; die "python -m build --wheel failed (its last lines above)"; }
+  "$venv/bin/python" -m build ${what:+"$what"} --outdir "$dest" "$SRC" >"$venv/log" 2>&1 \
+    || { tail -n 40 "$venv/log" >&2; rm -rf "$venv"; die "python -m build ${what:+$what }failed (its last lines above)"; }
   rm -rf "$venv"
-  say "$(cd "$dest" && ls idrrun-*.whl) in $dest"
+  say "$(cd "$dest" && echo idrrun-*.whl ${sdist:+idrrun-*.tar.gz}) in $dest"
 }
 
 part_python() {
@@ -338,7 +342,11 @@ case $PART in
   dev) no_argument "$@"; part_dev ;;
   nsys) no_argument "$@"; part_nsys ;;
   podman) no_argument "$@"; part_podman ;;
-  wheel) one_argument DEST "$@"; part_wheel "$2" ;;
+  wheel)
+    if (( $# < 2 || $# > 3 )) || [[ -z $2 ]] || [[ $# == 3 && $3 != --sdist ]]; then
+      usage_error "'wheel' takes one argument: install.sh wheel DEST (and --sdist for the sdist too)"
+    fi
+    part_wheel "$2" "${3:-}" ;;
   python)
     if (( $# < 2 || $# > 3 )) || [[ -z $2 ]] || [[ $# == 3 && -z $3 ]]; then
       usage_error "'python' takes PREFIX and, optionally, WHEELS: install.sh python PREFIX [WHEELS]"

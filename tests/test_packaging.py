@@ -4,7 +4,10 @@ in a kernel started from that venv, `course init --students`); the sdist runs it
 
 Building takes a minute or two (two isolated build environments, npm for the JupyterLab
 extension): the dists are kept in the system's temporary folder under a key made of every file
-git tracks (content included), so they are built once per change of the sources."""
+git tracks (content included), so they are built once per change of the sources; or taken from
+IDRRUN_TEST_DISTS (.ci/run's, built once for the image recipe too) when they hold this checkout.
+With IDRRUN_COURSE_VENV (the recipe's venv, that wheel installed), the wheel's venv is that one
+when it holds exactly this wheel (its RECORD), instead of one made here."""
 
 from __future__ import annotations
 
@@ -50,9 +53,35 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _given_dists(files: list[str]) -> Path | None:
+    """IDRRUN_TEST_DISTS: a folder where `docker/install.sh wheel DIR --sdist` put the sdist and
+    the wheel built from it (.ci/run: its image recipe builds them once). Taken when the sdist
+    holds this checkout's files as they are now, else refused."""
+    given = os.environ.get("IDRRUN_TEST_DISTS")
+    if not given:
+        return None
+    folder = Path(given)
+    wheels, sdists = list(folder.glob("idrrun-*.whl")), list(folder.glob("idrrun-*.tar.gz"))
+    assert len(wheels) == len(sdists) == 1, f"IDRRUN_TEST_DISTS={given}: one wheel and one sdist wanted"
+    top = f"idrrun-{__version__}/"
+    with tarfile.open(sdists[0]) as tar:
+        held = {m.name.removeprefix(top): m for m in tar.getmembers() if m.isfile()}
+        for name in files:
+            member = held.get(name)
+            if member is not None:
+                data = tar.extractfile(member)
+                assert data is not None and data.read() == (ROOT / name).read_bytes(), \
+                    f"IDRRUN_TEST_DISTS={given}: its {name} is not this checkout's"
+    assert "pyproject.toml" in held and "idrrun/pipeline.py" in held, sorted(held)[:20]
+    return folder
+
+
 @pytest.fixture(scope="module")
 def dists() -> Path:
     files = _tracked()
+    given = _given_dists(files)
+    if given is not None:
+        return given
     digest = hashlib.sha256()
     for name in files:
         path = ROOT / name
@@ -177,14 +206,44 @@ def test_sdist_runs_its_own_tests(dists: Path, tmp_path: Path) -> None:
     assert " passed" in r.stdout and "failed" not in r.stdout
 
 
-def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def _site_packages(venv: Path) -> Path:
+    [site] = (venv / "lib").glob("python3.*/site-packages")
+    return site
+
+
+def _holds(venv: Path, wheel: Path) -> bool:
+    """Whether `venv` has exactly `wheel` installed: every file of the wheel's package, byte
+    for byte, and no file of the package beside them."""
+    site = _site_packages(venv)
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.startswith("idrrun/") and not n.endswith("/")]
+        if any(not (site / n).is_file() or (site / n).read_bytes() != zf.read(n) for n in names):
+            return False
+    installed = {str(p.relative_to(site)) for p in (site / "idrrun").rglob("*")
+                 if p.is_file() and "__pycache__" not in p.parts}
+    return installed == set(names)
+
+
+def _venv_with(wheel: Path, tmp_path: Path) -> Path:
+    """A venv with the wheel installed: IDRRUN_COURSE_VENV when it holds exactly this wheel
+    (.ci/run's image recipe made it from the same wheel: `install.sh python`), else a fresh one
+    made here."""
+    given = os.environ.get("IDRRUN_COURSE_VENV")
+    if given and (Path(given) / "bin" / "idrrun").is_file() and _holds(Path(given), wheel):
+        return Path(given)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python, idrrun = venv / "bin" / "python", venv / "bin" / "idrrun"
-    r = subprocess.run([str(python), "-m", "pip", "install", "-q", str(_wheel(dists))],
+    r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
                        capture_output=True, text=True, timeout=900, env=_clean_env())
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert _holds(venv, wheel)
+    return venv
+
+
+def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = _venv_with(_wheel(dists), tmp_path)
+    python, idrrun = venv / "bin" / "python", venv / "bin" / "idrrun"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = _clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "config"))
@@ -194,8 +253,7 @@ def test_wheel_in_a_fresh_venv_runs_the_course_from_anywhere(dists: Path, tmp_pa
                               text=True, timeout=600)
 
     assert run("--version").stdout.strip() == f"idrrun {__version__}"
-    installed = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
-        "site-packages" / "idrrun" / "course"
+    installed = _site_packages(venv) / "idrrun" / "course"
     r = run("doctor", "--json")
     lines = {line["topic"]: line for line in json.loads(r.stdout)["lines"]}
     count = len([f for f in _tracked() if f.startswith("examples/") and f.count("/") == 1
