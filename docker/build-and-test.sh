@@ -7,7 +7,9 @@
 # without.
 # .ci/run calls it; docker/README.md ("Built and tried in CI") says what it detects and why.
 #
-#   bash docker/build-and-test.sh            # as root, from anywhere
+#   bash docker/build-and-test.sh            # as root, from anywhere: build it, then try it
+#   bash docker/build-and-test.sh build      # only build it (.ci/run: meanwhile, the tests run)
+#   bash docker/build-and-test.sh try        # only try the image built before
 #
 # IDRRUN_IMAGE_WHEELS=DIR: the wheels `docker/install.sh wheel DIR` made on this machine (.ci/run
 # has them already) stand for the image's first stage (`podman build --build-context wheel=...`:
@@ -28,6 +30,10 @@ MAX_DAYS=${IDRRUN_BASE_MAX_DAYS:-30}
 
 say() { echo "build-and-test: $*"; }
 die() { echo "build-and-test: $*" >&2; exit 1; }
+MODE=${1:-all}
+if [[ ! $MODE =~ ^(all|build|try)$ ]] || (( $# > 1 )); then
+  die "usage: build-and-test.sh [build|try] (none: both)"
+fi
 (( EUID == 0 )) || die "run as root: podman builds and runs the image with the machine's own storage"
 
 WORK=$(mktemp -d /tmp/idrrun-image.XXXXXX)
@@ -128,6 +134,9 @@ fi
 
 # --- the base image --------------------------------------------------------------------------
 
+if [[ $MODE == try ]]; then
+  podman image exists "$IMAGE" || die "no image $IMAGE to try: build-and-test.sh build makes it"
+else
 step "base image $BASE"
 if podman image exists "$BASE"; then
   say "$BASE is there: used as it is"
@@ -181,6 +190,11 @@ fi
 # The layers of earlier builds that no image uses any more (each run would add ~1 GB)
 podman image prune -f >/dev/null
 say "$IMAGE: $(podman image inspect --format '{{.Size}}' "$IMAGE" | awk '{ printf "%.2f GB", $1 / 1e9 }')"
+fi
+if [[ $MODE == build ]]; then
+  say "$IMAGE built in $SECONDS s (build-and-test.sh try tries it)"
+  exit 0
+fi
 
 # Inside the image, as its user ("student", its home, its PATH): nothing of CI's environment.
 in_image() {
