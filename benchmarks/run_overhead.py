@@ -4,7 +4,7 @@
     python3 benchmarks/run_overhead.py files [--programs 240] [--rounds 3] [--in-process]
                                              [--against DIR] [--python PYTHON]
     python3 benchmarks/run_overhead.py jacobi [--args "4096 1000"] [--rounds 5] [--profile]
-                                              [--version] [--against DIR]
+                                              [--version] [--against DIR] [--python PYTHON]
     python3 benchmarks/run_overhead.py where [--rounds 8]
 
 The bare side always runs the compiler command `idrrun run -a` prints on this machine (GPU flags
@@ -275,7 +275,8 @@ def jacobi(args: argparse.Namespace) -> list[str]:
     if args.against is not None:  # the earlier idrrun in DIR, then what PYTHONPATH had
         rest = os.environ.get("PYTHONPATH", "")
         before = dict(env, PYTHONPATH=os.pathsep.join(p for p in (str(args.against.resolve()), rest) if p))
-    run = [PY, "-m", "idrrun", "run", "-a", "--cliopts", program_args, str(source)]
+    py = args.python or PY
+    run = [py, "-m", "idrrun", "run", "-a", "--cliopts", program_args, str(source)]
     profile = [*run[:5], "--profile", *run[5:]]
     small = [*run[:5], "--cliopts", "64 10", str(source)]
     # fills the build cache and starts the resident server, by the second call (its key has
@@ -292,10 +293,17 @@ def jacobi(args: argparse.Namespace) -> list[str]:
     }
     if args.profile:
         rows["idrrun --profile"] = (profile, env)
+    # The same program on a tiny grid ("64 10": its run is CUDA's start and little else): what
+    # idrrun adds whatever the program's length, with far less of the GPU's own spread.
+    rows["bare small"] = ([str(work / "prog"), "64", "10"], env)
+    rows["python -c pass"] = ([py, "-c", "pass"], env)  # the caller's interpreter starting
+    rows["idrrun small"] = (small, env)
+    if args.profile:
+        rows["--profile small"] = ([*small[:5], "--profile", *small[5:]], env)
     if before is not None:
         rows["--profile before"] = (profile, before)
     if args.version:
-        rows["idrrun --version"] = ([PY, "-m", "idrrun", "--version"], env)
+        rows["idrrun --version"] = ([py, "-m", "idrrun", "--version"], env)
     times: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(args.rounds):
         for name, (argv, environment) in rows.items():
@@ -305,13 +313,21 @@ def jacobi(args: argparse.Namespace) -> list[str]:
              f"cached, {args.rounds} rounds, medians; {len(os.sched_getaffinity(0))} cores"]
     base = med["bare run"]
     for name, ts in times.items():
-        over = "" if name in ("bare run", "idrrun --version") else \
+        over = "" if name in ("bare run", "idrrun --version", "python -c pass") else \
             f"  {med[name] - base:+.3f} s ({100 * (med[name] - base) / base:+.1f} %) over bare"
         lines.append(f"  {name:17s} {med[name]:7.3f} s{over}   rounds {bench.spread(ts, digits=3)}")
     if args.profile:  # the profiler's own cost: against the same command without it
         r = med["idrrun run"]
         lines.append(f"  --profile over idrrun run: {med['idrrun --profile'] - r:+.3f} s "
                      f"({100 * (med['idrrun --profile'] - r) / r:+.1f} %)")
+    fixed = med["idrrun small"] - med["bare small"]
+    lines.append(f"  idrrun's cost on the tiny run: {1000 * fixed:+.1f} ms, "
+                 f"{100 * fixed / base:+.1f} % of the bare run above (of which the interpreter's "
+                 f"start, python -c pass: {1000 * med['python -c pass']:.1f} ms)")
+    if args.profile:
+        traced = med["--profile small"] - med["idrrun small"]
+        lines.append(f"  --profile's cost on the tiny run: {1000 * traced:+.1f} ms (the tracer's start, "
+                     f"collect on a tiny trace), {100 * traced / med['idrrun run']:+.1f} % of idrrun run above")
     shutil.rmtree(work, ignore_errors=True)
     return lines
 
@@ -456,6 +472,7 @@ def main() -> int:
     sub.add_argument("--version", action="store_true", help="also `idrrun --version`")
     sub.add_argument("--against", type=Path, metavar="DIR",
                      help="also `idrrun run --profile` of the idrrun package in DIR")
+    sub.add_argument("--python", help="the interpreter of the idrrun calls (default: this one)")
     sub = add("where", "Where one per-file call goes: start-up, caller, server, worker.")
     sub.add_argument("--rounds", type=int, default=8, help="interleaved rounds (default 8)")
     args = p.parse_args()
