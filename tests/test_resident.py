@@ -64,8 +64,12 @@ def logs(tmp_path: Path) -> str:
 
 
 def wait_for_server(tmp_path: Path, count: int = 1) -> None:
+    """Until `count` servers have their socket and have said so in their log (a server binds
+    its socket, then writes "serving ... (pid N)": a loaded machine shows the one without the
+    other for a moment)."""
     deadline = time.monotonic() + 60
-    while len(list(folder(tmp_path).glob("*.sock"))) < count:
+    while len(list(folder(tmp_path).glob("*.sock"))) < count or \
+            len(re.findall(r"serving .* \(pid \d+", logs(tmp_path))) < count:
         assert time.monotonic() < deadline, f"no server came up; its log: {logs(tmp_path)}"
         time.sleep(0.1)
 
