@@ -255,7 +255,7 @@ def main(args: list[str]) -> int:
 
     from .profile import timeline
 
-    timeline.fonts()
+    timeline.warm()
     # Every object so far is left to the workers as is: a collection in a worker would write to
     # all of them and copy the server's pages one by one (the gc docs' advice for pre-fork servers).
     gc.freeze()

@@ -845,3 +845,22 @@ def test_busy_intervals_is_the_union_of_the_intervals() -> None:
         assert {t for a, b in merged for t in range(a, b)} == covered
         assert all(b1 < a2 for (_, b1), (a2, _) in zip(merged, merged[1:]))  # disjoint, apart
         assert merged == sorted(merged)
+
+
+def test_the_timeline_s_texts_drawn_from_their_kept_masks_are_pillow_s_own_pixels() -> None:
+    """timeline._write pastes a text's mask rendered once (_lettering): the pixels must be
+    those ImageDraw.text draws, on a background and over a bar, for both fonts and both inks,
+    the first time and from the cache."""
+    from PIL import Image, ImageDraw
+
+    font, small = timeline.fonts()
+    texts = [("GPU 0, async(1)", font, timeline.INK), ("1.25 ms", small, timeline.INK),
+             (timeline.FOOTNOTE, small, timeline.FAINT), ("gjpqy ÅÉ -> |", font, timeline.FAINT)]
+    for _ in range(2):  # rendered, then from the cache
+        for text, face, ink in texts:
+            drawn, pasted = (Image.new("RGB", (900, 40), timeline.BACKGROUND) for _ in range(2))
+            for image in (drawn, pasted):
+                image.paste(timeline.COLOURS["kernel"], (300, 0, 500, 40))  # a bar under the text
+            ImageDraw.Draw(drawn).text((7, 9), text, fill=ink, font=face)
+            timeline._write(pasted, (7, 9), text, ink, face)
+            assert drawn.tobytes() == pasted.tobytes(), text
