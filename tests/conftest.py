@@ -68,6 +68,7 @@ def pytest_xdist_auto_num_workers(config: Any) -> int:
     return len(os.sched_getaffinity(0)) + 1
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the markers
 def pytest_collection_modifyitems(config: Any, items: list[pytest.Item]) -> None:
     for item in items:
         name = item.path.name

@@ -20,6 +20,7 @@ installed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -137,22 +138,37 @@ COURSE_NOTEBOOK = "course/notebooks/Fortran/01_intro.ipynb"
 OTHER_PYTHON = "course/notebooks/Fortran/01_intro_other_python.ipynb"
 
 
-@pytest.fixture(scope="module", params=["lab", "notebook"])
-def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], LabServer]]:
     """One server per front end for the tests of this file (a start is 10-20 s of the CI's
-    time), each test in a browser of its own. Its root: a notebook of idrrun cells
-    (idrrun.ipynb), and a students' copy of the course, as `idrrun course init --students`
-    writes it, with one of its notebooks saved by another Python."""
-    base = tmp_path_factory.mktemp(f"lab-{request.param}")
-    home = _home(base)
-    root = base / "root"
-    root.mkdir()
-    idrrun_notebook(root / "idrrun.ipynb")
-    course.init_course(ROOT, root / "course", students=True)
-    other = notebook.read(root / COURSE_NOTEBOOK)
-    notebook.write(other, root / OTHER_PYTHON, version="3.0.0")
-    with running_lab(root, home, frontend=request.param) as server:
+    time), started when a test first asks for it and kept until the file's last test, in
+    whatever order the tests come (pytest-xdist does not always keep them grouped by front
+    end). Its root: a notebook of idrrun cells (idrrun.ipynb), and a students' copy of the
+    course, as `idrrun course init --students` writes it, with one of its notebooks saved by
+    another Python."""
+    with contextlib.ExitStack() as stack:
+        started: dict[str, LabServer] = {}
+
+        def server(frontend: str) -> LabServer:
+            if frontend not in started:
+                base = tmp_path_factory.mktemp(f"lab-{frontend}")
+                home = _home(base)
+                root = base / "root"
+                root.mkdir()
+                idrrun_notebook(root / "idrrun.ipynb")
+                course.init_course(ROOT, root / "course", students=True)
+                other = notebook.read(root / COURSE_NOTEBOOK)
+                notebook.write(other, root / OTHER_PYTHON, version="3.0.0")
+                started[frontend] = stack.enter_context(running_lab(root, home, frontend=frontend))
+            return started[frontend]
+
         yield server
+
+
+@pytest.fixture(params=["lab", "notebook"])
+def lab(request: pytest.FixtureRequest, servers: Callable[[str], LabServer]) -> LabServer:
+    """The server of the front end the test is for (JupyterLab, or Notebook 7)."""
+    return servers(request.param)
 
 
 @pytest.fixture
