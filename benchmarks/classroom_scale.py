@@ -17,9 +17,7 @@ return; the load average before and after.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import json
 import math
 import os
 import platform
@@ -30,12 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import bench
 
@@ -44,66 +38,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import slurmcluster  # noqa: E402  (tests/ holds the cluster, shared with the tests and CI)
 from answer_course import PROGRAM, free_port, write_course  # noqa: E402
+from hub_client import HubClient as Hub  # noqa: E402
 
 VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))
 SLOTS_PER_CPU = 4  # the test cluster's OverSubscribe=FORCE:4
 
 
-
-
-class Hub:
-    """The hub's REST API, as the teacher's scripts use it (the classroom service's token)."""
-
-    def __init__(self, url: str, token: str) -> None:
-        self.url, self.token = url, token
-
-    def api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        req = urllib.request.Request(self.url + path, method=method,
-                                     headers={"Authorization": f"token {self.token}"},
-                                     data=None if body is None else json.dumps(body).encode())
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                text = r.read()
-                return r.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode(errors="replace")
-        except urllib.error.URLError as e:
-            return 0, str(e)
-
-
-async def _execute(url: str, token: str, code: str, timeout: float) -> tuple[str, str]:
-    """A cell run in a kernel through the server's websocket (tests/test_hub.py's way)."""
-    from tornado.httpclient import HTTPRequest
-    from tornado.websocket import websocket_connect
-
-    ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
-    msg_id = uuid.uuid4().hex
-    ws.write_message(json.dumps({
-        "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "bench",
-                   "session": uuid.uuid4().hex, "version": "5.3", "date": ""},
-        "parent_header": {}, "metadata": {}, "channel": "shell",
-        "content": {"code": code, "silent": False, "store_history": False,
-                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
-    out, status, idle = [], "", False
-    end = time.monotonic() + timeout
-    while not (status and idle):
-        raw = await asyncio.wait_for(ws.read_message(), max(1.0, end - time.monotonic()))
-        if raw is None:
-            raise RuntimeError("the kernel's websocket closed")
-        msg = json.loads(raw)
-        if msg.get("parent_header", {}).get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
-            out.append(content["text"])
-        elif kind == "error":
-            out.append("\n".join(content["traceback"]))
-        elif kind == "execute_reply":
-            status = content["status"]
-        elif kind == "status":
-            idle = content["execution_state"] == "idle"
-    ws.close()
-    return status, "".join(out)
 
 
 def submit(hub: Hub, login: str, exchange: Path, value: int) -> float:
@@ -116,8 +56,7 @@ def submit(hub: Hub, login: str, exchange: Path, value: int) -> float:
     cell = (f"!idrrun classroom fetch answer {x}\n"
             f"open('answer/answer.c', 'w').write({PROGRAM.format(value=value)!r})\n"
             f"!idrrun classroom submit answer answer/answer.c {x}")
-    url = hub.url.replace("http", "ws", 1) + f"/user/{login}/api/kernels/{kernel['id']}/channels"
-    status, out = asyncio.run(_execute(url, hub.token, cell, 300))
+    status, out = hub.run_cell(login, kernel["id"], cell, 300)
     if status != "ok" or f"inbox/{login}" not in out:
         raise RuntimeError(f"{login}: the submit cell said: {out}")
     hub.api("DELETE", f"/user/{login}/api/kernels/{kernel['id']}")

@@ -1,5 +1,5 @@
 """The one-exercise course of the classroom's tests and benchmark (test_classroom.py,
-test_hub.py, benchmarks/classroom_scale.py): "answer", whose program prints C[0] (42 is right),
+test_hub.py, benchmarks/classroom_scale.py; test_slurm.py adds checks to its spec): "answer", whose program prints C[0] (42 is right),
 written as a course's examples/; and a free local port for a hub."""
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import pytest
 
 from conftest import PYTHONPATH, CellResult, Kernel, started
 import slurmcluster
+import answer_course
 
 pytestmark = pytest.mark.slurm
 
@@ -210,21 +211,9 @@ def test_timeout_cancels_the_job_step(srun_kernel: Kernel, cluster: slurmcluster
 # Grading a class
 
 
-SPEC = """\
-name = "answer"
-timeout = 30
-[sources.c]
-exercise = "C/answer_exercise.c"
-solution = "C/answer_solution.c"
-[args]
-host = []
-[[check]]
-kind = "exit_ok"
-[[check]]
-kind = "value"
-label = "C[0]"
-pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
-expected = 42
+# The classroom's "answer" exercise, and its output against the solution's and a line the
+# program writes in a job step
+SPEC = answer_course.SPEC + """\
 [[check]]
 kind = "matches_solution"
 pattern = 'C\\[0\\]\\s*=\\s*(\\S+)'
