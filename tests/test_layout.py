@@ -493,7 +493,7 @@ def test_a_type_error_is_found(tmp_path: Path) -> None:
 
 
 def test_a_module_hard_to_maintain_is_found(copy: Path) -> None:
-    # The copy cut to files.py alone (radon reads it in a second, the whole package in eight).
+    # The copy cut to files.py alone (`radon mi` on it: 3.4 s here, on the package 7.5 s).
     for path in copy.rglob("*.py"):
         if path != copy / "files.py":
             path.unlink()
