@@ -141,9 +141,10 @@ OTHER_PYTHON = "course/notebooks/Fortran/01_intro_other_python.ipynb"
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], LabServer]]:
     """One server per front end for the tests of this file (a start is 10-20 s of the CI's
-    time), started when a test first asks for it and kept until the file's last test. Its root: a notebook of idrrun cells (idrrun.ipynb), and a students' copy of the
-    course, as `idrrun course init --students` writes it, with one of its notebooks saved by
-    another Python."""
+    time), started when a test first asks for it and kept until the file's last test. Its
+    root: a notebook of idrrun cells (idrrun.ipynb), and a students' copy of the course, as
+    `idrrun course init --students` writes it, with one of its notebooks saved by another
+    Python."""
     with contextlib.ExitStack() as stack:
         started: dict[str, LabServer] = {}
 
