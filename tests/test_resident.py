@@ -183,9 +183,9 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    try:  # (it may end between the two looks)
+    try:  # (it may end between the two looks, or while its status is read: ESRCH)
         return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
