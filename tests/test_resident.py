@@ -100,7 +100,7 @@ def warm(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_the_caller_s_start_loads_no_module_python_itself_did_not() -> None:
     # resident.py: the caller's side must cost a millisecond or two; collections (~4 ms, from
     # errors.py's annotations), argparse, json, socket or subprocess would cost more than that.
-    # Without site (-S): the development venv's editable-install hook loads its own.
+    # Without site (-S): only what idrrun itself imports, whatever the venv's .pth files load.
     r = subprocess.run([sys.executable, "-S", "-c",
                         "import sys; from idrrun import cli, resident; print(' '.join(sorted(m for m in "
                         "('collections', 'argparse', 'typing', 'socket', 'json', 'subprocess', "
