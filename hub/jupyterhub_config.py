@@ -19,8 +19,9 @@ Settings from the environment, so that one file serves a cluster and the tests (
                          answers (default 300: a queue's wait included)
     IDRRUN_HUB_SERVER_ARGS  more options of each student's JupyterLab, space-separated
     IDRRUN_HUB_BOARDS    the times boards' folder (default /srv/idrrun/boards): `idrrun grade
-                         --board-page DIR` writes NAME.html there; logged-in users read it at
-                         /hub/boards/NAME
+                         --board-page DIR` writes NAME.html there, and index.html that
+                         lists them; logged-in users read them at /hub/boards/NAME and
+                         /hub/boards/
     IDRRUN_HUB_API_TOKEN a token for a service "classroom" that may start servers and list users
                          (the teacher's scripts, the tests); absent: no such service
 """
@@ -112,11 +113,13 @@ BOARD_CAP = 4 << 20
 
 
 class BoardHandler(BaseHandler):
-    """A class's times board (idrrun grade --board-page), to logged-in users: BOARDS/NAME.html,
-    opened without following a link, a regular file only, read with a cap."""
+    """A class's times board (idrrun grade --board-page), to logged-in users: BOARDS/NAME.html
+    at /hub/boards/NAME (or NAME.html: the index's links), the boards' index.html at
+    /hub/boards/; opened without following a link, a regular file only, read with a cap."""
 
     @web.authenticated
     def get(self, name: str) -> None:
+        name = name.removesuffix(".html") or "index"
         try:
             fd = os.open(os.path.join(boards, name + ".html"),
                          os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -135,4 +138,4 @@ class BoardHandler(BaseHandler):
 
 # (JupyterHub calls extra_handlers deprecated in favour of services: a service would be a
 # process and a port of its own for one static page.)
-c.JupyterHub.extra_handlers = [(r"/boards/([A-Za-z0-9_][A-Za-z0-9_.-]{0,99})", BoardHandler)]
+c.JupyterHub.extra_handlers = [(r"/boards/((?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,99})?)", BoardHandler)]

@@ -131,10 +131,7 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         return SolutionRun(ref.output, ref.folder, ref.problem, from_reference=True,
                            left_out=ref.left_out)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
-    # Profiled as the student's run is, when the exercise compares traces and the build is for
-    # the GPU (a host build's trace is judged by no check: _trace): once per argument set and
-    # toolchain, as its output. On the host its time is then the program's own, no profiler's.
-    profile = request.profile if exercise.needs_trace and toolchain.target == "gpu" else None
+    profile = _solution_profile(request, toolchain, exercise)
     # Keyed by the course's own file, wherever it is compiled from.
     sol_request = resolve.for_solution(request, sol_source, request.workdir, profile=profile)
     key = build_mod.build_key(sol_request, toolchain)
@@ -149,15 +146,8 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         kept = _cached_run(cached, files, profile is not None)
         if kept is not None and all((files / name).is_file() for name in exercise.solution_files):
             return kept
-        scratch = None
-        if request.room is not None:
-            room = _room(pair.solution, settings)
-            src = room / "src"
-            sol_request = resolve.for_solution(
-                request, dataclasses.replace(sol_source, origin_dir=src), src, room, profile=profile)
-        else:
-            scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
-            sol_request = resolve.for_solution(request, sol_source, scratch, profile=profile)
+        sol_request, scratch = _solution_request(request, sol_source, pair.solution, settings,
+                                                 profile)
         try:
             copy_data_files(exercise, sol_request.workdir)
             outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter(),
@@ -181,6 +171,52 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _solution_profile(request: RunRequest, toolchain: Toolchain,
+                      exercise: Exercise) -> str | None:
+    """How the solution runs are profiled: as the student's run is, when the exercise compares
+    traces and the build is for the GPU (a host build's trace is judged by no check: _trace);
+    on the host its time is then the program's own, no profiler's."""
+    return request.profile if exercise.needs_trace and toolchain.target == "gpu" else None
+
+
+def _solution_request(request: RunRequest, sol_source: Source, solution: Path, settings: Settings,
+                      profile: str | None) -> tuple[RunRequest, Path | None]:
+    """The solution's request beside a student's: in its room when the request is graded (its
+    box, its uid), else in a scratch folder (returned: the caller removes it)."""
+    if request.room is not None:
+        src = _room(solution, settings) / "src"
+        return resolve.for_solution(request, dataclasses.replace(sol_source, origin_dir=src), src,
+                                    src.parent, profile=profile), None
+    scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
+    return resolve.for_solution(request, sol_source, scratch, profile=profile), scratch
+
+
+def solution_times(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
+                   settings: Settings, runs: int) -> tuple[float, ...]:
+    """The wall times of `runs` runs of the solution with the request's arguments (the first
+    as solution_output keeps it, then runs - 1 more of the same build, each run as a graded
+    row's is: in its room and lane); () where it has no source (a students' course) or fails."""
+    first = solution_output(request, toolchain, exercise, probe, settings)
+    pair = exercise.sources[request.source.language]
+    if first.seconds is None or pair.solution is None:
+        return ()
+    sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
+    sol_request, scratch = _solution_request(request, sol_source, pair.solution, settings,
+                                             _solution_profile(request, toolchain, exercise))
+    times = [first.seconds]
+    try:
+        copy_data_files(exercise, sol_request.workdir)
+        for _ in range(runs - 1):
+            outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter())
+            if outcome.failure is not None or outcome.run is None:
+                return ()
+            times.append(outcome.run.proc.seconds)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return tuple(times)
 
 
 def _seconds(path: Path) -> float | None:
@@ -390,11 +426,15 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
         found = {label: trace_kinds.figure(spec, values) for label, spec in timed.items()}
         return {label: f for label, f in found.items() if f is not None}
 
+    times = [outcome.run.proc.seconds]
+
     def again() -> dict[str, Figure] | str:
         rerun = pipeline.execute(request, toolchain, probe, settings, NullReporter(),
                                  wanted=exercise.solution_files)
         if rerun.failure is not None:
             return f"a run {rerun.failure.step} failed: {rerun.failure.what}"
+        if rerun.run is not None:
+            times.append(rerun.run.proc.seconds)
         return figures(gpu_trace_values(toolchain, rerun)) or "a run left no GPU trace"
 
     first = figures(gpu_trace_values(toolchain, outcome))
@@ -407,7 +447,7 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
     bounds = {label: bound for label, spec in timed.items()
               if (bound := trace_kinds.timed_bound(spec)) is not None}
     measured = measure.repeat(first, again, bounds=bounds)
-    return dataclasses.replace(verdict, checks=tuple(
+    return dataclasses.replace(verdict, run_times=tuple(times), checks=tuple(
         trace_kinds.measured_result(timed[c.name], measured[c.name])
         if c.name in measured and not c.hidden else c for c in verdict.checks))
 

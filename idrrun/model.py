@@ -669,6 +669,9 @@ class Verdict:
     more_at_grading: bool = False
     # The run beside the solution (None: nothing to compare, or no solution to compare with).
     comparison: Comparison | None = None
+    # The wall times of the runs of the build that measured its timed checks, the checked run
+    # first (checking._measured; s); () where no timed check repeated it.
+    run_times: tuple[float, ...] = ()
 
     @property
     def passed(self) -> bool:

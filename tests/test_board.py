@@ -6,6 +6,7 @@ grader's key, the same on every board, names only when asked, a hostile name esc
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -17,6 +18,7 @@ import pytest
 
 from conftest import PYTHONPATH
 from idrrun.checks import specs
+from idrrun.errors import UsageError
 from idrrun.grading import board, state
 from idrrun.grading import rows as rows_mod
 from idrrun.model import CheckResult
@@ -112,6 +114,30 @@ def test_the_board_ranks_the_runs_beside_the_solution_under_pseudonyms(graded: P
     published = graded / "boards" / "timed.html"
     assert published.read_text() == (graded / "r.board.html").read_text()
     assert stat.S_IMODE(published.stat().st_mode) == 0o644
+    # The solution's time is the median of its runs (as many as a timed figure takes at least).
+    assert re.search(r"the solution: c \S+ s \(median of 3 runs: \S+–\S+ s\)", text), text
+
+
+def test_the_published_boards_have_an_index_that_lists_only_their_pages(tmp_path: Path) -> None:
+    (tmp_path / "timed.toml").write_text(SPEC + BUSY)
+    (tmp_path / "timed_solution.c").write_text("")
+    (tmp_path / "timed_exercise.c").write_text("")
+    made = board.board([], specs.load(tmp_path / "timed.toml"), b"k" * 32, {})
+    published = tmp_path / "boards"
+    published.mkdir()
+    (published / "older.html").write_text("an earlier exercise's board")
+    (published / "shadow.html").symlink_to("/etc/shadow")
+    (published / "notes.txt").write_text("")
+    written = board.write(made, tmp_path / "r.csv", published)
+    assert published / "index.html" in written
+    index = (published / "index.html").read_text()
+    assert re.findall(r'href="([^"]+)"', index) == ["older.html", "timed.html"], index
+    assert stat.S_IMODE((published / "index.html").stat().st_mode) == 0o644
+    # An exercise named "index" would be its page: refused, nothing overwritten.
+    named_index = dataclasses.replace(made, exercise="index")
+    with pytest.raises(UsageError, match="would overwrite"):
+        board.write(named_index, tmp_path / "r.csv", published)
+    assert (published / "index.html").read_text() == index
 
 
 def test_real_names_only_when_asked_and_escaped(graded: Path) -> None:
@@ -146,22 +172,28 @@ def test_timed_figures_and_lanes_are_shown_as_the_grading_measured_them(tmp_path
     (tmp_path / "timed_exercise.c").write_text("")
     exercise = specs.load(tmp_path / "timed.toml")
 
-    def row(student: str, seconds: float, busy: str, status: str = "pass") -> rows_mod.GradeRow:
+    def row(student: str, seconds: float, busy: str, status: str = "pass",
+            times: tuple[float, ...] = ()) -> rows_mod.GradeRow:
         return rows_mod.GradeRow(student, "timed", "c", "pass" if status == "pass" else "fail",
                                0.1, seconds, student, lane="GPU 0 alone, CPUs 2-3",
-                               checks=(CheckResult("GPU busy", status, got=busy, kind="gpu_busy"),))
+                               checks=(CheckResult("GPU busy", status, got=busy, kind="gpu_busy"),),
+                               run_times=times)
 
-    # z's GPU is not busy enough: a fail of the timed check, a correct program, ranked.
-    made = board.board([row("x", 2.0, "61 % (median of 3 runs: 49–63 %)"),
+    # z's GPU is not busy enough: a fail of the timed check, a correct program, ranked. x's
+    # graded run was its slowest: the median of its runs ranks it; y was run once.
+    made = board.board([row("x", 3.5, "61 % (median of 3 runs: 49–63 %)", times=(3.5, 2.0, 1.9)),
                         row("y", 1.0, "80 % (median of 3 runs: 78–81 %)"),
-                        row("z", 3.0, "20 % (median of 3 runs: 19–22 %)", "fail")],
-                       exercise, b"k" * 32, {"c": 1.5}, "names")
+                        row("z", 3.0, "20 % (median of 3 runs: 19–22 %)", "fail", (3.0, 3.1, 2.9))],
+                       exercise, b"k" * 32, {"c": (1.4, 1.5, 1.7)}, "names")
     text = board.markdown(made)
     assert made.alone and "each run alone on its GPU" in text
+    assert "the solution: c 1.500 s (median of 3 runs: 1.400–1.700 s)" in text, text
     assert table(text) == [
         ["1", "y", "c", "1.000 s", "0.67x", "pass", "GPU 0 alone, CPUs 2-3", "80 % (median of 3 runs: 78–81 %)"],
-        ["2", "x", "c", "2.000 s", "1.33x", "pass", "GPU 0 alone, CPUs 2-3", "61 % (median of 3 runs: 49–63 %)"],
-        ["3", "z", "c", "3.000 s", "2.00x", "fail", "GPU 0 alone, CPUs 2-3", "20 % (median of 3 runs: 19–22 %)"]]
+        ["2", "x", "c", "2.000 s (median of 3 runs: 1.900–3.500 s)", "1.33x", "pass", "GPU 0 alone, CPUs 2-3",
+         "61 % (median of 3 runs: 49–63 %)"],
+        ["3", "z", "c", "3.000 s (median of 3 runs: 2.900–3.100 s)", "2.00x", "fail", "GPU 0 alone, CPUs 2-3",
+         "20 % (median of 3 runs: 19–22 %)"]]
 
 
 def test_an_exercise_without_a_timed_check_has_no_board(tmp_path: Path) -> None:

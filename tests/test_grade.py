@@ -145,12 +145,12 @@ def test_check_in_a_kernel_shows_the_table_and_fails_on_wrong_value(kernel: Kern
     (kernel.cwd / "idrrun.toml").unlink()
 
 
-def test_rows_keep_their_nodes_across_a_resume_and_unsigned_states_are_graded_again(tmp_path: Path) -> None:
+def test_rows_keep_their_nodes_and_run_times_across_a_resume_and_unsigned_states_are_graded_again(tmp_path: Path) -> None:
 
     report = tmp_path / "r.csv"
     key = b"k" * 32
     row = rows_mod.GradeRow("ann", "answer", "c", "pass", 0.5, 0.25, "/class/ann.c",
-                             node="n2,n3", build_node="n1")
+                             node="n2,n3", build_node="n1", run_times=(0.25, 0.5, 0.125))
     report_mod.write_report([row], report, key)
     assert state_mod.load_report(report, "answer", key) == {"/class/ann.c": row}
     assert next(csv.DictReader(report.open()))["node"] == "n2,n3"

@@ -278,7 +278,7 @@ def test_the_hub_serves_the_times_board_to_logged_in_users_only(hub: Hub, tmp_pa
     rows = [GradeRow("<script>alert(1)</script>", "answer", "c", "pass", 0.1, 0.5, "x",
                      checks=(CheckResult("GPU busy", "pass", got="61 %", kind="gpu_busy"),),
                      lane="GPU 0 alone")]
-    made = board.board(rows, specs.load(spec), b"k" * 32, {"c": 0.25}, "names")
+    made = board.board(rows, specs.load(spec), b"k" * 32, {"c": (0.25,)}, "names")
     board.write(made, hub.top / "r.csv", hub.top / "boards")
     (hub.top / "boards" / "shadow.html").symlink_to("/etc/shadow")
 
@@ -311,6 +311,12 @@ def test_the_hub_serves_the_times_board_to_logged_in_users_only(hub: Hub, tmp_pa
     assert code == 302 and "/hub/login" in location, (code, location)
     assert get("/hub/boards/shadow", auth=True)[0] == 404
     assert get("/hub/boards/..%2fhub.log", auth=True)[0] == 404
+    # The boards' index, whose links (NAME.html) the hub serves too; the link to /etc/shadow
+    # is not listed.
+    code, _, index = get("/hub/boards/", auth=True)
+    assert code == 200 and re.findall(r'href="([^"]+)"', index) == ["answer.html"], index
+    assert get("/hub/boards/answer.html", auth=True)[2] == page
+    assert get("/hub/boards/", auth=False)[0] == 302
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -191,6 +191,10 @@ def test_a_timed_run_is_repeated_until_its_figure_is_stable(
     assert outcome.verdict is not None and outcome.verdict.passed, outcome.verdict
     [busy_check] = [c for c in outcome.verdict.checks if c.name == "GPU busy"]
     assert busy_check.got == "59 % (median of 3 runs: 57–61 %)"
+    # Each run's wall time, the checked run's first (the times board's median is of them).
+    times = outcome.verdict.run_times
+    assert len(times) == 3 and outcome.run is not None and times[0] == outcome.run.proc.seconds
+    assert all(0 < t < 30 for t in times)
 
 
 def test_a_timed_figure_clear_of_its_bound_takes_the_least_runs(
@@ -230,6 +234,7 @@ def test_an_untimed_request_takes_one_sample(busy: tuple[specs.Exercise, Path],
     """A notebook's --check (not graded) samples once, as before."""
     outcome, runs = checked(*busy, monkeypatch, [0.3, 0.7], timed=False)
     assert runs == 1 and outcome.verdict is not None and outcome.verdict.failed_checks
+    assert outcome.verdict.run_times == ()
 
 
 def test_a_program_failing_another_check_is_not_measured_further(

@@ -1,11 +1,13 @@
 """The class's times board (`idrrun grade --board`): for an exercise where speed is the lesson,
 each student's run time beside the solution's, fastest first, as the grading measured it.
 
-Nothing is run again for it: a student's time is her row's run (`GradeRow.run_seconds`, the
-run a timed exercise makes alone on its GPU, in its lane: run/lanes.py) and her timed checks'
-figures as the grading measured them (checks/measure.py: "59 % (median of 3 runs: 57–61 %)");
-the solution's time is the one the grading keeps beside the solution's output (checking's
-cache; run once then where the grading had no need of the solution). An exercise with no timed check has no board: its runs shared their GPU.
+No student's program is run again for it: her time is the median of the runs the grading
+made of her build (`GradeRow.run_times`: the graded run and her timed checks' repeats, each
+alone on its GPU, in its lane: run/lanes.py; checks/measure.py repeats them until the figures
+settle), beside her timed checks' figures ("59 % (median of 3 runs: 57–61 %)"). The
+solution's time is the median of as many runs as a timed figure takes at least
+(measure.REPEAT.least): the one the grading keeps beside its output, and more of the same build
+in the same lane. An exercise with no timed check has no board: its runs shared their GPU.
 
 Names as the teacher chooses: pseudonyms by default, each made from the student's name with
 the grader's key (state.grading_key: in its private cache, never shown), so that a student
@@ -21,6 +23,8 @@ from __future__ import annotations
 import collections
 import hashlib
 import hmac
+import os
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,10 +38,11 @@ from ..model import FailureKind, Language
 from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
-from ..checking import solution_output
+from ..checking import solution_times as solution_runs
+from ..checks.measure import REPEAT
 from ..run import rooms
 from . import classroom, names as names_mod
-from .rows import GradeRow
+from .rows import GradeRow, stamp
 from .session import Session
 
 Naming = Literal["pseudonyms", "names"]
@@ -62,18 +67,20 @@ class BoardRow:
     name: str  # her pseudonym, or her name as reports write it
     language: str
     verdict: str  # the row's
-    seconds: float  # the graded run's time
+    seconds: float  # the median of her build's runs (run_times), else the graded run's time
     lane: str  # where it ran (run/lanes.py): "GPU 0 alone, CPUs 14-15"; "" without lanes
     figures: tuple[tuple[str, str], ...]  # each timed check's label and measured figure
     # No check but a timed one failed: a fast program with a wrong answer is shown, not ranked.
     ranked: bool = True
+    runs: tuple[float, ...] = ()  # the times `seconds` is the median of (one: the graded run)
 
 
 @dataclass(frozen=True)
 class Board:
     exercise: str
     rows: tuple[BoardRow, ...]  # ranked ones fastest first, then the unranked, fastest first
-    solution: tuple[tuple[str, float | None], ...]  # each language's solution time (None: unknown)
+    # each language's solution times (their median is its time; (): unknown)
+    solution: tuple[tuple[str, tuple[float, ...]], ...]
     naming: Naming
     not_run: int  # rows with no finished run: an error, a failed build, a timeout, a crash
 
@@ -83,7 +90,8 @@ class Board:
         return bool(self.rows) and all("alone" in r.lane for r in self.rows)
 
     def solution_time(self, language: str) -> float | None:
-        return dict(self.solution).get(language)
+        times = dict(self.solution).get(language)
+        return statistics.median(times) if times else None
 
 
 def require_timed(exercise: Exercise) -> None:
@@ -117,34 +125,37 @@ def _ran(row: GradeRow) -> bool:
 
 
 def board(rows: Sequence[GradeRow], exercise: Exercise, key: bytes,
-          solution: Mapping[str, float | None], naming: Naming = "pseudonyms") -> Board:
+          solution: Mapping[str, Sequence[float]], naming: Naming = "pseudonyms") -> Board:
     """The board of a graded class's rows (pure)."""
     ran = [r for r in rows if _ran(r)]
     shown = pseudonyms([r.student for r in ran], exercise.name, key) if naming == "pseudonyms" \
         else {r.student: names_mod.student_name(r.student) for r in ran}
     timed = set(specs.TIMED_KINDS)
-    entries = [BoardRow(shown[r.student], r.language, r.status, r.run_seconds, r.lane,
+    entries = [BoardRow(shown[r.student], r.language, r.status,
+                        statistics.median(r.run_times) if r.run_times else r.run_seconds, r.lane,
                         tuple((c.name, c.got) for c in r.checks
                               if c.kind in timed and c.hidden == 0 and c.got),
-                        not any(c.status == "fail" and c.kind not in timed for c in r.checks))
+                        not any(c.status == "fail" and c.kind not in timed for c in r.checks),
+                        r.run_times or (r.run_seconds,))
                for r in ran]
     entries.sort(key=lambda e: (not e.ranked, e.seconds, e.name))
-    return Board(exercise.name, tuple(entries), tuple(sorted(solution.items())), naming,
+    return Board(exercise.name, tuple(entries),
+                 tuple(sorted((lang, tuple(times)) for lang, times in solution.items())), naming,
                  len(rows) - len(ran))
 
 
-def solution_times(session: Session, exercise: Exercise,
-                   languages: Sequence[str]) -> dict[str, float | None]:
-    """The solution's time in each language, as the grading kept it with its output (asked
-    as a row's run is: the public arguments, the same policy and lanes); None where there is
-    none (a students' course) or it failed."""
-    out: dict[str, float | None] = {}
+def solution_times(session: Session, exercise: Exercise, languages: Sequence[str],
+                   runs: int = REPEAT.least) -> dict[str, tuple[float, ...]]:
+    """The solution's times in each language over `runs` runs (asked as a row's run is: the
+    public arguments, the same policy and lanes); () where there is none (a students' course)
+    or it failed."""
+    out: dict[str, tuple[float, ...]] = {}
     settings, probe = session.settings, session.probe
     for language in get_args(Language):
         pair = exercise.sources.get(language)
         if language not in languages or pair is None:
             continue
-        out[language] = None
+        out[language] = ()
         if pair.solution is None:
             continue
         try:
@@ -152,8 +163,8 @@ def solution_times(session: Session, exercise: Exercise,
             request, toolchain = resolve.resolve(
                 Options(), src, pair.solution.parent, settings, probe, exercise,
                 classroom.policy(session, exercise, rooms.scratch_root(settings)))
-            out[language] = solution_output(resolve.with_args(request, tuple(request.program_args)),
-                                            toolchain, exercise, probe, settings).seconds
+            out[language] = solution_runs(resolve.with_args(request, tuple(request.program_args)),
+                                          toolchain, exercise, probe, settings, runs)
         except IdrrunError:
             pass  # the board says it is not known
     return out
@@ -164,6 +175,14 @@ def solution_times(session: Session, exercise: Exercise,
 
 def _seconds(value: float | None) -> str:
     return "?" if value is None else f"{value:.3f} s"
+
+
+def _median_of(times: Sequence[float]) -> str:
+    """"1.021 s (median of 3 runs: 1.010–1.050 s)"; one run: its time; none: "?"."""
+    if len(times) < 2:
+        return _seconds(times[0] if times else None)
+    return (f"{statistics.median(times):.3f} s (median of {len(times)} runs: "
+            f"{min(times):.3f}–{max(times):.3f} s)")
 
 
 def _ratio(row: BoardRow, b: Board) -> str:
@@ -186,8 +205,9 @@ def _labels(b: Board) -> list[str]:
 def _notes(b: Board) -> list[str]:
     where = "each run alone on its GPU (the exclusive lane of a timed check)" if b.alone else \
         "not every run held a GPU alone (no lanes here, or a shared one): the times may not compare"
-    solution = ", ".join(f"{lang} {_seconds(s)}" for lang, s in b.solution) or "?"
-    said = [f"Times of the graded run, {where}; the solution: {solution}.",
+    solution = ", ".join(f"{lang} {_median_of(times)}" for lang, times in b.solution) or "?"
+    said = [f"Each time is the median of the runs the grading made of that build (the graded run "
+            f"and its timed checks' repeats), {where}; the solution: {solution}.",
             "Names: pseudonyms (each student's own, the same on every board of this exercise)."
             if b.naming == "pseudonyms" else "Names: the students' names."]
     if any(not r.ranked for r in b.rows):
@@ -200,7 +220,7 @@ def _notes(b: Board) -> list[str]:
 
 def _cells(b: Board) -> list[list[str]]:
     labels, lanes = _labels(b), any(r.lane for r in b.rows)
-    return [[rank, r.name, r.language, _seconds(r.seconds), _ratio(r, b), r.verdict,
+    return [[rank, r.name, r.language, _median_of(r.runs), _ratio(r, b), r.verdict,
              *((r.lane,) if lanes else ()), *(dict(r.figures).get(label, "") for label in labels)]
             for rank, r in zip(_rank(b), b.rows)]
 
@@ -256,16 +276,44 @@ def board_paths(report: Path) -> tuple[Path, Path]:
     return report.with_suffix(".board.md"), report.with_suffix(".board.html")
 
 
+INDEX = "index.html"
+
+
+def index_page(boards: Sequence[tuple[str, float]]) -> str:
+    """The page that lists the published boards: (exercise, when its page was written)."""
+    rows = [f'<tr><td><a href="{escape.html_text(name)}.html">{escape.html_text(name)}</a></td>'
+            f"<td>{escape.html_text(stamp(when))}</td></tr>" for name, when in sorted(boards)]
+    return PAGE.format(title="Times boards",
+                       notes="<p>One board per exercise whose speed is the lesson.</p>",
+                       header="<th>exercise</th><th>written (UTC)</th>", rows="\n".join(rows))
+
+
+def _published(folder: Path) -> list[tuple[str, float]]:
+    """The boards in the folder: its regular NAME.html files but the index (never a link)."""
+    found = []
+    for entry in os.scandir(folder):
+        if entry.name.endswith(".html") and entry.name != INDEX and \
+                entry.is_file(follow_symlinks=False):
+            found.append((entry.name[:-len(".html")], entry.stat(follow_symlinks=False).st_mtime))
+    return found
+
+
 def write(b: Board, report: Path, published: Path | None = None) -> list[Path]:
     """The board beside the report, and its page as PUBLISHED/EXERCISE.html (the folder the
-    hub serves: hub/jupyterhub_config.py) when given; the paths written."""
+    hub serves: hub/jupyterhub_config.py) when given, with PUBLISHED/index.html listing every
+    board there; the paths written."""
     md, html = board_paths(report)
     files.write_atomic(md, markdown(b))
     files.write_atomic(html, page(b))
     written = [md, html]
     if published is not None:
+        if f"{b.exercise}.html" == INDEX:
+            raise UsageError(f"--board-page: an exercise named {b.exercise!r} would overwrite the "
+                             f"boards' {INDEX}: publish it in a folder of its own")
         target = published / f"{b.exercise}.html"
         # The hub reads it (the page holds a real name only when the teacher asked for names).
         files.write_atomic(target, page(b), mode=0o644)
-        written.append(target)
+        index = published / INDEX
+        files.write_atomic(index, index_page(_published(published)), mode=0o644)
+        written += [target, index]
     return written

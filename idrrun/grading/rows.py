@@ -78,6 +78,9 @@ class GradeRow:
     # The GPU lane its run had (run/lanes.py): "GPU 0 alone, CPUs 14-15" for a timed run,
     # "GPU 1" shared; "" without lanes.
     lane: str = ""
+    # The wall times of every run of its build the grading made (the graded run first, then
+    # the timed checks' repeats: Verdict.run_times); () where it was run once.
+    run_times: tuple[float, ...] = ()
     # The teacher's adjustment (grades.py), from the file beside the report as it is when the
     # report is written: never kept in the state (the file is what a regrading reads again).
     adjustment: grades.Adjustment | None = None
@@ -220,6 +223,7 @@ def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
         annotated=annotate.markdown(listing) if listing is not None else "",
         comparison=verdict.comparison if verdict is not None else None,
         lane=outcome.run.lane if outcome.run is not None else "",
+        run_times=verdict.run_times if verdict is not None else (),
     )
 
 
@@ -248,6 +252,7 @@ def record(row: GradeRow) -> dict[str, Any]:
                             "diagnostics": [dataclasses.asdict(d) for d in row.diagnostics],
                             "annotated": row.annotated,
                             "hidden_args": [list(args) for args in row.hidden_args],
+                            "run_times": [round(t, 6) for t in row.run_times],
                             "content": dataclasses.asdict(row.content)
                             if row.content is not None else None,
                             "comparison": compare.as_dict(row.comparison) if row.comparison else None}

@@ -323,6 +323,7 @@ def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
                 **_feedback_fields(rec),
                 comparison=compare.from_dict(rec.get("comparison")),
                 lane=_text(rec, "lane"),
+                run_times=tuple(float(t) for t in rec.get("run_times") or ()),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
