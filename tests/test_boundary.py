@@ -243,6 +243,30 @@ def test_a_changed_tool_is_built_again_not_run(tmp_path: Path) -> None:
     assert tools.place(target, tmp_path / "room" / "tools").read_text().endswith("echo tool\n")
 
 
+def test_a_tool_is_hashed_once_while_nothing_changes_it(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """tools.checked keeps what it hashed by the files' identity (their ctime included): the
+    next use of an unchanged tool reads no byte of it; a tool rewritten since, even to the same
+    size, is hashed again and refused."""
+    def compile_to(tmp: Path) -> "object":
+        tmp.write_text("#!/bin/sh\necho tool\n")
+        from idrrun.model import ProcResult
+        return ProcResult(argv=("cc",), returncode=0)
+
+    target = tmp_path / "cache" / "tracer" / "idrrun-tool-y"
+    tools.build(target, compile_to, "a tool")  # type: ignore[arg-type]
+    hashed: list[Path] = []
+    digest_of = tools.digest_of
+    monkeypatch.setattr(tools, "digest_of", lambda path: hashed.append(path) or digest_of(path))
+    assert tools.checked(target) and len(hashed) == 1  # just built: hashed at every use
+    assert tools.checked(target) and len(hashed) == 2
+    monkeypatch.setattr(tools, "FRESH", -1.0)  # as if built long ago
+    assert tools.checked(target) and len(hashed) == 3
+    assert tools.checked(target) and tools.checked(target) and len(hashed) == 3
+    target.write_text("#!/bin/sh\necho TOOL\n")  # the same size, a new ctime
+    assert not tools.checked(target) and len(hashed) == 4
+
+
 def test_open_beneath_refuses_names_out_of_the_folder(tmp_path: Path, way: str) -> None:
     fd = boundary.open_dir(_box(tmp_path))
     try:
