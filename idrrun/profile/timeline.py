@@ -29,6 +29,7 @@ import bisect
 import functools
 import itertools
 import math
+import operator
 import statistics
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
@@ -294,7 +295,7 @@ def _pattern(names: Sequence[str]) -> int | None:
     for p in range(1, MAX_PERIOD + 1):
         if n // p < MIN_REPEATS:
             break
-        same = sum(1 for i in range(n - p) if names[i] == names[i + p])
+        same = sum(map(operator.eq, names, names[p:]))  # names[i] == names[i + p], in C
         if same >= PATTERN_MATCH * (n - p):
             return p
     return None
