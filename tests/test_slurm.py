@@ -9,6 +9,7 @@ step that scancel missed would still be alive, and the tests look for it (`live_
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -388,7 +389,8 @@ def test_grader_killed_outright_leaves_steps_that_the_next_grading_cancels(
         # Children first: a guard that outlived its grader by a moment would pass its srun a
         # SIGTERM, and srun would cancel its step (as it should).
         for pid in reversed(tree(p.pid)):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # one that ended since it was listed
+                os.kill(pid, signal.SIGKILL)
         p.communicate(timeout=30)
     finally:
         if p.poll() is None:
