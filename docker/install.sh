@@ -259,7 +259,8 @@ hooks = p.get("tool", {}).get("hatch", {}).get("build", {}).get("hooks", {})
 print(" ".join(p["build-system"]["requires"] +
                [d for hook in hooks.values() for d in hook.get("dependencies", [])]))' "$SRC/pyproject.toml")
   mkdir -p "$dest"
-  "$venv/bin/python" -m build --no-isolation ${what:+"$what"} --outdir "$dest" "$SRC" >"$venv/log" 2>&1 \
+  # (its bin/ first on PATH, as an isolated build has it: npm's build runs `jupyter labextension`)
+  PATH="$venv/bin:$PATH" "$venv/bin/python" -m build --no-isolation ${what:+"$what"} --outdir "$dest" "$SRC" >"$venv/log" 2>&1 \
     || { tail -n 40 "$venv/log" >&2; rm -rf "$venv"; die "python -m build ${what:+$what }failed (its last lines above)"; }
   rm -rf "$venv"
   say "$(cd "$dest" && echo idrrun-*.whl ${sdist:+idrrun-*.tar.gz}) in $dest"
