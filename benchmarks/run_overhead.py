@@ -15,9 +15,9 @@ hits every row alike. Figures are medians.
   per file, through the resident server) against `bare`: the per-file target is 1.15x;
   `idrrun batch` is one call for the whole suite. --against DIR: also `idrrun each` of the
   idrrun package in DIR (an earlier version: DIR/idrrun), in the same rounds. --python: the
-  interpreter of the idrrun calls (the bare side needs none): a development venv whose idrrun is
-  an editable install pays the editables import hook at every interpreter start (~80 ms here),
-  which an installed idrrun (the course's) does not.
+  interpreter of the idrrun calls (the bare side needs none), e.g. an installed idrrun's (the
+  course's venv). (Before 2026-11-28 the development venv's editable install imported the
+  `editables` finder at every interpreter start, ~47 ms here; it is a .pth line since.)
 - jacobi: the data_laplace solution, build cached: the bare program against `idrrun run`
   (resident), the same in-process (IDRRUN_RESIDENT=0), with --profile `idrrun run --profile`,
   with --version `idrrun --version`, with --against DIR `idrrun run --profile` of the idrrun
