@@ -176,9 +176,11 @@ def test_timed_figures_and_lanes_are_shown_as_the_grading_measured_them(tmp_path
 
     def row(student: str, seconds: float, busy: str, status: str = "pass",
             times: tuple[float, ...] = ()) -> rows_mod.GradeRow:
+        # As grading writes a public check's result: its [[check]]'s index, no kind.
+        [spec] = [s for s in exercise.checks if s.kind == "gpu_busy"]
         return rows_mod.GradeRow(student, "timed", "c", "pass" if status == "pass" else "fail",
                                0.1, seconds, student, lane="GPU 0 alone, CPUs 2-3",
-                               checks=(CheckResult("GPU busy", status, got=busy, kind="gpu_busy"),),
+                               checks=(CheckResult("GPU busy", status, got=busy, check=spec.index),),
                                run_times=times)
 
     # z's GPU is not busy enough: a fail of the timed check, a correct program, ranked. x's

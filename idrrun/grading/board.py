@@ -34,7 +34,7 @@ from .. import escape, files
 from ..checks import specs
 from ..checks.specs import Exercise
 from ..errors import IdrrunError, UsageError
-from ..model import FailureKind, Language
+from ..model import CheckResult, FailureKind, Language
 from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
@@ -130,12 +130,18 @@ def board(rows: Sequence[GradeRow], exercise: Exercise, key: bytes,
     ran = [r for r in rows if _ran(r)]
     shown = pseudonyms([r.student for r in ran], exercise.name, key) if naming == "pseudonyms" \
         else {r.student: names_mod.student_name(r.student) for r in ran}
-    timed = set(specs.TIMED_KINDS)
+    # A public check's result names its [[check]] (its index), a hidden set's its kind too.
+    kinds = set(specs.TIMED_KINDS)
+    timed_checks = {spec.index for spec in exercise.checks if spec.kind in kinds}
+
+    def timed(c: CheckResult) -> bool:
+        return c.check in timed_checks or c.kind in kinds
+
     entries = [BoardRow(shown[r.student], r.language, r.status,
                         statistics.median(r.run_times) if r.run_times else r.run_seconds, r.lane,
                         tuple((c.name, c.got) for c in r.checks
-                              if c.kind in timed and c.hidden == 0 and c.got),
-                        not any(c.status == "fail" and c.kind not in timed for c in r.checks),
+                              if timed(c) and c.hidden == 0 and c.got),
+                        not any(c.status == "fail" and not timed(c) for c in r.checks),
                         r.run_times or (r.run_seconds,))
                for r in ran]
     entries.sort(key=lambda e: (not e.ranked, e.seconds, e.name))
