@@ -475,10 +475,12 @@ def _build_here(job: _Job) -> BuildResult:
     place when it succeeded."""
     request = job.request
     # The student's code is saved before anything can go wrong: a kernel killed while compiling
-    # loses nothing (the cell's name and the key say which one it was).
+    # loses nothing (the cell's name and the key say which one it was; the key holds its text,
+    # so a copy already saved under it, written whole, is this one).
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(request.source.name).stem) or "cell"
-    write_atomic(job.cache_dir / "sources" / f"{safe}-{job.key}{request.source.suffix}",
-                 request.source.text)
+    saved = job.cache_dir / "sources" / f"{safe}-{job.key}{request.source.suffix}"
+    if not saved.is_file():
+        write_atomic(saved, request.source.text)
     job.final.parent.mkdir(parents=True, exist_ok=True)
     # A sandboxed build (a notebook's, [sandbox] mode = "on") compiles in the request's working
     # folder, which its box may write: the cache is hidden from it.
@@ -489,7 +491,9 @@ def _build_here(job: _Job) -> BuildResult:
                   readable=(request.source.origin_dir,)) if request.sandbox else None
     start = time.monotonic()
     try:
-        write_atomic(work / source_file_name(request.source), padded_text(request.source))
+        # (a folder just made, ours alone (0700): written in place, no rename needed)
+        (work / source_file_name(request.source)).write_text(
+            padded_text(request.source), encoding="utf-8", errors="surrogateescape")
         before = set(os.listdir(work))
         result = _compile(job, job.argv, work, box, job.hidden_flags)
         output = result.output
