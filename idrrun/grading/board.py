@@ -5,9 +5,10 @@ No student's program is run again for it: her time is the median of the runs the
 made of her build (`GradeRow.run_times`: the graded run and her timed checks' repeats, each
 alone on its GPU, in its lane: run/lanes.py; checks/measure.py repeats them until the figures
 settle), beside her timed checks' figures ("59 % (median of 3 runs: 57–61 %)"). The
-solution's time is the median of as many runs as a timed figure takes at least
-(measure.REPEAT.least): the one the grading keeps beside its output, and more of the same build
-in the same lane. An exercise with no timed check has no board: its runs shared their GPU.
+solution's time is the median of its runs, made as a timed figure's are (measure.REPEAT: until
+the last 3 times settle within 10 %, 7 at most): the one the grading keeps beside its output,
+and more of the same build in the same lane. An exercise with no timed check has no board:
+its runs shared their GPU.
 
 Names as the teacher chooses: pseudonyms by default, each made from the student's name with
 the grader's key (state.grading_key: in its private cache, never shown), so that a student
@@ -39,7 +40,7 @@ from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
 from ..checking import solution_times as solution_runs
-from ..checks.measure import REPEAT
+from ..checks.measure import REPEAT, Repeat
 from ..run import rooms
 from . import classroom, names as names_mod
 from .rows import GradeRow, stamp
@@ -151,10 +152,10 @@ def board(rows: Sequence[GradeRow], exercise: Exercise, key: bytes,
 
 
 def solution_times(session: Session, exercise: Exercise, languages: Sequence[str],
-                   runs: int = REPEAT.least) -> dict[str, tuple[float, ...]]:
-    """The solution's times in each language over `runs` runs (asked as a row's run is: the
-    public arguments, the same policy and lanes); () where there is none (a students' course)
-    or it failed."""
+                   how: Repeat = REPEAT) -> dict[str, tuple[float, ...]]:
+    """The solution's times in each language, run until they settle as a timed figure does
+    (checking.solution_times; asked as a row's run is: the public arguments, the same policy
+    and lanes); () where there is none (a students' course) or it failed."""
     out: dict[str, tuple[float, ...]] = {}
     settings, probe = session.settings, session.probe
     for language in get_args(Language):
@@ -170,7 +171,7 @@ def solution_times(session: Session, exercise: Exercise, languages: Sequence[str
                 Options(), src, pair.solution.parent, settings, probe, exercise,
                 classroom.policy(session, exercise, rooms.scratch_root(settings)))
             out[language] = solution_runs(resolve.with_args(request, tuple(request.program_args)),
-                                          toolchain, exercise, probe, settings, runs)
+                                          toolchain, exercise, probe, settings, how)
         except IdrrunError:
             pass  # the board says it is not known
     return out
