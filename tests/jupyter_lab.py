@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+from ports import free_port
 
 C_CELL = """%%idrrun -a
 #include <stdio.h>
@@ -112,12 +113,6 @@ class LabServer:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError as exc:
             return f"(no server log: {exc})"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def checkout_labextension() -> Path | None:

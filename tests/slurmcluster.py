@@ -32,12 +32,13 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ports import free_ports
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("srun", "sinfo", "squeue", "scancel", "salloc")
@@ -154,20 +155,6 @@ class Cluster:
         return "\n".join(out)
 
 
-def _free_ports(count: int) -> list[int]:
-    """Ports nobody listens on now (bound, read, released together; a small race remains)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _can_unshare_mounts() -> bool:
     unshare = shutil.which("unshare")
     if unshare is None or os.geteuid() != 0:
@@ -260,7 +247,7 @@ def start(folder: Path, nodes: int = 3, cpus: int = 2, timeout: float = 30) -> C
     key = folder / "munge" / "key"
     key.write_bytes(secrets.token_bytes(1024))
     key.chmod(0o600)
-    ports = _free_ports(nodes + 1)
+    ports = free_ports(nodes + 1)
     node_lines = "\n".join(NODE.format(name=n, port=p, cpus=cpus) for n, p in zip(names, ports[1:]))
     cluster.conf.write_text(CONF.format(d=folder, ctld_port=ports[0], nodes=node_lines))
     prolog = folder / "node-task-prolog"

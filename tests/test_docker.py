@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHONPATH, ROOT
+from ports import free_port
 from idrrun.checks import specs
 from idrrun.grading import course as course_mod
 from idrrun.request import config
@@ -281,12 +281,6 @@ def test_shell_scripts_pass_shellcheck() -> None:
 COURSE_VENV = os.environ.get("IDRRUN_COURSE_VENV")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _status(port: int, token: str | None) -> int:
     request = urllib.request.Request(f"http://127.0.0.1:{port}/api/status")
     if token is not None:
@@ -306,7 +300,7 @@ def lab(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], tuple[int, str]]]
     started: list[subprocess.Popen[bytes]] = []
 
     def start(extra_env: dict[str, str]) -> tuple[int, str]:
-        port = _free_port()
+        port = free_port()
         log = tmp_path / f"lab-{port}.log"
         env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
         env.update(HOME=str(tmp_path), JUPYTER_IP="127.0.0.1", JUPYTER_PORT=str(port),
