@@ -68,12 +68,16 @@ class BoardRow:
     name: str  # her pseudonym, or her name as reports write it
     language: str
     verdict: str  # the row's
-    seconds: float  # the median of her build's runs (run_times), else the graded run's time
+    runs: tuple[float, ...]  # her build's runs' times (run_times), else the graded run's alone
     lane: str  # where it ran (run/lanes.py): "GPU 0 alone, CPUs 14-15"; "" without lanes
     figures: tuple[tuple[str, str], ...]  # each timed check's label and measured figure
     # No check but a timed one failed: a fast program with a wrong answer is shown, not ranked.
     ranked: bool = True
-    runs: tuple[float, ...] = ()  # the times `seconds` is the median of (one: the graded run)
+
+    @property
+    def seconds(self) -> float:
+        """Her time on the board: the median of her runs."""
+        return statistics.median(self.runs)
 
 
 @dataclass(frozen=True)
@@ -131,19 +135,16 @@ def board(rows: Sequence[GradeRow], exercise: Exercise, key: bytes,
     ran = [r for r in rows if _ran(r)]
     shown = pseudonyms([r.student for r in ran], exercise.name, key) if naming == "pseudonyms" \
         else {r.student: names_mod.student_name(r.student) for r in ran}
-    # A public check's result names its [[check]] (its index), a hidden set's its kind too.
     kinds = set(specs.TIMED_KINDS)
-    timed_checks = {spec.index for spec in exercise.checks if spec.kind in kinds}
 
-    def timed(c: CheckResult) -> bool:
-        return c.check in timed_checks or c.kind in kinds
+    def timed(c: CheckResult) -> bool:  # by the [[check]] it names (a public result has no kind)
+        spec = exercise.check_at(c.check)
+        return spec is not None and spec.kind in kinds
 
-    entries = [BoardRow(shown[r.student], r.language, r.status,
-                        statistics.median(r.run_times) if r.run_times else r.run_seconds, r.lane,
-                        tuple((c.name, c.got) for c in r.checks
-                              if timed(c) and c.hidden == 0 and c.got),
-                        not any(c.status == "fail" and not timed(c) for c in r.checks),
-                        r.run_times or (r.run_seconds,))
+    entries = [BoardRow(shown[r.student], r.language, r.status, r.run_times or (r.run_seconds,),
+                        r.lane, tuple((c.name, c.got) for c in r.checks
+                                      if timed(c) and c.hidden == 0 and c.got),
+                        not any(c.status == "fail" and not timed(c) for c in r.checks))
                for r in ran]
     entries.sort(key=lambda e: (not e.ranked, e.seconds, e.name))
     return Board(exercise.name, tuple(entries),
