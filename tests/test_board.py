@@ -140,6 +140,17 @@ def test_the_published_boards_have_an_index_that_lists_only_their_pages(tmp_path
     with pytest.raises(UsageError, match="would overwrite"):
         board.write(named_index, tmp_path / "r.csv", published)
     assert (published / "index.html").read_text() == index
+    # A folder others may write: its names are not the teacher's, nothing is written there.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(UsageError, match="writable by others"):
+        board.write(made, tmp_path / "s.csv", shared)
+    assert not any(shared.iterdir()) and not (tmp_path / "s.board.md").exists()
+    linked = tmp_path / "linked"
+    linked.symlink_to(published)
+    with pytest.raises(UsageError, match="is a link"):
+        board.write(made, tmp_path / "s.csv", linked)
 
 
 def test_real_names_only_when_asked_and_escaped(graded: Path) -> None:
@@ -198,6 +209,16 @@ def test_timed_figures_and_lanes_are_shown_as_the_grading_measured_them(tmp_path
          "61 % (median of 3 runs: 49–63 %)"],
         ["3", "z", "c", "3.000 s (median of 3 runs: 2.900–3.100 s)", "2.00x", "fail", "GPU 0 alone, CPUs 2-3",
          "20 % (median of 3 runs: 19–22 %)"]]
+
+
+def test_a_boards_folder_others_may_write_is_refused_before_grading(graded: Path) -> None:
+    shared = graded / "shared-boards"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    r = idrrun(graded, "grade", "timed", str(graded / "subs" / "dora.c"), "--report", "d.csv",
+               "--board", "--board-page", str(shared))
+    assert r.returncode == 2 and "writable by others" in r.stderr, r.stdout + r.stderr
+    assert not (graded / "d.csv").exists() and not any(shared.iterdir())
 
 
 def test_an_exercise_without_a_timed_check_has_no_board(tmp_path: Path) -> None:

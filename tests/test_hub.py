@@ -279,8 +279,10 @@ def test_the_hub_serves_the_times_board_to_logged_in_users_only(hub: Hub, tmp_pa
                      checks=(CheckResult("GPU busy", "pass", got="61 %", kind="gpu_busy"),),
                      lane="GPU 0 alone")]
     made = board.board(rows, specs.load(spec), b"k" * 32, {"c": (0.25,)}, "names")
-    board.write(made, hub.top / "r.csv", hub.top / "boards")
+    # A link in the folder before the board is written: neither listed nor served.
+    (hub.top / "boards").mkdir(mode=0o755, exist_ok=True)
     (hub.top / "boards" / "shadow.html").symlink_to("/etc/shadow")
+    board.write(made, hub.top / "r.csv", hub.top / "boards")
 
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)

@@ -105,6 +105,8 @@ def main(tokens: Sequence[str]) -> int:
     [exercise] = grading.exercises
     if args.board is not None:  # said before grading, not after the class
         board_mod.require_timed(exercise)
+        if args.board_page is not None:
+            board_mod.publishable(args.board_page, exercise.name)
     console = _console()
 
     def say(text: str) -> None:

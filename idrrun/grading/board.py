@@ -41,7 +41,7 @@ from ..request import source as source_mod
 from ..request.options import Options
 from ..checking import solution_times as solution_runs
 from ..checks.measure import REPEAT, Repeat
-from ..run import rooms
+from ..run import boundary, rooms
 from . import classroom, names as names_mod
 from .rows import GradeRow, stamp
 from .session import Session
@@ -306,18 +306,32 @@ def _published(folder: Path) -> list[tuple[str, float]]:
     return found
 
 
+def publishable(published: Path, exercise: str) -> None:
+    """UsageError unless the boards' folder (made when missing) is the grader's own and
+    writable by nobody else: its index lists the pages it finds there, and the hub serves them
+    as the teacher's (STYLE 16: a name in a folder others can write is theirs)."""
+    if f"{exercise}.html" == INDEX:
+        raise UsageError(f"--board-page: an exercise named {exercise!r} would overwrite the "
+                         f"boards' {INDEX}: publish it in a folder of its own")
+    published.mkdir(mode=0o755, parents=True, exist_ok=True)
+    try:
+        boundary.check_own(published)
+    except boundary.NotOwnFolder as exc:
+        raise UsageError(f"--board-page: {exc.strerror}: the boards' folder must be yours and "
+                         "writable by nobody else (its index lists every page found there)") from None
+
+
 def write(b: Board, report: Path, published: Path | None = None) -> list[Path]:
     """The board beside the report, and its page as PUBLISHED/EXERCISE.html (the folder the
     hub serves: hub/jupyterhub_config.py) when given, with PUBLISHED/index.html listing every
     board there; the paths written."""
+    if published is not None:
+        publishable(published, b.exercise)
     md, html = board_paths(report)
     files.write_atomic(md, markdown(b))
     files.write_atomic(html, page(b))
     written = [md, html]
     if published is not None:
-        if f"{b.exercise}.html" == INDEX:
-            raise UsageError(f"--board-page: an exercise named {b.exercise!r} would overwrite the "
-                             f"boards' {INDEX}: publish it in a folder of its own")
         target = published / f"{b.exercise}.html"
         # The hub reads it (the page holds a real name only when the teacher asked for names).
         files.write_atomic(target, page(b), mode=0o644)
