@@ -37,7 +37,8 @@ ROOT = bench.ROOT
 sys.path.insert(0, str(ROOT / "tests"))
 
 import slurmcluster  # noqa: E402  (tests/ holds the cluster, shared with the tests and CI)
-from answer_course import PROGRAM, free_port, write_course  # noqa: E402
+from answer_course import PROGRAM, write_course  # noqa: E402
+from ports import free_port  # noqa: E402
 from hub_client import HubClient as Hub  # noqa: E402
 
 VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))

@@ -1,12 +1,10 @@
 """The one-exercise course of the classroom's tests and benchmark (test_classroom.py,
-test_hub.py, benchmarks/classroom_scale.py; test_slurm.py adds checks to its spec): "answer", whose program prints C[0] (42 is right),
-written as a course's examples/; and a free local port for a hub."""
+test_hub.py, benchmarks/classroom_scale.py; test_slurm.py adds checks to its spec): "answer",
+whose program prints C[0] (42 is right), written as a course's examples/."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-from ports import free_port  # noqa: F401  (the hub's tests and benchmark take it from here)
 
 SPEC = """\
 name = "answer"

@@ -39,8 +39,9 @@ import pytest
 
 from conftest import PYTHONPATH, ROOT
 import slurmcluster
-from answer_course import PROGRAM, SPEC, free_port, write_course
+from answer_course import PROGRAM, SPEC, write_course
 from hub_client import HubClient
+from ports import free_port
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
