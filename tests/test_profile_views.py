@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -236,6 +237,44 @@ def test_heights_keep_each_kinds_area_and_stay_where_it_runs() -> None:
     assert sum(tall["d2h"]) == pytest.approx(0.013 * 22 * 200, abs=1)  # 57 px, never 1 per column
     assert max(tall["d2h"]) == 1 and sum(tall["d2h"][200:]) == 0
     assert all(a + b <= 22 for a, b in zip(tall["kernel"], tall["d2h"]))
+
+
+def _heights_as_written(shares: dict[str, list[float]], bar: int) -> dict[str, list[int]]:
+    """heights()'s rule written plainly (as it was before it was made fast): the oracle."""
+    kinds = [k for k, _, _ in timeline.KINDS if k in shares]
+    width = len(next(iter(shares.values())))
+    out = {k: [0] * width for k in kinds}
+    carry = dict.fromkeys(kinds, 0.0)
+    for c, values in enumerate(zip(*(shares[k] for k in kinds))):
+        total = sum(values)
+        scale = 1.0 / total if total > 1.0 else 1.0
+        column: dict[str, int] = {}
+        for k, value in zip(kinds, values):
+            if value * scale <= 0.0:
+                carry[k] = 0.0
+                continue
+            want = value * scale * bar + carry[k]
+            column[k] = max(0, round(want))
+            carry[k] = want - column[k]
+        while sum(column.values()) > bar:
+            k = min(column, key=lambda x: (carry[x], x))
+            column[k] -= 1
+            carry[k] += 1.0
+        for k, h in column.items():
+            out[k][c] = h
+    return out
+
+
+def test_heights_are_those_of_the_rule_written_plainly() -> None:
+    """One kind or several, idle columns, full ones, over-full sums, tiny shares."""
+    rng = random.Random(23)
+    kinds = [k for k, _, _ in timeline.KINDS]
+    for _ in range(400):
+        width = rng.choice((1, 5, 40))
+        shares = {k: [rng.choice((0.0, 0.0, 1.0, rng.random(), 0.03 * rng.random()))
+                      for _ in range(width)] for k in rng.sample(kinds, rng.randrange(1, 4))}
+        bar = rng.choice((1, 3, 22))
+        assert timeline.heights(shares, bar=bar) == _heights_as_written(shares, bar), (shares, bar)
 
 
 def test_pixel_colours_match_known_shares(tmp_path: Path) -> None:

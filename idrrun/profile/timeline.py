@@ -260,28 +260,59 @@ def heights(shares: dict[str, list[float]], bar: int = BAR) -> dict[str, list[in
     diffusion); the carry is dropped where the kind stops, so no colour lands where its kind
     never ran. Columns over-full by rounding give back from the kind that rounded up most."""
     kinds = [k for k, _, _ in KINDS if k in shares]
+    if len(kinds) == 1:
+        return {kinds[0]: _heights_one(shares[kinds[0]], bar)}
     width = len(next(iter(shares.values()))) if shares else 0
-    out = {k: [0] * width for k in kinds}
-    carry = dict.fromkeys(kinds, 0.0)
+    # Per kind by its place in `kinds` (lists, not dicts: this loop runs per column and row; with
+    # idle columns skipped and _heights_one, 5.5 -> 1.7 ms for a 9000-line trace's whole run)
+    out = [[0] * width for _ in kinds]
+    carry = [0.0] * len(kinds)
+    places = range(len(kinds))
     for c, values in enumerate(zip(*(shares[k] for k in kinds))):
         total_share = sum(values)
+        if total_share <= 0.0:  # an idle column: every kind stops here
+            carry = [0.0] * len(kinds)
+            continue
         scale = 1.0 / total_share if total_share > 1.0 else 1.0
-        column: dict[str, int] = {}
-        for k, value in zip(kinds, values):
-            share = value * scale
+        column: list[int] = []  # the places of the kinds that run in this column
+        used = 0  # their pixels
+        for i in places:
+            share = values[i] * scale
             if share <= 0.0:
-                carry[k] = 0.0
+                carry[i] = 0.0
                 continue
-            want = share * bar + carry[k]
-            got = max(0, round(want))
-            column[k] = got
-            carry[k] = want - got
-        while sum(column.values()) > bar:
-            k = min(column, key=lambda x: (carry[x], x))
-            column[k] -= 1
-            carry[k] += 1.0
-        for k, h in column.items():
-            out[k][c] = h
+            want = share * bar + carry[i]
+            got = round(want)
+            got = got if got > 0 else 0
+            out[i][c] = got
+            carry[i] = want - got
+            column.append(i)
+            used += got
+        while used > bar:
+            i = min(column, key=lambda j: (carry[j], kinds[j]))
+            out[i][c] -= 1
+            carry[i] += 1.0
+            used -= 1
+    return dict(zip(kinds, out))
+
+
+def _heights_one(shares: list[float], bar: int) -> list[int]:
+    """heights() of a row with one kind (the host's waits, a queue of kernels only): the same
+    heights without the bookkeeping of several kinds sharing a column (a share is at most 1)."""
+    out = [0] * len(shares)
+    carry = 0.0
+    for c, share in enumerate(shares):
+        if share <= 0.0:
+            carry = 0.0
+            continue
+        want = share * bar + carry
+        got = round(want)
+        if got < 0:
+            got = 0
+        elif got > bar:
+            got = bar
+        carry = want - got
+        out[c] = got
     return out
 
 
