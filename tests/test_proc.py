@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from idrrun.model import Limits, ProcResult
 from idrrun.run import proc
@@ -122,3 +125,18 @@ def test_stop_all_ends_runs_in_other_threads_and_starts_none_until_resumed() -> 
     assert results[0].interrupted and not results[0].timed_out
     assert refused.interrupted and refused.returncode is None
     assert proc.run(["true"], what="run", timeout=5).ok
+
+
+def test_a_runs_time_is_never_less_than_it_took(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parent kept off the CPU right after the process started (a loaded machine) must not
+    shorten the run's time: a 200 ms sleep is at least 200 ms, however late the parent looks.
+    (Its clock once started after Popen: a 500 ms sleep was measured 0.499 s.)"""
+    watch = proc._watch
+
+    def late(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.15)  # the child sleeps meanwhile
+        return watch(*args, **kwargs)
+
+    monkeypatch.setattr(proc, "_watch", late)
+    r = proc.run(["sleep", "0.2"], what="run", timeout=10)
+    assert r.ok and r.seconds >= 0.2, r.seconds
