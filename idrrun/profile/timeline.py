@@ -477,7 +477,12 @@ def _write(image: Any, xy: tuple[int, int], text: str, colour: tuple[int, int, i
 
 def warm() -> None:
     """The fonts and the texts every picture has (its default title, the legend, the footnote),
-    made once: the resident server calls it before its first call."""
+    made once, and the image formats Pillow imports on a first save (Image.preinit: PNG, and
+    BMP, GIF, JPEG, PPM beside it, with subprocess and logging; 25-30 ms of a worker's first
+    picture here): the resident server calls it before it forks its workers."""
+    from PIL import Image
+
+    Image.preinit()
     font, small = fonts()
     for text in ("GPU timeline", *(label for _, _, label in KINDS), "idle"):
         _lettering(text, font)
