@@ -16,8 +16,10 @@ driver itself (its figures then measure nothing).
   after a followed run (session.collect), and each step of it on the whole trace. Read
   "traced+after" against "bare": the profiler's whole cost.
 - tracer: copies of idrrun/profile/tracer.c with one part taken out (synchronisation records,
-  the driver-API callbacks naming streams, all but kernels; and the full tracer never flushed):
-  which part of CUPTI's work in the program costs what. Read each row against "alone".
+  the driver-API callbacks naming streams, all but kernels; CUPTI's buffers of 256 KiB and 1 MiB
+  instead of 4; and the full tracer never flushed, and flushed every 500 ms): which part of
+  CUPTI's work in the program costs what, and how much of the trace is written while the program
+  runs (what a follower can read before its end). Read each row against "alone".
 - phases: the same `idrrun run` with and without --profile, in one process (cli.run_in_process),
   idrrun's stages timed with perf_counter (build, profile plan, the program's run, the follower's
   stop, collect's steps), and --profile with the trace not followed; with --bare also the
@@ -166,6 +168,7 @@ def steps(args: argparse.Namespace, work: Path) -> list[str]:
 SYNC = '        {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)"},\n'
 COPIES = ('        {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},\n'
           '        {CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)"},\n')
+BUFFER = "#define BUFFER_SIZE ((size_t)4 << 20)\n"
 HOOK = "            report(hooks[i].call, cuptiEnableCallback(1, subscriber, hooks[i].domain, hooks[i].id));\n"
 NO_DRIVER_HOOK = ("            if (hooks[i].domain != CUPTI_CB_DOMAIN_DRIVER_API)\n"
                   "                report(hooks[i].call, cuptiEnableCallback(1, subscriber, "
@@ -175,6 +178,9 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
     "no sync": [(SYNC, "")],
     "no callbacks": [(HOOK, NO_DRIVER_HOOK)],
     "kernels only": [(SYNC, ""), (COPIES, ""), (HOOK, NO_DRIVER_HOOK)],
+    # CUPTI's buffers: a flush without FORCED hands over the records completed so far
+    "buffers 256K": [(BUFFER, "#define BUFFER_SIZE ((size_t)256 << 10)\n")],
+    "buffers 1M": [(BUFFER, "#define BUFFER_SIZE ((size_t)1 << 20)\n")],
 }
 
 
@@ -204,24 +210,38 @@ def tracer_parts(args: argparse.Namespace, work: Path) -> list[str]:
     for name, library in libraries.items():
         runs[name] = {"CUDA_INJECTION64_PATH": str(library), "IDRRUN_TRACE_FLUSH_MS": "100"}
     runs["not flushed"] = {"CUDA_INJECTION64_PATH": str(libraries["full"]), "IDRRUN_TRACE_FLUSH_MS": "0"}
+    runs["flushed 500 ms"] = {"CUDA_INJECTION64_PATH": str(libraries["full"]), "IDRRUN_TRACE_FLUSH_MS": "500"}
     times: dict[str, list[float]] = {name: [] for name in runs}
     lines: dict[str, int] = {}
+    during: dict[str, list[float]] = {name: [] for name in runs}  # the share written before the end
     for _ in range(args.rounds + 1):  # the first round warms the GPU and the files up
         for name, extra in runs.items():
             trace = work / "trace.jsonl"
             trace.unlink(missing_ok=True)
             env = {**os.environ, **extra, "IDRRUN_TRACE_FILE": str(trace)}
             start = time.perf_counter()
-            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
-            times[name].append(time.perf_counter() - start)
-            lines[name] = len(trace.read_bytes().splitlines()) if trace.exists() else 0
+            child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+            sizes = [(0.0, 0)]  # the trace's size while the program runs, every 10 ms
+            while child.poll() is None:
+                with contextlib.suppress(OSError):
+                    sizes.append((time.perf_counter(), trace.stat().st_size))
+                time.sleep(0.01)
+            end = time.perf_counter()
+            times[name].append(end - start)
+            data = trace.read_bytes() if trace.exists() else b""
+            lines[name] = len(data.splitlines())
+            # what a follower could have read 100 ms before the end (the program's exit flushes
+            # the rest, and CUDA's teardown takes a while after)
+            early = max(size for t, size in sizes if t <= end - 0.1)
+            during[name].append(early / len(data) if data else 0.0)
     alone = bench.median(times["alone"][1:])
     out = [f"{args.source.name} {args.args}, {args.rounds} rounds, medians; "
            f"{len(os.sched_getaffinity(0))} cores"]
     for name, ts in times.items():
         t = bench.median(ts[1:])
         out.append(f"  {name:14s} {t:7.3f} s  {100 * (t - alone) / alone:+6.1f} %  "
-                   f"({lines[name]} trace lines)  rounds {bench.spread(ts[1:], digits=3)}")
+                   f"({lines[name]} trace lines, {100 * bench.median(during[name][1:]):.0f} % "
+                   f"of its bytes there 100 ms before the end)  rounds {bench.spread(ts[1:], digits=3)}")
     return out
 
 
