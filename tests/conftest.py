@@ -72,11 +72,11 @@ def pytest_xdist_auto_num_workers(config: Any) -> int:
 def pytest_configure(config: Any) -> None:
     """The checkout's bytecode, written once before the tests start (by the controller, not
     each xdist worker): the tests start hundreds of Python processes that import idrrun, and
-    where PYTHONDONTWRITEBYTECODE is set (CI machines set it) none of them writes what it
-    compiles, so each compiled idrrun's sources again: `import IPython, idrrun.magic` took
-    0.87-0.96 s without the bytecode, 0.58 s with it; compiling the three folders, 0.9 s of
-    CPU once. Bytecode left stale by a test's edit is ignored (Python checks each source's
-    mtime and size)."""
+    where PYTHONDONTWRITEBYTECODE is set (the development machine sets it, and CI runs on one
+    like it) none of them writes what it compiles, so each compiled idrrun's sources again:
+    `import IPython, idrrun.magic` took 0.87-0.96 s without the bytecode, 0.58 s with it;
+    compiling the three folders, 0.9 s of CPU once. Bytecode left stale by a test's edit is
+    ignored (Python checks each source's mtime and size)."""
     if hasattr(config, "workerinput"):
         return
     import compileall
