@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import subprocess
@@ -79,8 +80,6 @@ def pytest_configure(config: Any) -> None:
     ignored (Python checks each source's mtime and size)."""
     if hasattr(config, "workerinput"):
         return
-    import compileall
-
     for folder in ("idrrun", "tests", "benchmarks"):
         compileall.compile_dir(ROOT / folder, quiet=2, workers=0)
 
