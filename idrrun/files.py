@@ -26,6 +26,22 @@ def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
         raise
 
 
+def write_atomic_at(dirfd: int, name: str, text: str, mode: int = 0o644) -> None:
+    """write_atomic's file `name` in the folder open as `dirfd` (run/boundary.open_published):
+    the temporary file made there with O_EXCL and O_NOFOLLOW, renamed onto `name` within it."""
+    tmp = f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                 dir_fd=dirfd)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(text)
+        os.replace(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    except BaseException:
+        os.unlink(tmp, dir_fd=dirfd)
+        raise
+
+
 def temp_beside(target: Path) -> Path:
     """A name beside `target` for a file written whole, then renamed onto it: its own for each
     process and each thread. (The threads of one grading or course check build the same tool at

@@ -151,6 +151,12 @@ def test_the_published_boards_have_an_index_that_lists_only_their_pages(tmp_path
     linked.symlink_to(published)
     with pytest.raises(UsageError, match="is a link"):
         board.write(made, tmp_path / "s.csv", linked)
+    # In a folder others may write (they could rename it, or put a link in its place, between
+    # the check and the write): refused, nothing made or written.
+    inside = shared / "boards"
+    with pytest.raises(UsageError, match="the way to it is not safe"):
+        board.write(made, tmp_path / "s.csv", inside)
+    assert not inside.exists() and not (tmp_path / "s.board.md").exists()
 
 
 def test_real_names_only_when_asked_and_escaped(graded: Path) -> None:

@@ -139,6 +139,58 @@ def test_copy_tree_refuses_what_would_stop_the_grader(tmp_path: Path, case: str)
     assert not src.exists()
 
 
+def _opened(folder: Path) -> tuple[int, int]:
+    fd = boundary.open_published(folder)
+    try:
+        st = os.fstat(fd)
+        return st.st_dev, st.st_ino
+    finally:
+        os.close(fd)
+
+
+def test_a_published_folder_is_refused_where_someone_else_could_redirect_it(tmp_path: Path) -> None:
+    """The boards' folder (root writes pages there for the hub): its own rules (check_own), and
+    nobody but root and the grader able to change the way to it, as typed or as its links lead."""
+    safe = tmp_path / "safe"
+    (safe / "boards").mkdir(parents=True)
+    real = os.stat(safe / "boards")
+    assert _opened(safe / "boards") == (real.st_dev, real.st_ino)
+    made = tmp_path / "new" / "deeper" / "boards"  # made with its parents, inside safe folders
+    assert _opened(made) and made.is_dir()
+    sticky = tmp_path / "sticky"  # as /tmp: others may add names, not rename ours
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    assert _opened(sticky / "boards")
+    open_to_all = tmp_path / "open"
+    open_to_all.mkdir()
+    os.chmod(open_to_all, 0o777)
+    with pytest.raises(boundary.NotOwnFolder, match="the way to it is not safe: .*open is writable by others"):
+        boundary.open_published(open_to_all / "boards")
+    assert not (open_to_all / "boards").exists()  # nothing made there
+    (open_to_all / "boards").mkdir()  # already there, the grader's own: still refused
+    with pytest.raises(boundary.NotOwnFolder, match="not safe"):
+        boundary.open_published(open_to_all / "boards")
+    # A link someone else could replace, to a safe folder: refused; one in a safe folder, to a
+    # safe folder (the teacher's /srv -> /data): taken; one in a safe folder leading through
+    # one others may write: refused.
+    (open_to_all / "way").symlink_to(safe)
+    with pytest.raises(boundary.NotOwnFolder, match="not safe"):
+        boundary.open_published(open_to_all / "way" / "boards")
+    (tmp_path / "link").symlink_to(safe)
+    assert _opened(tmp_path / "link" / "boards") == (real.st_dev, real.st_ino)
+    (open_to_all / "inner" / "boards").mkdir(parents=True)
+    (tmp_path / "via").symlink_to(open_to_all / "inner")
+    with pytest.raises(boundary.NotOwnFolder, match="not safe"):
+        boundary.open_published(tmp_path / "via" / "boards")
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(boundary.NotOwnFolder, match="belongs to uid 65534"):
+            boundary.open_published(theirs / "boards")
+        assert not (theirs / "boards").exists()
+
+
 def test_own_dir_refuses_a_folder_someone_else_made(tmp_path: Path) -> None:
     mine = boundary.own_dir(tmp_path / "mine", 0o711)
     assert stat.S_IMODE(os.stat(mine).st_mode) == 0o711

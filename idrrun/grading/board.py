@@ -296,8 +296,9 @@ def index_page(boards: Sequence[tuple[str, float]]) -> str:
                        header="<th>exercise</th><th>written (UTC)</th>", rows="\n".join(rows))
 
 
-def _published(folder: Path) -> list[tuple[str, float]]:
-    """The boards in the folder: its regular NAME.html files but the index (never a link)."""
+def _published(folder: int) -> list[tuple[str, float]]:
+    """The boards in the folder open as `folder`: its regular NAME.html files but the index
+    (never a link)."""
     found = []
     for entry in os.scandir(folder):
         if entry.name.endswith(".html") and entry.name != INDEX and \
@@ -306,36 +307,43 @@ def _published(folder: Path) -> list[tuple[str, float]]:
     return found
 
 
-def publishable(published: Path, exercise: str) -> None:
-    """UsageError unless the boards' folder (made when missing) is the grader's own and
-    writable by nobody else: its index lists the pages it finds there, and the hub serves them
-    as the teacher's (STYLE 16: a name in a folder others can write is theirs)."""
+def _open_boards(published: Path, exercise: str) -> int:
+    """A descriptor of the boards' folder (made when missing), refused with a UsageError unless
+    it is the grader's own, writable by nobody else, on a way nobody else can change
+    (boundary.open_published): its index lists the pages it finds there, and the hub serves
+    them as the teacher's (STYLE 16: a name in a folder others can write is theirs)."""
     if f"{exercise}.html" == INDEX:
         raise UsageError(f"--board-page: an exercise named {exercise!r} would overwrite the "
                          f"boards' {INDEX}: publish it in a folder of its own")
-    published.mkdir(mode=0o755, parents=True, exist_ok=True)
     try:
-        boundary.check_own(published)
+        return boundary.open_published(published)
     except boundary.NotOwnFolder as exc:
-        raise UsageError(f"--board-page: {exc.strerror}: the boards' folder must be yours and "
-                         "writable by nobody else (its index lists every page found there)") from None
+        raise UsageError(f"--board-page: {exc.strerror}: the boards' folder must be yours, "
+                         "writable by nobody else, in folders nobody else can change (its "
+                         "index lists every page found there)") from None
+
+
+def publishable(published: Path, exercise: str) -> None:
+    """_open_boards's refusal, said before grading (the folder is opened again to write)."""
+    os.close(_open_boards(published, exercise))
 
 
 def write(b: Board, report: Path, published: Path | None = None) -> list[Path]:
     """The board beside the report, and its page as PUBLISHED/EXERCISE.html (the folder the
     hub serves: hub/jupyterhub_config.py) when given, with PUBLISHED/index.html listing every
-    board there; the paths written."""
-    if published is not None:
-        publishable(published, b.exercise)
-    md, html = board_paths(report)
-    files.write_atomic(md, markdown(b))
-    files.write_atomic(html, page(b))
-    written = [md, html]
-    if published is not None:
-        target = published / f"{b.exercise}.html"
-        # The hub reads it (the page holds a real name only when the teacher asked for names).
-        files.write_atomic(target, page(b), mode=0o644)
-        index = published / INDEX
-        files.write_atomic(index, index_page(_published(published)), mode=0o644)
-        written += [target, index]
-    return written
+    board there, both written through the folder's descriptor; the paths written."""
+    folder = _open_boards(published, b.exercise) if published is not None else None
+    try:
+        md, html = board_paths(report)
+        files.write_atomic(md, markdown(b))
+        files.write_atomic(html, page(b))
+        written = [md, html]
+        if published is not None and folder is not None:
+            # The hub reads them (a page holds a real name only when the teacher asked for names).
+            files.write_atomic_at(folder, f"{b.exercise}.html", page(b), mode=0o644)
+            files.write_atomic_at(folder, INDEX, index_page(_published(folder)), mode=0o644)
+            written += [published / f"{b.exercise}.html", published / INDEX]
+        return written
+    finally:
+        if folder is not None:
+            os.close(folder)

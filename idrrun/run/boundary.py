@@ -387,6 +387,60 @@ def check_own(path: Path, private: bool = False) -> os.stat_result:
     return st
 
 
+def _changeable(st: os.stat_result) -> str:
+    """Why a folder on the way to one the grader publishes in could be changed by someone else
+    ('' when it cannot): owned by another uid than root and the grader, or writable by others
+    without the sticky bit (in /tmp others may add names, not rename or remove ours)."""
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid not in (0, os.geteuid()):
+        return f"belongs to uid {st.st_uid}"
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        return f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return ""
+
+
+def _way_refused(folder: Path) -> str:
+    """'' when nobody but root and the grader can change the way to `folder`: each folder as
+    typed (a link there is the folder it names, and nobody else can replace the link) and each
+    folder of its real path (where the links lead); else which one could, and why."""
+    real = Path(os.path.realpath(folder))
+    for each in (folder, *folder.parents, real, *real.parents):
+        try:
+            why = _changeable(os.stat(each))
+        except OSError as exc:
+            why = exc.strerror or "cannot be read"
+        if why:
+            return f"{each} {why}"
+    return ""
+
+
+def open_published(path: Path, mode: int = 0o755) -> int:
+    """A descriptor of `path`, a folder where the grader writes files for others to read (the
+    times boards the hub serves), made with its missing parents when missing: the way to it
+    can be changed by nobody but root and the grader (_way_refused), so that no one else can
+    redirect it (a parent folder of theirs renamed, a link put in its place), and the folder
+    passes check_own. Files are then written through the descriptor, never by name. Raises
+    NotOwnFolder saying why."""
+    path = Path(os.path.abspath(path))
+    existing = path.parent
+    while not os.path.lexists(existing):  # made below only inside a folder that passed
+        existing = existing.parent
+    why = _way_refused(existing)
+    if not why:
+        path.mkdir(mode=mode, parents=True, exist_ok=True)
+        why = _way_refused(path.parent)
+    if why:
+        raise NotOwnFolder(errno.EPERM, f"{path}: the way to it is not safe: {why}: refused")
+    st = check_own(path)
+    fd = open_dir(path)
+    opened = os.fstat(fd)
+    if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise NotOwnFolder(errno.EPERM, f"{path} was replaced while it was checked: refused")
+    return fd
+
+
 def own_dir(path: Path, mode: int = 0o700, parents: bool = False) -> Path:
     """Make `path` (mode `mode`), or take it if it exists and passes check_own; its mode is
     then set to `mode`. Raises NotOwnFolder for a folder that is not the grader's own."""
