@@ -296,6 +296,11 @@ def index_page(boards: Sequence[tuple[str, float]]) -> str:
                        header="<th>exercise</th><th>written (UTC)</th>", rows="\n".join(rows))
 
 
+def _bytes(text: str) -> bytes:
+    """A page as files.write_atomic writes text (UTF-8, a name's undecodable bytes kept)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def _published(folder: int) -> list[tuple[str, float]]:
     """The boards in the folder open as `folder`: its regular NAME.html files but the index
     (never a link)."""
@@ -340,8 +345,8 @@ def write(b: Board, report: Path, published: Path | None = None) -> list[Path]:
         written = [md, html]
         if published is not None and folder is not None:
             # The hub reads them (a page holds a real name only when the teacher asked for names).
-            files.write_atomic_at(folder, f"{b.exercise}.html", page(b), mode=0o644)
-            files.write_atomic_at(folder, INDEX, index_page(_published(folder)), mode=0o644)
+            files.write_atomic_at(folder, f"{b.exercise}.html", _bytes(page(b)), mode=0o644)
+            files.write_atomic_at(folder, INDEX, _bytes(index_page(_published(folder))), mode=0o644)
             written += [published / f"{b.exercise}.html", published / INDEX]
         return written
     finally:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
-from ..files import write_atomic
+from ..files import write_atomic, write_atomic_at
 from .discover import MAX_SOURCE_BYTES
 from . import comparison
 from .feedback import feedback_names
@@ -158,9 +158,9 @@ def release(root: Path, name: str, files: Sequence[Path], roster: Sequence[Stude
         for path in files:
             if not SAFE_NAME.fullmatch(path.name):
                 raise UsageError(f"{path}: a released file's name is letters, digits, _ . + -")
-            _write_in(folder, path.name, path.read_bytes(), 0o644)
+            write_atomic_at(folder, path.name, path.read_bytes(), 0o644)
             out.append(path.name)
-        _write_in(released, f"{name}.json", json.dumps(
+        write_atomic_at(released, f"{name}.json", json.dumps(
             {"exercise": name, "files": out,
              "deadline": deadline.isoformat() if deadline else None}).encode(), 0o644)
         os.close(folder)
@@ -191,20 +191,6 @@ def _inbox(inbox: int, student: Student) -> int:
         os.close(fd)
         raise UsageError(f"inbox/{student.login}: not {student.login}'s: left alone")
     return fd
-
-
-def _write_in(folder: int, name: str, data: bytes, mode: int, gid: int = -1) -> None:
-    """NAME written whole under the descriptor of a folder of ours, then renamed in place."""
-    tmp = f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                 dir_fd=folder)
-    try:
-        os.write(fd, data)
-        os.fchown(fd, -1, gid)
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
-    os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
 
 
 def deadline_of(root: Path, name: str) -> dt.datetime | None:
@@ -557,8 +543,8 @@ def _return_one(folder: int, name: str, student: Student, source: int, file: str
         return Returned(student.login, "error", str(exc))
     try:
         for picture, data in pictures:
-            _write_in(mine, picture, data, 0o640, student.gid)
-        _write_in(mine, f"{name}.md", text, 0o640, student.gid)
+            write_atomic_at(mine, picture, data, 0o640, student.gid)
+        write_atomic_at(mine, f"{name}.md", text, 0o640, student.gid)
     finally:
         os.close(mine)
     return Returned(student.login, "returned")
