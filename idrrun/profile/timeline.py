@@ -478,8 +478,9 @@ def _write(image: Any, xy: tuple[int, int], text: str, colour: tuple[int, int, i
 def warm() -> None:
     """The fonts and the texts every picture has (its default title, the legend, the footnote),
     made once, and the image formats Pillow imports on a first save (Image.preinit: PNG, and
-    BMP, GIF, JPEG, PPM beside it, with subprocess and logging; 25-30 ms of a worker's first
-    picture here): the resident server calls it before it forks its workers."""
+    BMP, GIF, JPEG, PPM beside it, with subprocess and logging: a worker's first picture took
+    66.7 ms here without them, 42.3 ms with them): the resident server calls it before it
+    forks its workers."""
     from PIL import Image
 
     Image.preinit()
