@@ -425,12 +425,17 @@ def strip_notebook(nb: dict[str, Any]) -> int:
     """Remove the cells tagged "solution" and every code cell's outputs, in place; returns how
     many cells were removed."""
     cells = [c for c in nb.get("cells", []) if isinstance(c, dict)]
-    kept = [c for c in cells if SOLUTION_TAG not in _tags(c)]
+    kept = [c for c in cells if not is_solution(c)]
     for cell in kept:
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
     nb["cells"] = kept
     return len(cells) - len(kept)
+
+
+def is_solution(cell: Any) -> bool:
+    """A cell a students' copy leaves out (strip_notebook): one tagged "solution"."""
+    return isinstance(cell, dict) and SOLUTION_TAG in _tags(cell)
 
 
 def _tags(cell: dict[str, Any]) -> list[Any]:
