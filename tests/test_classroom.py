@@ -1,7 +1,14 @@
 """The class's exchange (`idrrun classroom`) with real users made by useradd, as root: release,
-submit (as each student, by her own uid), collect (each file read once by descriptor, never
-through a student's link), grade with `idrrun grade`, return (her feedback readable by her
-alone), and a student who rewrites or swaps her file while it is collected.
+the receiver (`idrrun classroom serve` on a Unix socket, students known by their uid), submit
+(as each student, by her own uid, with `idrrun classroom submit`), status, collect (what was
+received, when it was received), grade with `idrrun grade`, return and feedback (hers alone).
+And what a student may try at a deadline: a write through a memory mapping made before it (on
+tmpfs and on disk), a folder swapped after it, a second submit after it, links, FIFOs, logins
+that are prefixes of each other with suffixed file names, an untouched release.
+
+Needs root, useradd and runuser, and a Python every user can run with idrrun's dependencies
+(the hub's environment, IDRRUN_HUB_VENV, default /opt/idrrun-hub: hub/install.sh makes it);
+the students run this checkout's idrrun (a copy of its package they can read).
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import pwd
 import secrets
 import shutil
 import subprocess
@@ -16,14 +24,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import PYTHONPATH
+from conftest import PYTHONPATH, ROOT
 from answer_course import PROGRAM, write_course
 from idrrun.grading import comparison, exchange as exchange_mod
 from idrrun.model import Comparison, Figure
+
+VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None,
@@ -32,99 +43,173 @@ pytestmark = pytest.mark.skipif(
 PNG = b"a picture of "  # (what a picture holds is not read: its bytes go back as they are)
 
 
-def make_users(count: int) -> list[str]:
-    tag = secrets.token_hex(3)
-    logins = [f"icl{tag}{i}" for i in range(count)]
+@dataclass
+class Class:
+    top: Path
+    logins: list[str]
+    roster: Path
+    exchange: Path
+    socket: Path
+    package: Path  # a copy of idrrun's package every student can read
+
+    def idrrun(self, *args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+        """The teacher's idrrun (root)."""
+        return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd or self.top,
+                              text=True, capture_output=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": PYTHONPATH, **env})
+
+    def student(self, login: str, *args: str, cwd: Path | None = None,
+                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """`idrrun ARGS` typed by the student: her uid, her home, the exchange's socket."""
+        home = self.top / "home" / login
+        env = {"HOME": str(home), "PATH": f"{VENV}/bin:/usr/bin:/bin", "PYTHONPATH": str(self.package),
+               "IDRRUN_EXCHANGE_URL": f"unix:{self.socket}", "LANG": "C.UTF-8"}
+        return subprocess.run(["runuser", "-u", login, "--", "env", "-i",
+                               *(f"{k}={v}" for k, v in env.items()),
+                               f"{VENV}/bin/python", "-m", "idrrun.cli", *args],
+                              cwd=cwd or home, text=True, capture_output=True, timeout=timeout)
+
+    def as_user(self, login: str, script: str, **kw: object) -> subprocess.CompletedProcess[str]:
+        """A shell script run as the student (her uid and groups, not root's)."""
+        return subprocess.run(["runuser", "-u", login, "--", "sh", "-c", script], text=True,
+                              capture_output=True, timeout=60, cwd=self.top / "home" / login,
+                              **kw)  # type: ignore[call-overload]
+
+    def release(self, *files: Path, deadline: str = "2099-01-01T00:00+00:00",
+                name: str = "answer") -> subprocess.CompletedProcess[str]:
+        r = self.idrrun("classroom", "release", name, *map(str, files), "--exchange",
+                        str(self.exchange), "--roster", str(self.roster), "--deadline", deadline)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r
+
+    def write(self, login: str, rel: str, text: str | bytes) -> Path:
+        """A file of hers, in her home, written as her."""
+        path = self.top / "home" / login / rel
+        data = text.encode() if isinstance(text, str) else text
+        r = self.as_user(login, f"mkdir -p '{path.parent}' && cat > '{path}'", input=data.decode())
+        assert r.returncode == 0, r.stderr
+        return path
+
+    def collect(self, *more: str) -> tuple[subprocess.CompletedProcess[str], dict[str, dict[str, str]]]:
+        out = self.top / "collected"
+        r = self.idrrun("classroom", "collect", "answer", "--exchange", str(self.exchange),
+                        "--roster", str(self.roster), "--to", str(out), *more)
+        rows = {row["student"]: row for row in csv.DictReader((out / "collected.csv").open())} \
+            if (out / "collected.csv").exists() else {}
+        return r, rows
+
+
+def make_users(top: Path, logins: list[str]) -> None:
+    homes = top / "home"
+    homes.mkdir(mode=0o755, exist_ok=True)
     for login in logins:
-        subprocess.run(["useradd", "-M", "-U", "-s", "/bin/sh", login], check=True)
-    return logins
+        subprocess.run(["useradd", "-m", "-d", str(homes / login), "-U", "-s", "/bin/sh", login],
+                       check=True)
 
 
-@pytest.fixture
-def klass() -> Iterator[tuple[Path, list[str], Path]]:
-    """(a world-traversable folder of root's, the students' logins, the roster)."""
-    logins = make_users(2)
+def remove_users(logins: list[str]) -> None:
+    for login in logins:
+        subprocess.run(["pkill", "-KILL", "-u", login], check=False)
+        subprocess.run(["userdel", login], check=False, capture_output=True)
+
+
+def start_receiver(top: Path, exchange: Path, socket: Path) -> subprocess.Popen[bytes]:
+    log = (top / "receiver.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "idrrun.cli", "classroom", "serve",
+                             "--exchange", str(exchange), "--socket", str(socket)],
+                            stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONPATH": PYTHONPATH})
+    deadline = time.monotonic() + 30
+    while not socket.is_socket():
+        assert proc.poll() is None and time.monotonic() < deadline, (top / "receiver.log").read_text()
+        time.sleep(0.05)
+    return proc
+
+
+def open_class(logins: list[str]) -> Iterator[Class]:
+    if not (VENV / "bin" / "python").exists():
+        pytest.skip(f"no Python every user can run ({VENV}: bash hub/install.sh {VENV})")
     top = Path(tempfile.mkdtemp(prefix="idrrun-classroom-", dir="/var/tmp"))
     top.chmod(0o755)
+    make_users(top, logins)
+    package = top / "package"
+    shutil.copytree(ROOT / "idrrun", package / "idrrun",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    subprocess.run(["chmod", "-R", "a+rX", str(package)], check=True)
     roster = top / "roster.csv"
     roster.write_text("submission,login\n" + "".join(f"{l},{l}\n" for l in logins))
+    exchange, socket = top / "exchange", top / "run" / "exchange.sock"
+    (top / "run").mkdir(mode=0o755)
+    proc = start_receiver(top, exchange, socket)
     try:
-        yield top, logins, roster
+        yield Class(top, logins, roster, exchange, socket, package)
     finally:
-        for login in logins:
-            subprocess.run(["pkill", "-KILL", "-u", login], check=False)
-            subprocess.run(["userdel", login], check=False)
+        proc.terminate()
+        proc.wait(10)
+        remove_users(logins)
         shutil.rmtree(top)
 
 
-def idrrun(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "idrrun.cli", *args], cwd=cwd, text=True,
-                          capture_output=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": PYTHONPATH, **env})
+@pytest.fixture
+def klass() -> Iterator[Class]:
+    tag = secrets.token_hex(3)
+    yield from open_class([f"icl{tag}{i}" for i in range(2)])
 
 
-def as_user(login: str, script: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    """A shell script run as the student (her uid and groups, not root's)."""
-    return subprocess.run(["runuser", "-u", login, "--", "sh", "-c", script], text=True,
-                          capture_output=True, timeout=60, **kw)  # type: ignore[call-overload]
-
-
-def released(top: Path, roster: Path) -> Path:
-    exchange = top / "exchange"
-    start = top / "answer_exercise.c"
+def start_file(c: Class) -> Path:
+    start = c.top / "answer_exercise.c"
     start.write_text(PROGRAM.format(value=0))
-    r = idrrun("classroom", "release", "answer", str(start), "--exchange", str(exchange),
-               "--roster", str(roster), "--deadline", "2099-01-01T00:00+00:00")
-    assert r.returncode == 0, r.stdout + r.stderr
-    return exchange
+    return start
 
 
-def submit(exchange: Path, login: str, text: str, name: str = "answer.c") -> None:
-    """What `idrrun classroom submit` does, as the student with plain tools."""
-    inbox = exchange / "inbox" / login / "answer"
-    r = as_user(login, f"mkdir -p {inbox} && cat > {inbox}/{name}", input=text)
-    assert r.returncode == 0, r.stderr
+def course(top: Path) -> Path:
+    return write_course(top / "examples")
 
 
-def collected(out: Path) -> dict[str, dict[str, str]]:
-    return {row["student"]: row for row in csv.DictReader((out / "collected.csv").open())}
-
-
-def test_release_submit_collect_grade_return(klass: tuple[Path, list[str], Path]) -> None:
-    top, (ann, ben), roster = klass
-    exchange = released(top, roster)
-    # Each student reads the released file, and nobody else's inbox.
-    assert as_user(ann, f"cat {exchange}/released/answer/answer_exercise.c").returncode == 0
-    submit(exchange, ann, PROGRAM.format(value=42))
-    submit(exchange, ben, PROGRAM.format(value=41))
-    # Her inbox's mode is hers: opening it to others stops no release of the class's.
-    assert as_user(ann, f"chmod 755 {exchange}/inbox/{ann}").returncode == 0
-    released(top, roster)
-    assert as_user(ann, f"chmod 700 {exchange}/inbox/{ann}").returncode == 0
-    peek = as_user(ben, f"cat {exchange}/inbox/{ann}/answer/answer.c")
+def test_release_submit_collect_grade_return(klass: Class) -> None:
+    c = klass
+    ann, ben = c.logins
+    c.release(start_file(c))
+    fetched = c.student(ann, "classroom", "fetch", "answer")
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    assert (c.top / "home" / ann / "answer" / "answer_exercise.c").read_text() == PROGRAM.format(value=0)
+    c.write(ann, "answer/answer.c", PROGRAM.format(value=42))
+    c.write(ben, "answer/answer.c", PROGRAM.format(value=41))
+    got = c.student(ann, "classroom", "submit", "answer", "answer/answer.c")
+    assert got.returncode == 0, got.stdout + got.stderr
+    # She reads what was received, when, and against which deadline.
+    assert "received answer (submission 1): 1 file" in got.stdout and "on time" in got.stdout
+    assert "answer.c  " in got.stdout and "2099-01-01" in got.stdout
+    assert c.student(ben, "classroom", "submit", "answer", "answer/answer.c").returncode == 0
+    listed = c.student(ann, "classroom", "list", "--json")
+    [task] = json.loads(listed.stdout)["assignments"]
+    assert task["exercise"] == "answer" and task["last"]["number"] == 1
+    # Nothing of the exchange's store is open to the students.
+    peek = c.as_user(ben, f"ls {c.exchange}/received")
     assert peek.returncode != 0 and "Permission denied" in peek.stderr
 
-    status = idrrun("classroom", "status", "answer", "--exchange", str(exchange),
-                    "--roster", str(roster), "--json")
+    status = c.idrrun("classroom", "status", "answer", "--exchange", str(c.exchange),
+                      "--roster", str(c.roster), "--json")
     assert [r["status"] for r in json.loads(status.stdout)] == ["submitted", "submitted"]
 
-    out = top / "collected"
-    r = idrrun("classroom", "collect", "answer", "--exchange", str(exchange), "--roster",
-               str(roster), "--to", str(out))
+    r, rows = c.collect()
     assert r.returncode == 0, r.stdout + r.stderr
-    rows = collected(out)
+    assert "2 of 2 collected" in r.stdout
     assert rows[ann]["status"] == "collected" and rows[ann]["late"] == ""
     assert rows[ann]["deadline"].startswith("2099-01-01")
-    assert (out / "submissions" / f"{ann}.c").read_text() == PROGRAM.format(value=42)
+    out = c.top / "collected"
+    assert (out / "submissions" / ann / "answer.c").read_text() == PROGRAM.format(value=42)
 
-    feedback = top / "feedback"
-    g = idrrun("grade", "answer", *sorted(map(str, (out / "submissions").iterdir())),
-               "--feedback", str(feedback), "--report", str(top / "r.csv"), "--unsafe",
-               cwd=top, IDRRUN_EXAMPLES=str(course(top)))
+    feedback = c.top / "feedback"
+    g = c.idrrun("grade", "answer", *sorted(map(str, (out / "submissions").iterdir())),
+                 "--feedback", str(feedback), "--report", str(c.top / "r.csv"), "--unsafe",
+                 IDRRUN_EXAMPLES=str(course(c.top)))
     assert g.returncode == 0, g.stdout + g.stderr
+    grades = {row["student"]: row for row in csv.DictReader((c.top / "r.csv").open())}
+    assert grades[ann]["verdict"] == "pass" and grades[ben]["verdict"] == "fail"
     # Her run's GPU timeline beside the solution's, as a grading on a GPU draws them beside her
     # feedback (comparison.pictures and .markdown; no GPU here to draw them).
-    drawn = top / "drawn"
+    drawn = c.top / "drawn"
     drawn.mkdir()
     for png, data in (("run.png", PNG + b"hers"), ("solution.png", PNG + b"solution's")):
         (drawn / png).write_bytes(data)
@@ -134,196 +219,287 @@ def test_release_submit_collect_grade_return(klass: tuple[Path, list[str], Path]
     with (feedback / f"{ann}.md").open("a") as f:
         f.write("\n".join(comparison.markdown(figures, pictures, str)) + "\n")
 
-    back = idrrun("classroom", "return", "answer", "--exchange", str(exchange), "--roster",
-                  str(roster), "--feedback", str(feedback), "--collected", str(out), "--json")
+    back = c.idrrun("classroom", "return", "answer", "--exchange", str(c.exchange), "--roster",
+                    str(c.roster), "--feedback", str(feedback), "--collected", str(out), "--json")
     assert back.returncode == 0, back.stdout + back.stderr
     assert [r["status"] for r in json.loads(back.stdout)] == ["returned", "returned"]
-    mine = as_user(ann, f"cat {exchange}/feedback/{ann}/answer.md")
+    mine = c.student(ann, "classroom", "feedback", "answer")
     assert mine.returncode == 0 and "41" not in mine.stdout, mine.stdout + mine.stderr
-    theirs = as_user(ben, f"cat {exchange}/feedback/{ben}/answer.md")
+    theirs = c.student(ben, "classroom", "feedback", "answer")
     assert theirs.returncode == 0 and "41" in theirs.stdout, theirs.stdout
-    for who, other in ((ann, ben), (ben, ann)):
-        r = as_user(who, f"cat {exchange}/feedback/{other}/answer.md")
-        assert r.returncode != 0 and "Permission denied" in r.stderr
-    # The pictures went back with her feedback, named after the exercise, hers alone.
-    assert "[![your GPU timeline](answer.timeline.png)](answer.timeline.png)" in mine.stdout
-    assert "(answer.solution-timeline.png)" in mine.stdout and f"{ann}.timeline" not in mine.stdout
-    seen = as_user(ann, f"cat {exchange}/feedback/{ann}/answer.timeline.png "
-                        f"{exchange}/feedback/{ann}/answer.solution-timeline.png")
-    assert seen.returncode == 0 and seen.stdout == PNG.decode() + "hers" + PNG.decode() + "solution's"
-    r = as_user(ben, f"cat {exchange}/feedback/{ann}/answer.timeline.png")
-    assert r.returncode != 0 and "Permission denied" in r.stderr
+    # Saved where she works (her JupyterLab opens it), with its pictures, named after the exercise.
+    saved = c.top / "home" / ann / "answer" / "feedback"
+    text = (saved / "answer.md").read_text()
+    assert "[![your GPU timeline](answer.timeline.png)](answer.timeline.png)" in text
+    assert "(answer.solution-timeline.png)" in text and f"{ann}.timeline" not in text
+    assert (saved / "answer.timeline.png").read_bytes() == PNG + b"hers"
+    assert os.stat(saved / "answer.md").st_uid == pwd.getpwnam(ann).pw_uid  # hers, in her folder
+    for who in (ann, ben):
+        r2 = c.as_user(who, f"cat {c.exchange}/feedback/{ann}/answer.md")
+        assert r2.returncode != 0 and "Permission denied" in r2.stderr
 
 
-def test_late_submission_is_late_in_the_collection(
-        klass: tuple[Path, list[str], Path]) -> None:
-    top, (ann, ben), roster = klass
-    exchange = released(top, roster)
-    submit(exchange, ann, PROGRAM.format(value=42))
-    # She cannot backdate it: ctime, not the mtime she may set, is the time of submission.
-    assert as_user(ann, f"touch -d 2000-01-01 {exchange}/inbox/{ann}/answer/answer.c").returncode == 0
-    deadline = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 60))
-    out = top / "collected"
-    r = idrrun("classroom", "collect", "answer", "--exchange", str(exchange), "--roster",
-               str(roster), "--to", str(out), "--deadline", deadline)
-    assert r.returncode == 0, r.stderr
-    assert "LATE" in r.stdout
-    rows = collected(out)
-    assert rows[ann]["late"] == "late" and rows[ben]["status"] == "missing"
-
-
-def course(top: Path) -> Path:
-    return write_course(top / "examples")
-
-
-def test_a_late_submission_is_late_in_the_report_and_the_gradebook(
-        klass: tuple[Path, list[str], Path]) -> None:
+def test_a_late_submission_is_late_in_the_report_and_the_gradebook(klass: Class) -> None:
     """Ann hands in before the deadline, Ben after it; the collected folder, graded, says when
     each was submitted and that Ben's came late (report, terminal, gradebook), his grade
     unchanged but where the teacher gives a late policy."""
-    top, (ann, ben), roster = klass
-    exchange = released(top, roster)
-    submit(exchange, ann, PROGRAM.format(value=42))
-    deadline = int(time.time()) + 1
-    time.sleep(deadline + 1.2 - time.time())
-    submit(exchange, ben, PROGRAM.format(value=42))
-    out = top / "collected"
-    r = idrrun("classroom", "collect", "answer", "--exchange", str(exchange), "--roster",
-               str(roster), "--to", str(out), "--deadline",
-               time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(deadline)))
+    c = klass
+    ann, ben = c.logins
+    deadline = int(time.time()) + 3
+    c.release(start_file(c), deadline=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(deadline)))
+    for who in (ann, ben):
+        c.write(who, "answer.c", PROGRAM.format(value=42))
+    assert c.student(ann, "classroom", "submit", "answer", "answer.c").returncode == 0
+    # Ann sets her file's times back: what counts is when the receiver got it.
+    assert c.as_user(ann, "touch -d 2000-01-01 answer.c").returncode == 0
+    time.sleep(max(0.0, deadline + 1.2 - time.time()))
+    late = c.student(ben, "classroom", "submit", "answer", "answer.c")
+    assert late.returncode == 0 and "LATE" in late.stdout, late.stdout + late.stderr
+    r, rows = c.collect()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert collected(out)[ben]["late"] == "late" and collected(out)[ann]["late"] == ""
+    assert rows[ben]["late"] == "late" and rows[ann]["late"] == ""
+    assert "LATE" in r.stdout and "1 late" in r.stdout
 
-    report = top / "grades" / "answer.csv"
-    g = idrrun("grade", "answer", *sorted(map(str, (out / "submissions").iterdir())),
-               "--report", str(report), "--unsafe", cwd=top, IDRRUN_EXAMPLES=str(course(top)))
+    out = c.top / "collected"
+    report = c.top / "grades" / "answer.csv"
+    g = c.idrrun("grade", "answer", *sorted(map(str, (out / "submissions").iterdir())),
+                 "--report", str(report), "--unsafe", IDRRUN_EXAMPLES=str(course(c.top)))
     assert g.returncode == 0, g.stdout + g.stderr
     assert f"submitted: the times {out / 'collected.csv'} recorded" in g.stdout, g.stdout
-    rows = {row["student"]: row for row in csv.DictReader(report.open())}
-    assert rows[ann]["verdict"] == rows[ben]["verdict"] == "pass"
-    assert rows[ann]["late"] == "" and rows[ann]["late_seconds"] == ""
-    assert rows[ann]["submitted"] == collected(out)[ann]["submitted"] != ""
-    assert rows[ben]["submitted"] == collected(out)[ben]["submitted"] != ""
-    assert 1 <= float(rows[ben]["late_seconds"]) < 60, rows[ben]
-    assert rows[ben]["late"].endswith(" s"), rows[ben]
-    assert rows[ben]["late"] in g.stdout  # the terminal's table has the late column
+    grades = {row["student"]: row for row in csv.DictReader(report.open())}
+    assert grades[ann]["verdict"] == grades[ben]["verdict"] == "pass"
+    assert grades[ann]["late"] == "" and grades[ann]["late_seconds"] == ""
+    assert grades[ann]["submitted"] == rows[ann]["submitted"] != ""
+    assert 1 <= float(grades[ben]["late_seconds"]) < 60, grades[ben]
+    assert grades[ben]["late"] in g.stdout  # the terminal's table has the late column
 
-    book = top / "roster-ids.csv"
+    book = c.top / "roster-ids.csv"
     book.write_text("submission,id\n" + "".join(f"{l},{i}\n" for i, l in enumerate((ann, ben))))
-    plain, moodle = top / "book.csv", top / "moodle.csv"
-    b = idrrun("gradebook", str(report), "--roster", str(book), "--csv", str(plain),
-               "--moodle", str(moodle))
+    plain, moodle = c.top / "book.csv", c.top / "moodle.csv"
+    b = c.idrrun("gradebook", str(report), "--roster", str(book), "--csv", str(plain),
+                 "--moodle", str(moodle))
     assert b.returncode == 0, b.stdout + b.stderr
-    assert f"{ben}, answer: submitted {rows[ben]['late']} after the deadline (no late penalty" in b.stdout
+    assert f"{ben}, answer: submitted {grades[ben]['late']} after the deadline (no late penalty" in b.stdout
     cells = {r["submission"]: r for r in csv.DictReader(plain.open())}
-    assert cells[ben]["answer late"] == rows[ben]["late"] and cells[ann]["answer late"] == ""
-    assert cells[ben]["answer submitted"] == rows[ben]["submitted"]
+    assert cells[ben]["answer late"] == grades[ben]["late"] and cells[ann]["answer late"] == ""
     assert cells[ben]["answer"] == cells[ann]["answer"] != ""  # no policy: the grade stands
-    marks = {r["ID number"]: r for r in csv.DictReader(moodle.open())}
-    assert marks["1"]["answer late"] == rows[ben]["late"] and marks["0"]["answer late"] == ""
-
-    b = idrrun("gradebook", str(report), "--roster", str(book), "--csv", str(plain),
-               "--late-penalty", "25")
+    b = c.idrrun("gradebook", str(report), "--roster", str(book), "--csv", str(plain),
+                 "--late-penalty", "25")
     assert b.returncode == 0, b.stdout + b.stderr
     cells = {r["submission"]: r for r in csv.DictReader(plain.open())}
     assert float(cells[ben]["answer"]) == 0.75 * float(cells[ann]["answer"]) > 0
 
 
-def test_links_fifos_and_foreign_files_are_error_rows_never_read(
-        klass: tuple[Path, list[str], Path]) -> None:
-    top, (ann, ben), roster = klass
-    exchange = released(top, roster)
-    secret = top / "secret.c"  # root's, readable by root alone
-    secret.write_text("int teachers_solution;\n")
-    secret.chmod(0o600)
-    inbox = exchange / "inbox"
-    # ann's file is a link to root's secret; ben's exercise folder is a link to ann's inbox.
-    assert as_user(ann, f"mkdir {inbox}/{ann}/answer && ln -s {secret} {inbox}/{ann}/answer/a.c"
-                   ).returncode == 0
-    assert as_user(ben, f"ln -s {inbox}/{ann}/answer {inbox}/{ben}/answer").returncode == 0
-    # Watching does not follow them either: ann has handed in something (a link, which collect
-    # refuses), ben's folder is a link: he has submitted nothing.
-    status = idrrun("classroom", "status", "answer", "--exchange", str(exchange),
-                    "--roster", str(roster), "--json")
-    assert [r["status"] for r in json.loads(status.stdout)] == ["submitted", "missing"], status.stdout
-    out = top / "collected"
-    r = idrrun("classroom", "collect", "answer", "--exchange", str(exchange), "--roster",
-               str(roster), "--to", str(out))
-    assert r.returncode == 1, r.stdout + r.stderr
-    rows = collected(out)
-    assert rows[ann]["status"] == "error" and "a link, not followed" in rows[ann]["problem"]
-    assert rows[ben]["status"] == "error" and "not a folder of hers" in rows[ben]["problem"]
-    assert list((out / "submissions").iterdir()) == []
-    # A FIFO would block a reader that opens it without O_NONBLOCK: an error row, at once.
-    assert as_user(ann, f"rm {inbox}/{ann}/answer/a.c && mkfifo {inbox}/{ann}/answer/a.c"
-                   ).returncode == 0
-    r = idrrun("classroom", "collect", "answer", "--exchange", str(exchange), "--roster",
-               str(roster), "--to", str(out), "--json")
-    assert json.loads(r.stdout)[0]["problem"] == "a.c: not a regular file"
-
-
-# A student's loop that swaps her submission, as fast as it can, between two versions (each
-# written whole elsewhere, then renamed in place), one rewritten in place, and a link to a file
-# of root's: whatever collection gets is one of her versions, or an error row.
-RACER = """
-import os, sys, time
-folder, secret = sys.argv[1], sys.argv[2]
-a, b = b"int a_version;\\n" * 2000, b"int b_version;\\n" * 3000
-end = time.monotonic() + float(sys.argv[3])
-i = 0
-while time.monotonic() < end:
-    i += 1
-    tmp = os.path.join(folder, ".tmp")
-    kind = i % 4
-    if kind == 3:
-        try: os.unlink(tmp)
-        except FileNotFoundError: pass
-        os.symlink(secret, tmp)
-    else:
-        with open(tmp, "wb") as f: f.write(a if kind else b)
-    os.replace(tmp, os.path.join(folder, "a.c"))
-    if kind == 2:
-        with open(os.path.join(folder, "a.c"), "r+b") as f:
-            f.write(b"int c_version;\\n" * 1000); f.truncate()
+# Her program: maps her file shared before the deadline, says so, waits for the word, then
+# writes the solution through the mapping (no write(2): a shared mapping's writes move no
+# ctime on tmpfs, and on ext4 not before writeback).
+MAPPER = """
+import mmap, os, sys, time
+path, ready, go, text = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].encode()
+fd = os.open(path, os.O_RDWR)
+m = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_SHARED)
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.02)
+m[:len(text)] = text
+m[len(text):] = b" " * (len(m) - len(text))
+m.flush()
+open(ready + ".done", "w").close()
+time.sleep(30)
 """
 
 
-def test_a_student_who_swaps_her_file_during_collection(klass: tuple[Path, list[str], Path]) -> None:
-    top, (ann, _), roster = klass
-    exchange = released(top, roster)
-    secret = top / "secret.c"
+@pytest.mark.parametrize("where", ["tmpfs", "disk"])
+def test_a_write_through_a_mapping_after_the_deadline_changes_nothing_collected(
+        klass: Class, where: str) -> None:
+    c = klass
+    ann, _ = c.logins
+    folder = Path("/dev/shm") if where == "tmpfs" else c.top / "home" / ann
+    if where == "tmpfs" and not os.access("/dev/shm", os.W_OK):
+        pytest.skip("no /dev/shm")
+    work = Path(tempfile.mkdtemp(prefix="idrrun-map-", dir=folder))
+    os.chown(work, pwd.getpwnam(ann).pw_uid, pwd.getpwnam(ann).pw_gid)
+    try:
+        deadline = int(time.time()) + 4
+        c.release(start_file(c), deadline=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(deadline)))
+        padded = PROGRAM.format(value=0) + " " * 200
+        solution = PROGRAM.format(value=42)
+        path = work / "answer.c"
+        assert c.as_user(ann, f"cat > {path}", input=padded).returncode == 0
+        (c.top / "mapper.py").write_text(MAPPER)
+        (c.top / "mapper.py").chmod(0o644)
+        ready, go = work / "ready", work / "go"
+        mapper = subprocess.Popen(["runuser", "-u", ann, "--", "/usr/bin/python3", str(c.top / "mapper.py"),
+                                   str(path), str(ready), str(go), solution])
+        try:
+            until = time.monotonic() + 20
+            while not ready.exists():
+                assert mapper.poll() is None and time.monotonic() < until
+                time.sleep(0.02)
+            sub = c.student(ann, "classroom", "submit", "answer", str(path))
+            assert sub.returncode == 0 and "on time" in sub.stdout, sub.stdout + sub.stderr
+            time.sleep(max(0.0, deadline + 1 - time.time()))
+            assert c.as_user(ann, f"touch {go}").returncode == 0
+            while not Path(str(ready) + ".done").exists():
+                assert mapper.poll() is None and time.monotonic() < until + 10
+                time.sleep(0.02)
+            assert path.read_text().startswith(solution)  # the write did land in her file
+            r, rows = c.collect()
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert rows[ann]["late"] == "" and rows[ann]["status"] == "collected"
+            assert (c.top / "collected" / "submissions" / ann / "answer.c").read_text() == padded
+        finally:
+            mapper.kill()
+            mapper.wait()
+    finally:
+        shutil.rmtree(work)
+
+
+def test_a_folder_swapped_or_a_second_submit_after_the_deadline(klass: Class) -> None:
+    c = klass
+    ann, ben = c.logins
+    deadline = int(time.time()) + 3
+    c.release(start_file(c), deadline=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(deadline)))
+    # Ann: a folder submission (a source and a header), and a spare folder ready meanwhile.
+    c.write(ann, "answer/answer.c", PROGRAM.format(value=0))
+    c.write(ann, "answer/values.h", "#define V 0\n")
+    c.write(ann, "spare/answer.c", PROGRAM.format(value=42))
+    c.write(ann, "spare/values.h", "#define V 42\n")
+    assert c.student(ann, "classroom", "submit", "answer", "answer").returncode == 0
+    # Ben: on time, then again after the deadline.
+    c.write(ben, "answer.c", PROGRAM.format(value=1))
+    assert c.student(ben, "classroom", "submit", "answer", "answer.c").returncode == 0
+    time.sleep(max(0.0, deadline + 1 - time.time()))
+    assert c.as_user(ann, "mv answer old && mv spare answer").returncode == 0
+    c.write(ben, "answer.c", PROGRAM.format(value=2))
+    again = c.student(ben, "classroom", "submit", "answer", "answer.c")
+    assert again.returncode == 0 and "submission 2" in again.stdout and "LATE" in again.stdout
+
+    r, rows = c.collect()
+    assert r.returncode == 0, r.stdout + r.stderr
+    subs = c.top / "collected" / "submissions"
+    assert rows[ann]["late"] == "" and rows[ann]["files"] == "answer.c values.h"
+    assert (subs / ann / "values.h").read_text() == "#define V 0\n"  # what was received
+    # Her last counts (nbgrader's rule): late, and what came late.
+    assert rows[ben]["late"] == "late" and rows[ben]["submission"] == "2"
+    assert (subs / ben / "answer.c").read_text() == PROGRAM.format(value=2)
+    # --on-time: her last received by the deadline, and a note of what came after.
+    r, rows = c.collect("--on-time")
+    assert rows[ben]["late"] == "" and rows[ben]["submission"] == "1"
+    assert "after the deadline left out" in rows[ben]["note"]
+    assert (subs / ben / "answer.c").read_text() == PROGRAM.format(value=1)
+
+
+def test_links_fifos_and_files_not_hers_send_nothing(klass: Class) -> None:
+    c = klass
+    ann, ben = c.logins
+    c.release(start_file(c))
+    secret = c.top / "secret.c"  # root's, readable by root alone
     secret.write_text("int teachers_solution;\n")
     secret.chmod(0o600)
-    folder = exchange / "inbox" / ann / "answer"
-    submit(exchange, ann, "int first;\n", "a.c")
-    racer = top / "racer.py"
-    racer.write_text(RACER)
-    racer.chmod(0o644)
-    a, b, c = b"int a_version;\n" * 2000, b"int b_version;\n" * 3000, b"int c_version;\n" * 1000
-    # Every state her file held: the last, c over a before its truncate, as she wrote it.
-    versions = {b"int first;\n", a, b, c, c + a[len(c):]}
-    proc = subprocess.Popen(["runuser", "-u", ann, "--", "/usr/bin/python3", str(racer),
-                             str(folder), str(secret), "30"])
-    seen: dict[str, int] = {}
-    class_ = exchange_mod.students([ann])
-    out = top / "collected"
-    try:
-        end = time.monotonic() + 8
-        while time.monotonic() < end:
-            [row] = exchange_mod.collect(exchange, "answer", class_, out, None)
-            if row.status == "collected":
-                assert (out / "submissions" / f"{ann}.c").read_bytes() in versions
-            else:
-                assert row.status == "error" and ("a link, not followed" in row.problem or
-                                                  "changed while" in row.problem), row
-            key = row.problem.split(": ", 1)[-1] if row.problem else row.status
-            seen[key] = seen.get(key, 0) + 1
-    finally:
-        proc.kill()
-        proc.wait()
-    print(seen)
-    assert seen.get("collected"), seen  # her versions were collected some of the time
-    assert len(seen) > 1, seen  # and the loop did reach a collection mid-swap
+    assert c.as_user(ann, f"ln -s {secret} a.c && mkfifo b.c").returncode == 0
+    r = c.student(ann, "classroom", "submit", "answer", "a.c")
+    assert r.returncode == 2 and "Permission denied: nothing was sent" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    r = c.student(ann, "classroom", "submit", "answer", "b.c", timeout=20)  # a FIFO: at once
+    assert r.returncode == 2 and "not a regular file: nothing was sent" in r.stderr, r.stderr
+    r = c.student(ann, "classroom", "submit", "answer", "missing.c")
+    assert r.returncode == 2 and "No such file" in r.stderr and "Traceback" not in r.stderr
+    r = c.student(ann, "classroom", "submit", "other", "a.c")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    # A name the exchange does not keep is refused before anything is sent.
+    c.write(ben, "-x.c", "int x;\n")
+    r = c.student(ben, "classroom", "submit", "answer", "./-x.c")
+    assert r.returncode == 2 and "rename it" in r.stderr, r.stderr
+    status = c.idrrun("classroom", "status", "answer", "--exchange", str(c.exchange),
+                      "--roster", str(c.roster), "--json")
+    assert [r["status"] for r in json.loads(status.stdout)] == ["missing", "missing"]
+    # Ben cannot hand in as Ann: the receiver knows him by his uid, whatever he says.
+    assert c.student(ben, "classroom", "submit", "answer", f"{c.top}/answer_exercise.c"
+                     ).returncode == 0
+    assert exchange_mod.receipts(c.exchange, ann, "answer") == []
+
+
+def test_the_receiver_down_or_the_exchange_full_loses_nothing_silently(klass: Class) -> None:
+    c = klass
+    ann, _ = c.logins
+    c.release(start_file(c))
+    c.write(ann, "answer.c", PROGRAM.format(value=42))
+    r = c.student(ann, "classroom", "submit", "answer", "answer.c", "--url",
+                  f"unix:{c.top}/run/none.sock")
+    assert r.returncode == 2 and "did not answer" in r.stderr and "nothing was sent" in r.stderr
+    # The release's files stay, whatever else a release fails on: a missing file says so.
+    r = c.idrrun("classroom", "release", "answer", str(c.top / "nothing.c"), "--exchange",
+                 str(c.exchange), "--roster", str(c.roster))
+    assert r.returncode == 2 and "nothing.c" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_logins_that_are_prefixes_of_each_other_collect_apart() -> None:
+    tag = secrets.token_hex(2)
+    li, liwei = f"li{tag}", f"li{tag}.wei"
+    for c in open_class([li, liwei]):
+        c.release(start_file(c))
+        c.write(li, f"x.wei", PROGRAM.format(value=1))
+        c.write(liwei, "answer/answer.c", PROGRAM.format(value=2))
+        assert c.student(li, "classroom", "submit", "answer", "x.wei").returncode == 0
+        assert c.student(liwei, "classroom", "submit", "answer", "answer").returncode == 0
+        r, rows = c.collect()
+        assert r.returncode == 0, r.stdout + r.stderr
+        subs = c.top / "collected" / "submissions"
+        assert (subs / li / "x.wei").read_text() == PROGRAM.format(value=1)
+        assert (subs / liwei / "answer.c").read_text() == PROGRAM.format(value=2)
+        assert rows[li]["status"] == rows[liwei]["status"] == "collected"
+
+
+def test_a_roster_line_that_is_no_user_is_a_row_and_the_rest_is_collected(klass: Class) -> None:
+    c = klass
+    ann, ben = c.logins
+    c.release(start_file(c))
+    c.write(ben, "answer.c", PROGRAM.format(value=42))
+    assert c.student(ben, "classroom", "submit", "answer", "answer.c").returncode == 0
+    c.roster.write_text(f"submission,login\n{ann},{ann}\nnobody{ann},nobody{ann}\n{ben},{ben}\n")
+    r, rows = c.collect()
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert rows[f"nobody{ann}"]["status"] == "error" and "no such user" in rows[f"nobody{ann}"]["problem"]
+    assert rows[ann]["status"] == "missing" and rows[ben]["status"] == "collected"
+
+
+def test_the_untouched_release_is_said_unchanged_by_submit_status_and_collect(klass: Class) -> None:
+    c = klass
+    ann, ben = c.logins
+    notebook = ROOT / "notebooks" / "C" / "01_intro.ipynb"
+    c.release(start_file(c), notebook)
+    assert c.student(ann, "classroom", "fetch", "answer").returncode == 0
+    assert c.student(ben, "classroom", "fetch", "answer").returncode == 0
+    # Ann hands in the notebook as fetched (she ran her port but did not save it).
+    got = c.student(ann, "classroom", "submit", "answer", "answer/01_intro.ipynb")
+    assert got.returncode == 0 and "unchanged from the release" in got.stdout, got.stdout
+    # Ben edits the start file: not the release's bytes.
+    c.write(ben, "answer/answer_exercise.c", PROGRAM.format(value=42))
+    got = c.student(ben, "classroom", "submit", "answer", "answer/answer_exercise.c")
+    assert got.returncode == 0 and "unchanged" not in got.stdout, got.stdout
+    status = c.idrrun("classroom", "status", "answer", "--exchange", str(c.exchange),
+                      "--roster", str(c.roster))
+    assert "unchanged from the release" in status.stdout and "1 unchanged from the release" in status.stdout
+    r, rows = c.collect()
+    assert "unchanged from the release" in rows[ann]["unchanged"] and rows[ben]["unchanged"] == ""
+    assert "1 unchanged from the release" in r.stdout
+
+
+def test_release_of_a_chapter_notebook_leaves_its_solution_cells_out(klass: Class) -> None:
+    c = klass
+    ann, _ = c.logins
+    chapter = ROOT / "notebooks" / "C" / "02_data.ipynb"
+    cells = json.loads(chapter.read_text())["cells"]
+    solutions = ["".join(cell["source"]) for cell in cells
+                 if "solution" in cell.get("metadata", {}).get("tags", [])]
+    assert solutions, "the chapter has solution cells to leave out"
+    r = c.release(chapter)
+    assert f"{len(solutions)} solution cell(s) left out" in r.stdout, r.stdout
+    assert c.student(ann, "classroom", "fetch", "answer").returncode == 0
+    published = (c.top / "home" / ann / "answer" / "02_data.ipynb").read_text()
+    for source in solutions:
+        assert json.dumps(source)[1:-1][:200] not in published
 
 
 def test_feedback_is_read_by_descriptor_and_a_link_in_it_is_not_followed(tmp_path: Path) -> None:

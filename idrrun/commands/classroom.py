@@ -1,114 +1,271 @@
-"""`idrrun classroom release|fetch|submit|status|collect|return|feedback`: the class's exchange
-(grading/exchange.py) with nbgrader's verbs; grading itself is `idrrun grade` on what was
+"""`idrrun classroom release|serve|status|collect|return` (the teacher) and
+`idrrun classroom list|fetch|submit|feedback` (the student): the class's exchange
+(grading/exchange.py, its receiver grading/receiver.py, the student's client
+grading/exchange_client.py) with nbgrader's verbs; grading itself is `idrrun grade` on what was
 collected."""
 
 from __future__ import annotations
 
 import argparse
-import getpass
+import os
+import socketserver
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
-from ..grading import exchange, gradebook
+from ..grading import exchange, exchange_client, gradebook, handout, receiver
 from ..grading.rows import stamp
 from .common import Parser, deadline, print_json
 
 DEFAULT_EXCHANGE = Path("/srv/idrrun/exchange")
+DEFAULT_SOCKET = Path(exchange_client.DEFAULT_URL.removeprefix("unix:"))
+TEACHER = ("release", "serve", "status", "collect", "return")
 VERBS = {
-    "release": "(teacher, root) publish an exercise's files and make each student's inbox",
+    "release": "(teacher, root) publish an exercise (its notebooks and start files, solution "
+               "cells removed) to the roster's students",
+    "serve": "(root) the exchange's receiver: takes each submission as it is handed in, with the "
+             "time it was received (a Unix socket, or TCP as the hub's service)",
+    "status": "(teacher) who has submitted, when, late, unchanged from the release",
+    "collect": "(teacher, root) copy each student's submission, as it was received, into a "
+               "folder to grade",
+    "return": "(teacher, root) give each student her feedback, for her alone",
+    "list": "(student) the exercises released to you, their deadlines, your last submission",
     "fetch": "(student) copy a released exercise into the current folder",
-    "submit": "(student) hand files in (again: the last submission counts)",
-    "status": "(teacher) who has submitted, when, and who is late",
-    "collect": "(teacher, root) copy each submission once into a folder to grade",
-    "return": "(teacher, root) give each student her feedback, readable by her alone",
-    "feedback": "(student) print her feedback of an exercise",
+    "submit": "(student) hand files in (again: the last counts); says what was received, when",
+    "feedback": "(student) your feedback of an exercise, saved into NAME/feedback/ and shown",
 }
 
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun classroom",
-               description="Assignments out, submissions in, feedback back, through an exchange "
-                           "folder on the file system the hub's nodes share. Grade what was "
-                           "collected with 'idrrun grade NAME OUT/submissions/* --feedback DIR'.",
-               epilog="Exit codes: 0 done; 1 done, but some student's submission or feedback "
-                      "is an error row; 2 usage error. 'idrrun classroom VERB --help' for each.")
-    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB",
-                             parser_class=Parser)
+               description="Assignments out, submissions in, feedback back. Students hand their "
+                           "work to the exchange's receiver (idrrun classroom serve, as root), "
+                           "which keeps it with the time it was received; the teacher collects "
+                           "what was received. Grade it with 'idrrun grade NAME OUT/submissions/* "
+                           "--feedback DIR'.",
+               epilog="Exit codes: 0 done; 1 done, but some student's row is an error; 2 usage "
+                      "error. 'idrrun classroom VERB --help' for each.")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=Parser)
     for verb, what in VERBS.items():
         sub = verbs.add_parser(verb, help=what, description=what)
-        sub.add_argument("exercise", metavar="NAME", help="the exercise")
-        sub.add_argument("--exchange", type=Path, default=DEFAULT_EXCHANGE, metavar="DIR",
-                         help=f"the exchange folder (default {DEFAULT_EXCHANGE})")
-        sub.add_argument("--json", action="store_true", help="print the rows as JSON")
+        if verb not in ("serve", "list"):
+            sub.add_argument("exercise", metavar="NAME", help="the exercise")
+        if verb in TEACHER:
+            sub.add_argument("--exchange", type=Path, default=DEFAULT_EXCHANGE, metavar="DIR",
+                             help=f"the exchange folder, root's (default {DEFAULT_EXCHANGE})")
+        else:
+            sub.add_argument("--url", metavar="URL",
+                             help="where the receiver is: unix:/PATH or http://HOST:PORT "
+                                  f"(default: IDRRUN_EXCHANGE_URL, else {exchange_client.DEFAULT_URL})")
+        if verb != "serve":
+            sub.add_argument("--json", action="store_true", help="print the rows as JSON")
         if verb in ("release", "status", "collect", "return"):
             sub.add_argument("--roster", type=Path, required=True, metavar="FILE.csv",
                              help="the class, as for idrrun gradebook: each student's login "
                                   "(column login, else submission)")
         if verb in ("release", "status", "collect"):
             sub.add_argument("--deadline", type=deadline, metavar="ISO-TIME",
-                             help="submissions changed after it are late (release keeps it "
-                                  "for status and collect)")
-        if verb in ("release", "submit"):
-            sub.add_argument("files", nargs="+", type=Path, metavar="FILE")
+                             help="submissions received after it are late (release keeps it "
+                                  "for the receiver, status and collect)")
+        if verb in ("status", "collect"):
+            sub.add_argument("--on-time", action="store_true",
+                             help="take each student's last submission received by the "
+                                  "deadline (default: her last, late if after it)")
+        if verb == "release":
+            sub.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                             help="the files to publish (notebooks are published without their "
+                                  "solution cells); none: the exercise's own notebooks and "
+                                  "start files, from the course (--course)")
+            sub.add_argument("--course", type=Path, metavar="DIR",
+                             help="the teacher's course (its notebooks/ and examples/; default: "
+                                  "the folder above the configured examples)")
+        if verb == "submit":
+            sub.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                             help="files, or a folder (its files)")
         if verb == "collect":
             sub.add_argument("--to", type=Path, required=True, metavar="OUT",
-                             help="OUT/submissions/ (one per student) and OUT/collected.csv")
+                             help="OUT/submissions/LOGIN/ (one folder per student) and "
+                                  "OUT/collected.csv")
         if verb == "return":
             sub.add_argument("--feedback", type=Path, required=True, metavar="DIR",
                              help="the feedback folder of idrrun grade --feedback")
             sub.add_argument("--collected", type=Path, metavar="OUT",
                              help="the folder of collect: late submissions say so in the feedback")
+        if verb == "serve":
+            sub.add_argument("--socket", type=Path, metavar="PATH",
+                             help=f"listen on this Unix socket (students known by their uid; "
+                                  f"default {DEFAULT_SOCKET} when --listen is not given)")
+            sub.add_argument("--listen", metavar="HOST:PORT",
+                             help="listen on TCP, students known by their JupyterHub token "
+                                  "(as the hub's service: hub/jupyterhub_config.py)")
+            sub.add_argument("--hub-api", metavar="URL",
+                             help="the hub's API (default JUPYTERHUB_API_URL, as the hub gives "
+                                  "its services)")
     return p
 
 
-def roster(path: Path) -> list[exchange.Student]:
-    return exchange.students([s.login or s.submission for s in gradebook.read_roster(path)])
+def roster(path: Path) -> tuple[list[exchange.Student], list[exchange.Collected]]:
+    """The roster's students that are users here, and an error row for each that is not:
+    one wrong line stops nobody else's collection."""
+    found, rows = [], []
+    for s in gradebook.read_roster(path):
+        login = s.login or s.submission
+        try:
+            found.extend(exchange.students([login]))
+        except UsageError as exc:
+            rows.append(exchange.Collected(login, "error", problem=f"roster: {exc}"))
+    return found, rows
 
 
 def main(tokens: Sequence[str]) -> int:
     args = parser().parse_args(list(tokens))
+    if args.verb in TEACHER:
+        return _teacher(args)
+    return _student(args)
+
+
+def _student(args: argparse.Namespace) -> int:
+    where = exchange_client.place(args.url)
+    if args.verb == "list":
+        answer = exchange_client.listing(where)
+        if args.json:
+            print_json(answer)
+            return EXIT_OK
+        for task in answer.get("assignments", []):
+            last = task.get("last")
+            mine = (f"submitted {last['received_at']}{' LATE' if last.get('late') else ''}"
+                    if last else "not submitted")
+            print(neutralise(f"{task['exercise']:<24} deadline {task.get('deadline') or 'none':<26} "
+                             f"{mine}{'  feedback ready' if task.get('feedback') else ''}"))
+        return EXIT_OK
     name = exchange.exercise_name(args.exercise)
     if args.verb == "fetch":
-        for path in exchange.fetch(args.exchange, name, Path.cwd()):
-            print(neutralise(str(path)))
+        got = exchange_client.fetch(where, name, Path.cwd())
+        for path, written in got:
+            print(neutralise(f"{path}{'' if written else '  (kept: yours already)'}"))
         return EXIT_OK
     if args.verb == "submit":
-        print(neutralise(str(exchange.submit(args.exchange, name, args.files, getpass.getuser()))))
+        receipt = exchange_client.submit(where, name, args.files)
+        if args.json:
+            print_json(receipt.to_json())
+        else:
+            print(neutralise(receipt_text(receipt)))
         return EXIT_OK
-    if args.verb == "feedback":
-        path = args.exchange / "feedback" / getpass.getuser() / f"{name}.md"
+    files = exchange_client.feedback(where, name, Path.cwd() / name / "feedback")
+    text = files.get(f"{name}.md", b"").decode(errors="replace")
+    print(neutralise(text))
+    print(neutralise(f"(saved in {Path.cwd() / name / 'feedback'}/: open {name}.md there)"))
+    return EXIT_OK
+
+
+def receipt_text(r: exchange.Receipt) -> str:
+    """What a student reads after submit: what was received, when, against the deadline."""
+    lines = [f"received {r.exercise} (submission {r.number}): {len(r.files)} file"
+             f"{'s' if len(r.files) != 1 else ''}, {r.size} bytes, sha256 {r.digest[:16]}"]
+    lines += [f"  {name}  {size} bytes  sha256 {digest[:16]}" for name, size, digest in r.files]
+    when = f"received at {stamp(r.received)}"
+    if r.deadline:
+        when += f"; deadline {r.deadline}: {'LATE' if r.late else 'on time'}"
+    lines.append(when)
+    lines += [f"warning: {why}" for why in r.unchanged]
+    return "\n".join(lines)
+
+
+def _release_files(args: argparse.Namespace, name: str) -> list[tuple[str, bytes]]:
+    paths = list(args.files) or handout.course_handout(name, _course(args))
+    out = []
+    for path in paths:
         try:
-            print(neutralise(path.read_text(errors="replace")))
-        except FileNotFoundError:
-            raise UsageError(f"no feedback of {name} yet ({path})") from None
-        return EXIT_OK
-    return _teacher(args, name)
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"release: {path}: {exc.strerror}: nothing was released") from None
+        copy = handout.released_copy(path.name, data, name)
+        if copy.stripped:
+            print(neutralise(f"{path.name}: {len(copy.stripped)} solution cell(s) left out "
+                             f"({', '.join(copy.stripped)})"))
+        out.append((copy.name, copy.data))
+    return out
 
 
-def _teacher(args: argparse.Namespace, name: str) -> int:
-    klass = roster(args.roster)
+def _course(args: argparse.Namespace) -> Path:
+    if args.course:
+        return Path(args.course)
+    from ..checks import specs  # the teacher's settings, only when no --course is given
+    from ..request import config
+
+    examples = specs.examples_dir(config.load(project=False), None)
+    if examples is None:
+        raise UsageError("release NAME with no FILE needs the teacher's course: --course DIR "
+                         "(the folder holding its notebooks/ and examples/)")
+    return examples.parent
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import threading
+
+    top = exchange.open_exchange(args.exchange, create=True)
+    os.close(top)
+    servers: list[socketserver.BaseServer] = []
+    if args.listen:
+        host, _, port = str(args.listen).rpartition(":")
+        try:
+            identify = receiver.hub_identity(args.hub_api)
+        except ImportError:
+            raise UsageError("--listen needs jupyterhub (the hub's environment): it asks the hub "
+                             "who holds each token") from None
+        servers.append(receiver.tcp_server((host or "0.0.0.0", int(port)),
+                                           receiver.Receiver(args.exchange, identify,
+                                                             os.environ.get("JUPYTERHUB_SERVICE_PREFIX", ""))))
+    if args.socket or not args.listen:
+        servers.append(receiver.unix_server(args.socket or DEFAULT_SOCKET,
+                                            receiver.Receiver(args.exchange, receiver.peer_login)))
+    where = ", ".join(f"unix:{s.server_address}" if isinstance(s, receiver.UnixServer)
+                      else f"http://{args.listen}" for s in servers)
+    print(f"idrrun classroom serve: receiving for {args.exchange} at {where}", flush=True)
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers[1:]]
+    for t in threads:
+        t.start()
+    try:
+        servers[0].serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def _teacher(args: argparse.Namespace) -> int:
+    if args.verb == "serve":
+        return _serve(args)
+    name = exchange.exercise_name(args.exercise)
+    klass, problems = roster(args.roster)
     if args.verb == "release":
-        done = exchange.release(args.exchange, name, args.files, klass, args.deadline)
-        print(f"released {name}: {', '.join(done)} to {len(klass)} students")
-        return EXIT_OK
-    rows: Sequence[exchange.Collected | exchange.Returned]
+        files = _release_files(args, name)
+        done = exchange.release(args.exchange, name, files, klass, args.deadline)
+        print(neutralise(f"released {name}: {', '.join(done)} to {len(klass)} students"
+                         + (f" (deadline {args.deadline.isoformat()})" if args.deadline else "")))
+        for problem in problems:
+            print(_line(problem))
+        return EXIT_FAILED if problems else EXIT_OK
+    rows: list[exchange.Collected | exchange.Returned]
     if args.verb == "return":
         late = exchange.read_collection(args.collected).late if args.collected else ()
-        rows = exchange.give_back(args.exchange, name, klass, args.feedback, late)
+        rows = [*exchange.give_back(args.exchange, name, klass, args.feedback, late),
+                *(exchange.Returned(p.student, "error", p.problem) for p in problems)]
     else:
-        deadline = args.deadline or exchange.deadline_of(args.exchange, name)
+        when = args.deadline or exchange.deadline_of(args.exchange, name)
         if args.verb == "status":
-            rows = exchange.board(args.exchange, name, klass, deadline)
+            got = exchange.status(args.exchange, name, klass, when, args.on_time)
         else:
-            rows = exchange.collect(args.exchange, name, klass, args.to, deadline)
+            got = exchange.collect(args.exchange, name, klass, args.to, when, args.on_time, problems)
+        rows = list(got) if args.verb == "collect" else [*got, *problems]
     if args.json:
         print_json(exchange.to_json(rows))
     else:
         for row in rows:
             print(_line(row))
+        if args.verb != "return":
+            print(neutralise(exchange.summary([r for r in rows if isinstance(r, exchange.Collected)])))
     return EXIT_FAILED if any(r.status == "error" for r in rows) else EXIT_OK
 
 
@@ -116,5 +273,6 @@ def _line(row: exchange.Collected | exchange.Returned) -> str:
     if isinstance(row, exchange.Returned):
         return neutralise(f"{row.student:<16} {row.status}  {row.problem}".rstrip())
     when = stamp(row.submitted)
+    notes = [row.problem, *(f"[{u}]" for u in row.unchanged), row.note]
     return neutralise(f"{row.student:<16} {row.status:<10} {when:<25} {'LATE' if row.late else '':<4} "
-                      f"{' '.join(row.files)}  {row.problem}".rstrip())
+                      f"{' '.join(row.files)}  {' '.join(n for n in notes if n)}".rstrip())

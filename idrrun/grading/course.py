@@ -39,7 +39,6 @@ from .rows import GradeRow
 from .session import Session
 
 _COMPILE_FAILURES = (FailureKind.COMPILE_ERROR, FailureKind.COMPILE_TIMEOUT)
-SOLUTION_TAG = "solution"
 # What a copy of the course leaves out: a checkout's scratch files.
 _SCRATCH_DIRS = frozenset({".ipynb_checkpoints", "__pycache__", ".idrrun", "idrrun-profile"})
 _SCRATCH_SUFFIXES = frozenset({".o", ".gimple", ".original", ".pyc"})
@@ -421,33 +420,10 @@ NO_REFERENCE = ("no reference values: run `idrrun course references` (the studen
 # Students' notebooks
 
 
-def strip_notebook(nb: dict[str, Any]) -> int:
-    """Remove the cells tagged "solution" and every code cell's outputs, in place; returns how
-    many cells were removed."""
-    cells = [c for c in nb.get("cells", []) if isinstance(c, dict)]
-    kept = [c for c in cells if not is_solution(c)]
-    for cell in kept:
-        if cell.get("cell_type") == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    nb["cells"] = kept
-    return len(cells) - len(kept)
-
-
-def is_solution(cell: Any) -> bool:
-    """A cell a students' copy leaves out (strip_notebook): one tagged "solution"."""
-    return isinstance(cell, dict) and SOLUTION_TAG in _tags(cell)
-
-
-def _tags(cell: dict[str, Any]) -> list[Any]:
-    metadata = cell.get("metadata")
-    tags = metadata.get("tags") if isinstance(metadata, dict) else None
-    return tags if isinstance(tags, list) else []
-
-
 def strip_solutions(path: Path, dest: Path) -> int:
     """Write a copy of a notebook without its solution cells; returns how many were removed."""
     nb = notebook.read(path)
-    removed = strip_notebook(nb)
+    removed = notebook.strip_solution_cells(nb)
     notebook.write(nb, dest)
     return removed
 
@@ -612,7 +588,7 @@ def init_course(source: Path, dest: Path, students: bool) -> CourseCopy:
             # opens unmodified there.
             nb = notebook.read(path)
             if students:
-                removed += strip_notebook(nb)
+                removed += notebook.strip_solution_cells(nb)
                 shown += [notebook.cell_source(c) for c in nb["cells"] if c.get("cell_type") == "code"]
             notebook.write(nb, target)
             count += 1

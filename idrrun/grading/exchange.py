@@ -1,17 +1,25 @@
-"""The class's exchange: assignments out, submissions in, feedback back, in one folder on the
-file system the hub's nodes share (nbgrader's verbs: release, fetch, submit, collect, return).
+"""The class's exchange: assignments out, submissions in, feedback back (nbgrader's verbs:
+release, fetch, submit, collect, return), kept in one folder that root alone writes.
 
-    DIR/released/NAME/        root's, 0755: what students fetch (NAME.json: its deadline)
-    DIR/inbox/LOGIN/          the student's own, 0700: she submits into LOGIN/NAME/
-    DIR/feedback/LOGIN/       root's, group the student's private group, 0750: NAME.md, 0640
+    DIR/released/NAME/           root's, 0755: the files students fetch
+    DIR/released/NAME.json       its files, deadline and the logins it is released to
+    DIR/received/                root's, 0700: nobody else reads or writes anything below it
+    DIR/received/LOGIN/NAME/N/   her N-th submission of NAME as it was received: her files and
+                                 receipt.json (when, digest, deadline, late, unchanged)
+    DIR/feedback/LOGIN/          root's, 0700: NAME.md and its pictures, handed to her alone
 
-release, collect and return run as root (the teacher, who grades with the teacher's course);
-fetch and submit as the student, on her own files only. Collect reads each of her files once,
-through descriptors of folders opened without following a link (O_NOFOLLOW at every step),
-regular files she owns only, bounded, and takes the time of submission from the file's ctime,
-which no user can set (nbgrader's timestamp.txt is written by the student).
+A student never writes into the exchange. Her submission reaches the receiver (`idrrun
+classroom serve`, grading/receiver.py, run as root) as bytes over a socket; the receiver knows
+who she is from the kernel (a Unix socket's peer credentials) or from the hub (her JupyterHub
+token), takes the time of receipt from its own clock, hashes what it got and stores it under a
+number of its own, in a folder named by her login alone. What she does to her files afterwards
+(a write through a memory mapping, a rename, a link, a second submit) cannot change a submission
+received before: collect copies what was received, with the time it was received. The shared
+folder of earlier versions took the time from the files' ctime, which a write through a shared
+mapping does not move (never on tmpfs), and the files themselves at collection time.
 
-    release(...), collect(...) -> [Collected], give_back(...) -> [Returned], board(...)
+    release(...), receive(...) -> Receipt, status(...), collect(...) -> [Collected],
+    give_back(...) -> [Returned], feedback_of(...)
 """
 
 from __future__ import annotations
@@ -20,7 +28,6 @@ import csv
 import dataclasses
 import datetime as dt
 import errno
-import grp
 import hashlib
 import io
 import json
@@ -29,27 +36,72 @@ import pwd
 import re
 import shutil
 import stat
+import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 from ..files import write_atomic, write_atomic_at
+from . import comparison, handout
 from .discover import MAX_SOURCE_BYTES
-from . import comparison
 from .feedback import feedback_names
 from .rows import stamp
 
 # What one student may hand in for one exercise: a few files (a source, a notebook, a header),
-# each bounded as the grader bounds a source; more is an error row, never read.
+# each bounded as the grader bounds a source; more is refused at the receiver, never stored.
 MAX_FILES = 16
 MAX_TOTAL_BYTES = 4 * MAX_SOURCE_BYTES
+# Submissions kept per student and exercise: every one stays (the record of what was handed in
+# when); past this many she is asked to stop, so that one student cannot fill the disk.
+MAX_SUBMISSIONS = 200
 # A file name the exchange keeps: no path, no hidden file, nothing a shell or a CSV interprets.
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}")
 # A login or exercise name used as a folder name in the exchange.
 SAFE_LOGIN = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+RECEIPT = "receipt.json"
+
+
+@dataclass(frozen=True)
+class Student:
+    login: str
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """One submission as the receiver got it: what, from whom, when (its own clock)."""
+
+    exercise: str
+    student: str
+    number: int  # 1, 2, ...: the receiver's order of her submissions of the exercise
+    received: float  # epoch seconds, the receiver's clock when the last byte had arrived
+    files: tuple[tuple[str, int, str], ...]  # (name, size, sha256), by name
+    digest: str  # sha256 of the names and bytes received
+    deadline: str | None = None  # ISO 8601, as released
+    late: bool = False
+    unchanged: tuple[str, ...] = ()  # why it looks like untouched work (handout.unchanged)
+
+    @property
+    def size(self) -> int:
+        return sum(size for _, size, _ in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "received_at": stamp(self.received),
+                "files": [{"name": n, "size": s, "sha256": h} for n, s, h in self.files]}
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> Receipt:
+        return cls(str(record["exercise"]), str(record["student"]), int(record["number"]),
+                   float(record["received"]),
+                   tuple((str(f["name"]), int(f["size"]), str(f["sha256"])) for f in record["files"]),
+                   str(record["digest"]), record.get("deadline"), bool(record.get("late")),
+                   tuple(str(u) for u in record.get("unchanged", ())))
 
 
 @dataclass(frozen=True)
@@ -58,11 +110,14 @@ class Collected:
 
     student: str
     status: str  # "collected", "missing" (nothing submitted) or "error" (problem says why)
-    submitted: float | None = None  # the newest ctime of the files collected (epoch seconds)
+    submitted: float | None = None  # when the receiver got it (epoch seconds)
     late: bool = False
     files: tuple[str, ...] = ()
     digest: str = ""  # sha256 of the names and bytes collected
     problem: str = ""
+    unchanged: tuple[str, ...] = ()
+    number: int = 0  # which of her submissions (Receipt.number)
+    note: str = ""  # e.g. a later submission, after the deadline, left out by --on-time
 
 
 @dataclass(frozen=True)
@@ -73,10 +128,13 @@ class Returned:
 
 
 @dataclass(frozen=True)
-class Student:
-    login: str
-    uid: int
-    gid: int
+class Assignment:
+    """A released exercise: its files (name to bytes), deadline and the logins it went to."""
+
+    exercise: str
+    deadline: dt.datetime | None
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    students: tuple[str, ...] = ()
 
 
 def students(logins: Sequence[str]) -> list[Student]:
@@ -99,6 +157,11 @@ def exercise_name(name: str) -> str:
     return name
 
 
+class Refused(Exception):
+    """Why a submission is not taken, or a student's row is an error: words for her or the
+    teacher (a name not allowed, too large, not released to her, ...)."""
+
+
 # --- root's folders: made here, checked every time (owner, mode, not a link) ------------------
 
 def _own_dir(parent: int, name: str, mode: int, uid: int = 0, gid: int = 0) -> int:
@@ -110,7 +173,10 @@ def _own_dir(parent: int, name: str, mode: int, uid: int = 0, gid: int = 0) -> i
         os.fchown(fd, uid, gid)
         os.fchmod(fd, mode)
     except FileExistsError:
-        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+        try:
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+        except OSError as exc:
+            raise UsageError(f"{name}: not a folder of ours ({exc.strerror}): left alone") from None
     st = os.fstat(fd)
     if (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) != (uid, gid, mode):
         os.close(fd)
@@ -119,11 +185,19 @@ def _own_dir(parent: int, name: str, mode: int, uid: int = 0, gid: int = 0) -> i
     return fd
 
 
+def _sub_dir(parent: int, name: str) -> int | None:
+    """The folder NAME under one of root's own (0700) folders, None when absent."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+
+
 def open_exchange(root: Path, create: bool = False) -> int:
     """The exchange's folder: root's (or the teacher's when not root), not writable by others."""
-    if create:
-        root.mkdir(mode=0o755, parents=True, exist_ok=True)
     try:
+        if create:
+            root.mkdir(mode=0o755, parents=True, exist_ok=True)
         fd = os.open(root, DIR_FLAGS)
     except OSError as exc:
         raise UsageError(f"--exchange {root}: {exc.strerror}") from None
@@ -134,207 +208,389 @@ def open_exchange(root: Path, create: bool = False) -> int:
     return fd
 
 
-def private_group(student: Student) -> bool:
-    """Whether the student's primary group is hers alone (the group that reads her feedback)."""
+def _read_own(folder: int, name: str, cap: int) -> bytes | None:
+    """A regular file of one of our own folders (not a link), at most CAP bytes; None if none."""
     try:
-        group = grp.getgrgid(student.gid)
-    except KeyError:
-        return False
-    if any(member != student.login for member in group.gr_mem):
-        return False
-    return all(p.pw_gid != student.gid or p.pw_name == student.login for p in pwd.getpwall())
+        fd = os.open(name, FILE_FLAGS, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        why = "a link, not followed" if exc.errno == errno.ELOOP else exc.strerror
+        raise UsageError(f"{name}: {why}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{name}: not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= cap:
+            chunk = os.read(fd, min(1 << 16, cap + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+        raise UsageError(f"{name}: more than {cap} bytes")
+    finally:
+        os.close(fd)
 
 
-def release(root: Path, name: str, files: Sequence[Path], roster: Sequence[Student],
+# --- release ----------------------------------------------------------------------------------
+
+def release(root: Path, name: str, files: Sequence[tuple[str, bytes]], roster: Sequence[Student],
             deadline: dt.datetime | None) -> list[str]:
-    """Publish FILES as exercise NAME (read-only to all), and make each student's inbox and
-    feedback folders. Returns what was released."""
+    """Publish FILES ((name, bytes): what handout.released_copy made of the teacher's) as
+    exercise NAME, read-only to all, released to the roster's students. Returns their names."""
     exercise_name(name)
+    for file, _ in files:
+        if not SAFE_NAME.fullmatch(file):
+            raise UsageError(f"{file}: a released file's name is letters, digits, _ . + -")
     top = open_exchange(root, create=True)
     try:
         released = _own_dir(top, "released", 0o755)
-        folder = _own_dir(released, name, 0o755)
-        out = []
-        for path in files:
-            if not SAFE_NAME.fullmatch(path.name):
-                raise UsageError(f"{path}: a released file's name is letters, digits, _ . + -")
-            write_atomic_at(folder, path.name, path.read_bytes(), 0o644)
-            out.append(path.name)
-        write_atomic_at(released, f"{name}.json", json.dumps(
-            {"exercise": name, "files": out,
-             "deadline": deadline.isoformat() if deadline else None}).encode(), 0o644)
-        os.close(folder)
-        os.close(released)
-        inbox, feedback = _own_dir(top, "inbox", 0o711), _own_dir(top, "feedback", 0o711)
-        for student in roster:
-            os.close(_inbox(inbox, student))
-            if private_group(student):
-                os.close(_own_dir(feedback, student.login, 0o750, 0, student.gid))
-        os.close(inbox)
-        os.close(feedback)
-        return out
+        try:
+            folder = _own_dir(released, name, 0o755)
+            try:
+                for old in os.listdir(folder):  # a file released before and not now goes
+                    if SAFE_NAME.fullmatch(old) and old not in dict(files):
+                        os.unlink(old, dir_fd=folder)
+                for file, data in files:
+                    write_atomic_at(folder, file, data, 0o644)
+            finally:
+                os.close(folder)
+            write_atomic_at(released, f"{name}.json", json.dumps(
+                {"exercise": name, "files": [f for f, _ in files],
+                 "deadline": deadline.isoformat() if deadline else None,
+                 "students": [s.login for s in roster]}, indent=1).encode(), 0o644)
+        finally:
+            os.close(released)
+        for folder_name in ("received", "feedback"):
+            os.close(_own_dir(top, folder_name, 0o700))
+        return [f for f, _ in files]
     finally:
         os.close(top)
 
 
-def _inbox(inbox: int, student: Student) -> int:
-    """Her inbox, made hers (0700) if absent; one that exists must be hers (its mode is hers
-    to choose: a student who opens it to others does not stop the release for the class)."""
+def _assignment_at(released: int, name: str, with_files: bool) -> Assignment | None:
     try:
-        os.mkdir(student.login, 0o700, dir_fd=inbox)
-        fd = os.open(student.login, DIR_FLAGS, dir_fd=inbox)
-        os.fchown(fd, student.uid, student.gid)
-        return fd
-    except FileExistsError:
-        fd = os.open(student.login, DIR_FLAGS, dir_fd=inbox)
-    if os.fstat(fd).st_uid != student.uid:
-        os.close(fd)
-        raise UsageError(f"inbox/{student.login}: not {student.login}'s: left alone")
-    return fd
+        raw = _read_own(released, f"{name}.json", 1 << 20)
+        if raw is None:
+            return None
+        record = json.loads(raw)
+        deadline = dt.datetime.fromisoformat(record["deadline"]) if record.get("deadline") else None
+        logins = tuple(str(s) for s in record.get("students", ()))
+        files: dict[str, bytes] = {}
+        if with_files:
+            folder = os.open(name, DIR_FLAGS, dir_fd=released)
+            try:
+                for file in record.get("files", ()):
+                    data = _read_own(folder, str(file), MAX_SOURCE_BYTES * 4) if SAFE_NAME.fullmatch(str(file)) else None
+                    if data is not None:
+                        files[str(file)] = data
+            finally:
+                os.close(folder)
+        else:
+            files = {str(f): b"" for f in record.get("files", ())}
+    except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
+        raise UsageError(f"released/{name}.json: not a release of idrrun classroom ({exc})") from None
+    return Assignment(name, deadline, files, logins)
+
+
+def assignment(root: Path, name: str, with_files: bool = True) -> Assignment:
+    """The released exercise NAME; UsageError when it is not released."""
+    exercise_name(name)
+    top = open_exchange(root)
+    try:
+        released = _sub_dir(top, "released")
+        found = None
+        if released is not None:
+            try:
+                found = _assignment_at(released, name, with_files)
+            finally:
+                os.close(released)
+    finally:
+        os.close(top)
+    if found is None:
+        raise UsageError(f"{name} is not released in {root}")
+    return found
+
+
+def assignments(root: Path, login: str | None = None) -> list[Assignment]:
+    """Every released exercise (to LOGIN when given), without their files' bytes."""
+    top = open_exchange(root)
+    try:
+        released = _sub_dir(top, "released")
+        if released is None:
+            return []
+        try:
+            names = sorted(n.removesuffix(".json") for n in os.listdir(released)
+                           if n.endswith(".json") and SAFE_NAME.fullmatch(n))
+            out = [a for a in (_assignment_at(released, n, False) for n in names) if a is not None]
+        finally:
+            os.close(released)
+    finally:
+        os.close(top)
+    return [a for a in out if login is None or login in a.students]
 
 
 def deadline_of(root: Path, name: str) -> dt.datetime | None:
     try:
-        text = (root / "released" / f"{name}.json").read_text()
-    except FileNotFoundError:
+        return assignment(root, name, with_files=False).deadline
+    except UsageError:
         return None
-    value = json.loads(text).get("deadline")
-    return dt.datetime.fromisoformat(value) if value else None
 
 
-# --- collect: one read of each file, by descriptor --------------------------------------------
+# --- receive: the receiver's one write of a submission ----------------------------------------
 
-class Refused(Exception):
-    """Why a student's submission is an error row (her doing, or what her folder holds)."""
-
-
-def _read_file(folder: int, name: str, student: Student, budget: int) -> tuple[bytes, float]:
-    """The file NAME of her folder, read once by its descriptor: a regular file of hers with
-    one link, at most `budget` bytes, unchanged while it was read. Returns (bytes, ctime)."""
-    try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=folder)
-    except OSError as exc:
-        why = "a link, not followed" if exc.errno == errno.ELOOP else exc.strerror
-        raise Refused(f"{name}: {why}") from None
-    try:
-        before = os.fstat(fd)
-        if not stat.S_ISREG(before.st_mode):
-            raise Refused(f"{name}: not a regular file")
-        # No hard link: a file linked from elsewhere is not hers alone (0 links: she replaced
-        # it since it was opened; what is read is the file as it was then).
-        if before.st_uid != student.uid or before.st_nlink > 1:
-            raise Refused(f"{name}: not a file of hers alone (owner {before.st_uid}, "
-                          f"{before.st_nlink} links)")
-        chunks, size = [], 0
-        while size <= budget:
-            chunk = os.read(fd, min(1 << 16, budget + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > budget:
-            raise Refused(f"{name}: more than {budget} bytes")
-        after = os.fstat(fd)
-        if (after.st_ctime_ns, after.st_size) != (before.st_ctime_ns, before.st_size) or \
-                size != after.st_size:
-            raise Refused(f"{name}: changed while it was collected: submit again")
-        return b"".join(chunks), before.st_ctime
-    finally:
-        os.close(fd)
+_numbering = threading.Lock()  # the receiver's threads take their numbers one at a time
 
 
-def _entries(folder: int) -> list[str]:
-    names = sorted(os.listdir(folder))
-    if len(names) > MAX_FILES:
-        raise Refused(f"more than {MAX_FILES} files")
-    return names
+def check_files(files: Mapping[str, bytes]) -> None:
+    """What one submission may hold; Refused says what is wrong, in her terms."""
+    if not files:
+        raise Refused("no file: name the files to hand in")
+    if len(files) > MAX_FILES:
+        raise Refused(f"{len(files)} files: at most {MAX_FILES} a submission")
+    for name, data in files.items():
+        if not SAFE_NAME.fullmatch(name):
+            raise Refused(f"{name!r}: a submitted file's name is letters, digits, _ . + - "
+                          "(not starting with . - or +), at most 100 characters")
+        if len(data) > MAX_SOURCE_BYTES:
+            raise Refused(f"{name}: {len(data)} bytes, more than {MAX_SOURCE_BYTES} a file")
+    total = sum(len(d) for d in files.values())
+    if total > MAX_TOTAL_BYTES:
+        raise Refused(f"{total} bytes in all, more than {MAX_TOTAL_BYTES} a submission")
 
 
-def _collect_one(inbox: int, name: str, student: Student) -> tuple[dict[str, bytes], float]:
-    """Her files of exercise NAME, each read once. Raises Refused, FileNotFoundError (none)."""
-    try:
-        home = os.open(student.login, DIR_FLAGS, dir_fd=inbox)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise Refused(f"inbox/{student.login}: {exc.strerror}") from None
-    try:
-        if os.fstat(home).st_uid != student.uid:
-            raise Refused(f"inbox/{student.login} is not hers")
-        try:
-            folder = os.open(name, DIR_FLAGS, dir_fd=home)
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            raise Refused(f"{name}: not a folder of hers ({exc.strerror})") from None
-        try:
-            got: dict[str, bytes] = {}
-            newest, budget = 0.0, MAX_TOTAL_BYTES
-            for entry in _entries(folder):
-                if not SAFE_NAME.fullmatch(entry):
-                    continue  # hidden files (editors', checkpoints) and odd names are not hers to hand in
-                data, ctime = _read_file(folder, entry, student, min(budget, MAX_SOURCE_BYTES))
-                got[entry] = data
-                budget -= len(data)
-                newest = max(newest, ctime)
-            if not got:
-                raise FileNotFoundError(name)
-            return got, newest
-        finally:
-            os.close(folder)
-    finally:
-        os.close(home)
+def digest_of(files: Mapping[str, bytes]) -> str:
+    digest = hashlib.sha256()
+    for name, data in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
 
 
-def collect(root: Path, name: str, roster: Sequence[Student], out: Path,
-            deadline: dt.datetime | None) -> list[Collected]:
-    """Each student's submission of NAME copied once into OUT/submissions/ (LOGIN.ext for one
-    file, LOGIN/ for several: what `idrrun grade` takes), and OUT/collected.csv."""
+def receive(root: Path, login: str, name: str, files: Mapping[str, bytes],
+            now: float | None = None) -> Receipt:
+    """Store FILES as LOGIN's next submission of NAME, in root's own folder, with the time of
+    receipt (NOW, else the clock now) and its digest. Refused when it is not to be taken (not
+    released to her, a bad name, too large); OSError when it could not be stored (a full disk):
+    then nothing of it is kept."""
     exercise_name(name)
+    check_files(files)
+    task = assignment(root, name, with_files=True)
+    if login not in task.students:
+        raise Refused(f"{name} is not released to {login}")
+    received = time.time() if now is None else now
+    late = task.deadline is not None and received > task.deadline.timestamp()
+    receipt_files = tuple((n, len(d), hashlib.sha256(d).hexdigest()) for n, d in sorted(files.items()))
     top = open_exchange(root)
-    target = out / "submissions"
-    if target.exists():
-        shutil.rmtree(target)  # ours, made by the last collection: collected anew
-    target.mkdir(parents=True, mode=0o700)
-    os.chmod(out, 0o700)
-    limit = deadline.timestamp() if deadline else None
-    rows = []
     try:
+        inbox = _own_dir(top, "received", 0o700)
         try:
-            inbox = os.open("inbox", DIR_FLAGS, dir_fd=top)
-        except FileNotFoundError:
-            raise UsageError(f"{root}: nothing released yet (no inbox/)") from None
-        try:
-            for student in roster:
-                rows.append(_collected(inbox, name, student, target, limit))
+            mine = _own_dir(inbox, login, 0o700)
+            try:
+                folder = _own_dir(mine, name, 0o700)
+                try:
+                    unchanged = handout.unchanged(files, task.files, exercise=name)
+                    with _numbering:
+                        while True:  # another receiver of the same exchange may take a number
+                            receipt = Receipt(name, login, _next_number(folder), received,
+                                              receipt_files, digest_of(files),
+                                              task.deadline.isoformat() if task.deadline else None,
+                                              late, unchanged)
+                            try:
+                                _store(folder, receipt, files)
+                                break
+                            except FileExistsError:
+                                continue
+                finally:
+                    os.close(folder)
+            finally:
+                os.close(mine)
         finally:
             os.close(inbox)
     finally:
         os.close(top)
-    write_atomic(out / COLLECTED, collected_csv(rows, deadline))
+    return receipt
+
+
+def _numbers(folder: int) -> list[int]:
+    return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
+
+
+def _next_number(folder: int) -> int:
+    taken = _numbers(folder)
+    if len(taken) >= MAX_SUBMISSIONS:
+        raise Refused(f"{len(taken)} submissions of this exercise already: ask your teacher")
+    return (taken[-1] if taken else 0) + 1
+
+
+def _store(folder: int, receipt: Receipt, files: Mapping[str, bytes]) -> None:
+    """Her files, then the receipt last: a submission without its receipt was not received
+    whole (a full disk) and is removed here, or ignored by whoever reads."""
+    label = f"{receipt.number:06d}"
+    os.mkdir(label, 0o700, dir_fd=folder)
+    box = os.open(label, DIR_FLAGS, dir_fd=folder)
+    try:
+        try:
+            for file, data in files.items():
+                write_atomic_at(box, file, data, 0o600)
+            write_atomic_at(box, RECEIPT, json.dumps(receipt.to_json(), indent=1).encode(), 0o600)
+        except OSError:
+            for entry in os.listdir(box):
+                os.unlink(entry, dir_fd=box)
+            os.rmdir(label, dir_fd=folder)
+            raise
+    finally:
+        os.close(box)
+
+
+def receipts(root: Path, login: str, name: str) -> list[Receipt]:
+    """Her submissions of NAME as received, oldest first."""
+    top = open_exchange(root)
+    try:
+        return _receipts_at(top, login, name)
+    finally:
+        os.close(top)
+
+
+def _receipts_at(top: int, login: str, name: str) -> list[Receipt]:
+    out: list[Receipt] = []
+    fds: list[int] = []
+    try:
+        for part in ("received", login, name):
+            fd = _sub_dir(fds[-1] if fds else top, part)
+            if fd is None:
+                return out
+            fds.append(fd)
+        for number in _numbers(fds[-1]):
+            box = _sub_dir(fds[-1], f"{number:06d}")
+            if box is None:
+                continue
+            try:
+                raw = _read_own(box, RECEIPT, 1 << 20)
+            finally:
+                os.close(box)
+            if raw is not None:  # else: not received whole (the disk was full then)
+                out.append(Receipt.from_json(json.loads(raw)))
+        return out
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _files_of(top: int, receipt: Receipt) -> dict[str, bytes]:
+    """The bytes of a receipt's files, checked against the digest recorded at receipt."""
+    path = ("received", receipt.student, receipt.exercise, f"{receipt.number:06d}")
+    fds: list[int] = []
+    try:
+        for part in path:
+            fd = _sub_dir(fds[-1] if fds else top, part)
+            if fd is None:
+                raise Refused(f"submission {receipt.number}: its folder is gone")
+            fds.append(fd)
+        got = {}
+        for file, _, _ in receipt.files:
+            data = _read_own(fds[-1], file, MAX_SOURCE_BYTES)
+            if data is None:
+                raise Refused(f"submission {receipt.number}: {file} is gone")
+            got[file] = data
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if digest_of(got) != receipt.digest:
+        raise Refused(f"submission {receipt.number}: its files differ from what was received")
+    return got
+
+
+# --- status and collect: what was received, never the students' files -------------------------
+
+def _chosen(mine: Sequence[Receipt], limit: float | None, on_time: bool) -> tuple[Receipt | None, str]:
+    """The submission that counts: her last; with ON_TIME, her last received by the deadline
+    (and a note of what came after)."""
+    if not mine:
+        return None, ""
+    last = mine[-1]
+    if not on_time or limit is None or last.received <= limit:
+        return last, ""
+    kept = [r for r in mine if r.received <= limit]
+    after = f"{len(mine) - len(kept)} submission(s) after the deadline left out (last {stamp(last.received)})"
+    return (kept[-1] if kept else None), after
+
+
+def _row(receipt: Receipt, limit: float | None, note: str = "") -> Collected:
+    return Collected(receipt.student, "collected", receipt.received,
+                     limit is not None and receipt.received > limit,
+                     tuple(n for n, _, _ in receipt.files), receipt.digest,
+                     unchanged=receipt.unchanged, number=receipt.number, note=note)
+
+
+def status(root: Path, name: str, roster: Sequence[Student], deadline: dt.datetime | None,
+           on_time: bool = False) -> list[Collected]:
+    """Who has submitted NAME and when (as received), from the receipts alone."""
+    exercise_name(name)
+    limit = deadline.timestamp() if deadline else None
+    top = open_exchange(root)
+    rows = []
+    try:
+        for student in roster:
+            try:
+                chosen, note = _chosen(_receipts_at(top, student.login, name), limit, on_time)
+            except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
+                rows.append(Collected(student.login, "error", problem=str(exc)))
+                continue
+            rows.append(Collected(student.login, "missing", note=note) if chosen is None else
+                        dataclasses.replace(_row(chosen, limit, note), status="submitted"))
+    finally:
+        os.close(top)
     return rows
 
 
-def _collected(inbox: int, name: str, student: Student, target: Path,
-               limit: float | None) -> Collected:
+def collect(root: Path, name: str, roster: Sequence[Student], out: Path,
+            deadline: dt.datetime | None, on_time: bool = False,
+            problems: Sequence[Collected] = ()) -> list[Collected]:
+    """Each student's submission of NAME that counts (her last; with ON_TIME her last received
+    by the deadline), copied as it was received into OUT/submissions/LOGIN/ (a folder named
+    by her login alone: what `idrrun grade` takes), and OUT/collected.csv. Every student gets a
+    row; one that cannot be collected is an error row and the others are collected (PROBLEMS:
+    the roster's lines that are no student here, recorded as they are)."""
+    exercise_name(name)
+    limit = deadline.timestamp() if deadline else None
+    target = out / "submissions"
     try:
-        got, when = _collect_one(inbox, name, student)
-    except FileNotFoundError:
-        return Collected(student.login, "missing")
-    except (Refused, OSError) as exc:
+        if target.is_symlink() or target.exists():
+            shutil.rmtree(target)  # ours, made by the last collection: collected anew
+        target.mkdir(parents=True, mode=0o700)
+        os.chmod(out, 0o700)
+    except OSError as exc:
+        raise UsageError(f"--to {out}: {exc.strerror or exc}") from None
+    top = open_exchange(root)
+    rows = []
+    try:
+        for student in roster:
+            rows.append(_collected(top, name, student, target, limit, on_time))
+    finally:
+        os.close(top)
+    rows += problems
+    try:
+        write_atomic(out / COLLECTED, collected_csv(rows, deadline))
+    except OSError as exc:
+        raise UsageError(f"{out / COLLECTED}: {exc.strerror or exc}") from None
+    return rows
+
+
+def _collected(top: int, name: str, student: Student, target: Path, limit: float | None,
+               on_time: bool) -> Collected:
+    try:
+        chosen, note = _chosen(_receipts_at(top, student.login, name), limit, on_time)
+        if chosen is None:
+            return Collected(student.login, "missing", note=note)
+        files = _files_of(top, chosen)
+        folder = target / student.login
+        folder.mkdir(mode=0o700)
+        for file, data in files.items():
+            (folder / file).write_bytes(data)
+    except (Refused, OSError, ValueError, KeyError, TypeError, UsageError) as exc:
         return Collected(student.login, "error", problem=str(exc))
-    digest = hashlib.sha256()
-    for entry, data in sorted(got.items()):
-        digest.update(entry.encode() + b"\0" + hashlib.sha256(data).digest())
-    if len(got) == 1:
-        [(entry, data)] = got.items()
-        (target / (student.login + Path(entry).suffix)).write_bytes(data)
-    else:
-        (target / student.login).mkdir(mode=0o700)
-        for entry, data in got.items():
-            (target / student.login / entry).write_bytes(data)
-    return Collected(student.login, "collected", when, limit is not None and when > limit,
-                     tuple(sorted(got)), digest.hexdigest())
+    return _row(chosen, limit, note)
 
 
 # The collection's record, beside OUT/submissions/: what `idrrun grade` and `return` read.
@@ -367,6 +623,7 @@ class Collection:
     deadline: dt.datetime | None
     submitted: Mapping[str, float]
     late: tuple[str, ...]  # the students collected after the deadline
+    unchanged: tuple[str, ...] = ()  # the students whose work looks untouched
 
 
 def read_collection(folder: Path) -> Collection:
@@ -379,10 +636,11 @@ def read_collection(folder: Path) -> Collection:
         submitted = {r["student"]: dt.datetime.fromisoformat(r["submitted"]).timestamp()
                      for r in records if r.get("submitted")}
         late = tuple(r["student"] for r in records if r.get("late"))
+        unchanged = tuple(r["student"] for r in records if r.get("unchanged"))
     except (OSError, KeyError, ValueError) as exc:
         raise UsageError(f"{path}: not a collection's record of idrrun classroom collect: {exc}") from None
     deadline = dt.datetime.fromisoformat(deadlines.pop()) if len(deadlines) == 1 else None
-    return Collection(deadline, submitted, late)
+    return Collection(deadline, submitted, late, unchanged)
 
 
 def modified(subs: Sequence[tuple[str, Path]]) -> dict[str, float]:
@@ -400,82 +658,52 @@ def modified(subs: Sequence[tuple[str, Path]]) -> dict[str, float]:
 def collected_csv(rows: Sequence[Collected], deadline: dt.datetime | None) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["student", "status", "submitted", "late", "deadline", "files", "sha256", "problem"])
+    w.writerow(["student", "status", "submitted", "late", "deadline", "files", "sha256",
+                "unchanged", "submission", "problem", "note"])
     for r in rows:
         w.writerow([r.student, r.status, stamp(r.submitted), "late" if r.late else "",
                     deadline.isoformat() if deadline else "", " ".join(r.files), r.digest,
-                    r.problem])
+                    "; ".join(r.unchanged), r.number or "", r.problem, r.note])
     return buf.getvalue()
 
 
-def board(root: Path, name: str, roster: Sequence[Student],
-          deadline: dt.datetime | None) -> list[Collected]:
-    """Who has submitted NAME and when (the newest ctime in her folder), by stat alone through
-    descriptors, as collect opens them: for watching, never for grading."""
-    exercise_name(name)
-    rows = []
-    limit = deadline.timestamp() if deadline else None
-    top = open_exchange(root)
-    try:
-        inbox = os.open("inbox", DIR_FLAGS, dir_fd=top)
-    except FileNotFoundError:
-        raise UsageError(f"{root}: nothing released yet (no inbox/)") from None
-    finally:
-        os.close(top)
-    try:
-        for student in roster:
-            when = _newest(inbox, name, student)
-            rows.append(Collected(student.login, "missing") if when is None else
-                        Collected(student.login, "submitted", when,
-                                  limit is not None and when > limit))
-    finally:
-        os.close(inbox)
-    return rows
+def summary(rows: Sequence[Collected]) -> str:
+    """The teacher's line under a status or a collection: how many of each."""
+    done = [r for r in rows if r.status in ("collected", "submitted")]
+    parts = [f"{len(done)} of {len(rows)} {'collected' if any(r.status == 'collected' for r in rows) else 'submitted'}"]
+    for what, count in (("late", sum(r.late for r in done)),
+                        ("unchanged from the release", sum(bool(r.unchanged) for r in done)),
+                        ("missing", sum(r.status == "missing" for r in rows)),
+                        ("error", sum(r.status == "error" for r in rows))):
+        if count:
+            parts.append(f"{count} {what}")
+    return ", ".join(parts)
 
 
-def _newest(inbox: int, name: str, student: Student) -> float | None:
-    """The newest ctime of her files of NAME, None if none (or none that can be looked at)."""
-    try:
-        home = os.open(student.login, DIR_FLAGS, dir_fd=inbox)
-    except OSError:
-        return None
-    try:
-        folder = os.open(name, DIR_FLAGS, dir_fd=home)
-    except OSError:
-        return None
-    finally:
-        os.close(home)
-    try:
-        times = [os.stat(entry, dir_fd=folder, follow_symlinks=False).st_ctime
-                 for entry in os.listdir(folder)[:MAX_FILES] if SAFE_NAME.fullmatch(entry)]
-    except OSError:
-        return None
-    finally:
-        os.close(folder)
-    return max(times, default=None)
-
-
-# --- return: the feedback written where only she reads it -------------------------------------
+# --- return: the feedback kept where root alone reads it, handed to her by the receiver -------
 
 def give_back(root: Path, name: str, roster: Sequence[Student], feedback: Path,
               late: Sequence[str] = ()) -> list[Returned]:
-    """Each student's feedback file of NAME (from `idrrun grade --feedback FEEDBACK`) written
-    as DIR/feedback/LOGIN/NAME.md, root's, readable by her private group alone."""
+    """Each student's feedback file of NAME (from `idrrun grade --feedback FEEDBACK`) kept as
+    DIR/feedback/LOGIN/NAME.md, root's alone: the receiver hands it to her (`idrrun classroom
+    feedback`), and to nobody else."""
     exercise_name(name)
     named = feedback_names([s.login for s in roster])
     source = open_feedback(feedback)
-    top = open_exchange(root)
     rows = []
     try:
-        folder = _own_dir(top, "feedback", 0o711)
+        top = open_exchange(root)
         try:
-            for student in roster:
-                rows.append(_return_one(folder, name, student, source, named[student.login],
-                                        student.login in late))
+            folder = _own_dir(top, "feedback", 0o700)
+            try:
+                for student in roster:
+                    rows.append(_return_one(folder, name, student, source, named[student.login],
+                                            student.login in late))
+            finally:
+                os.close(folder)
         finally:
-            os.close(folder)
+            os.close(top)
     finally:
-        os.close(top)
         os.close(source)
     return rows
 
@@ -503,24 +731,9 @@ def read_feedback(folder: int, name: str) -> bytes | None:
     """The file NAME of the feedback folder, read by its descriptor: a regular file, not
     followed if a link, at most MAX_FEEDBACK_BYTES; None when there is none."""
     try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=folder)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        why = "a link, not followed" if exc.errno == errno.ELOOP else exc.strerror
-        raise UsageError(f"feedback {name}: {why}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"feedback {name}: not a regular file")
-        data = b""
-        while len(data) <= MAX_FEEDBACK_BYTES:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return data
-            data += chunk
-        raise UsageError(f"feedback {name}: more than {MAX_FEEDBACK_BYTES} bytes")
-    finally:
-        os.close(fd)
+        return _read_own(folder, name, MAX_FEEDBACK_BYTES)
+    except UsageError as exc:
+        raise UsageError(f"feedback {exc}") from None
 
 
 def _return_one(folder: int, name: str, student: Student, source: int, file: str,
@@ -530,23 +743,17 @@ def _return_one(folder: int, name: str, student: Student, source: int, file: str
         if text is None:
             return Returned(student.login, "no feedback")
         text, pictures = pictures_of(source, file, name, text)
-    except UsageError as exc:
+        if late:
+            text = b"> Submitted after the deadline.\n\n" + text
+        mine = _own_dir(folder, student.login, 0o700)
+        try:
+            for picture, data in pictures:
+                write_atomic_at(mine, picture, data, 0o600)
+            write_atomic_at(mine, f"{name}.md", text, 0o600)
+        finally:
+            os.close(mine)
+    except (UsageError, OSError) as exc:
         return Returned(student.login, "error", str(exc))
-    if not private_group(student):
-        return Returned(student.login, "error", f"the group {student.gid} is not hers alone: "
-                                                "her feedback would be readable by others")
-    if late:
-        text = b"> Submitted after the deadline.\n\n" + text
-    try:
-        mine = _own_dir(folder, student.login, 0o750, 0, student.gid)
-    except UsageError as exc:
-        return Returned(student.login, "error", str(exc))
-    try:
-        for picture, data in pictures:
-            write_atomic_at(mine, picture, data, 0o640, student.gid)
-        write_atomic_at(mine, f"{name}.md", text, 0o640, student.gid)
-    finally:
-        os.close(mine)
     return Returned(student.login, "returned")
 
 
@@ -567,36 +774,30 @@ def pictures_of(source: int, file: str, name: str, text: bytes) -> tuple[bytes, 
     return text, found
 
 
-def fetch(root: Path, name: str, into: Path) -> list[Path]:
-    """The released files of NAME copied into INTO/NAME/ (a file already there is kept)."""
-    source = root / "released" / exercise_name(name)
-    if not source.is_dir():
-        raise UsageError(f"{name} is not released in {root}")
-    (into / name).mkdir(parents=True, exist_ok=True)
-    out = []
-    for path in sorted(source.iterdir()):
-        target = into / name / path.name
-        if not target.exists():
-            shutil.copyfile(path, target)
-            out.append(target)
-    return out
-
-
-def submit(root: Path, name: str, files: Sequence[Path], login: str) -> Path:
-    """FILES copied into her inbox (DIR/inbox/LOGIN/NAME/), replacing what she submitted."""
-    inbox = root / "inbox" / login
-    if not inbox.is_dir():
-        raise UsageError(f"{inbox}: no inbox of yours (is the exercise released to you?)")
-    folder = inbox / exercise_name(name)
-    folder.mkdir(mode=0o700, exist_ok=True)
-    for old in folder.iterdir():
-        if SAFE_NAME.fullmatch(old.name) and old.is_file():
-            old.unlink()
-    for path in files:
-        if not SAFE_NAME.fullmatch(path.name):
-            raise UsageError(f"{path}: a submitted file's name is letters, digits, _ . + -")
-        shutil.copyfile(path, folder / path.name)
-    return folder
+def feedback_of(root: Path, login: str, name: str) -> dict[str, bytes] | None:
+    """Her returned feedback of NAME: NAME.md and its pictures (name to bytes); None if none."""
+    exercise_name(name)
+    top = open_exchange(root)
+    fds = [top]
+    try:
+        for part in ("feedback", login):
+            fd = _sub_dir(fds[-1], part)
+            if fd is None:
+                return None
+            fds.append(fd)
+        text = read_feedback(fds[-1], f"{name}.md")
+        if text is None:
+            return None
+        out = {f"{name}.md": text}
+        for pattern in (comparison.TIMELINE, comparison.SOLUTION_TIMELINE):
+            picture = pattern.format(stem=name)
+            data = read_feedback(fds[-1], picture)
+            if data is not None:
+                out[picture] = data
+        return out
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def to_json(rows: Sequence[Collected | Returned]) -> list[dict[str, object]]:

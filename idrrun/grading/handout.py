@@ -23,7 +23,6 @@ from typing import Any
 from ..checks import specs
 from ..errors import IdrrunError, UsageError, did_you_mean
 from ..request import notebook, options
-from . import course as course_mod
 
 NOTEBOOK_SUFFIX = ".ipynb"
 # A solution source of the course, by the name the course gives it (examples/README.md:
@@ -68,7 +67,7 @@ class Handout:
 def released_copy(name: str, data: bytes, exercise: str) -> Handout:
     """The copy of the file `name` (its bytes `data`) that may be released for `exercise`: a
     notebook without its solution cells and outputs, by the rule of `course init --students`
-    (course.strip_notebook), written as idrrun writes notebooks; any other file as it is.
+    (request/notebook.strip_solution_cells), written as idrrun writes notebooks; any other file as it is.
     Raises UsageError for a notebook that cannot be read, and for a solution source (a name
     NAME_solution.SUFFIX), naming the start file to release instead."""
     base = PurePosixPath(name).name
@@ -83,9 +82,9 @@ def released_copy(name: str, data: bytes, exercise: str) -> Handout:
 
 def _stripped_notebook(name: str, data: bytes) -> Handout:
     nb = notebook.parse(data, name)
-    removed = tuple(STRIPPED_CELL.format(number=i + 1, tag=course_mod.SOLUTION_TAG)
-                    for i, cell in enumerate(nb["cells"]) if course_mod.is_solution(cell))
-    course_mod.strip_notebook(nb)
+    removed = tuple(STRIPPED_CELL.format(number=i + 1, tag=notebook.SOLUTION_TAG)
+                    for i, cell in enumerate(nb["cells"]) if notebook.is_solution(cell))
+    notebook.strip_solution_cells(nb)
     # As notebook.write writes (course init's copies): the form JupyterLab 4 saves for this
     # environment's kernel, so that the released copy opens unmodified there.
     notebook.as_jupyterlab_saves(nb, notebook.python_version())

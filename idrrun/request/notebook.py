@@ -146,3 +146,30 @@ def magic_cells(data: dict[str, Any]) -> list[MagicCell]:
         found.append(MagicCell(i, split[0], split[1],
                                tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ()))
     return found
+
+
+# A cell a students' copy leaves out (course init --students, classroom release).
+SOLUTION_TAG = "solution"
+
+
+def strip_solution_cells(nb: dict[str, Any]) -> int:
+    """Remove the cells tagged "solution" and every code cell's outputs, in place; returns how
+    many cells were removed."""
+    cells = [c for c in nb.get("cells", []) if isinstance(c, dict)]
+    kept = [c for c in cells if not is_solution(c)]
+    for cell in kept:
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    nb["cells"] = kept
+    return len(cells) - len(kept)
+
+
+def is_solution(cell: Any) -> bool:
+    """A cell a students' copy leaves out (strip_solution_cells): one tagged "solution"."""
+    return isinstance(cell, dict) and SOLUTION_TAG in tags(cell)
+
+
+def tags(cell: dict[str, Any]) -> list[Any]:
+    metadata = cell.get("metadata")
+    found = metadata.get("tags") if isinstance(metadata, dict) else None
+    return found if isinstance(found, list) else []
