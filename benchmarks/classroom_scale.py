@@ -53,12 +53,11 @@ def submit(hub: Hub, login: str, exchange: Path, value: int) -> float:
     code, kernel = hub.api("POST", f"/user/{login}/api/kernels", {"name": "python3"})
     if code != 201:
         raise RuntimeError(f"{login}: no kernel: {kernel}")
-    x = f"--exchange {exchange}"
-    cell = (f"!idrrun classroom fetch answer {x}\n"
+    cell = ("!idrrun classroom fetch answer\n"
             f"open('answer/answer.c', 'w').write({PROGRAM.format(value=value)!r})\n"
-            f"!idrrun classroom submit answer answer/answer.c {x}")
+            "!idrrun classroom submit answer answer/answer.c")
     status, out = hub.run_cell(login, kernel["id"], cell, 300)
-    if status != "ok" or f"inbox/{login}" not in out:
+    if status != "ok" or "received answer" not in out:
         raise RuntimeError(f"{login}: the submit cell said: {out}")
     hub.api("DELETE", f"/user/{login}/api/kernels/{kernel['id']}")
     return time.monotonic() - started
@@ -131,7 +130,8 @@ def one_class(n: int, jobs: int, submitters: int) -> list[str]:
                    IDRRUN_HUB_PROXY_PORT=str(free_port()), IDRRUN_HUB_AUTH="dummy",
                    IDRRUN_HUB_PASSWORD=secrets.token_hex(8), IDRRUN_HUB_USERS=",".join(students),
                    IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
-                   IDRRUN_HUB_START_TIMEOUT="900",
+                   IDRRUN_HUB_START_TIMEOUT="900", IDRRUN_HUB_EXCHANGE=str(top / "exchange"),
+                   IDRRUN_HUB_EXCHANGE_PORT=str(free_port()),
                    IDRRUN_HUB_NODES=",".join(f"{node}=127.0.0.1" for node in cluster.nodes),
                    PATH=f"{VENV}/bin:{Path(proxy).parent}:{os.environ['PATH']}")
         log = top / "hub.log"

@@ -24,6 +24,12 @@ Settings from the environment, so that one file serves a cluster and the tests (
                          /hub/boards/
     IDRRUN_HUB_API_TOKEN a token for a service "classroom" that may start servers and list users
                          (the teacher's scripts, the tests); absent: no such service
+    IDRRUN_HUB_EXCHANGE  the class's exchange folder (default /srv/idrrun/exchange), on the hub's
+                         machine only: its receiver (`idrrun classroom serve`) runs as the hub's
+                         service "idrrun-exchange" (root, like the hub), and every server gets
+                         IDRRUN_EXCHANGE_URL, so that `idrrun classroom fetch|submit|feedback`
+                         reach it with the student's own hub token
+    IDRRUN_HUB_EXCHANGE_PORT  the receiver's port, on every interface (default 8082)
 """
 
 import os
@@ -97,9 +103,22 @@ trap 'echo SIGTERM received' TERM
 {{epilogue}}
 """
 
+# The exchange's receiver: a process of the hub's (root) that takes each submission as bytes
+# from the student's server and keeps it where only root writes (grading/receiver.py). The
+# nodes reach it as they reach the hub's API; the proxy also routes /services/idrrun-exchange/.
+exchange_port = int(os.environ.get("IDRRUN_HUB_EXCHANGE_PORT", "8082"))
+exchange_url = f"http://{c.JupyterHub.hub_connect_ip}:{exchange_port}"
+c.JupyterHub.services = [{
+    "name": "idrrun-exchange", "url": exchange_url,
+    "command": [f"{venv}/bin/idrrun", "classroom", "serve", "--exchange",
+                os.environ.get("IDRRUN_HUB_EXCHANGE", "/srv/idrrun/exchange"),
+                "--listen", f"0.0.0.0:{exchange_port}"],
+}]
+c.Spawner.environment["IDRRUN_EXCHANGE_URL"] = exchange_url
+
 token = os.environ.get("IDRRUN_HUB_API_TOKEN")
 if token:
-    c.JupyterHub.services = [{"name": "classroom", "api_token": token}]
+    c.JupyterHub.services.append({"name": "classroom", "api_token": token})
     c.JupyterHub.load_roles = [{
         "name": "classroom", "services": ["classroom"],
         "scopes": ["admin:users", "admin:servers", "access:servers", "list:users"],

@@ -40,6 +40,7 @@ import pytest
 from conftest import PYTHONPATH, ROOT
 import slurmcluster
 from answer_course import PROGRAM, SPEC, write_course
+from idrrun.grading import exchange as exchange_mod
 from hub_client import HubClient
 from ports import free_port
 
@@ -62,6 +63,7 @@ class Hub(HubClient):
     exchange: Path
     roster: Path
     password: str
+    exchange_url: str
 
 
 def prerequisites() -> None:
@@ -97,6 +99,7 @@ def hub() -> Iterator[Hub]:
     examples = top / "examples"  # the students' view of the exercise: its spec and start file
     write_course(examples)
     port, token, password = free_port(), secrets.token_hex(16), secrets.token_hex(8)
+    exchange_port = free_port()
     state = top / "hub"
     env = dict(cluster.env, IDRRUN_HUB_VENV=str(VENV), IDRRUN_HUB_STATE=str(state),
                IDRRUN_HUB_PORT=str(port), IDRRUN_HUB_INTERNAL_PORT=str(free_port()),
@@ -104,7 +107,8 @@ def hub() -> Iterator[Hub]:
                IDRRUN_HUB_PASSWORD=password,
                IDRRUN_HUB_SERVER_ARGS="--LabApp.expose_app_in_browser=True", IDRRUN_HUB_USERS=",".join(students),
                IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
-               IDRRUN_HUB_BOARDS=str(top / "boards"),
+               IDRRUN_HUB_BOARDS=str(top / "boards"), IDRRUN_HUB_EXCHANGE=str(top / "exchange"),
+               IDRRUN_HUB_EXCHANGE_PORT=str(exchange_port),
                IDRRUN_HUB_NODES=",".join(f"{n}=127.0.0.1" for n in cluster.nodes),
                PATH=f"{VENV}/bin:{Path(str(proxy())).parent}:{os.environ['PATH']}")
     log = (top / "hub.log").open("w")
@@ -112,7 +116,8 @@ def hub() -> Iterator[Hub]:
                                 str(ROOT / "hub" / "jupyterhub_config.py")],
                                cwd=top, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
-    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, top / "exchange", roster, password)
+    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, top / "exchange", roster,
+            password, f"http://127.0.0.1:{exchange_port}")
     try:
         deadline = time.monotonic() + 60
         while h.api("GET", "/hub/api/")[0] != 200:
@@ -201,10 +206,9 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
     times = {"cells and submit, each": time.monotonic()}
     for login in hub.students:
         kernel = kernel_of(hub, login)
-        x = f"--exchange {hub.exchange}"
         status, out = hub.run_cell(login, kernel,
                                f"import os, socket; print(os.environ['SLURMD_NODENAME'], os.getuid())\n"
-                               f"!idrrun classroom fetch answer {x}")
+                               f"!idrrun classroom fetch answer")
         assert status == "ok", out
         assert out.split()[:2] == [nodes[login], str(subprocess.run(
             ["id", "-u", login], capture_output=True, text=True).stdout.strip())], out
@@ -222,8 +226,11 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
             assert "C[0] is 41, expected 42" in out, out
         status, out = hub.run_cell(login, kernel,
                                f"open('answer/answer.c', 'w').write({body!r})\n"
-                               f"!idrrun classroom submit answer answer/answer.c {x}")
-        assert status == "ok", out
+                               f"!idrrun classroom submit answer answer/answer.c")
+        # Received by the hub's receiver, who knew her by her server's hub token.
+        assert status == "ok" and "received answer (submission 1)" in out, out
+        [receipt] = exchange_mod.receipts(hub.exchange, login, "answer")
+        assert receipt.digest == exchange_mod.digest_of({"answer.c": body.encode()})
     times["cells and submit, each"] = (time.monotonic() - times["cells and submit, each"]) / len(values)
     # The teacher collects, grades (sandboxed, as root), returns.
     out = hub.top / "collected"
@@ -257,11 +264,20 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
     print(f"\n{len(values)} students: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     for login, other in zip(hub.students, hub.students[1:] + hub.students[:1]):
         status, text = hub.run_cell(login, kernel_of(hub, login),
-                                f"!idrrun classroom feedback answer --exchange {hub.exchange}\n"
+                                f"!idrrun classroom feedback answer\n"
                                 f"!cat {hub.exchange}/feedback/{other}/answer.md "
-                                f"{hub.exchange}/inbox/{other}/answer/answer.c")
-        assert status == "ok" and "answer" in text, text
+                                f"{hub.exchange}/received/{other}/answer/000001/answer.c")
+        assert status == "ok" and "saved in" in text and "answer" in text, text
         assert text.count("Permission denied") == 2, text
+    # A token the hub did not give is nobody's: the receiver refuses it, and keeps nothing.
+    forged = urllib.request.Request(
+        f"{hub.exchange_url}/api/submissions/answer", method="POST",
+        data=b'{"files": {"answer.c": "aW50IHg7Cg=="}}',
+        headers={"Authorization": "token " + secrets.token_hex(16)})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(forged, timeout=30)
+    assert refused.value.code == 403
+    assert [r.number for r in exchange_mod.receipts(hub.exchange, hub.students[0], "answer")] == [1]
 
 
 def test_the_hub_serves_the_times_board_to_logged_in_users_only(hub: Hub, tmp_path: Path) -> None:
@@ -341,7 +357,7 @@ def test_a_student_logs_in_opens_the_exercise_and_sees_its_check_from_her_node(
 
     login = hub.students[0]
     status, out = hub.run_cell(login, kernel_of(hub, login),
-                           f"!idrrun classroom fetch answer --exchange {hub.exchange}")
+                           f"!idrrun classroom fetch answer")
     assert status == "ok", out
     options = Options()
     options.binary_location = str(CHROMIUM)

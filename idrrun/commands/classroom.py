@@ -9,14 +9,17 @@ from __future__ import annotations
 import argparse
 import os
 import socketserver
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
+from ..checks import specs
 from ..errors import UsageError
 from ..grading import exchange, exchange_client, gradebook, handout, receiver
 from ..grading.rows import stamp
+from ..request import config
 from .common import Parser, deadline, print_json
 
 DEFAULT_EXCHANGE = Path("/srv/idrrun/exchange")
@@ -192,9 +195,6 @@ def _release_files(args: argparse.Namespace, name: str) -> list[tuple[str, bytes
 def _course(args: argparse.Namespace) -> Path:
     if args.course:
         return Path(args.course)
-    from ..checks import specs  # the teacher's settings, only when no --course is given
-    from ..request import config
-
     examples = specs.examples_dir(config.load(project=False), None)
     if examples is None:
         raise UsageError("release NAME with no FILE needs the teacher's course: --course DIR "
@@ -203,8 +203,6 @@ def _course(args: argparse.Namespace) -> Path:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import threading
-
     top = exchange.open_exchange(args.exchange, create=True)
     os.close(top)
     servers: list[socketserver.BaseServer] = []
