@@ -527,3 +527,41 @@ def test_feedback_is_read_by_descriptor_and_a_link_in_it_is_not_followed(tmp_pat
     feedback.chmod(0o777)
     with pytest.raises(exchange_mod.UsageError, match="others may write in it"):
         exchange_mod.open_feedback(feedback)
+
+
+def test_a_full_exchange_keeps_nothing_half_and_says_so(klass: Class) -> None:
+    """The exchange on a small tmpfs: a submission that does not fit is refused whole (her
+    client says nothing was received), none of it is left, and the next one that fits is taken."""
+    c = klass
+    ann, ben = c.logins
+    small = c.top / "small"
+    small.mkdir(mode=0o755)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(small)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        exchange, socket = small / "exchange", c.top / "run" / "small.sock"
+        receiver = start_receiver(c.top, exchange, socket)
+        try:
+            r = c.idrrun("classroom", "release", "answer", str(start_file(c)), "--exchange",
+                         str(exchange), "--roster", str(c.roster))
+            assert r.returncode == 0, r.stdout + r.stderr
+            url = f"unix:{socket}"
+            c.write(ann, "big.c", "int x;\n" * 60_000)  # 420 kB: more than the disk holds
+            full = c.student(ann, "classroom", "submit", "answer", "big.c", "--url", url)
+            assert full.returncode == 2 and "nothing was received" in full.stderr, full.stderr
+            assert "Traceback" not in full.stderr
+            assert exchange_mod.receipts(exchange, ann, "answer") == []
+            assert list((exchange / "received" / ann / "answer").iterdir()) == []
+            c.write(ben, "answer.c", PROGRAM.format(value=42))
+            ok = c.student(ben, "classroom", "submit", "answer", "answer.c", "--url", url)
+            assert ok.returncode == 0, ok.stdout + ok.stderr
+            out = c.top / "small-collected"
+            r = c.idrrun("classroom", "collect", "answer", "--exchange", str(exchange),
+                         "--roster", str(c.roster), "--to", str(out), "--json")
+            assert [row["status"] for row in json.loads(r.stdout)] == ["missing", "collected"]
+        finally:
+            receiver.terminate()
+            receiver.wait(10)
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
