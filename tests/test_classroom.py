@@ -565,3 +565,24 @@ def test_a_full_exchange_keeps_nothing_half_and_says_so(klass: Class) -> None:
             receiver.wait(10)
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_release_by_the_exercises_name_finds_its_notebooks_and_start_files(klass: Class) -> None:
+    c = klass
+    ann, _ = c.logins
+    r = c.idrrun("classroom", "release", "intro_saxpy", "--course", str(ROOT), "--exchange",
+                 str(c.exchange), "--roster", str(c.roster))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "solution cell(s) left out" in r.stdout
+    assert c.student(ann, "classroom", "fetch", "intro_saxpy").returncode == 0
+    got = sorted(p.name for p in (c.top / "home" / ann / "intro_saxpy").iterdir())
+    assert got == ["C_01_intro.ipynb", "Fortran_01_intro.ipynb", "intro_saxpy_exercise.c",
+                   "intro_saxpy_exercise.f90"], got
+    for language in ("C", "Fortran"):
+        published = json.loads((c.top / "home" / ann / "intro_saxpy" / f"{language}_01_intro.ipynb").read_text())
+        assert not [cell for cell in published["cells"]
+                    if "solution" in cell.get("metadata", {}).get("tags", [])]
+    # A solution source is never released.
+    r = c.idrrun("classroom", "release", "intro_saxpy", str(ROOT / "examples" / "C" / "intro_saxpy_solution.c"),
+                 "--exchange", str(c.exchange), "--roster", str(c.roster))
+    assert r.returncode == 2 and "release the start file intro_saxpy_exercise.c" in r.stderr, r.stderr

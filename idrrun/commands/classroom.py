@@ -177,19 +177,29 @@ def receipt_text(r: exchange.Receipt) -> str:
 
 
 def _release_files(args: argparse.Namespace, name: str) -> list[tuple[str, bytes]]:
-    paths = list(args.files) or handout.course_handout(name, _course(args))
-    out = []
-    for path in paths:
+    paths = [(p, p.name) for p in args.files] or _course_files(name, _course(args))
+    out: dict[str, bytes] = {}
+    for path, label in paths:
+        if label in out:
+            raise UsageError(f"release: two files named {label}: nothing was released")
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise UsageError(f"release: {path}: {exc.strerror}: nothing was released") from None
-        copy = handout.released_copy(path.name, data, name)
+        copy = handout.released_copy(label, data, name)
         if copy.stripped:
-            print(neutralise(f"{path.name}: {len(copy.stripped)} solution cell(s) left out "
+            print(neutralise(f"{label}: {len(copy.stripped)} solution cell(s) left out "
                              f"({', '.join(copy.stripped)})"))
-        out.append((copy.name, copy.data))
-    return out
+        out[copy.name] = copy.data
+    return list(out.items())
+
+
+def _course_files(name: str, course: Path) -> list[tuple[Path, str]]:
+    """The course's files of the exercise, each with the name it is released under: a
+    chapter's C and Fortran notebooks share a name (01_intro.ipynb), so a notebook goes out
+    as LANGUAGE_NAME (C_01_intro.ipynb, Fortran_01_intro.ipynb)."""
+    return [(p, f"{p.parent.name}_{p.name}" if p.suffix == ".ipynb" else p.name)
+            for p in handout.course_handout(name, course)]
 
 
 def _course(args: argparse.Namespace) -> Path:
@@ -240,7 +250,8 @@ def _teacher(args: argparse.Namespace) -> int:
     if args.verb == "release":
         files = _release_files(args, name)
         done = exchange.release(args.exchange, name, files, klass, args.deadline)
-        print(neutralise(f"released {name}: {', '.join(done)} to {len(klass)} students"
+        print(neutralise(f"released {name}: {', '.join(done)} to {len(klass)} student"
+                         f"{'' if len(klass) == 1 else 's'}"
                          + (f" (deadline {args.deadline.isoformat()})" if args.deadline else "")))
         for problem in problems:
             print(_line(problem))

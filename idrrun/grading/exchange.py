@@ -526,7 +526,7 @@ def _row(receipt: Receipt, limit: float | None, note: str = "") -> Collected:
 def status(root: Path, name: str, roster: Sequence[Student], deadline: dt.datetime | None,
            on_time: bool = False) -> list[Collected]:
     """Who has submitted NAME and when (as received), from the receipts alone."""
-    exercise_name(name)
+    assignment(root, name, with_files=False)  # UsageError: not released
     limit = deadline.timestamp() if deadline else None
     top = open_exchange(root)
     rows = []
@@ -552,7 +552,7 @@ def collect(root: Path, name: str, roster: Sequence[Student], out: Path,
     by her login alone: what `idrrun grade` takes), and OUT/collected.csv. Every student gets a
     row; one that cannot be collected is an error row and the others are collected (PROBLEMS:
     the roster's lines that are no student here, recorded as they are)."""
-    exercise_name(name)
+    assignment(root, name, with_files=False)  # UsageError: not released
     limit = deadline.timestamp() if deadline else None
     target = out / "submissions"
     try:
