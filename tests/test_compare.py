@@ -191,7 +191,8 @@ def test_the_solution_is_profiled_once_and_both_timelines_reach_the_feedback(
     sub = Submission("ann", tmp_path / "ann" / "ann.c", None)
     row = rows_mod.row_from_outcome(sub, specs.find("async_matmul", settings, None),
                                     outcomes["ann"], "none (--unsafe)",
-                                    state_mod.content_key(sub, specs.find("async_matmul", settings, None)))
+                                    state_mod.content_key(sub, specs.find("async_matmul", settings, None),
+                                                          "policy"))
     row = dataclasses.replace(row, comparison=comparison_mod.kept(row.comparison, settings))
     feedback = tmp_path / "feedback"
     feedback_mod.write_feedback([row], specs.find("async_matmul", settings, None), feedback)

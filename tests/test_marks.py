@@ -279,15 +279,15 @@ def test_a_resumed_row_is_scored_with_the_points_the_spec_has_now(tmp_path: Path
     path, key = tmp_path / "r.csv", b"k" * 32
     sub = Submission("ann", Path("/class/ann.c"), Source("int main(void) {}\n", "ann.c", "c", False, 1, Path("/class"), ".c"),
                      digest="d" * 64)
-    row = dataclasses.replace(_row(ex, _checks()), content=state_mod.content_key(sub, ex))
+    row = dataclasses.replace(_row(ex, _checks()), content=state_mod.content_key(sub, ex, "policy"))
     report.write_report([row], path, key)
     assert next(csv.DictReader(path.open()))["score"] == "16.0"
     cheaper = _exercise(tmp_path, SPEC.replace("points = 3\nhidden_points = 1", "points = 1\nhidden_points = 1"))
-    kept, said = state_mod.resume(path, cheaper, [sub], key)
+    kept, said = state_mod.resume(path, cheaper, [sub], key, "policy")
     assert str(kept["/class/ann.c"].score) == "14/16, 2 points not evaluated here", said
     # What a check tests is not scoring: changing it grades the row again.
     stricter = _exercise(tmp_path, SPEC.replace("exact = \"dot = 42\"", "exact = \"dot = 43\""))
-    kept, said = state_mod.resume(path, stricter, [sub], key)
+    kept, said = state_mod.resume(path, stricter, [sub], key, "policy")
     assert kept == {} and "another exercise spec" in " ".join(said)
     # A row written before checks named their [[check]]: it cannot be scored, so it is graded again.
     state = state_mod.state_path(path)

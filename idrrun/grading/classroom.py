@@ -156,7 +156,7 @@ def request_of(session: Session, work: Work) -> StepResult:
             str(work.sub.path), failure=FailureKind.COMPILE_ERROR,
             failure_what=f"refused: {resolved}", sandbox=session.sandbox,
             hidden_args=work.exercise.hidden_args,
-            content=state.content_key(work.sub, work.exercise)), work.exercise)
+            content=state.content_key(work.sub, work.exercise, session.policy_key)), work.exercise)
     request, toolchain = resolved
     return dataclasses.replace(work, request=request, toolchain=toolchain)
 
@@ -180,7 +180,7 @@ def row_of(session: Session, work: Work) -> StepResult:
     """The row of the outcome, its comparison's timelines kept where the feedback finds them."""
     assert work.outcome is not None
     row = row_from_outcome(work.sub, work.exercise, work.outcome, session.sandbox,
-                           state.content_key(work.sub, work.exercise))
+                           state.content_key(work.sub, work.exercise, session.policy_key))
     return dataclasses.replace(row, comparison=comparison.kept(row.comparison, session.settings))
 
 

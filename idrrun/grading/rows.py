@@ -32,12 +32,16 @@ GradeStatus = Literal["pass", "fail", "incomplete", "error"]
 class ContentKey:
     """What a row's verdict depends on, the key a resumed grading keeps rows by: the content of
     what was handed in (Submission.digest), of the exercise (its spec, solutions and data files:
-    exercise_digest) and of idrrun itself (its version and a digest of its code: code_id);
-    never the student's name or path."""
+    exercise_digest), of idrrun itself (its version and a digest of its code: code_id), how the
+    submission is built (its language, its file's suffix, its line's flags: state.request_digest)
+    and what the grader forces on every row (state.policy_digest); never the student's name or
+    path. The same bytes graded as another language are another row."""
 
     submission: str
     exercise: str
     idrrun: str
+    request: str
+    policy: str
 
 
 

@@ -14,6 +14,7 @@ sandbox, then the class; nothing is run before all of them said yes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
@@ -76,6 +77,12 @@ class Session:
     lateness: exchange.Lateness | None = None  # when each was submitted, and the deadline
     notes: tuple[str, ...] = ()  # what to tell the teacher, in order
 
+    @property
+    def policy_key(self) -> str:
+        """What this grading forces on every row (state.policy_digest), for the rows' keys:
+        a row graded under another time limit, memory cap or compiler is not resumed."""
+        return state.policy_digest(self.settings, self.probe, self.sandbox, self.timeout)
+
 
 def open_session(opening: Opening) -> Session:
     """The grading's session, every step that may refuse it taken now (UsageError)."""
@@ -99,16 +106,18 @@ def open_session(opening: Opening) -> Session:
               for orphan in rooms.remove_orphans(settings)]
     subs = discover.discover(opening.submissions, exercises[0], opening.language,
                              into=rooms.intake_room(settings))
-    key = state.grading_key(settings)
+    session = Session(settings, probe, level, lanes, opening.jobs, opening.timeout,
+                      tuple(exercises), tuple(subs), state.grading_key(settings))
     resumed: dict[str, GradeRow] = {}
     if opening.report is not None and not opening.fresh:
-        resumed, said = state.resume(opening.report, exercises[0], subs, key)
+        resumed, said = state.resume(opening.report, exercises[0], subs, session.key,
+                                     session.policy_key)
         notes += said
     if opening.report is not None and settings.launcher.kind == "srun":
         notes += adopt_cluster_steps(opening.report)
     lateness, said = _lateness(opening, subs)
-    return Session(settings, probe, level, lanes, opening.jobs, opening.timeout, tuple(exercises),
-                   tuple(subs), key, resumed, lateness, tuple(notes + said))
+    return dataclasses.replace(session, resumed=resumed, lateness=lateness,
+                               notes=tuple(notes + said))
 
 
 def unread_config(workdir: Path, given: Path | None) -> list[str]:

@@ -1,8 +1,9 @@
 """The grader's signed state beside a report: every row in full, each with a MAC made with the
 grader's key, which a resumed grading reads back; the keys rows are resumed by (the content of
-the submission, of the exercise, of idrrun itself); the grader's secrets (its key, its seed).
+the submission and how it is built, of the exercise, of idrrun itself, the grader's policy); the
+grader's secrets (its key, its seed).
 
-    write_state(rows, report, key); resume(report, exercise, subs, key) -> (rows kept, notes)
+    write_state(rows, report, key); resume(report, exercise, subs, key, policy) -> (rows kept, notes)
     grading_key(settings); grading_seed(settings, seed_file) -> (seed, where from)
 """
 
@@ -28,7 +29,7 @@ from ..checks.specs import Exercise
 from ..checks.words import plural
 from ..errors import UsageError
 from ..files import temp_beside
-from ..model import CheckResult, Diagnostic, FailureKind, Settings
+from ..model import CheckResult, Diagnostic, FailureKind, Probe, Settings
 from ..run import boundary
 from ..version import __version__
 from .discover import Submission
@@ -88,18 +89,76 @@ def exercise_digest(exercise: Exercise) -> str:
     return digest.hexdigest()
 
 
-def content_key(sub: Submission, exercise: Exercise) -> ContentKey:
-    return ContentKey(sub.digest, exercise_digest(exercise), code_id())
+def _canonical(value: object) -> object:
+    """A value of a key as JSON can write it, the same every time: dataclasses as their fields,
+    mappings as dicts (json sorts their keys), paths as text, the rest by repr."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(repr(v) for v in value)
+    return str(value) if isinstance(value, Path) else repr(value)
+
+
+def _digest(data: object) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=_canonical)
+                          .encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def request_digest(sub: Submission) -> str:
+    """sha256 of how the submission asks to be built, beyond its bytes: the bytes of a C
+    program in a file named .f90 are a Fortran submission (one that fails), and a notebook's
+    line or the teacher's --language can choose another language for the same bytes. So: its
+    language, the suffix the compiler is given (.F90 is preprocessed, .f90 not), the line its
+    code starts on (the lines the checks name), the file of a folder that is graded, and every
+    flag its %%idrrun line gives (the grader's policy keeps some: which, is idrrun's code)."""
+    src = sub.source
+    chosen = sub.chosen.relative_to(sub.path).as_posix() \
+        if sub.chosen is not None and sub.chosen.is_relative_to(sub.path) else ""
+    return _digest({"language": src.language if src is not None else None,
+                    "suffix": src.suffix if src is not None else None,
+                    "first_line": src.first_line if src is not None else None,
+                    "chosen": chosen, "line": sub.options.given()})
+
+
+def policy_digest(settings: Settings, probe: Probe, sandbox: str, timeout: float | None) -> str:
+    """sha256 of what the grader forces on every row of a grading: the settings under its
+    policy (the flags and limits of the configuration, the memory cap per program its --jobs
+    gives, the compilers' commands and flags, the offload choice, the launcher, the profiler),
+    its time limit, the sandbox level, and what the machine offers (the compilers found and
+    their versions, the GPUs, the protections in force: a cap without cgroups is not enforced
+    the same way). A row graded under another limit or compiler may have another verdict.
+
+    Left out: where the cache and the course are (the course's files are the exercise's
+    digest), which config files were read (what they said is in the settings), and the
+    grading seed: the hidden sets it draws are kept with each row and compared (hidden_args),
+    and a secret goes into no report."""
+    protections = probe.protections.describe() if probe.protections is not None else ""
+    return _digest({"values": settings.values, "offload": settings.offload,
+                    "compilers": settings.compilers, "launcher": settings.launcher,
+                    "profiler": settings.profiler, "family": probe.family,
+                    "found": probe.compilers, "gpus": probe.gpus, "can_offload": probe.offload,
+                    "targets": probe.offload_targets, "protections": protections,
+                    "sandbox": sandbox, "timeout": timeout})
+
+
+def content_key(sub: Submission, exercise: Exercise, policy: str) -> ContentKey:
+    """The key of the row graded for `sub`: everything that decided it (ContentKey); `policy`
+    is the grading's policy_digest."""
+    return ContentKey(sub.digest, exercise_digest(exercise), code_id(), request_digest(sub),
+                      policy)
 
 
 
-def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
-           key: bytes) -> tuple[dict[str, GradeRow], list[str]]:
+def resume(path: Path, exercise: Exercise, subs: Sequence[Submission], key: bytes,
+           policy: str) -> tuple[dict[str, GradeRow], list[str]]:
     """The rows an earlier grading with this report left that are kept, by the submission each
     now stands for (resumed), and what to say of them. A row is kept for a submission of the
-    same content, graded with the same exercise (spec, solutions, data), idrrun version and
-    hidden argument sets (one class, one set of hidden cases): a changed file is graded again,
-    an unchanged one is kept, whatever its name. A row that could not be graded is never kept
+    same content built the same way (language, flags), graded with the same exercise (spec,
+    solutions, data), idrrun code, grader's policy (`policy`: policy_digest) and hidden
+    argument sets (one class, one set of hidden cases): a changed file is graded again, an
+    unchanged one is kept, whatever its name. A row that could not be graded is never kept
     (the files may have changed since: one of two removed, a folder trimmed)."""
     already = load_report(path, exercise.name, key)
     by_content = {row.content: row for row in already.values()
@@ -110,7 +169,7 @@ def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
     for sub in subs:
         if sub.source is None:
             continue
-        now = content_key(sub, exercise)
+        now = content_key(sub, exercise, policy)
         own = already.get(str(sub.path))
         # Its own row when it is unchanged, else that of a submission of the same content.
         row = None if not sub.digest else own if own is not None and own.content == now and \
@@ -125,7 +184,8 @@ def resume(path: Path, exercise: Exercise, subs: Sequence[Submission],
     said = []
     if kept:
         said.append(f"resuming: {plural(len(kept), 'row')} kept from {path} (the same submission, "
-                    "exercise and idrrun as when they were graded; --fresh grades them again)")
+                    "language, flags, exercise, grader's settings and idrrun as when they were "
+                    "graded; --fresh grades them again)")
     if again:
         said.append(f"{plural(sum(again.values()), 'row')} of {path} graded again: " +
                     ", ".join(f"{n} {why}" for why, n in sorted(again.items())))
@@ -144,6 +204,13 @@ def _why_again(old: GradeRow, now: ContentKey, exercise: Exercise) -> str:
         return "graded with another exercise spec, solution or data"
     if old.content.idrrun != now.idrrun:
         return f"graded by other idrrun code ({old.content.idrrun})"
+    if not old.content.request or not old.content.policy:
+        return "were graded before rows kept their language, flags and grader's settings (no key)"
+    if old.content.request != now.request:
+        return "graded as another language or with other flags of their own"
+    if old.content.policy != now.policy:
+        return ("graded with other grader settings (time limit, memory cap, compiler, "
+                "sandbox, machine)")
     return "graded with other hidden argument sets (another seed or spec)"
 
 
@@ -175,7 +242,10 @@ def _content_from(record: Any) -> ContentKey | None:
     """A row's content key as the state keeps it; None for rows of older states."""
     if not isinstance(record, dict):
         return None
-    return ContentKey(str(record["submission"]), str(record["exercise"]), str(record["idrrun"]))
+    # (States written before keys held the language and the grader's settings have neither:
+    # "", which no key made now matches.)
+    return ContentKey(str(record["submission"]), str(record["exercise"]), str(record["idrrun"]),
+                      str(record.get("request") or ""), str(record.get("policy") or ""))
 
 
 def _feedback_fields(record: Any) -> dict[str, Any]:
