@@ -320,6 +320,7 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         regions=outcome.run.regions if outcome.run is not None else None,
         source_name=request.source.name, first_line=request.source.first_line,
         temporary=build_mod.source_file_name(request.source), host=host,
+        headers=request.source.headers,
     )
 
 

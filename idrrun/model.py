@@ -99,6 +99,11 @@ class Source:
     first_line: int
     origin_dir: Path  # where `#include "x.h"` and Fortran `include` files are looked up
     suffix: str  # file suffix given to the compiler: ".c", ".f90", ...
+    # The files of the student's own that the source includes from its folder, transitively:
+    # (name beside the source, text), as read once with it (grading/discover.py). They are her
+    # code as much as the source is: the checks look for her loops, regions and directives in
+    # them too. () where none were read (a cell, a file run by hand: the source alone).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

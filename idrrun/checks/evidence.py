@@ -6,6 +6,7 @@ output around what a check read, how a program ended. Pure: no processes.
 from __future__ import annotations
 
 import math
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,13 +62,18 @@ class Evidence:
     first_line: int = 1
     temporary: str = ""
     host: HostComparison | None = None  # agrees_with_host: None when not compared
+    # The student's own files the source includes (Source.headers): (name beside it, text).
+    headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def code(self) -> str:
-        """What the compiler read: comments and disabled blocks removed."""
+        """What the compiler read: comments and disabled blocks removed. Without the build's
+        preprocessed text (Fortran, whose `include` no preprocessor expands; another family),
+        the source and then her headers: a directive she wrote in one is hers."""
         if self.compiled_text is not None:
             return self.compiled_text
-        return code_text(self.source_text, self.language)
+        return "\n".join(code_text(text, self.language)
+                         for text in (self.source_text, *(text for _, text in self.headers)))
 
 
 def parse_number(text: str) -> float | None:
@@ -150,6 +156,48 @@ def student_code(ev: Evidence) -> str:
     return "\n" * (ev.first_line - 1) + code_text(ev.source_text, ev.language)
 
 
+@dataclass(frozen=True)
+class CodeFile:
+    """One file of the student's code as the checks read it: the source, or a header of hers."""
+
+    name: str  # "": the source itself; a header by its name beside the source ("impl.h")
+    code: str  # comments blanked, lines kept: numbered as she reads the file
+
+    def at(self, line: int) -> str:
+        """A line of it in words: "line 12" in the source, "impl.h, line 4" in a header."""
+        return f"{self.name}, line {line}" if self.name else f"line {line}"
+
+    @property
+    def placed(self) -> bool:
+        """Whether its lines are the source's, which the annotated listing shows (a check's
+        line in a header would land on the source's line of that number)."""
+        return not self.name
+
+
+def student_files(ev: Evidence) -> list[CodeFile]:
+    """The source, then her headers in the order the source includes them: a folder that puts
+    its loops in impl.h is judged as the same code in one file (issue 44.6)."""
+    return [CodeFile("", student_code(ev)),
+            *(CodeFile(name, code_text(text, ev.language)) for name, text in ev.headers)]
+
+
+def file_of(ev: Evidence, path: str) -> CodeFile:
+    """The file of hers a compiler or runtime names by `path`: the header whose name ends it
+    (a runtime's whole path, "/box/src/inc/impl.h"), else one whose name ends with it (gcc's
+    line tables, read by profile/elflines.py, give "impl.h" alone), the longest match first;
+    else the source (the name the build gave it, or none)."""
+    files = student_files(ev)
+    named = posixpath.normpath(path) if path else ""
+    best, score = files[0], 0
+    for file in files[1:] if named else ():
+        name = posixpath.normpath(file.name)
+        # A header that the whole path names beats one that only shares its last parts.
+        found = 2 * len(name) + 1 if named == name or named.endswith("/" + name) else \
+            2 * len(named) if name.endswith("/" + named) else 0
+        if found > score:
+            best, score = file, found
+    return best
+
 
 def human_bytes(n: float) -> str:
     """1073741904 -> '1.07 GB': short enough for the verdict table."""
@@ -157,4 +205,3 @@ def human_bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n:.0f} B"
-

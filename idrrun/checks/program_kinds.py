@@ -10,7 +10,7 @@ from ..model import AccReport, CheckResult, ConstructRan, RegionsRan
 from ..toolchains.diagnostics import student_symbol
 from . import loops, regex, registry
 from .directives import code_text, has_directives
-from .evidence import Evidence, quoted, student_code
+from .evidence import CodeFile, Evidence, file_of, quoted, student_files
 from .registry import Kind
 from .spec_fields import Table
 from .specs import CheckSpec
@@ -83,8 +83,7 @@ def _regions_ran(spec: CheckSpec, ev: Evidence) -> CheckResult:
                            "counts them)")
     if not ran.counted:
         return CheckResult(spec.label, "incomplete", expected, "", ran.why)
-    code = student_code(ev)
-    which = listed([_construct(c, code, ev.language) for c in ran.constructs], 6) or "none"
+    which = listed([_construct(c, ev) for c in ran.constructs], 6) or "none"
     if ran.distinct >= want:
         return CheckResult(spec.label, "pass", expected, str(ran.distinct),
                            f"{plural(ran.distinct, 'compute region')} ran: {which}")
@@ -104,29 +103,43 @@ def _ran(ev: Evidence) -> RegionsRan | None:
     return ran
 
 
+def _statement(ev: Evidence, pattern: str) -> tuple[CodeFile, int] | None:
+    """The file of hers and the line where the spec's statement is: the first line it matches
+    in the source, else in her headers, in the order included."""
+    for file in student_files(ev):
+        line = loops.statement_line(file.code, pattern)
+        if line is not None:
+            return file, line
+    return None
+
+
 def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """The loop around the statement spec.pattern names, in a compute construct that ran: the
-    constructs' lines come from the regions the run executed, their extents from the source."""
+    constructs' lines come from the regions the run executed, their extents from the file of
+    hers they are in (the source, or a header it includes)."""
     assert spec.pattern is not None
-    code = student_code(ev)
     expected = "in a compute region that ran"
-    statement = loops.statement_line(code, spec.pattern)
-    if statement is None:
+    found = _statement(ev, spec.pattern)
+    if found is None:
         return CheckResult(spec.label, "incomplete", expected, "not found",
                            f"{spec.label} was not found in the source: is it still written as "
                            "in the start file?", pattern=spec.pattern)
+    file, statement = found
+    code = file.code
     line = loops.enclosing_loop(code, statement, ev.language) or statement
-    where = f"{spec.label} (line {line})"
+    where = f"{spec.label} ({file.at(line)})"
+    # The listing a feedback annotates is the source's: a line of a header is said, not placed.
+    placed = line if file.placed else None
     ran = _ran(ev)
     if ran is None or not ran.counted:
-        return _loop_uncounted(spec, ev, where, line)
+        return _loop_uncounted(spec, ev, where, placed)
     for construct in ran.constructs:
         extent = loops.construct_extent(code, construct.line, ev.language) \
-            if construct.line is not None else None
+            if construct.line is not None and file_of(ev, construct.file) == file else None
         if extent is not None and extent[0] <= statement <= extent[1]:
-            return CheckResult(spec.label, "pass", expected, f"region at line {extent[0]}",
-                               f"{where} ran in the compute region at line {extent[0]}",
-                               line=line, pattern=spec.pattern)
+            return CheckResult(spec.label, "pass", expected, f"region at {file.at(extent[0])}",
+                               f"{where} ran in the compute region at {file.at(extent[0])}",
+                               line=placed, pattern=spec.pattern)
     unplaced = sum(1 for c in ran.constructs if c.line is None)
     for directive in loops.compute_constructs(code, ev.language):
         extent = loops.construct_extent(code, directive, ev.language)
@@ -134,18 +147,18 @@ def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
             return CheckResult(spec.label, "incomplete", expected, "",
                                f"{plural(unplaced, 'compute region')} ran whose source lines are "
                                f"unknown (the build has no line tables): whether {where} ran in "
-                               "one of them cannot be told", line=line, pattern=spec.pattern)
+                               "one of them cannot be told", line=placed, pattern=spec.pattern)
         if extent is not None and extent[0] <= statement <= extent[1]:
             return CheckResult(spec.label, "fail", expected, "region never ran",
-                               f"{where} is in a compute region (line {directive}) that never "
-                               "ran: is the code that holds it called?", line=line,
+                               f"{where} is in a compute region ({file.at(directive)}) that never "
+                               "ran: is the code that holds it called?", line=placed,
                                pattern=spec.pattern)
     return CheckResult(spec.label, "fail", expected, "host",
-                       f"{where} runs on the host: put it in a compute region", line=line,
+                       f"{where} runs on the host: put it in a compute region", line=placed,
                        pattern=spec.pattern)
 
 
-def _loop_uncounted(spec: CheckSpec, ev: Evidence, where: str, line: int) -> CheckResult:
+def _loop_uncounted(spec: CheckSpec, ev: Evidence, where: str, line: int | None) -> CheckResult:
     """loop_on_device where the regions that ran were not counted: a source without a directive
     ran none (the loop runs on the host); otherwise it cannot be told."""
     expected, pattern = "in a compute region that ran", spec.pattern or ""
@@ -158,10 +171,13 @@ def _loop_uncounted(spec: CheckSpec, ev: Evidence, where: str, line: int) -> Che
                        line=line, pattern=pattern)
 
 
-def _construct(c: ConstructRan, code: str = "", language: str = "c") -> str:
-    where = f"line {c.line}" if c.line is not None else "a region"
+def _construct(c: ConstructRan, ev: Evidence) -> str:
+    """A construct that ran, in words: where it is written (its file of hers, its line, the
+    function around it), and how often it ran."""
+    file = file_of(ev, c.file)
+    where = file.at(c.line) if c.line is not None else "a region"
     # Named by the function it is written in (not the one the compiler inlined it into).
-    written = loops.enclosing_function(code, c.line, language) if c.line is not None else None
+    written = loops.enclosing_function(file.code, c.line, ev.language) if c.line is not None else None
     function = written or student_symbol(c.function)
     if function:
         where += f" ({function})"
@@ -212,9 +228,19 @@ def _source(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "fail", expected, "not found",
                            spec.reason or "the source does not have what the exercise asks for",
                            pattern=spec.regex)
-    # The line, found in the source as written (comments removed, lines kept).
+    # The line, found in the source as written (comments removed, lines kept), else in one of
+    # her headers (said, not placed: the annotated listing is the source's).
     written = regex.matches(spec.regex, code_text(ev.source_text, ev.language))
     if not written:
+        for name, header in ev.headers:
+            inside = regex.matches(spec.regex, code_text(header, ev.language))
+            if inside:
+                index = inside[0][0]
+                rows = header.splitlines()
+                text = rows[index] if index < len(rows) else ""
+                return CheckResult(spec.label, "pass", expected, f"{name}, line {index + 1}",
+                                   f"found in {name} at line {index + 1}: {quoted(text, 70)}",
+                                   pattern=spec.regex)
         return CheckResult(spec.label, "pass", expected, "found",
                            "found in the source as the compiler reads it", pattern=spec.regex)
     index = written[0][0]

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..model import CheckResult, CheckStatus
 from . import loops, registry
-from .evidence import (Evidence, human_bytes, numbers_printed, output_excerpt, parse_number,
-                       student_code)
+from .evidence import (CodeFile, Evidence, human_bytes, numbers_printed, output_excerpt,
+                       parse_number, student_files)
 from .measure import Figure, Measured
 from .registry import Kind, TimedFigure
 from .spec_fields import Table
@@ -62,14 +62,24 @@ def _data_moved(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | Non
                                pattern=spec.per_iteration)
         moved, unit = moved / iterations, " per iteration"
     status: CheckStatus = "pass" if moved <= spec.max_bytes else "fail"
-    # Too much moved: placed on the directive inside a loop that moves data, where one does.
-    line = loops.transfer_in_loop(student_code(ev), ev.language) \
-        if status == "fail" and ev is not None else None
+    # Too much moved: placed on the directive inside a loop that moves data, where one does (in
+    # the source, or said in a header of hers).
+    moving = _transfer_in_loop(ev) if status == "fail" and ev is not None else None
     return CheckResult(spec.label, status, f"≤ {human_bytes(spec.max_bytes)}{unit}", human_bytes(moved),
                        f"{human_bytes(moved)} moved between host and device{unit}" +
                        ("" if status == "pass" else ": keep the data on the device") +
-                       (f" (line {line} moves data at each iteration of its loop)"
-                        if line is not None else ""), line=line)
+                       (f" ({moving[0].at(moving[1])} moves data at each iteration of its loop)"
+                        if moving is not None else ""),
+                       line=moving[1] if moving is not None and moving[0].placed else None)
+
+
+def _transfer_in_loop(ev: Evidence) -> tuple[CodeFile, int] | None:
+    """The file of hers and the line of the first directive in a loop that moves data."""
+    for file in student_files(ev):
+        line = loops.transfer_in_loop(file.code, ev.language)
+        if line is not None:
+            return file, line
+    return None
 
 
 def _busy_subject(values: Mapping[str, float]) -> str:

@@ -117,9 +117,10 @@ def read_in(session: Session, work: Work) -> StepResult:
 
 
 def refuse_outside(session: Session, work: Work) -> StepResult:
-    """Only what was handed in is compiled: a source that includes files from elsewhere is refused."""
+    """Only what was handed in is compiled: a source (or a header of its own) that includes
+    files from elsewhere is refused."""
     assert work.sub.source is not None
-    outside = outside_includes(work.sub.source.text)
+    outside = outside_includes(work.sub.source)
     if outside:
         return error_row(session, work, work.exercise,
                          f"refused: the source includes files from outside the submission "

@@ -61,14 +61,18 @@ class Submission:
     # sha256 of what was handed in (the file's bytes; a folder's files, names and bytes), as
     # read into `copy`: a resumed grading keeps a row only for the same content (report.resume).
     digest: str = ""
-    # In a folder handed in, the files the graded source includes from it, transitively, as the
-    # compiler finds them (build.local_includes): (name beside the source, text). They are the
-    # student's code as much as the source is (similarity compares them too).
-    headers: tuple[tuple[str, str], ...] = ()
     # The grader's copy of what was handed in (a folder only the grader can write, holding the
     # file, or the folder's regular files): the one read of the student's files, which the digest,
     # the source and the compile are made of. None: not read yet (take_in reads it).
     copy: Path | None = None
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        """In a folder handed in, the files the graded source includes from it, transitively, as
+        the compiler finds them (build.local_includes): (name beside the source, text). They are
+        the student's code as much as the source is: the checks read them (Source.headers),
+        similarity compares them."""
+        return self.source.headers if self.source is not None else ()
 
 
 def notebook_cell(nb: dict[str, Any], name: str, exercise: str) -> tuple[Options, str]:
@@ -253,9 +257,10 @@ def _folder_once(path: Path, copy_fd: int, student: str, exercise: Exercise,
     if choice is None:
         return Submission(student, path, None, "no source file or notebook in the folder")
     sub = _read(copy_fd, choice, path / choice, student, exercise, language)
-    return dataclasses.replace(sub, path=path, chosen=path / choice,
-                               digest=_folder_digest(copy_fd, files),
-                               headers=_headers(copy_fd, files, choice, sub.source))
+    source = sub.source if sub.source is None else dataclasses.replace(
+        sub.source, headers=_headers(copy_fd, files, choice, sub.source))
+    return dataclasses.replace(sub, path=path, chosen=path / choice, source=source,
+                               digest=_folder_digest(copy_fd, files))
 
 
 def take_in(sub: Submission, exercise: Exercise, into: Path) -> Submission:
@@ -359,11 +364,22 @@ def exposed(exercise: Exercise, submissions: Sequence[Path]) -> list[Path]:
     return [p for p in dict.fromkeys(secrets) if sandbox.readable_by_others(p)]
 
 
-def outside_includes(text: str) -> list[str]:
-    """Files a source includes from outside its own folder (absolute paths, or `..`): refused
-    in grading, where only what was handed in may be compiled. Linear: one pattern per line."""
+def outside_includes(source: Source) -> list[str]:
+    """Files a source or one of its own headers includes from outside the source's folder
+    (absolute paths, or `..` out of it): refused in grading, where only what was handed in may
+    be compiled. A header is the student's code as much as the source (Source.headers): what it
+    includes is compiled too. Linear: one pattern per line."""
     found = []
-    for name in build.included(text[:MAX_SOURCE_BYTES]):
+    for name in build.included(source.text[:MAX_SOURCE_BYTES]):
         if name.startswith("/") or ".." in Path(name).parts or name.startswith("~"):
             found.append(name)
+    own = {rel for rel, _ in source.headers}
+    for rel, text in source.headers:
+        # The compiler looks beside the including file first: a header's `../x.h` is one of
+        # the folder's own when the header is in a sub-folder and x.h was handed in (else it
+        # is looked up further, maybe outside).
+        for name in build.included(text[:MAX_SOURCE_BYTES]):
+            beside = posixpath.normpath(posixpath.join(posixpath.dirname(rel), name))
+            if name.startswith(("/", "~")) or (".." in Path(name).parts and beside not in own):
+                found.append(name)
     return found
