@@ -101,7 +101,7 @@ def test_grade_a_class(tmp_path: Path) -> None:
     assert "heidi" in rows and any(v in rows["heidi"]["reasons"] for v in ("A", "B", "C"))
     # the originals are untouched, no build output left beside them
     assert {p: p.read_bytes() for p in klass.rglob("*") if p.is_file()} == before
-    assert "| C[0] | fail | 42" in (tmp_path / "fb" / "carol.md").read_text()
+    assert "| C[0] | 0/" in (tmp_path / "fb" / "carol.md").read_text() and " | fail | 42" in (tmp_path / "fb" / "carol.md").read_text()
     assert ("3 passed, 6 failed, 0 incomplete" if has_gpu() else
             "0 passed, 3 passed here (but for the checks that need a GPU), 6 failed, 0 incomplete") in r.stdout
     # the same class into JSON: same verdicts, checks listed per row
@@ -272,7 +272,7 @@ def test_hidden_sets_are_drawn_with_the_seed_and_never_shown_in_feedback(tmp_pat
     assert all(r["hidden_args"] == [list(a) for a in drawn] for r in rows)
     # Feedback: that a hidden case failed, and the kind of its check; no value, no seed.
     bob = (tmp_path / "fb" / "bob.md").read_text()
-    assert "| n (hidden run 1) | fail |" in bob and "hidden case (same as the solution)" in bob, bob
+    assert "| n (hidden run 1) | 0/1 | fail |" in bob and "hidden case (same as the solution)" in bob, bob
     for feedback in (tmp_path / "fb").iterdir():
         text = feedback.read_text()
         assert seed not in text and not any(n in text for (n,) in drawn), text

@@ -212,24 +212,24 @@ def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> Non
     # Out of the points evaluated here, those that were not named.
     assert "Score: **15/16**, out of the 16 points evaluated here; not evaluated here: ran_on_gpu " \
         "(2 points of 18)" in text
-    assert "| dot | pass | 1234.5 | 1234.5 | agrees |" in text  # shown
-    assert f"| reduction | pass |  |  | {visibility.SUMMARY_ONLY} |" in text  # summary: no regex
+    assert "| dot | 3/3 | pass | 1234.5 | 1234.5 | agrees |" in text  # shown
+    assert f"| reduction | 2/2 | pass |  |  | {visibility.SUMMARY_ONLY} |" in text  # summary: no regex
     assert "/reduction/" not in text
     # A hidden check: not a word of it, but that there is one (three rows: main, two hidden runs).
     assert "dot = 42" not in text and "| line" not in text
     assert "\n3 more checks graded and not shown here.\n" in text
     # Hidden runs: their result and kind, never their arguments nor values.
-    assert "| dot (hidden run 1) | fail |  |  | a check on a hidden case (same as the solution)" in text
+    assert "| dot (hidden run 1) | 0/1 | fail |  |  | a check on a hidden case (same as the solution)" in text
     for secret in ("4321", "98765"):
         assert secret not in text
     # Before the deadline: every check's result only.
     summary = feedback_mod.feedback_markdown(row, ex, "summary")
-    assert "1234.5" not in summary and "| dot | pass |  |  |" in summary and "| line" not in summary
+    assert "1234.5" not in summary and "| dot | 3/3 | pass |  |  |" in summary and "| line" not in summary
     # After: every check, the hidden one too; hidden cases' values only with `full`.
     shown = feedback_mod.feedback_markdown(row, ex, "shown")
-    assert "| line | pass | 'dot = 42' |" in shown and "/reduction/" in shown and "98765" not in shown
+    assert "| line | 2/2 | pass | 'dot = 42' |" in shown and "/reduction/" in shown and "98765" not in shown
     full = feedback_mod.feedback_markdown(row, ex, "full")
-    assert "dot (hidden run 1) (arguments: 4321) | fail | 98765.5 |" in full
+    assert "dot (hidden run 1) (arguments: 4321) | 0/1 | fail | 98765.5 |" in full
     # The instructor's report keeps everything.
     assert "'dot = 42'" in json.dumps(rows_mod.record(row))
 

@@ -231,7 +231,10 @@ def _write(args: argparse.Namespace, rows: list[rows_mod.GradeRow], exercise: Ex
         report.write_report(rows, args.report, key)
         stats.write_stats(summary, stats.stats_path(args.report))
     if args.feedback is not None:
-        feedback.write_feedback(rows, exercise, args.feedback, args.visibility or "spec")
+        # Her name on the exercise's times board, where it can have one: she finds herself there.
+        named = board_mod.pseudonyms([r.student for r in rows], exercise.name, key) \
+            if exercise.timed else None
+        feedback.write_feedback(rows, exercise, args.feedback, args.visibility or "spec", named)
 
 
 def _board(args: argparse.Namespace, rows: Sequence[rows_mod.GradeRow], grading: session.Session,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .. import escape, files
@@ -40,7 +40,7 @@ FEEDBACK_MESSAGES = 10
 def feedback_markdown(row: GradeRow, exercise: Exercise,
                       override: visibility.Override = "spec",
                       timelines: tuple[str, str] | None = None,
-                      out_of: float | None = None) -> str:
+                      out_of: float | None = None, pseudonym: str | None = None) -> str:
     """A student's feedback: their score, what went wrong (the compiler's messages on their
     lines, the signal or limit and its hint), the checks as the spec (or the grader's override)
     lets students see them (checks/visibility.py: hidden runs say only their result and their
@@ -48,8 +48,11 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
     around the failed checks they may see, the source annotated, and the public run beside the
     solution's, with the timelines (files beside it) named, when the student may see it all.
     out_of: what the class is graded out of (grades.scale; default: the row's own points
-    evaluated)."""
+    evaluated); pseudonym: her name on the exercise's times board, when it has one."""
     lines = [f"# {exercise.title}", "", f"Student: {escape.markdown_text(row.student)}  ", f"Verdict: **{row.status}**  "]
+    if pseudonym:
+        lines.append(f"On the class's times board: **{escape.markdown_text(pseudonym)}** (your "
+                     "name there: only you and your teacher know it is yours)  ")
     if row.score is not None:
         lines += score_lines(row.score, out_of, row.adjustment)
     lines.append("")
@@ -61,13 +64,16 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
                   f"{plural(len(exercise.checks), 'check')} could judge it, and it earns no points.",
                   ""]
     elif row.checks:
-        lines += ["## Checks", "", "| check | result | expected | got | why |", "|---|---|---|---|---|"]
+        worth = _points_of(row.score)
+        lines += ["## Checks", "", "| check | points | result | expected | got | why |",
+                  "|---|---|---|---|---|---|"]
         for c in (c for c in shown if c is not None):
-            cells = [c.name, c.status, c.expected, c.got, c.reason]
+            cells = [c.name, worth.get((c.check, c.hidden), ""), c.status, c.expected, c.got, c.reason]
             lines.append("| " + " | ".join(_table_cell(c) for c in cells) + " |")
         if None in shown:
             lines += ["", NOT_SHOWN.format(checks=plural(shown.count(None), "more check"))]
         lines.append("")
+        lines += _waiting(row.score)
     elif row.reasons:
         lines += [escape.markdown_joined(row.reasons), ""]
     lines += _excerpts([c for c in shown if c is not None])
@@ -80,6 +86,31 @@ def feedback_markdown(row: GradeRow, exercise: Exercise,
 
 # What a feedback says of the checks the spec does not let students see.
 NOT_SHOWN = "{checks} graded and not shown here."
+WAITING = "Points that do not count yet:"
+
+
+def _points_of(s: Score | None) -> dict[tuple[int, int], str]:
+    """Each check's points on each run, as the checks' table shows them: "2/2", "0/3",
+    "not evaluated here (3)"."""
+    out: dict[tuple[int, int], str] = {}
+    for item in (s.items if s is not None else ()):
+        if item.outcome == "not_evaluated":
+            out[(item.check, item.hidden)] = f"not evaluated here ({points(item.worth)})"
+        else:
+            earned = item.worth if item.outcome == "earned" else 0
+            out[(item.check, item.hidden)] = f"{points(earned)}/{points(item.worth)}"
+    return out
+
+
+def _waiting(s: Score | None) -> list[str]:
+    """Why a passed check's points did not count: what they wait for (score.counts_when),
+    in the student's terms ("3 points for y_last count once the saxpy loop runs in a compute
+    region")."""
+    why = [i.why for i in (s.items if s is not None else ()) if i.why and i.outcome != "earned"
+           and not i.why.startswith(("the program did not build", "not run:", "the check did not"))]
+    if not why:
+        return []
+    return [WAITING, "", *(f"- {escape.markdown_text(w)}" for w in dict.fromkeys(why)), ""]
 
 
 
@@ -167,7 +198,8 @@ def feedback_names(students: Sequence[str]) -> dict[str, str]:
 
 
 def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path,
-                   override: visibility.Override = "spec") -> None:
+                   override: visibility.Override = "spec",
+                   pseudonyms: Mapping[str, str] | None = None) -> None:
     named = feedback_names([row.student for row in rows])
     folder.mkdir(parents=True, exist_ok=True)
     out_of = class_scale(rows)
@@ -177,7 +209,9 @@ def write_feedback(rows: Sequence[GradeRow], exercise: Exercise, folder: Path,
         # The compiler's messages and the source lines quote bytes the student wrote: those
         # that are not UTF-8 are written by the one rule of names.py.
         files.write_atomic(folder / named[row.student],
-                           names.decodable(feedback_markdown(row, exercise, override, drawn, out_of)))
+                           names.decodable(feedback_markdown(
+                               row, exercise, override, drawn, out_of,
+                               (pseudonyms or {}).get(row.student))))
 
 
 def class_scale(rows: Sequence[GradeRow]) -> float:
