@@ -154,26 +154,13 @@ def _student(args: argparse.Namespace) -> int:
         if args.json:
             print_json(receipt.to_json())
         else:
-            print(neutralise(receipt_text(receipt)))
+            print(neutralise(exchange_client.receipt_text(receipt)))
         return EXIT_OK
     files = exchange_client.feedback(where, name, Path.cwd() / name / "feedback")
     text = files.get(f"{name}.md", b"").decode(errors="replace")
     print(neutralise(text))
     print(neutralise(f"(saved in {Path.cwd() / name / 'feedback'}/: open {name}.md there)"))
     return EXIT_OK
-
-
-def receipt_text(r: exchange.Receipt) -> str:
-    """What a student reads after submit: what was received, when, against the deadline."""
-    lines = [f"received {r.exercise} (submission {r.number}): {len(r.files)} file"
-             f"{'s' if len(r.files) != 1 else ''}, {r.size} bytes, sha256 {r.digest[:16]}"]
-    lines += [f"  {name}  {size} bytes  sha256 {digest[:16]}" for name, size, digest in r.files]
-    when = f"received at {stamp(r.received)}"
-    if r.deadline:
-        when += f"; deadline {r.deadline}: {'LATE' if r.late else 'on time'}"
-    lines.append(when)
-    lines += [f"warning: {why}" for why in r.unchanged]
-    return "\n".join(lines)
 
 
 def _release_files(args: argparse.Namespace, name: str) -> list[tuple[str, bytes]]:

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import UsageError
 from . import exchange
 from .discover import MAX_SOURCE_BYTES
+from .rows import stamp
 
 DEFAULT_URL = "unix:/run/idrrun/exchange.sock"
 TIMEOUT = 60.0
@@ -197,3 +198,16 @@ def feedback(where: Place, name: str, into: Path | None) -> dict[str, bytes]:
 
 def listing(where: Place) -> dict[str, Any]:
     return request(where, "GET", "/api/assignments")
+
+
+def receipt_text(r: exchange.Receipt) -> str:
+    """What a student reads after submit: what was received, when, against the deadline."""
+    lines = [f"received {r.exercise} (submission {r.number}): {len(r.files)} file"
+             f"{'s' if len(r.files) != 1 else ''}, {r.size} bytes, sha256 {r.digest[:16]}"]
+    lines += [f"  {name}  {size} bytes  sha256 {digest[:16]}" for name, size, digest in r.files]
+    when = f"received at {stamp(r.received)}"
+    if r.deadline:
+        when += f"; deadline {r.deadline}: {'LATE' if r.late else 'on time'}"
+    lines.append(when)
+    lines += [f"warning: {why}" for why in r.unchanged]
+    return "\n".join(lines)

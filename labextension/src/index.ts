@@ -51,6 +51,7 @@ import {
   IEditorLanguageRegistry
 } from '@jupyterlab/codemirror';
 
+import { assignmentsPlugin } from './assignments';
 import { cellSupport } from './cell';
 import { cIndent } from './cindent';
 import { fortranIndentation } from './fortran';
@@ -353,4 +354,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, assignmentsPlugin];
