@@ -389,7 +389,10 @@ def receive(root: Path, login: str, name: str, files: Mapping[str, bytes],
             try:
                 folder = _own_dir(mine, name, 0o700)
                 try:
-                    unchanged = handout.unchanged(files, task.files, exercise=name)
+                    # Untouched work is the whole submission's: an untouched start file beside
+                    # the notebook she worked in is no sign of it.
+                    said = handout.unchanged(files, task.files, exercise=name)
+                    unchanged = said if len(said) >= len(files) else ()
                     with _numbering:
                         while True:  # another receiver of the same exchange may take a number
                             receipt = Receipt(name, login, _next_number(folder), received,
