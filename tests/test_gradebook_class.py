@@ -112,8 +112,8 @@ def test_a_class_graded_with_points_and_a_roster_into_moodle_and_canvas(tmp_path
         text = path.read_text()
         assert not any(a in text for (a,) in drawn) and "reduction\\s" not in text, text
     bob = (feedback / "bob.md").read_text()
-    assert "Score: **12/14**" in bob and f"| reduction | pass |  |  | {SUMMARY_ONLY} |" in bob
-    assert "| data clauses | fail |" in bob
+    assert "Score: **12/14**" in bob and f"| reduction | 2/2 | pass |  |  | {SUMMARY_ONLY} |" in bob
+    assert "| data clauses | 0/2 | fail |" in bob
 
     book = tmp_path / "book"
     r = idrrun("gradebook", str(report), "--roster", "roster.csv", "--moodle", "book/moodle.csv",
