@@ -88,8 +88,8 @@ def test_moodle_csv_has_the_columns_of_moodles_grade_import(tmp_path: Path) -> N
     rows = _read(gradebook.moodle_csv(_book(tmp_path)))
     assert rows[0] == ["First name", "Last name", "ID number", "Email address", "loops_dot", "intro_pi"]
     assert rows[1:] == [["Ann", "Martin", "20230001", "ann@uni.example", "12", "17"],
-                        ["Bob Durand", "", "20230002", "bob@uni.example", "8", ""],
-                        ["Cy Li", "", "20230003", "cy@uni.example", "", ""]]
+                        ["Bob", "Durand", "20230002", "bob@uni.example", "8", ""],
+                        ["Cy", "Li", "20230003", "cy@uni.example", "", ""]]
 
 
 def test_canvas_csv_has_the_columns_of_canvas_gradebook_import(tmp_path: Path) -> None:
@@ -100,8 +100,116 @@ def test_canvas_csv_has_the_columns_of_canvas_gradebook_import(tmp_path: Path) -
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "loops_dot", "intro_pi"]
     assert rows[1] == ["Points Possible", "", "", "", "", "14", "17"]
     assert rows[2:] == [["Martin, Ann", "", "20230001", "amartin", "G1", "12", "17"],
-                        ["Bob Durand", "1042", "20230002", "", "G1", "8", ""],
-                        ["Cy Li", "", "20230003", "", "G2", "0", "0"]]
+                        ["Durand, Bob", "1042", "20230002", "", "G1", "8", ""],
+                        ["Li, Cy", "", "20230003", "", "G2", "0", "0"]]
+
+
+# The roster of docs/teachers-day.md: one `name` column, as a class list gives it.
+SINGLE_NAME_ROSTER = """submission,login,email,name
+ann,ann,ann@example.org,Ann Smith
+ben,ben,ben@example.org,Ben Jones
+cle,cle,cle@example.org,MARTIN Cl\u00e9a
+dan,dan,dan@example.org,"Moreau, Dan"
+eve,eve,eve@example.org,Jean-Eve DE LA FONTAINE
+"""
+
+
+def _single_name_book(tmp_path: Path, roster: str = SINGLE_NAME_ROSTER,
+                      canvas_ids: tuple[tuple[str, str], ...] = ()) -> gradebook.Gradebook:
+    (tmp_path / "roster.csv").write_text(roster, encoding="utf-8")
+    students = gradebook.read_roster(tmp_path / "roster.csv")
+    rows = [_marked(s.submission, "loops_dot", 7) for s in students] + [_marked("ann", "intro_pi", 17, 17)]
+    return gradebook.gradebook(students, rows, gradebook.Policy(), canvas_ids)
+
+
+def test_a_single_name_roster_gives_each_lms_first_and_last_names(tmp_path: Path) -> None:
+    # Moodle's export (and so its import) has "First name" and "Last name" apart; Canvas's
+    # export writes the student's sortable name, "Last, First" (user.rb's last_name_first),
+    # and its importer matches a row's Student against the name and the sortable name.
+    book = _single_name_book(tmp_path)
+    moodle = _read(gradebook.moodle_csv(book))
+    assert [row[:4] for row in moodle[1:]] == [["Ann", "Smith", "", "ann@example.org"],
+                                               ["Ben", "Jones", "", "ben@example.org"],
+                                               ["Cl\u00e9a", "MARTIN", "", "cle@example.org"],
+                                               ["Dan", "Moreau", "", "dan@example.org"],
+                                               ["Jean-Eve", "DE LA FONTAINE", "", "eve@example.org"]]
+    canvas = _read(gradebook.canvas_csv(book))
+    assert [row[:5] for row in canvas[2:]] == [["Smith, Ann", "", "", "ann", ""],
+                                               ["Jones, Ben", "", "", "ben", ""],
+                                               ["MARTIN, Cl\u00e9a", "", "", "cle", ""],
+                                               ["Moreau, Dan", "", "", "dan", ""],
+                                               ["DE LA FONTAINE, Jean-Eve", "", "", "eve", ""]]
+    assert gradebook.roster_notes(book) == []  # every name told apart: nothing to say
+
+
+def test_a_name_that_cannot_be_split_keeps_only_what_identifies_the_student(tmp_path: Path) -> None:
+    # One word, or more than two with nothing to tell the last name by ("Mary Ann Smith":
+    # Mary Ann, or Ann Smith?): Moodle's names left empty (it finds a student by the column
+    # the teacher maps, email or ID number), Canvas's Student the name as it is (matched too).
+    roster = "submission,id,email,name\nann,1,ann@x,Ann\nmas,2,mas@x,Mary Ann Smith\nbob,3,bob@x,Bob Li\n"
+    book = _single_name_book(tmp_path, roster)
+    moodle = _read(gradebook.moodle_csv(book))
+    assert [row[:4] for row in moodle[1:]] == [["", "", "1", "ann@x"], ["", "", "2", "mas@x"],
+                                               ["Bob", "Li", "3", "bob@x"]]
+    canvas = _read(gradebook.canvas_csv(book))
+    assert [row[:3] for row in canvas[2:]] == [["Ann", "", "1"], ["Mary Ann Smith", "", "2"],
+                                               ["Li, Bob", "", "3"]]
+    notes = gradebook.roster_notes(book)
+    assert len(notes) == 2 and notes[0].startswith("roster line 2 (ann): the name 'Ann' is not split into "
+                                                   "first and last name"), notes
+    assert "roster line 3 (mas): the name 'Mary Ann Smith'" in notes[1] and "first_name" in notes[1]
+
+
+def test_names_in_the_lms_files_are_data_not_formulas(tmp_path: Path) -> None:
+    # A roster is often the LMS's own export, its names as students typed them.
+    roster = ('submission,email,name\nann,ann@x,"=HYPERLINK(""http://x"") Smith"\n'
+              "bob,-bob@x,@cmd\n")
+    book = _single_name_book(tmp_path, roster)
+    moodle = _read(gradebook.moodle_csv(book))
+    assert moodle[1][:2] == ['\'=HYPERLINK("http://x")', "Smith"] and moodle[2][:4] == ["", "", "", "'-bob@x"]
+    canvas = _read(gradebook.canvas_csv(book))
+    assert canvas[2][0] == 'Smith, =HYPERLINK("http://x")' and canvas[3][0] == "'@cmd"
+    notes = "\n".join(gradebook.roster_notes(book))
+    assert "roster line 3 (bob): its email '-bob@x' starts like a spreadsheet formula" in notes, notes
+    assert "roster line 3 (bob): its name '@cmd' starts like" in notes and "(ann): its" not in notes
+
+
+def test_canvas_assignment_ids_name_the_assignment_each_column_updates(tmp_path: Path) -> None:
+    # Canvas's importer reads a header "Title (123)" as assignment 123 (Assignment.title_and_id,
+    # /\A(.*)\s\((\d+)\)\z/), else finds an assignment by its title, else makes a new one.
+    book = _single_name_book(tmp_path, canvas_ids=(("loops_dot", "123"),))
+    canvas = _read(gradebook.canvas_csv(book))
+    assert canvas[0][5:] == ["loops_dot (123)", "intro_pi"] and canvas[1][5:] == ["14", "17"]
+    assert _read(gradebook.moodle_csv(book))[0][4:] == ["loops_dot", "intro_pi"]  # Moodle's own
+    assert _read(gradebook.canvas_csv(_single_name_book(tmp_path)))[0][5:] == ["loops_dot", "intro_pi"]
+    for ids, message in [((("loop_dot", "123"),), "--canvas-assignment loop_dot=123: no report of loop_dot"),
+                         ((("loops_dot", "1"), ("loops_dot", "2")), "loops_dot is given twice"),
+                         ((("loops_dot", "5"), ("intro_pi", "5")), "intro_pi=5: 5 is loops_dot's")]:
+        with pytest.raises(UsageError, match=message):
+            _single_name_book(tmp_path, canvas_ids=ids)
+
+
+def test_gradebook_canvas_assignment_on_the_command_line(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path)
+    report.write_report([_row(ex, _checks())], tmp_path / "r.json", b"k" * 32)
+    (tmp_path / "roster.csv").write_text("submission,login,email,name\nann,ann,ann@x,Ann\n")
+
+    def gradebook_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "idrrun.cli", "gradebook", "r.json",
+                               "--roster", "roster.csv", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60, env=dict(os.environ, PYTHONPATH=PYTHONPATH))
+
+    r = gradebook_cli("--canvas", "c.csv", "--moodle", "m.csv", "--canvas-assignment", f"{ex.name}=4711")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Graded where 2 of its 18 points could not be evaluated: the column says so, and the id
+    # still ends it (Canvas reads the title up to " (4711)").
+    assert _read((tmp_path / "c.csv").read_text())[0][5:] == [f"{ex.name} (16 of 18 points evaluated) (4711)"]
+    assert "roster line 2 (ann): the name 'Ann' is not split" in r.stdout
+    r = gradebook_cli("--canvas", "c.csv", "--canvas-assignment", f"{ex.name}=assignments/4711")
+    assert r.returncode == 2, r.stderr
+    assert "expected EXERCISE=ID, Canvas's number of the assignment" in r.stderr, r.stderr
+    r = gradebook_cli("--moodle", "m.csv", "--canvas-assignment", f"{ex.name}=4711")
+    assert r.returncode == 2 and "--canvas-assignment names Canvas's assignments: give --canvas" in r.stderr
 
 
 def test_gradebook_policies_and_what_it_says(tmp_path: Path) -> None:

@@ -42,6 +42,15 @@ def _percent(text: str) -> float:
     return value
 
 
+def _canvas_assignment(text: str) -> tuple[str, str]:
+    exercise, _, number = text.partition("=")
+    if not exercise.strip() or not number.isascii() or not number.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"expected EXERCISE=ID, Canvas's number of the assignment (its address ends in "
+            f"/assignments/ID; its export's column is 'NAME (ID)'), got {text!r}")
+    return exercise.strip(), str(int(number))
+
+
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="idrrun gradebook",
                description="Write the scores of graded exercises (the reports of idrrun grade) "
@@ -57,12 +66,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--roster", type=Path, required=True, metavar="FILE.csv",
                    help="the class: a CSV whose first line names its columns: submission (the "
                         "name idrrun grade gives a submission), and any of id, email, name, "
-                        "first_name, last_name, login, section, canvas_id")
+                        "first_name, last_name, login, section, canvas_id; a name alone is "
+                        "split into first and last name where it tells them apart (two words, "
+                        "'Last, First', a last name in capitals), else said and left whole")
     p.add_argument("--moodle", type=Path, metavar="FILE.csv",
                    help="Moodle's grade import (Grades > Import > CSV file; map Email address "
                         "or ID number)")
     p.add_argument("--canvas", type=Path, metavar="FILE.csv",
                    help="Canvas's gradebook import (Grades > Import)")
+    p.add_argument("--canvas-assignment", type=_canvas_assignment, action="append", default=[],
+                   metavar="EXERCISE=ID",
+                   help="the Canvas assignment that EXERCISE's column updates (repeat it, one per "
+                        "exercise): the column is written 'EXERCISE (ID)', as Canvas's export "
+                        "writes it; without it Canvas finds the assignment by its title, or makes "
+                        "a new one")
     p.add_argument("--csv", type=Path, metavar="FILE.csv",
                    help="a plain CSV: the grade, out of, points not evaluated, verdict, the "
                         "teacher's adjustment and its reason, and the points earned on each check")
@@ -92,16 +109,24 @@ def main(tokens: Sequence[str]) -> int:
                if getattr(args, name) is not None}
     if not outputs:
         raise UsageError("idrrun gradebook: give at least one of --moodle, --canvas, --csv")
+    if args.canvas_assignment and args.canvas is None:
+        raise UsageError("idrrun gradebook: --canvas-assignment names Canvas's assignments: give "
+                         "--canvas FILE.csv too")
     roster = gradebook.read_roster(args.roster)
     marked, said = _read_reports(args.reports)
     book = gradebook.gradebook(roster, marked, gradebook.Policy(args.missing, args.incomplete,
-                                                                args.out_of, args.late_penalty))
+                                                                args.out_of, args.late_penalty),
+                               args.canvas_assignment)
+    if args.moodle is not None or args.canvas is not None:
+        said += gradebook.roster_notes(book)
     texts = {name: gradebook.FORMATS[name](book) for name in outputs}  # all checked, then written
     for name, path in outputs.items():
         write_atomic(path, texts[name])
     if args.json:
         print_json({"exercises": list(book.exercises), "out_of": book.possible,
-                    "columns": {e: book.column(e) for e in book.exercises}, "said": said,
+                    "columns": {e: book.column(e) for e in book.exercises},
+                    "canvas_columns": {e: book.canvas_column(e) for e in book.exercises},
+                    "said": said,
                     "files": {name: str(path) for name, path in outputs.items()},
                     "grades": {s.submission: {e: book.cells[s.submission, e] for e in book.exercises}
                                for s in book.students},

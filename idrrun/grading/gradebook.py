@@ -16,18 +16,22 @@ The formats, as their importers read them:
   grade/import/csv/classes/load_data.php in moodle/moodle): the columns of Moodle's own
   "Plain text file" export, First name, Last name, ID number, Email address, then one column per
   exercise. The teacher maps "Email address" to "useremail" or "ID number" to "useridnumber" at
-  import (Map from / Map to), and each exercise's column to a grade item or a new one; a cell
-  that is empty or "-" is no grade. Every row must be a user of the course: Moodle stops the
-  whole import at the first one it cannot find.
+  import (Map from / Map to; Map from is First name until changed), and each exercise's column
+  to a grade item or a new one; a cell that is empty or "-" is no grade. Every row must be a
+  user of the course: Moodle stops the whole import at the first one it cannot find. Names are
+  never matched, only shown as the export has them: a name that cannot be split is left out
+  rather than guessed (split_name).
 - Canvas, Grades > Import (community.canvaslms.com, "How do I import grades in the Gradebook?";
   the importer is app/models/gradebook_importer.rb in instructure/canvas-lms): the columns of
   Canvas's own export, Student, ID, SIS User ID, SIS Login ID, Section, then one column per
-  exercise (a title it does not know makes a new assignment; the same title again updates it),
-  and a second row "Points Possible" that gives each new assignment its points. Canvas finds a
-  student by ID (its own user id), else SIS User ID, else SIS Login ID, else the name; a blank
-  cell is no score.
-Student names come from the roster only (the teacher's file), never from what students handed
-in, so no cell needs the spreadsheet-formula guard of the reports.
+  exercise, and a second row "Points Possible" that gives each new assignment its points. A
+  header "Title (123)" is assignment 123 whatever its title (Assignment.title_and_id in
+  app/models/assignment.rb: the digits in parentheses that end it, after a space), as Canvas's
+  export writes every column; else the assignment of that title, else a new assignment. Canvas
+  finds a student by ID (its own user id), else SIS User ID, else SIS Login ID, else Student
+  against her name or her sortable name, "Last, First"; a blank cell is no score.
+Every cell of every file goes through escape.csv_cell: a roster is the teacher's file, but often
+the LMS's own list, with the names students typed into their profiles.
 
 A grade is grades.py's: by default out of the points evaluated where the class was graded
 (every graded student has a number; the column's name says "14 of 18 points evaluated" when
@@ -140,9 +144,17 @@ class Gradebook:
     # The exercises whose reports say when each row was handed in (a deadline was known when
     # they were graded): they get their late columns.
     timed: tuple[str, ...] = ()
+    # Canvas's assignment of each exercise the teacher named (--canvas-assignment EXERCISE=ID).
+    canvas_ids: dict[str, str] = field(default_factory=dict)
 
     def column(self, exercise: str) -> str:
         return self.columns.get(exercise, exercise)
+
+    def canvas_column(self, exercise: str) -> str:
+        """The exercise's column in Canvas's file: "loops_dot (123)" where its assignment is
+        known, which Canvas reads as that assignment whatever its title; else the column."""
+        found = self.canvas_ids.get(exercise)
+        return f"{self.column(exercise)} ({found})" if found else self.column(exercise)
 
     def late(self, submission: str, exercise: str) -> str:
         """How late the student's submission of the exercise was ("" on time, or unknown)."""
@@ -340,8 +352,29 @@ def _exercises(exercises: Sequence[str], reports: Sequence[Marked], policy: Poli
             {e: tuple(dict.fromkeys(label for r in rows[e] for label in r.by_check)) for e in exercises})
 
 
-def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Policy) -> Gradebook:
-    """Every roster student's grade for every exercise of the reports (in the order met)."""
+def canvas_assignments(given: Sequence[tuple[str, str]], exercises: Sequence[str]) -> dict[str, str]:
+    """The Canvas assignment of each exercise, as the teacher gave them (EXERCISE, ID): one per
+    exercise, one exercise per assignment, and only exercises of the reports (a typo would
+    otherwise be a new assignment in Canvas)."""
+    ids: dict[str, str] = {}
+    for exercise, number in given:
+        option = f"--canvas-assignment {exercise}={number}"
+        if exercise not in exercises:
+            raise UsageError(f"{option}: no report of {exercise} (the reports grade "
+                             f"{', '.join(exercises)})")
+        if exercise in ids and ids[exercise] != number:
+            raise UsageError(f"{option}: {exercise} is given twice ({ids[exercise]} and {number})")
+        other = next((e for e, n in ids.items() if n == number and e != exercise), None)
+        if other is not None:
+            raise UsageError(f"{option}: {number} is {other}'s: one assignment per exercise")
+        ids[exercise] = number
+    return ids
+
+
+def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Policy,
+              canvas_ids: Sequence[tuple[str, str]] = ()) -> Gradebook:
+    """Every roster student's grade for every exercise of the reports (in the order met);
+    `canvas_ids`: Canvas's assignment of an exercise, where the teacher gave it."""
     exercises = tuple(dict.fromkeys(r.exercise for r in reports))
     known = {s.submission for s in roster}
     by_key = _by_student(reports)
@@ -360,7 +393,8 @@ def gradebook(roster: Sequence[Student], reports: Sequence[Marked], policy: Poli
                      tuple(r for r in reports if r.student not in known),
                      {e: _column(e, scale[e], possible[e]) for e in exercises}, checks,
                      tuple(e for e in exercises if any(r.submitted for r in reports
-                                                       if r.exercise == e)))
+                                                       if r.exercise == e)),
+                     canvas_assignments(canvas_ids, exercises))
 
 
 def _grade(value: float | None) -> str:
@@ -368,8 +402,11 @@ def _grade(value: float | None) -> str:
 
 
 def _csv(rows: Sequence[Sequence[str]]) -> str:
+    """A file's rows, RFC 4180 quoting and CRLF line ends, every cell one that no spreadsheet
+    reads as a formula (escape.csv_cell): a roster is often the LMS's own list, its names as
+    students typed them, and a teacher opens these files in a spreadsheet too."""
     buf = io.StringIO()
-    csv.writer(buf).writerows(rows)  # RFC 4180 quoting, CRLF line ends
+    csv.writer(buf).writerows([[str(escape.csv_cell(cell)) for cell in row] for row in rows])
     return buf.getvalue()
 
 
@@ -380,6 +417,77 @@ def _require(book: Gradebook, lms: str, keys: Sequence[str]) -> None:
                              f"{' or '.join(keys)}: give one")
 
 
+# A last name written in capitals ("MARTIN Ann", "Jean DE LA FONTAINE"), as French class lists
+# write it: a word of two letters or more, every one a capital.
+def _capitals(word: str) -> bool:
+    return word.isupper() and sum(c.isalpha() for c in word) >= 2
+
+
+def split_name(name: str) -> tuple[str, str] | None:
+    """A full name's first and last names where the name tells them apart: "Last, First" (the
+    order of Canvas's sortable name), a last name in capitals at either end, or two words
+    (first, then last). None where it does not: one word, or more with nothing to tell by
+    ("Mary Ann Smith": Mary Ann, or Ann Smith?). Moodle keeps the two apart and never splits
+    a name; Canvas's code takes the last word for the last name (User.name_parts in
+    app/models/user.rb), wrong for "Ludwig van Beethoven": a guess would be a wrong name in
+    the file, where none is only a blank (Moodle) or the name as it is (Canvas matches it)."""
+    if "," in name:
+        last, _, first = (part.strip() for part in name.partition(","))
+        return (first, last) if first and last and "," not in first else None
+    words = name.split()
+    capitals = [_capitals(w) for w in words]
+    if any(capitals) and not all(capitals):
+        count = sum(capitals)
+        if all(capitals[:count]):
+            return " ".join(words[count:]), " ".join(words[:count])
+        if all(capitals[-count:]):
+            return " ".join(words[:-count]), " ".join(words[-count:])
+        return None
+    return (words[0], words[1]) if len(words) == 2 else None
+
+
+def given_names(student: Student) -> tuple[str, str] | None:
+    """The student's first and last names: the roster's first_name and last_name where it has
+    them, else its name split (split_name); None where there are none to write."""
+    if student.first_name or student.last_name:
+        return student.first_name, student.last_name
+    return split_name(student.name) if student.name else None
+
+
+def canvas_student(student: Student) -> str:
+    """Canvas's Student cell: "Last, First", as Canvas's export writes a student's sortable
+    name (User.last_name_first in instructure/canvas-lms app/models/user.rb), where the roster
+    tells the names apart; else the name as the roster has it. Canvas's importer matches the
+    cell against a student's name and sortable name alike (process_student in
+    app/models/gradebook_importer.rb), after ID, SIS User ID and SIS Login ID."""
+    names = given_names(student)
+    if names is None:
+        return student.name
+    return ", ".join(n for n in (names[1], names[0]) if n)
+
+
+def roster_notes(book: Gradebook) -> list[str]:
+    """What to say of the roster before an LMS reads its file: each name that is not split
+    (its first and last names left out), each identity that a spreadsheet would read as a
+    formula (written with a leading quote: the LMS will not match it as it is)."""
+    notes = []
+    for s in book.students:
+        where = f"roster line {s.line} ({s.submission})"
+        if s.name and given_names(s) is None:
+            notes.append(f"{where}: the name {s.name!r} is not split into first and last name (two "
+                         "words are, or 'Last, First', or a last name in capitals): Moodle's "
+                         "file leaves both empty (it finds the student by email or ID number), "
+                         "Canvas's has the name as it is; give first_name and last_name columns "
+                         "to write them")
+        identities = {"id": s.id, "email": s.email, "login": s.login, "name": canvas_student(s)}
+        for key, value in identities.items():
+            if escape.csv_cell(value) != value:
+                notes.append(f"{where}: its {key} {value!r} starts like a spreadsheet formula: "
+                             "written with a leading quote, the LMS will not find the student by "
+                             "it; correct it in the roster if it is wrong")
+    return notes
+
+
 def moodle_csv(book: Gradebook) -> str:
     """Moodle's grade import (module docstring): names, ID number, email, a column per
     exercise."""
@@ -387,7 +495,8 @@ def moodle_csv(book: Gradebook) -> str:
     rows = [[*MOODLE_COLUMNS, *map(book.column, book.exercises),
              *(f"{e} {LATE_COLUMN}" for e in book.timed)]]
     for s in book.students:
-        rows.append([s.first_name or s.name, s.last_name, s.id, s.email,
+        first, last = given_names(s) or ("", "")
+        rows.append([first, last, s.id, s.email,
                      *(_grade(book.cells[s.submission, e]) for e in book.exercises),
                      *(book.late(s.submission, e) for e in book.timed)])
     return _csv(rows)
@@ -399,13 +508,10 @@ def canvas_csv(book: Gradebook) -> str:
     column it does not know (lateness there is its own, from the assignment's due date); the
     notes and the other files say who was late."""
     _require(book, "Canvas", ("canvas_id", "id", "login", "name"))
-    rows = [[*CANVAS_COLUMNS, *map(book.column, book.exercises)],
+    rows = [[*CANVAS_COLUMNS, *map(book.canvas_column, book.exercises)],
             [CANVAS_POINTS_ROW, "", "", "", "", *(points(book.possible[e]) for e in book.exercises)]]
     for s in book.students:
-        # Canvas's own export writes "Last, First" (its sortable name), which it matches too.
-        name = f"{s.last_name}, {s.first_name}" if s.last_name and s.first_name else \
-            s.name or s.first_name or s.last_name
-        rows.append([name, s.canvas_id, s.id, s.login, s.section,
+        rows.append([canvas_student(s), s.canvas_id, s.id, s.login, s.section,
                      *(_grade(book.cells[s.submission, e]) for e in book.exercises)])
     return _csv(rows)
 
@@ -441,7 +547,7 @@ def plain_csv(book: Gradebook) -> str:
                                   e in book.timed)]
         rows.append(row)
     # The teacher's spreadsheet: a submission's name is a student's, never a formula there.
-    return _csv([[str(escape.csv_cell(cell)) for cell in row] for row in rows])
+    return _csv(rows)
 
 
 FORMATS = {"moodle": moodle_csv, "canvas": canvas_csv, "csv": plain_csv}
