@@ -256,6 +256,7 @@ PAGE = """<!DOCTYPE html>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}tr.unranked{{color:#777}}</style>
 </head><body>
+<nav><a href="../home">the hub's home</a> &middot; <a href="./">every board</a></nav>
 <h1>{title}</h1>
 {notes}
 <table>
