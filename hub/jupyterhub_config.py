@@ -30,12 +30,22 @@ Settings from the environment, so that one file serves a cluster and the tests (
                          IDRRUN_EXCHANGE_URL, so that `idrrun classroom fetch|submit|feedback`
                          reach it with the student's own hub token
     IDRRUN_HUB_EXCHANGE_PORT  the receiver's port, on every interface (default 8082)
+
+The proxy is the one hub/install.sh put beside this JupyterHub (PREFIX/bin), else PATH's. A
+student's terminals are login shells, whose /etc/profile resets PATH: /etc/profile.d/idrrun-hub.sh
+(hub/install.sh; on every node) puts the environment first again (IDRRUN_HUB_BIN, given to every
+server). A server whose job ends before it listens fails at once: her page and the hub's log
+say so with the last lines of the job's log (~/.idrrun-hub-JOB.log).
 """
 
+import asyncio
+import html
 import os
 import shutil
 import stat
+import sys
 
+from batchspawner import JobStatus, MultiSlurmSpawner
 from jupyterhub.handlers import BaseHandler
 from tornado import web
 
@@ -54,6 +64,11 @@ c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('IDRRUN_HUB
 c.JupyterHub.db_url = f"sqlite:///{state}/jupyterhub.sqlite"
 c.JupyterHub.cookie_secret_file = f"{state}/jupyterhub_cookie_secret"
 c.ConfigurableHTTPProxy.pid_file = f"{state}/jupyterhub-proxy.pid"
+# The proxy hub/install.sh put beside this JupyterHub, which the start command need not have on
+# PATH (JupyterHub would then advise `npm install -g`); else the one on PATH.
+proxy = os.path.join(sys.prefix, "bin", "configurable-http-proxy")
+if os.access(proxy, os.X_OK):
+    c.ConfigurableHTTPProxy.command = [proxy]
 
 if os.environ.get("IDRRUN_HUB_AUTH", "pam") == "dummy":
     c.JupyterHub.authenticator_class = "dummy"
@@ -68,21 +83,115 @@ else:
     c.Authenticator.allow_all = True
 c.Authenticator.admin_users = admins
 
-nodes = dict(pair.split("=", 1) for pair in os.environ.get("IDRRUN_HUB_NODES", "").split(",") if pair)
-c.JupyterHub.spawner_class = "batchspawner.MultiSlurmSpawner" if nodes else "batchspawner.SlurmSpawner"
-if nodes:
-    c.MultiSlurmSpawner.daemon_resolver = nodes
 # The hub runs as root: sbatch, squeue and scancel run as the student (her job, her files).
 # runuser rather than batchspawner's default sudo: nothing to configure in sudoers.
 # (By its full path: the commands run with the servers' PATH, which has no sbin.)
 runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+# The job's log, in her home (the job's script below writes it; %j: the job's number).
+JOB_LOG = ".idrrun-hub-%j.log"
+JOB_POLL_S = 2.0
+LOG_TAIL_LINES, LOG_TAIL_BYTES, LOG_READ_S = 12, 4096, 10.0
+JOB_DIED = ("Your server's job {job} ended before your server started. "
+            "The last lines of its log, {log}:")
+
+
+class JobDied(RuntimeError):
+    """A server's job that left the queue before its server listened; its text (her spawn
+    page's message, the hub's log) ends with the job log's last lines."""
+
+    def __init__(self, job: str, log: str, tail: str) -> None:
+        head = JOB_DIED.format(job=job, log=log)
+        super().__init__(f"{head}\n{tail}")
+        self.jupyterhub_message = f"{head}\n{tail}"
+        self.jupyterhub_html_message = f"{html.escape(head)}<pre>{html.escape(tail)}</pre>"
+
+
+class CourseSpawner(MultiSlurmSpawner):
+    """batchspawner's SLURM spawner (node names mapped to addresses where IDRRUN_HUB_NODES
+    says), whose start fails as soon as the job is gone from the queue before her server
+    listens: batchspawner would wait for the server's port, then JupyterHub for its answer, to
+    start_timeout, under "Cluster job running... waiting to connect"."""
+
+    submitted = ""
+
+    async def submit_batch_script(self) -> str:
+        self.submitted = await super().submit_batch_script()
+        return self.submitted
+
+    async def start(self) -> tuple[str, int]:
+        starting = asyncio.ensure_future(self.start_until_listening())
+        try:
+            while not starting.done():
+                await asyncio.wait([starting], timeout=JOB_POLL_S)
+                if not starting.done() and await self.job_gone():
+                    raise await self.job_died()
+        finally:
+            starting.cancel()
+        failure = starting.exception()
+        if failure is not None and await self.job_gone():
+            # (batchspawner's own "has disappeared": the same, told with the log)
+            raise await self.job_died() from failure
+        return starting.result()
+
+    async def start_until_listening(self) -> tuple[str, int]:
+        ip, port = await super().start()
+        while not await listening(ip, port):
+            await asyncio.sleep(0.5)
+        return ip, port
+
+    async def job_gone(self) -> bool:
+        return bool(self.submitted) and await self.query_job_status() == JobStatus.NOTFOUND
+
+    async def job_died(self) -> JobDied:
+        job, self.submitted = self.submitted, ""
+        self.clear_state()  # nothing left to cancel
+        log = os.path.join(self.req_homedir, JOB_LOG.replace("%j", job))
+        return JobDied(job, log, await self.log_tail(log))
+
+    async def log_tail(self, log: str) -> str:
+        """The log's last lines, read as her: her home is hers, and so is what a name in it
+        points to."""
+        argv = [runuser, "-u", self.user.name, "--", "tail", "-c", str(LOG_TAIL_BYTES), log]
+        self.log.info("reading the last lines of %s's job log: %s", self.user.name, argv)
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), LOG_READ_S)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return f"(not read in {LOG_READ_S:.0f} s)"
+        if proc.returncode:
+            return f"(not read: {err.decode(errors='replace').strip()})"
+        lines = out.decode(errors="replace").splitlines()
+        if len(out) == LOG_TAIL_BYTES:
+            lines = lines[1:]  # (the first, cut)
+        return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+async def listening(ip: str, port: int) -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(ip, port), 5)
+    except (OSError, asyncio.TimeoutError):
+        return False
+    writer.close()
+    return True
+
+
+nodes = dict(pair.split("=", 1) for pair in os.environ.get("IDRRUN_HUB_NODES", "").split(",") if pair)
+c.JupyterHub.spawner_class = CourseSpawner
+c.CourseSpawner.daemon_resolver = nodes
 c.BatchSpawnerBase.exec_prefix = runuser + " -u {username} --"
 c.BatchSpawnerBase.batchspawner_singleuser_cmd = f"{venv}/bin/batchspawner-singleuser"
 c.Spawner.cmd = [f"{venv}/bin/jupyterhub-singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.args = os.environ.get("IDRRUN_HUB_SERVER_ARGS", "").split()
 c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF", "IDRRUN_CONFIG", "IDRRUN_EXAMPLES"]
-c.Spawner.environment = {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin"}
+c.Spawner.environment = {"PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin",
+                         # (for her terminals, login shells whose /etc/profile resets PATH:
+                         # /etc/profile.d/idrrun-hub.sh puts it first again)
+                         "IDRRUN_HUB_BIN": f"{venv}/bin"}
 # A job waits in the queue when the nodes are full: the student sees "pending" until it runs.
 c.Spawner.start_timeout = int(os.environ.get("IDRRUN_HUB_START_TIMEOUT", "300"))
 c.Spawner.http_timeout = 120
@@ -90,7 +199,7 @@ c.BatchSpawnerBase.req_options = os.environ.get("IDRRUN_HUB_SLURM", "")
 # The job's own script: batchspawner's, without --get-user-env (only root's sbatch may use it,
 # and sbatch runs as the student), and the job's log in her home.
 c.SlurmSpawner.batch_script = """#!/bin/bash
-#SBATCH --output={{homedir}}/.idrrun-hub-%j.log
+#SBATCH --output={{homedir}}/""" + JOB_LOG + """
 #SBATCH --job-name=idrrun-hub
 #SBATCH --chdir={{homedir}}
 #SBATCH --export={{keepvars}}

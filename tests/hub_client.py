@@ -1,7 +1,8 @@
 """The course's hub as a teacher's script talks to it (tests/test_hub.py and
 benchmarks/classroom_scale.py): its REST API with a service token, and a cell run in a
 student's kernel through her server's websocket (the browser's own path: the proxy, the
-server, the kernel)."""
+server, the kernel), a line typed in a terminal of her JupyterLab (its terminal's websocket),
+the message her spawn page shows (the hub's progress events)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,37 @@ class HubClient:
         url = self.url.replace("http", "ws", 1) + f"/user/{login}/api/kernels/{kernel}/channels"
         return asyncio.run(_execute(url, self.token, code, timeout))
 
+    def type_in_terminal(self, login: str, line: str, timeout: float = 60) -> str:
+        """`line` typed in a new terminal of her JupyterLab, as its browser page does (the
+        terminals' REST API, then the terminal's websocket): what the terminal showed until
+        the line had run."""
+        code, term = self.api("POST", f"/user/{login}/api/terminals")
+        if code != 200:
+            raise RuntimeError(f"no terminal for {login}: {code} {term}")
+        url = self.url.replace("http", "ws", 1) + f"/user/{login}/terminals/websocket/{term['name']}"
+        try:
+            return asyncio.run(_type(url, self.token, line, timeout))
+        finally:
+            self.api("DELETE", f"/user/{login}/api/terminals/{term['name']}")
+
+    def spawn_outcome(self, login: str, timeout: float = 300) -> dict[str, Any]:
+        """Her server asked for (as her "Start my server"), and the hub's last progress event
+        once it is ready or has failed: what her spawn page shows ("message", "failed")."""
+        self.api("POST", f"/hub/api/users/{login}")
+        code, body = self.api("POST", f"/hub/api/users/{login}/server")
+        if code not in (201, 202):  # failed within the hub's first seconds: the answer says why
+            return {"failed": True, "message": json.loads(body).get("message", body)}
+        req = urllib.request.Request(self.url + f"/hub/api/users/{login}/server/progress",
+                                     headers={"Authorization": f"token {self.token}"})
+        event: dict[str, Any] = {}
+        with urllib.request.urlopen(req, timeout=timeout) as stream:
+            for raw in stream:
+                if raw.startswith(b"data:"):
+                    event = json.loads(raw[5:])
+                    if event.get("failed") or event.get("ready"):
+                        break
+        return event
+
 
 async def _execute(url: str, token: str, code: str, timeout: float) -> tuple[str, str]:
     from tornado.httpclient import HTTPRequest
@@ -75,3 +107,31 @@ async def _execute(url: str, token: str, code: str, timeout: float) -> tuple[str
             idle = content["execution_state"] == "idle"
     ws.close()
     return status, "".join(out)
+
+
+# What a terminal shows once a typed line has run: "end-42" is in its output but not in the
+# line as typed (echoed as the shell reads it), in sh and bash alike.
+END_TYPED, END_SHOWN = "; echo end-$((6*7))", "end-42"
+
+
+async def _type(url: str, token: str, line: str, timeout: float) -> str:
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
+    ws.write_message(json.dumps(["stdin", line + END_TYPED + "\r"]))
+    shown = ""
+    end = time.monotonic() + timeout
+    while END_SHOWN not in shown:
+        try:
+            raw = await asyncio.wait_for(ws.read_message(), max(1.0, end - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise RuntimeError(f"the terminal showed no {END_SHOWN} in {timeout} s:\n"
+                               f"{shown}") from None
+        if raw is None:
+            raise RuntimeError(f"the terminal's websocket closed:\n{shown}")
+        kind, *text = json.loads(raw)
+        if kind == "stdout":
+            shown += text[0]
+    ws.close()
+    return shown

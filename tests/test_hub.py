@@ -5,8 +5,11 @@ the exchange; the teacher (root) collects, grades and returns; each student read
 feedback and nobody else's; driven through the hub's REST API and the servers' kernel
 websockets (the browser's own path: the proxy, the server, the kernel). Then a student in
 headless chromium logs in, opens the released notebook in her JupyterLab and sees its check's
-verdict, computed on her node. IDRRUN_HUB_STUDENTS=N: the same with N students, and the times
-(docs/teachers-day.md, "Scale").
+verdict, computed on her node. A terminal of her JupyterLab (a login shell) runs idrrun; a
+student whose server's job dies at once sees why, with her job log's last line, within
+seconds. The hub is started as teachers-day.md says: the proxy in the environment's bin, not
+on PATH. IDRRUN_HUB_STUDENTS=N: the same with N students, and the times (docs/teachers-day.md,
+"Scale").
 
 Needs: root, SLURM and munge, the hub's environment (IDRRUN_HUB_VENV, default
 /opt/idrrun-hub: hub/install.sh makes it) and configurable-http-proxy on PATH or in it;
@@ -15,6 +18,7 @@ chromium and chromedriver for the browser's test.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import http.cookiejar
 import os
@@ -60,6 +64,7 @@ class Hub(HubClient):
     cluster: slurmcluster.Cluster
     top: Path
     students: list[str]
+    broken: str  # a student whose JupyterLab configuration stops her server at its start
     exchange: Path
     roster: Path
     password: str
@@ -91,9 +96,16 @@ def hub() -> Iterator[Hub]:
     students = [f"ihub{tag}{i}" for i in range(int(os.environ.get("IDRRUN_HUB_STUDENTS", "2")))]
     homes = top / "home"
     homes.mkdir(mode=0o755)
-    for login in students:
+    broken = f"ihub{tag}x"
+    for login in [*students, broken]:
         subprocess.run(["useradd", "-m", "-d", str(homes / login), "-U", "-s", "/bin/bash", login],
                        check=True)
+    # Her own JupyterLab settings name a folder she does not have: her server's job dies at once.
+    config = homes / broken / ".jupyter" / "jupyter_server_config.py"
+    config.parent.mkdir()
+    config.write_text(f"c.ServerApp.root_dir = {str(homes / broken / 'course-2025')!r}\n")
+    shutil.chown(config.parent, broken, broken)
+    shutil.chown(config, broken, broken)
     roster = top / "roster.csv"
     roster.write_text("submission,login\n" + "".join(f"{s},{s}\n" for s in students))
     examples = top / "examples"  # the students' view of the exercise: its spec and start file
@@ -105,19 +117,19 @@ def hub() -> Iterator[Hub]:
                IDRRUN_HUB_PORT=str(port), IDRRUN_HUB_INTERNAL_PORT=str(free_port()),
                IDRRUN_HUB_PROXY_PORT=str(free_port()), IDRRUN_HUB_AUTH="dummy",
                IDRRUN_HUB_PASSWORD=password,
-               IDRRUN_HUB_SERVER_ARGS="--LabApp.expose_app_in_browser=True", IDRRUN_HUB_USERS=",".join(students),
+               IDRRUN_HUB_SERVER_ARGS="--LabApp.expose_app_in_browser=True",
+               IDRRUN_HUB_USERS=",".join([*students, broken]),
                IDRRUN_HUB_API_TOKEN=token, IDRRUN_EXAMPLES=str(examples),
                IDRRUN_HUB_BOARDS=str(top / "boards"), IDRRUN_HUB_EXCHANGE=str(top / "exchange"),
                IDRRUN_HUB_EXCHANGE_PORT=str(exchange_port),
-               IDRRUN_HUB_NODES=",".join(f"{n}=127.0.0.1" for n in cluster.nodes),
-               PATH=f"{VENV}/bin:{Path(str(proxy())).parent}:{os.environ['PATH']}")
+               IDRRUN_HUB_NODES=",".join(f"{n}=127.0.0.1" for n in cluster.nodes))
     log = (top / "hub.log").open("w")
     process = subprocess.Popen([str(VENV / "bin" / "jupyterhub"), "-f",
                                 str(ROOT / "hub" / "jupyterhub_config.py")],
                                cwd=top, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
-    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, top / "exchange", roster,
-            password, f"http://127.0.0.1:{exchange_port}")
+    h = Hub(f"http://127.0.0.1:{port}", token, cluster, top, students, broken, top / "exchange",
+            roster, password, f"http://127.0.0.1:{exchange_port}")
     try:
         deadline = time.monotonic() + 60
         while h.api("GET", "/hub/api/")[0] != 200:
@@ -125,19 +137,23 @@ def hub() -> Iterator[Hub]:
             time.sleep(0.5)
         yield h
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # (a hub that did not start has exited)
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        for login in students:
+        for login in [*students, broken]:
             cluster.run("scancel", "-u", login)
         left = slurmcluster.stop(cluster)
-        for login in students:
+        for login in [*students, broken]:
             subprocess.run(["pkill", "-KILL", "-u", login], check=False)
             subprocess.run(["userdel", login], check=False)
-        shutil.rmtree(top, ignore_errors=True)
+        if os.environ.get("IDRRUN_HUB_KEEP"):  # (the hub's log and the homes, to look at)
+            print(f"\nthe hub's folder, kept: {top}")
+        else:
+            shutil.rmtree(top, ignore_errors=True)
         assert not left, f"left after the cluster stopped: {left}"
 
 
@@ -280,6 +296,34 @@ def test_hub_spawns_servers_as_slurm_jobs_and_the_class_goes_round(
     assert [r.number for r in exchange_mod.receipts(hub.exchange, hub.students[0], "answer")] == [1]
 
 
+def test_a_terminal_of_her_jupyterlab_runs_idrrun(hub: Hub, nodes: dict[str, str]) -> None:
+    """JupyterLab's terminal, as its page opens one (the terminals' API, then the terminal's
+    websocket): a login shell, whose /etc/profile replaces the PATH the hub gave her server;
+    idrrun is there all the same, the course environment's."""
+    version = subprocess.run([str(VENV / "bin" / "idrrun"), "--version"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    for login in hub.students:
+        shown = hub.type_in_terminal(login, "idrrun --version")
+        assert version in shown, (
+            f"{shown}\n(hub/install.sh as root writes /etc/profile.d/idrrun-hub.sh)")
+
+
+def test_a_server_whose_job_dies_fails_at_once_with_its_log(hub: Hub) -> None:
+    """A student whose server cannot start (her own JupyterLab settings name a folder she does
+    not have): her page says so within seconds, with her job log's last line, and so does the
+    hub's log, for the teacher; not batchspawner's "waiting to connect" until the timeout."""
+    started = time.monotonic()
+    event = hub.spawn_outcome(hub.broken)
+    took = time.monotonic() - started
+    [log] = (hub.top / "home" / hub.broken).glob(".idrrun-hub-*.log")
+    last = log.read_text().strip().splitlines()[-1]
+    assert event.get("failed") and last in event["message"], (event, log.read_text())
+    assert "No such directory" in event["message"] and log.name in event["message"], event
+    assert took < 60, f"the failure came after {took:.0f} s"
+    assert last in (hub.top / "hub.log").read_text()
+    assert not hub.cluster.run("squeue", "-h", "-u", hub.broken).stdout.strip()
+
+
 def test_the_hub_serves_the_times_board_to_logged_in_users_only(hub: Hub, tmp_path: Path) -> None:
     """The page `idrrun grade --board-page` writes (tests/test_board.py grades one), as the hub
     serves it: to a logged-in student (the login form, the hub's cookie), with a policy that lets
@@ -333,7 +377,8 @@ def test_the_hub_serves_the_times_board_to_logged_in_users_only(hub: Hub, tmp_pa
     # The boards' index, whose links (NAME.html) the hub serves too; the link to /etc/shadow
     # is not listed.
     code, _, index = get("/hub/boards/", auth=True)
-    assert code == 200 and re.findall(r'href="([^"]+)"', index) == ["answer.html"], index
+    boards = [link for link in re.findall(r'href="([^"]+)"', index) if link.endswith(".html")]
+    assert code == 200 and boards == ["answer.html"], index
     assert get("/hub/boards/answer.html", auth=True)[2] == page
     assert get("/hub/boards/", auth=False)[0] == 302
 
