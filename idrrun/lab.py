@@ -94,6 +94,11 @@ class AssignmentsHandler(ExchangeHandler):
     async def get(self) -> None:
         def work() -> dict[str, Any]:
             where = exchange_client.place(None)
+            if where.unix is not None and not Path(where.unix).exists():
+                # A JupyterLab of no class (a course image, a laptop): said, not an error.
+                return {"assignments": [], "exchange": None,
+                        "message": f"No class exchange here ({where.url} does not exist; "
+                                   "your teacher's hub sets IDRRUN_EXCHANGE_URL)."}
             listing = exchange_client.listing(where)
             for task in listing.get("assignments", []):
                 folder = self.root / task["exercise"]

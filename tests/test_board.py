@@ -133,7 +133,8 @@ def test_the_published_boards_have_an_index_that_lists_only_their_pages(tmp_path
     written = board.write(made, tmp_path / "r.csv", published)
     assert published / "index.html" in written
     index = (published / "index.html").read_text()
-    assert re.findall(r'href="([^"]+)"', index) == ["older.html", "timed.html"], index
+    # The way back to the hub's home and to this index, then the boards.
+    assert re.findall(r'href="([^"]+)"', index) == ["../home", "./", "older.html", "timed.html"], index
     assert stat.S_IMODE((published / "index.html").stat().st_mode) == 0o644
     # An exercise named "index" would be its page: refused, nothing overwritten.
     named_index = dataclasses.replace(made, exercise="index")

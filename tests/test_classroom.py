@@ -233,9 +233,9 @@ def test_release_submit_collect_grade_return(klass: Class) -> None:
     assert back.returncode == 0, back.stdout + back.stderr
     assert [r["status"] for r in json.loads(back.stdout)] == ["returned", "returned"]
     mine = c.student(ann, "classroom", "feedback", "answer")
-    assert mine.returncode == 0 and "41" not in mine.stdout, mine.stdout + mine.stderr
+    assert mine.returncode == 0 and "C[0] = 41" not in mine.stdout, mine.stdout + mine.stderr
     theirs = c.student(ben, "classroom", "feedback", "answer")
-    assert theirs.returncode == 0 and "41" in theirs.stdout, theirs.stdout
+    assert theirs.returncode == 0 and "C[0] = 41" in theirs.stdout, theirs.stdout
     # Saved where she works (her JupyterLab opens it), with its pictures, named after the exercise.
     saved = c.top / "home" / ann / "answer" / "feedback"
     text = (saved / "answer.md").read_text()

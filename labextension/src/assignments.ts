@@ -103,8 +103,9 @@ export class AssignmentsPanel extends Widget {
   /** The assignments released to her, as the receiver lists them. */
   async refresh(): Promise<void> {
     try {
-      const answer = await call<{ assignments: Assignment[] }>('assignments');
+      const answer = await call<{ assignments: Assignment[]; message?: string }>('assignments');
       this.draw(answer.assignments);
+      this.say(answer.message ?? '');
     } catch (reason) {
       this.list.textContent = '';
       this.say(`${(reason as Error).message}`);
@@ -165,6 +166,7 @@ export class AssignmentsPanel extends Widget {
       `fetch/${task.exercise}`,
       'POST'
     );
+    await this.refresh();
     this.say(
       answer.files
         .map(f => `${f.path}${f.written ? '' : ' (kept: yours already)'}`)
@@ -174,7 +176,6 @@ export class AssignmentsPanel extends Widget {
     if (first) {
       await this.app.commands.execute('docmanager:open', { path: first.path });
     }
-    await this.refresh();
   }
 
   private async submit(task: Assignment): Promise<void> {
