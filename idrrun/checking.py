@@ -32,7 +32,7 @@ from .errors import IdrrunError, SpecError
 from .model import (AccReport, BuildResult, CheckResult, Comparison, Failure, FailureKind, Probe,
                     RunRequest, Settings, Source, Toolchain, Verdict)
 from .pipeline import NullReporter, Outcome
-from .profile.model import NO_GPU_ACTIVITY, Trace
+from .profile.model import NO_GPU_ACTIVITY, Hint, Trace
 from .profile.summary import trace_values
 from .request import resolve
 from .request import source as source_mod
@@ -351,10 +351,11 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     if not hidden:
         exercise = exercise.without_grading_only()
     copy_data_files(exercise, request.workdir)
-    # Graded: the solution runs first (once for the class, cached), its time bounding the run's
-    # when the spec says so; the solution's own runs keep the exercise's limit.
+    # With a limit relative to the solution's time (the spec's, the line giving no --timeout)
+    # the solution runs first (once per machine and arguments, cached; graded: once for the
+    # class), its time bounding the run's; the solution's own runs keep the exercise's limit.
     unlimited = request
-    request, solution_seconds = limited(request, toolchain, exercise, probe, settings, hidden)
+    request, solution_seconds = limited(request, toolchain, exercise, probe, settings)
     outcome = pipeline.execute(request, toolchain, probe, settings, reporter,
                                wanted=exercise.solution_files)
     built = outcome.build
@@ -379,7 +380,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         extra: list[CheckResult] = []
         for i, args in enumerate(exercise.hidden_args):
             again = limited(resolve.with_args(unlimited, args, hidden=True), toolchain, exercise,
-                            probe, settings, hidden)[0]
+                            probe, settings)[0]
             rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
                                      wanted=exercise.solution_files)
             extra += evaluate_hidden(exercise, _evidence(again, toolchain, rerun,
@@ -393,7 +394,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
     listing = annotated(request, outcome, evidence, visibility.student_checks(verdict, exercise))
     if listing.notes:
         reporter.annotated(listing)
-    failure = _against_solution(outcome.failure, unlimited, toolchain, exercise, probe, settings,
+    failure = _against_solution(outcome, unlimited, toolchain, exercise, probe, settings,
                                 stopped_at=request.timeout if solution_seconds is not None else None)
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
@@ -508,14 +509,14 @@ def _shown(seconds: float) -> str:
 
 
 def limited(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-            settings: Settings, graded: bool) -> tuple[RunRequest, float | None]:
-    """A graded request under the exercise's limit relative to the solution's time (the
-    solution run once for these arguments when not kept yet), and the solution's seconds when
-    that limit is below the absolute one; the request as it is when not graded (a notebook's
-    --check does not run the solution first), with no such limit, or no solution's time (a
-    students' course: its references keep outputs, not times)."""
-    relative = exercise.relative_timeout
-    if relative is None or not graded:
+            settings: Settings) -> tuple[RunRequest, float | None]:
+    """The request under its limit relative to the solution's time (request.relative_timeout:
+    the exercise's, unless the line gave --timeout), the solution run once for these arguments
+    on this machine when its time is not kept yet, and the solution's seconds when that limit
+    is below the absolute one; the request as it is with no such limit, or no solution's time
+    (a students' course: its references keep outputs, not times)."""
+    relative = request.relative_timeout
+    if relative is None or not request.execute:
         return request, None
     try:
         seconds = solution_output(request, toolchain, exercise, probe, settings).seconds
@@ -526,12 +527,36 @@ def limited(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe
     return dataclasses.replace(request, timeout=relative.limit(seconds, request.timeout)), seconds
 
 
-def _against_solution(failure: Failure | None, request: RunRequest, toolchain: Toolchain,
+# What a run stopped at the limit relative to the solution's time is told, after what: why it
+# is slow (the lesson's words, else what its trace showed, else a question), then how to let
+# it run.
+SLOW_MEASURED = "{why} (measured in this run: {figure})"
+SLOW_UNKNOWN = ("it is far slower than the solution with the same arguments: a loop left on the "
+                "host, or arrays moved between host and GPU at every iteration?")
+LET_IT_RUN = ("To let it run to its end, put --timeout {seconds:g} on the %%idrrun line (or "
+              "idrrun run's): its own limit, in place of this one.")
+
+
+def why_slow(slow: str, hints: Sequence[Hint]) -> str:
+    """Why a run stopped at the relative limit is slow: the exercise's words (its `slow`),
+    with the figure of the first hint its trace gave (a run stopped on the GPU still leaves
+    the copies it made: profile/hints.py), else that hint's own words, else a question."""
+    first = min(hints, key=lambda h: h.severity != "warning", default=None)
+    why = slow or (first.message if first is not None else SLOW_UNKNOWN)
+    if first is not None:
+        why = SLOW_MEASURED.format(why=why.rstrip("."), figure=first.figure)
+    return why if why.endswith((".", "?", "!")) else why + "."
+
+
+def _against_solution(outcome: Outcome, request: RunRequest, toolchain: Toolchain,
                       exercise: Exercise, probe: Probe, settings: Settings,
                       stopped_at: float | None = None) -> Failure | None:
-    """A run that timed out, told how long the solution takes with the same arguments (run
-    once for it when its output is not kept yet): far less says more than "timed out".
-    stopped_at: the limit relative to the solution's time the run had, when it had one."""
+    """The run's failure; one that timed out told how long the solution takes with the same
+    arguments (run once for it when its output is not kept yet): far less says more than
+    "timed out". stopped_at: the limit relative to the solution's time the run had, when it had
+    one; stopped there, it is told why it is slow and how to let it run (`request`: the
+    request before that limit, with its absolute one)."""
+    failure = outcome.failure
     if failure is None or failure.kind is not FailureKind.TIMEOUT:
         return failure
     try:
@@ -540,9 +565,11 @@ def _against_solution(failure: Failure | None, request: RunRequest, toolchain: T
         seconds = None  # the row says it timed out, as it would without this
     if seconds is None:
         return failure
-    if stopped_at is not None and exercise.relative_timeout is not None and failure.limit is None:
+    if stopped_at is not None and request.relative_timeout is not None and failure.limit is None:
+        hints = outcome.profile.hints if outcome.profile is not None else ()
         return dataclasses.replace(failure, limit=SOLUTION_LIMIT, what=STOPPED_VS_SOLUTION.format(
-            limit=stopped_at, seconds=_shown(seconds), rule=exercise.relative_timeout))
+            limit=stopped_at, seconds=_shown(seconds), rule=request.relative_timeout),
+            hint=f"{why_slow(exercise.slow, hints)} {LET_IT_RUN.format(seconds=request.timeout)}")
     return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
                                                                seconds))
 

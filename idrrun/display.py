@@ -38,6 +38,11 @@ FAILURE = "idrrun: {step} failed: {what}"
 FAILURE_COMMAND = "  command: {command}"  # left out when the failure has no command (a check)
 FAILURE_HINT = "  hint: {hint}"
 OUTPUT_BLOCK = "  [{n} lines of output, last {shown}]\n{lines}\n  [end of output]"
+# While the program runs (a display updated in place in a notebook, a status line in a
+# terminal), from its first second on; gone when it ends.
+ELAPSED = "running… {seconds:.0f} s (time limit {limit:g} s)"
+# A terminal's status line: back to the line's start, the line erased.
+ERASE_LINE = "\r\x1b[K"
 
 _COLORS = {"dim": "2", "note": "33", "ok": "32", "bad": "31;1"}
 
@@ -85,16 +90,50 @@ def where_it_runs(request: RunRequest, toolchain: Toolchain) -> str:
                        NO_OPENACC)
 
 
+class ElapsedView:
+    """How long the program has been running, and its limit; empty once the run has ended
+    (seconds None): what a notebook's display of it is updated to."""
+
+    def __init__(self, seconds: float | None, limit: float = 0.0) -> None:
+        self.seconds = seconds
+        self.limit = limit
+
+    def __str__(self) -> str:
+        return "" if self.seconds is None else ELAPSED.format(seconds=self.seconds, limit=self.limit)
+
+    def _repr_pretty_(self, p: object, cycle: bool) -> None:
+        p.text(str(self))  # type: ignore[attr-defined]
+
+    def _repr_html_(self) -> str:
+        text = str(self)
+        return f"<span class='idrrun-elapsed' style='color:#57606a'>{html.escape(text)}</span>" \
+            if text else ""
+
+
+def live_terminal(stream: TextIO) -> bool:
+    """The stream is a terminal that can keep a status line (not a dumb one, not a pipe)."""
+    try:
+        return stream.isatty() and os.environ.get("TERM", "dumb") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
 class TextReporter:
     """Writes the pipeline's events to a text stream (a notebook cell's stdout, a terminal).
 
     In a terminal (sanitize=True) the program's output is neutralised: notebooks render only
-    colour codes of it, but a terminal would obey any escape sequence."""
+    colour codes of it, but a terminal would obey any escape sequence. live: a terminal where
+    the run's time is shown on a status line while the program runs (erased before anything
+    else is written on it), when the program is not in the middle of a line."""
 
-    def __init__(self, stream: TextIO, color: bool = False, sanitize: bool = False) -> None:
+    def __init__(self, stream: TextIO, color: bool = False, sanitize: bool = False,
+                 live: bool = False) -> None:
         self._out = stream
         self._color = color
         self._sanitize = sanitize
+        self._live = live
+        self._status = False  # a status line is on the screen
+        self._limit = 0.0
         self._at_line_start = True
         # A kernel's stdout sends what was written every flush_interval (ipykernel: 0.2 s) by
         # itself; an explicit flush waits for its I/O thread (0.6-0.8 ms each, four in a cached cell).
@@ -111,10 +150,16 @@ class TextReporter:
             return text
         return f"\x1b[{_COLORS[style]}m{text}\x1b[0m"
 
+    def _erase_status(self) -> None:
+        if self._status:
+            self._out.write(ERASE_LINE)
+            self._status = False
+
     def _line(self, text: str, style: str = "dim") -> None:
         # No flush per line: in a kernel each flush is a message to the front end. The stream
         # is flushed once per step (notes, build, run) and with every piece of program output,
         # unless it flushes itself on a timer (_step_done).
+        self._erase_status()
         if not self._at_line_start:
             self._out.write("\n")
         self._out.write(self._paint(text, style) + "\n")
@@ -124,6 +169,7 @@ class TextReporter:
         src = request.source
         guess = ", guessed from the code (-l sets it)" if src.language_guessed else ""
         version = toolchain.compiler.version or toolchain.compiler.command
+        self._limit = request.timeout
         self._line(HEADER.format(family=toolchain.label or toolchain.family, version=version,
                                  language=src.language, guess=guess,
                                  target=where_it_runs(request, toolchain)))
@@ -149,11 +195,19 @@ class TextReporter:
         self._step_done()
 
     def output(self, text: str) -> None:
+        self._erase_status()
         self._out.write(neutralise(text) if self._sanitize else text)
         self._step_done()
         self._at_line_start = text.endswith("\n")
 
+    def running(self, seconds: float) -> None:
+        if self._live and self._at_line_start:
+            self._out.write(ERASE_LINE + self._paint(str(ElapsedView(seconds, self._limit)), "dim"))
+            self._out.flush()
+            self._status = True
+
     def ran(self, request: RunRequest, result: RunResult) -> None:
+        self._erase_status()
         p = result.proc
         status = "exit 0" if p.ok else p.describe()
         style = "ok" if p.ok else "bad"

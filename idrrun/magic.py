@@ -12,15 +12,16 @@ from typing import Any, TextIO
 from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
-from IPython.display import display
+from IPython.display import DisplayHandle, display
 
 from . import doctor, toolchains
 from .annotate import Listing
-from .display import AnnotatedView, TextReporter, VerdictView, color_allowed, render_failure
+from .display import (AnnotatedView, ElapsedView, TextReporter, VerdictView, color_allowed,
+                      live_terminal, render_failure)
 from .errors import IdrrunError
 from .errors import UsageError as IdrrunUsage
 from .checking import run_with_options
-from .model import Failure, RunRequest, Toolchain, Verdict
+from .model import Failure, RunRequest, RunResult, Toolchain, Verdict
 from .profile.model import ProfileReport
 from .profile.render import ProfileView
 from .request import config, options, source
@@ -93,9 +94,13 @@ class NotebookReporter(TextReporter):
     of every cell still says where its regions run."""
 
     def __init__(self, stream: TextIO, color: bool, said: set[str], machine: Iterable[str]) -> None:
-        super().__init__(stream, color=color)
+        # In a kernel the run's time is a display updated in place; in a terminal IPython, a
+        # status line (TextReporter's), as `idrrun run` shows it.
+        self._kernel = "ipykernel" in sys.modules
+        super().__init__(stream, color=color, live=not self._kernel and live_terminal(stream))
         self._said = said
         self._machine = set(machine)
+        self._elapsed: DisplayHandle | None = None
 
     def started(self, request: RunRequest, toolchain: Toolchain) -> None:
         self._machine.update(toolchain.machine_notes)
@@ -105,6 +110,23 @@ class NotebookReporter(TextReporter):
         fresh = [note for note in notes if note not in self._machine or note not in self._said]
         self._said.update(note for note in fresh if note in self._machine)
         super().notes(fresh)
+
+    def running(self, seconds: float) -> None:
+        """One display for the cell's run, made at its first tick and updated in place: a
+        notebook (nbclient's too) keeps one output for it, not one per second."""
+        if not self._kernel:
+            super().running(seconds)
+        elif self._elapsed is None:
+            sys.stdout.flush()  # below what the program printed so far
+            self._elapsed = display(ElapsedView(seconds, self._limit), display_id=True)
+        else:
+            self._elapsed.update(ElapsedView(seconds, self._limit))
+
+    def ran(self, request: RunRequest, result: RunResult) -> None:
+        if self._elapsed is not None:
+            self._elapsed.update(ElapsedView(None))  # the run's own line says how long it took
+            self._elapsed = None
+        super().ran(request, result)
 
     def verdict(self, verdict: Verdict) -> None:
         sys.stdout.flush()

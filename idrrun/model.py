@@ -107,6 +107,25 @@ class Source:
 
 
 @dataclass(frozen=True)
+class RelativeTimeout:
+    """`timeout = "20x solution, at least 5 s, at most 180 s"`: where the solution's time is
+    known (grading, the course check, and a --check on a course that has the solution: it runs
+    first, once per machine and arguments), a run may take `factor` times that, at least
+    `at_least` seconds and never more than the exercise's timeout (the `at most`, else the
+    default): a program already far slower than the solution is stopped early, and says so."""
+
+    factor: float
+    at_least: float = 0.0
+
+    def limit(self, solution_seconds: float, cap: float) -> float:
+        """The time a run is given against a solution that took `solution_seconds`."""
+        return min(cap, max(self.at_least, self.factor * solution_seconds))
+
+    def __str__(self) -> str:
+        return f"{self.factor:g}x the solution's time, at least {self.at_least:g} s"
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """One `%%idrrun` cell, `%idrrunfile` or `idrrun run`, with every option resolved.
 
@@ -137,6 +156,10 @@ class RunRequest:
     object_only: bool = False
     keep: str | None = None
     timeout: float = 300.0
+    # The exercise's limit relative to the solution's time (checking.limited applies it once
+    # the solution's time here is known); None when the line gives --timeout: the student's
+    # own limit lets the program run, whatever the solution's time.
+    relative_timeout: RelativeTimeout | None = None
     compile_timeout: float = 120.0
     max_output: int = 1 << 20
     force: bool = False

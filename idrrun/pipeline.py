@@ -102,6 +102,10 @@ class Reporter(Protocol):
     def output(self, text: str) -> None:
         return None
 
+    def running(self, seconds: float) -> None:
+        """The program has been running `seconds` (told about every second while it runs)."""
+        return None
+
     def ran(self, request: RunRequest, result: RunResult) -> None:
         return None
 
@@ -344,7 +348,8 @@ def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared:
     with follower or contextlib.nullcontext():
         p = proc.run(inside, what="run",
                      timeout=plan.timeout, spec=proc.ProcSpec(
-                         cwd=staged.cwd, env=plan.launch.env, on_output=output, terminal=True,
+                         cwd=staged.cwd, env=plan.launch.env, on_output=output,
+                         on_tick=reporter.running, terminal=True,
                          max_output=request.max_output, protections=probe.protections,
                          limits=held.limits(request.limits) if held is not None else request.limits,
                          gpu_run=prepared.family.gpu_context(toolchain),

@@ -39,6 +39,10 @@ class CellResult:
     chunks: list[Chunk] = field(default_factory=list)
     error: dict[str, Any] | None = None
     displays: list[dict[str, Any]] = field(default_factory=list)
+    # Each display's id (its transient display_id; None for a display without one), beside
+    # `displays`; and the updates of displays in place (update_display_data): (id, data).
+    display_ids: list[str | None] = field(default_factory=list)
+    updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     started: float = 0.0
     ended: float = 0.0
     # The In [N] a front end shows for the cell (its execute_input message), and the content of
@@ -122,6 +126,9 @@ class Cell:
             r.error = content
         elif kind in ("display_data", "execute_result"):
             r.displays.append(content["data"])
+            r.display_ids.append(content.get("transient", {}).get("display_id"))
+        elif kind == "update_display_data":
+            r.updates.append((content["transient"]["display_id"], content["data"]))
         elif kind == "execute_input":
             r.execution_count = content["execution_count"]
         elif kind == "status" and content["execution_state"] == "idle":

@@ -18,8 +18,8 @@ from idrrun.request.source import from_cell
 from idrrun.toolchains.machine import probe_compiler
 
 
-class Recorder:
-    """A Reporter that keeps what it was told."""
+class Recorder(pipeline.Reporter):
+    """A Reporter that keeps what it was told (what it does not override shows nothing)."""
 
     def __init__(self) -> None:
         self.events: list[str] = []

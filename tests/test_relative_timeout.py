@@ -1,6 +1,6 @@
 """A limit relative to the solution's time (`timeout = "20x solution, at least 1 s"`): grading
-runs the solution first and stops a program already far slower than it, saying so; a
-notebook's --check, which has no solution's time, keeps the absolute limit."""
+runs the solution first and stops a program already far slower than it, saying so; so does a
+notebook's --check where the course has the solution, unless its line gives --timeout."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from idrrun.checks import specs
 from idrrun.grading import classroom
 from idrrun.grading.discover import Submission
 from idrrun.grading.session import Session
-from idrrun.model import FailureKind
+from idrrun.model import Failure, FailureKind
 from idrrun.pipeline import NullReporter
+from idrrun.profile.model import Hint
 from idrrun.request import config, resolve
 from idrrun.request import source as source_mod
 from idrrun.request.options import Options
@@ -87,17 +88,31 @@ def test_a_graded_run_far_slower_than_the_solution_is_stopped_at_the_relative_li
     assert took < 5.5, took  # not the absolute 6 s
 
 
-def test_a_notebook_check_keeps_the_absolute_limit(tmp_path: Path) -> None:
+def _notebook_check(tmp_path: Path, line: Options) -> Failure | None:
     settings = config.load(tmp_path, environ={})
     probe = toolchains.probe(settings, "gcc")
     exercise = specs.load(_course(tmp_path, '"20x solution, at least 1 s, at most 3 s"'))
-    slow = _slow(tmp_path)
-    src = source_mod.from_file(slow, "c", "slow.c")
-    request, toolchain = resolve.resolve(Options(), src, tmp_path, settings, probe, exercise)
-    outcome = checking.execute_checked(request, toolchain, exercise, probe, settings, NullReporter())
-    assert outcome.failure is not None and outcome.failure.kind is FailureKind.TIMEOUT
-    assert outcome.failure.what.startswith("timed out after 3 s"), outcome.failure.what
-    assert outcome.failure.limit is None
+    src = source_mod.from_file(_slow(tmp_path), "c", "slow.c")
+    request, toolchain = resolve.resolve(line, src, tmp_path, settings, probe, exercise)
+    return checking.execute_checked(request, toolchain, exercise, probe, settings,
+                                    NullReporter()).failure
+
+
+def test_a_notebook_check_is_bounded_by_the_solution_here_unless_its_line_sets_a_limit(
+        tmp_path: Path) -> None:
+    """A --check where the course has the solution runs it first (once, cached) and bounds the
+    run by its time here, saying why it may be slow and how to let it run; the line's
+    --timeout is the student's own limit, in place of both."""
+    stopped = _notebook_check(tmp_path, Options())
+    assert stopped is not None and stopped.kind is FailureKind.TIMEOUT
+    assert stopped.what.startswith("stopped at 1 s: the solution takes 0."), stopped.what
+    assert stopped.limit == checking.SOLUTION_LIMIT
+    assert stopped.hint == (checking.SLOW_UNKNOWN + " " + checking.LET_IT_RUN.format(seconds=3)), \
+        stopped.hint
+    own = _notebook_check(tmp_path, Options(timeout=2.0))
+    assert own is not None and own.kind is FailureKind.TIMEOUT
+    assert own.what.startswith("timed out after 2 s"), own.what
+    assert own.limit is None
 
 
 def test_data_laplace_bounds_a_graded_run_by_its_solution() -> None:
@@ -108,3 +123,18 @@ def test_data_laplace_bounds_a_graded_run_by_its_solution() -> None:
     assert ex.relative_timeout == specs.RelativeTimeout(10.0, 10.0) and ex.timeout == 180.0
     assert ex.relative_timeout.limit(1.4, ex.timeout) == 14.0
     assert ex.relative_timeout.limit(0.5, ex.timeout) == 10.0
+
+
+def test_a_stopped_run_is_told_why_in_the_lessons_words_with_what_its_trace_measured() -> None:
+    """On a GPU the stopped run's trace still holds the copies it made (the built-in tracer
+    writes as it goes): the hint's figure joins the lesson's words, or says why alone."""
+    copies = Hint("data_region", "warning", "the arrays cross between host and GPU again and "
+                  "again: open a data region", "a block of 128 MiB went host→device 840 times")
+    idle = Hint("gpu_idle", "info", "the GPU waits for the host", "idle 40 %")
+    lesson = "the start file moves both arrays at every construct"
+    assert checking.why_slow(lesson, (idle, copies)) == (
+        "the start file moves both arrays at every construct (measured in this run: a block of "
+        "128 MiB went host→device 840 times).")
+    assert checking.why_slow("", (copies,)).startswith("the arrays cross between host and GPU")
+    assert checking.why_slow(lesson + ".", ()) == lesson + "."
+    assert checking.why_slow("", ()) == checking.SLOW_UNKNOWN

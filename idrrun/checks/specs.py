@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, did_you_mean
-from ..model import Settings
+from ..model import RelativeTimeout, Settings
 from . import registry, words
 from .spec_fields import (Table, Visibility, check_no_cycle, read_arg_table, read_args,
                           read_counts_when, read_data_files, read_flag, read_hidden_args,
@@ -146,24 +146,6 @@ DEFAULT_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
-class RelativeTimeout:
-    """`timeout = "20x solution, at least 5 s, at most 180 s"`: where the solution's time is
-    known (grading and the course check run it first), a run may take `factor` times that, at
-    least `at_least` seconds and never more than the exercise's timeout (the `at most`, else the
-    default): a program already far slower than the solution is stopped early, and says so."""
-
-    factor: float
-    at_least: float = 0.0
-
-    def limit(self, solution_seconds: float, cap: float) -> float:
-        """The time a run is given against a solution that took `solution_seconds`."""
-        return min(cap, max(self.at_least, self.factor * solution_seconds))
-
-    def __str__(self) -> str:
-        return f"{self.factor:g}x the solution's time, at least {self.at_least:g} s"
-
-
-@dataclass(frozen=True)
 class Exercise:
     name: str
     title: str
@@ -199,6 +181,10 @@ class Exercise:
     # A limit relative to the solution's time (`timeout` as a phrase); `timeout` is then its
     # "at most", the limit wherever the solution's time is not known (a notebook's --check).
     relative_timeout: RelativeTimeout | None = None
+    # Why a program of this exercise can be far slower than its solution, in the lesson's words
+    # ("the start file moves both arrays at every construct..."): what a run stopped at the
+    # relative limit is told. "": the trace's first hint, or a question, says it instead.
+    slow: str = ""
 
     def shown(self, check: CheckSpec) -> Visibility:
         """What a student sees of this check: its own visibility, else the exercise's."""
@@ -392,7 +378,7 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
 
 _SPEC_FIELDS = frozenset({"name", "title", "topic", "timeout", "options", "sources", "args",
                           "check", "ranks", "files", "model", "students", "visibility",
-                          "more_at_grading"})
+                          "more_at_grading", "slow"})
 
 
 def load(path: Path) -> Exercise:
@@ -415,6 +401,7 @@ def load(path: Path) -> Exercise:
         path=path,
         timeout=timeout,
         relative_timeout=relative_timeout,
+        slow=read_string(data, "slow", path, "slow", default=""),
         options=read_options(data, path),
         sources=_sources(data, path, students),
         host_args=host_args,

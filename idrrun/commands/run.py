@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import toolchains
 from ..cli import (EXIT_BUILD, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN, EXIT_TIMEOUT,
                    EXIT_USAGE)
-from ..display import TextReporter, color_allowed, render_failure
+from ..display import TextReporter, color_allowed, live_terminal, render_failure
 from ..errors import UsageError
 from ..checking import run_with_options
 from ..model import VERDICT_MEANINGS, VERDICT_WORDS, FailureKind
@@ -75,7 +75,8 @@ def main(tokens: Sequence[str]) -> int:
     opts, files = parsed
     workdir = Path.cwd()
     settings = config.load(workdir)
-    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty() and color_allowed(), sanitize=True)
+    reporter = TextReporter(sys.stdout, color=sys.stdout.isatty() and color_allowed(), sanitize=True,
+                            live=live_terminal(sys.stdout))
     probe = toolchains.probe(settings, opts.family)
     if probe.protections is not None:
         reporter.notes(probe.protections.notes)

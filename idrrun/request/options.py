@@ -355,8 +355,11 @@ class Options:
     timeout: float | None = flag(
         "--timeout", parse=seconds, metavar="SECONDS", setting="timeout", env="IDRRUN_TIMEOUT",
         run_only=True,
-        help="kill the program after this many seconds (default 300, or the exercise's)",
-        readme="kill the program after SECONDS seconds (default 300, from config)")
+        help="kill the program after this many seconds (default 300, or the exercise's, "
+             "which may be a multiple of its solution's time here: this replaces it)",
+        readme="kill the program after SECONDS seconds (default 300, from config; a `--check`: "
+               "the exercise's limit, which may be a multiple of its solution's time here, and "
+               "`--timeout` lets the program run past it)")
     raise_on_failure: bool | None = flag("--no-raise", const=False,
                                          help="a failure is reported but does not fail the cell",
                                          readme="report a failure without failing the cell")

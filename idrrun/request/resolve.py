@@ -98,6 +98,11 @@ def resolve(options: Options, source: Source, workdir: Path, settings: Settings,
     if exercise is not None and completed.program_args is None:
         args = exercise.gpu_args if toolchain.target == "gpu" else exercise.host_args
         request = dataclasses.replace(request, program_args=args)
+    if exercise is not None and line.timeout is None:
+        # The exercise's limit relative to the solution's time is part of its time limit: a
+        # --timeout on the student's line replaces both (she asked to let it run). A grader's
+        # --timeout is not the line's: it caps the relative limit (RelativeTimeout.limit).
+        request = dataclasses.replace(request, relative_timeout=exercise.relative_timeout)
     if policy is not None:
         request = policy.apply(request, toolchain, line)
     elif request.profile is None and request.execute:

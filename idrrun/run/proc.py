@@ -36,6 +36,9 @@ from .sandbox import Box
 log = logging.getLogger("idrrun.proc")
 
 OutputSink = Callable[[str], None]
+# Told the seconds a run has been running, about every TICK_SECONDS while it runs.
+TickSink = Callable[[float], None]
+TICK_SECONDS = 1.0
 
 TRUNCATION_NOTE = "\n[idrrun: output truncated at {cap} bytes; the rest was discarded]\n"
 
@@ -146,6 +149,19 @@ class Running:
     over_disk: str | None = None  # why the box went past its disk caps
     inner_reports: bool = False  # a guard inside the box says the program's status (compose.py)
     seat: sandbox.Seat = sandbox.Seat()  # its place among the boxes: left at finish
+    on_tick: TickSink | None = None
+    next_tick: float = 0.0
+
+    def tick(self, wait: float) -> float:
+        """Tell on_tick the time when a tick is due; the wait, shortened to the next tick."""
+        if self.on_tick is None:
+            return wait
+        now = time.monotonic()
+        if now >= self.next_tick:
+            self.on_tick(now - self.start)
+            # From its start, not from now: a slow sink does not make the ticks drift.
+            self.next_tick = self.start + TICK_SECONDS * (1 + int((now - self.start) / TICK_SECONDS))
+        return max(0.0, min(wait, self.next_tick - now))
 
     def guard_status(self) -> guard.GuardStatus:
         return guard.read_status(self.status_text)
@@ -166,6 +182,7 @@ class ProcSpec:
     cwd: Path | None = None
     env: Mapping[str, str] | None = None  # None: this process's own
     on_output: OutputSink | None = None  # its output, live, as it comes
+    on_tick: TickSink | None = None  # how long it has run, every TICK_SECONDS (a cell's clock)
     terminal: bool = False  # a pseudo-terminal as stdout and stderr (line-buffered C stdio)
     max_output: int = 1 << 20  # bytes kept; the rest is discarded, with a note
     # With both: through the guard and its jail (jail.py, guard.c). limits.stdin: its input.
@@ -225,7 +242,8 @@ def _spawn(program: tuple[str, ...], what: str, spec: ProcSpec) -> Running | Pro
     return Running(argv=composed.argv, what=what, popen=popen, fd=fd,
                    collector=_Collector(spec.on_output, spec.max_output), selector=selector,
                    start=start, terminal=spec.terminal, jail=jail, status_fd=status_r,
-                   box=spec.box, pidfd=pidfd, inner_reports=composed.inner_reports)
+                   box=spec.box, pidfd=pidfd, inner_reports=composed.inner_reports,
+                   on_tick=spec.on_tick, next_tick=start + TICK_SECONDS)
 
 
 def _open_jail(spec: ProcSpec) -> Jail | None:
@@ -381,17 +399,17 @@ def pump(running: Running, deadline: Deadline) -> Ending:
             if running.pidfd >= 0:
                 # Output, the guard's news and the exit all wake the same select: the exit
                 # is seen the moment it happens (a Popen.wait back-off can add 10 ms).
-                _poll(running, min(remaining, 0.5 if running.box is not None else 5.0))
+                _poll(running, running.tick(min(remaining, 0.5 if running.box is not None else 5.0)))
                 if running.exited:
                     popen.wait()
                     return EXITED
             elif not running.eof:
-                _poll(running, min(remaining, 0.1))
+                _poll(running, running.tick(min(remaining, 0.1)))
                 if popen.poll() is not None:
                     return EXITED
             else:
                 try:
-                    popen.wait(timeout=min(remaining, 0.5))
+                    popen.wait(timeout=running.tick(min(remaining, 0.5)))
                     return EXITED
                 except subprocess.TimeoutExpired:
                     pass
