@@ -267,3 +267,7 @@ class BoardHandler(BaseHandler):
 # (JupyterHub calls extra_handlers deprecated in favour of services: a service would be a
 # process and a port of its own for one static page.)
 c.JupyterHub.extra_handlers = [(r"/boards/((?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,99})?)", BoardHandler)]
+# The boards reached from the hub's home page (JupyterHub draws a home announcement as HTML; the
+# boards link back to it).
+c.JupyterHub.template_vars = {
+    "announcement_home": '<a id="idrrun-boards" href="boards/">The class\'s times boards</a>'}

@@ -92,12 +92,23 @@ class Student:
                            "return p ? p.innerText : ''"))
 
     def open_panel(self) -> None:
-        self.js("document.querySelector('[data-id=\"idrrun-assignments\"]').click()")
-        wait(lambda: "answer" in self.panel(), 60, self.panel)
+        """A click on the Assignments tab of the left sidebar; the panel shown."""
+        from selenium.webdriver.common.by import By
+
+        wait(lambda: not self.js("return !!document.getElementById('jupyterlab-splash')"), 60, self.page)
+        shown = "const p = document.getElementById('idrrun-assignments'); return !!(p && p.offsetParent !== null)"
+        if not self.js(shown):  # (a click on the tab of a panel shown hides it)
+            self.driver.find_element(By.CSS_SELECTOR, 'li[data-id="idrrun-assignments"]').click()
+        wait(lambda: self.js("const p = document.getElementById('idrrun-assignments');"
+                             "return !!(p && p.offsetParent !== null && p.innerText.includes('answer'))"),
+             60, self.panel)
 
     def click(self, button: str) -> None:
-        self.js(f"document.querySelector('#idrrun-assignments [data-exercise=\"answer\"] "
-                f".idrrun-{button}').click()")
+        """A click on one of the panel's buttons for the assignment, as her mouse does."""
+        from selenium.webdriver.common.by import By
+
+        self.driver.find_element(
+            By.CSS_SELECTOR, f'#idrrun-assignments [data-exercise="answer"] .idrrun-{button}').click()
 
     def notebook_ready(self, path: str) -> bool:
         return bool(self.js(
@@ -169,7 +180,7 @@ def test_the_class_day_in_the_students_browsers(hub: Hub, students: list[Student
         s.click("submit")
         wait(lambda: "received answer (submission 1)" in s.panel(), 60, s.panel)
         s.shot("4-submitted")
-        assert "on time" in s.panel() and "unchanged" not in s.panel(), s.panel()
+        assert "saved 1 open document first" in s.panel() and "unchanged" not in s.panel(), s.panel()
         [receipt] = exchange_mod.receipts(hub.exchange, s.login, "answer")
         assert receipt.files[0][0] == "answer.ipynb", receipt
 
@@ -195,7 +206,8 @@ def test_the_class_day_in_the_students_browsers(hub: Hub, students: list[Student
         saved = (out / "submissions" / s.login / "answer.ipynb").read_text()
         assert f"C[0] = {values[s.login]}" in saved  # her edited work, as it was received
     idrrun("grade", "answer", *sorted(str(p) for p in (out / "submissions").iterdir()),
-           "--feedback", str(tmp_path / "feedback"), "--report", str(tmp_path / "r.csv"))
+           "--feedback", str(tmp_path / "feedback"), "--report", str(tmp_path / "r.csv"),
+           "--board", "--board-page", str(hub.top / "boards"))
     verdicts = {row["student"]: row["verdict"] for row in csv.DictReader((tmp_path / "r.csv").open())}
     assert {s.login: verdicts[s.login] for s in students} == {
         s.login: "fail" if values[s.login] == 41 else "incomplete" for s in students}, verdicts
@@ -203,7 +215,8 @@ def test_the_class_day_in_the_students_browsers(hub: Hub, students: list[Student
            str(hub.roster), "--feedback", str(tmp_path / "feedback"))
 
     for s in students:
-        s.js("document.querySelector('#idrrun-assignments .idrrun-refresh').click()")
+        s.open_panel()  # (the feedback tab took the main area; the panel is still there)
+        s.driver.find_element("css selector", "#idrrun-assignments .idrrun-refresh").click()
         wait(lambda: s.js("const b = document.querySelector('#idrrun-assignments "
                           "[data-exercise=\"answer\"] .idrrun-feedback'); return b && !b.disabled"),
              60, s.panel)
@@ -216,3 +229,16 @@ def test_the_class_day_in_the_students_browsers(hub: Hub, students: list[Student
         assert s.login in text and all(o.login not in text for o in students if o is not s), text
         # The rendered table, not Markdown's pipes: the preview drew it.
         assert s.js("return document.querySelectorAll('.jp-RenderedMarkdown table').length") >= 1
+        pseudonym = text.split("On the class's times board:", 1)[1].split("(", 1)[0].strip()
+        # From the hub's home page to the boards, to this exercise's, where she finds herself.
+        from selenium.webdriver.common.by import By
+
+        s.driver.get(f"{hub.url}/hub/home")
+        s.driver.find_element(By.ID, "idrrun-boards").click()
+        wait(lambda: "Times boards" in s.page(), 60, s.page)
+        s.driver.find_element(By.LINK_TEXT, "answer").click()
+        wait(lambda: "Times board: answer" in s.page(), 60, s.page)
+        s.shot("6-board")
+        assert pseudonym in s.page(), (pseudonym, s.page())
+        s.driver.find_element(By.LINK_TEXT, "the hub's home").click()
+        wait(lambda: s.driver.current_url.rstrip("/").endswith("/hub/home"), 60, lambda: s.driver.current_url)

@@ -319,8 +319,10 @@ def test_killed_grader_cancels_its_steps_everywhere_then_resumes(cluster: slurmc
         rows = json.loads(state.read_text()) if state.exists() else []
         return len(rows) == 3 and sleeping(cluster, 3)()
 
+    # The time limit decides rows (state.policy_digest): both runs have the same, long enough
+    # for the sleepers to be caught asleep, short enough for the resumed run to end them.
     p = grade(cluster, tmp_path, examples, *entries, "--launcher", "srun", "-j", "6",
-              "--timeout", "120", "--report", str(csv_report))
+              "--timeout", "15", "--report", str(csv_report))
     try:
         assert eventually(three_rows_and_three_sleepers, 60), (cluster.steps(), cluster.live_tasks())
         assert len(cluster.steps()) == 3
@@ -337,9 +339,9 @@ def test_killed_grader_cancels_its_steps_everywhere_then_resumes(cluster: slurmc
     kept = report(csv_report)
     assert sorted(kept) == ["amy", "bob", "cat"] and all(r["verdict"] == "pass" for r in kept.values())
 
-    # The same command again (shorter time limit) grades only what was not done.
+    # The same command again grades only what was not done.
     r = grade(cluster, tmp_path, examples, *entries, "--launcher", "srun", "-j", "6",
-              "--timeout", "2", "--report", str(csv_report))
+              "--timeout", "15", "--report", str(csv_report))
     out, err = r.communicate(timeout=180)
     assert r.returncode == 0, out + err
     assert "resuming: 3 rows kept" in out
