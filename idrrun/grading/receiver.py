@@ -171,6 +171,9 @@ def _decoded(body: bytes) -> dict[str, bytes]:
 class Handler(BaseHTTPRequestHandler):
     server: Any
     protocol_version = "HTTP/1.1"
+    # A connection that sends nothing for this long is closed: a thread per connection, and a
+    # student's idle ones must not pile up (the largest submission arrives in well under it).
+    timeout = 60
 
     def address_string(self) -> str:
         return str(self.client_address[0]) if self.client_address else "unix"
