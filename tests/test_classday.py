@@ -144,6 +144,31 @@ class Student:
         return str(self.js("return Array.from(document.querySelectorAll('.jp-OutputArea'))"
                            ".map(e => e.innerText).join('\\n');"))
 
+    def terminal(self, line: str) -> str:
+        """A terminal opened from JupyterLab's menu (File, New, Terminal), LINE typed in it;
+        what the terminal shows once the line has answered."""
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+
+        def item(label: str, where: str) -> Any:
+            return self.driver.find_element(
+                By.XPATH, f"//{where}[normalize-space(text())='{label}']")
+
+        item("File", "div[contains(@class,'lm-MenuBar-itemLabel')]").click()
+        ActionChains(self.driver).move_to_element(item("New", "div[contains(@class,'lm-Menu-itemLabel')]")).perform()
+        wait(lambda: self.driver.find_elements(
+            By.XPATH, "//div[contains(@class,'lm-Menu-itemLabel')][normalize-space(text())='Terminal']"), 30, self.page)
+        item("Terminal", "div[contains(@class,'lm-Menu-itemLabel')]").click()
+        shown = ("const w = window.jupyterapp.shell.currentWidget, t = w && w.content && w.content._term;"
+                 "if (!t) return '';"
+                 "const b = t.buffer.active; let s = '';"
+                 "for (let i = 0; i < b.length; i++) s += b.getLine(i).translateToString(true) + '\\n';"
+                 "return s;")
+        wait(lambda: "$" in str(self.js(shown)), 60, lambda: self.js(shown))
+        ActionChains(self.driver).send_keys(line + "\n").perform()
+        wait(lambda: str(self.js(shown)).count("$") >= 2, 60, lambda: self.js(shown))
+        return str(self.js(shown))
+
     def close(self) -> None:
         self.driver.quit()
 
@@ -177,6 +202,10 @@ def test_the_class_day_in_the_students_browsers(hub: Hub, students: list[Student
         assert ("C[0] is 41, expected 42" in s.outputs()) == (values[s.login] == 41), s.outputs()
         # Not saved (no Ctrl+S): the panel saves her notebook before it hands it in.
         assert s.js("return window.jupyterapp.shell.currentWidget.context.model.dirty")
+        # Her terminal, from the menu: a login shell, where idrrun is on PATH too.
+        version = s.terminal("idrrun --version")
+        s.shot("3b-terminal")
+        assert "idrrun 0." in version and "command not found" not in version, version
         s.click("submit")
         wait(lambda: "received answer (submission 1)" in s.panel(), 60, s.panel)
         s.shot("4-submitted")
