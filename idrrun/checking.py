@@ -499,7 +499,7 @@ def timed_out_against(what: str, timeout: float, seconds: float) -> str:
 
 
 # What a run stopped by its limit relative to the solution's time is told.
-STOPPED_VS_SOLUTION = "stopped at {limit:g} s: the solution takes {seconds} s ({rule})"
+STOPPED_VS_SOLUTION = "stopped at {limit} s: the solution takes {seconds} s ({rule})"
 # Failure.limit of a TIMEOUT that was the limit relative to the solution's time.
 SOLUTION_LIMIT = "solution's time"
 
@@ -568,7 +568,8 @@ def _against_solution(outcome: Outcome, request: RunRequest, toolchain: Toolchai
     if stopped_at is not None and request.relative_timeout is not None and failure.limit is None:
         hints = outcome.profile.hints if outcome.profile is not None else ()
         return dataclasses.replace(failure, limit=SOLUTION_LIMIT, what=STOPPED_VS_SOLUTION.format(
-            limit=stopped_at, seconds=_shown(seconds), rule=request.relative_timeout),
+            limit=f"{stopped_at:.1f}".removesuffix(".0"), seconds=_shown(seconds),
+            rule=request.relative_timeout),
             hint=f"{why_slow(exercise.slow, hints)} {LET_IT_RUN.format(seconds=request.timeout)}")
     return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
                                                                seconds))
