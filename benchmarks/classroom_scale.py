@@ -47,7 +47,7 @@ SLOTS_PER_CPU = 4  # the test cluster's OverSubscribe=FORCE:4
 
 
 
-def submit(hub: Hub, login: str, exchange: Path, value: int) -> float:
+def submit(hub: Hub, login: str, value: int) -> float:
     """Her work in through her server: a kernel, one cell (fetch, write, submit); seconds."""
     started = time.monotonic()
     code, kernel = hub.api("POST", f"/user/{login}/api/kernels", {"name": "python3"})
@@ -155,7 +155,7 @@ def one_class(n: int, jobs: int, submitters: int) -> list[str]:
                      f"{start_servers(hub, students, log):.1f} s")
         started = time.monotonic()
         with ThreadPoolExecutor(submitters) as pool:
-            each = list(pool.map(lambda s: submit(hub, s[1], exchange, 42 if s[0] % 2 == 0 else 41),
+            each = list(pool.map(lambda s: submit(hub, s[1], 42 if s[0] % 2 == 0 else 41),
                                  enumerate(students)))
         lines.append(f"  submitted through their servers ({submitters} at a time): "
                      f"{time.monotonic() - started:.1f} s; per student "
