@@ -592,3 +592,39 @@ def test_release_by_the_exercises_name_finds_its_notebooks_and_start_files(klass
     r = c.idrrun("classroom", "release", "intro_saxpy", str(ROOT / "examples" / "C" / "intro_saxpy_solution.c"),
                  "--exchange", str(c.exchange), "--roster", str(c.roster))
     assert r.returncode == 2 and "release the start file intro_saxpy_exercise.c" in r.stderr, r.stderr
+
+
+def test_root_writes_nowhere_a_student_could_redirect(klass: Class) -> None:
+    """The exchange, the collection's folder and the grading's feedback folder, given below a
+    folder of a student's (she could rename it, or put a link in its place, between the check
+    and the write): refused before anything is written or read there."""
+    c = klass
+    ann, _ = c.logins
+    c.release(start_file(c))
+    hers = c.top / "home" / ann / "shared"
+    assert c.as_user(ann, f"mkdir -p {hers}/feedback && chmod 755 {hers} {hers}/feedback").returncode == 0
+    r = c.idrrun("classroom", "collect", "answer", "--exchange", str(c.exchange), "--roster",
+                 str(c.roster), "--to", str(hers / "out"))
+    assert r.returncode == 2 and "not safe" in r.stderr, r.stdout + r.stderr
+    assert not (hers / "out").exists()
+    r = c.idrrun("classroom", "release", "answer", str(start_file(c)), "--exchange",
+                 str(hers / "exchange"), "--roster", str(c.roster))
+    assert r.returncode == 2 and "not safe" in r.stderr, r.stdout + r.stderr
+    assert not (hers / "exchange").exists()
+    r = c.idrrun("classroom", "return", "answer", "--exchange", str(c.exchange), "--roster",
+                 str(c.roster), "--feedback", str(hers / "feedback"))
+    assert r.returncode == 2 and "not safe" in r.stderr, r.stdout + r.stderr
+
+
+def test_unchanged_is_the_whole_submissions_not_one_untouched_file_beside_her_work(klass: Class) -> None:
+    c = klass
+    ann, ben = c.logins
+    c.release(start_file(c))
+    for who in (ann, ben):
+        assert c.student(who, "classroom", "fetch", "answer").returncode == 0
+    # Ann: the untouched start file beside a file of her own work; Ben: the start file alone.
+    c.write(ann, "answer/port.c", PROGRAM.format(value=42))
+    mine = c.student(ann, "classroom", "submit", "answer", "answer/answer_exercise.c", "answer/port.c")
+    assert mine.returncode == 0 and "unchanged" not in mine.stdout, mine.stdout
+    his = c.student(ben, "classroom", "submit", "answer", "answer/answer_exercise.c")
+    assert his.returncode == 0 and "unchanged from the release" in his.stdout, his.stdout

@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
-import errno
 import hashlib
 import io
 import json
@@ -44,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..files import write_atomic, write_atomic_at
+from ..files import write_atomic_at
+from ..run import boundary
 from . import comparison, handout
 from .discover import MAX_SOURCE_BYTES
 from .feedback import feedback_names
@@ -62,7 +62,6 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}")
 # A login or exercise name used as a folder name in the exchange.
 SAFE_LOGIN = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 RECEIPT = "receipt.json"
 
 
@@ -194,43 +193,27 @@ def _sub_dir(parent: int, name: str) -> int | None:
 
 
 def open_exchange(root: Path, create: bool = False) -> int:
-    """The exchange's folder: root's (or the teacher's when not root), not writable by others."""
+    """The exchange's folder, opened once: root's (or the teacher's when not root), writable by
+    nobody else, and so is the way to it (boundary.open_published: a folder on the way that
+    someone else could rename or replace by a link would let them choose where root writes).
+    Made with its missing parents only with CREATE."""
+    if not create and not os.path.lexists(root):
+        raise UsageError(f"--exchange {root}: No such file or directory")
     try:
-        if create:
-            root.mkdir(mode=0o755, parents=True, exist_ok=True)
-        fd = os.open(root, DIR_FLAGS)
+        return boundary.open_published(root, 0o755)
     except OSError as exc:
-        raise UsageError(f"--exchange {root}: {exc.strerror}") from None
-    st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        os.close(fd)
-        raise UsageError(f"--exchange {root}: must be yours and writable by you alone")
-    return fd
+        raise UsageError(f"--exchange {root}: {exc.strerror or exc}") from None
 
 
 def _read_own(folder: int, name: str, cap: int) -> bytes | None:
-    """A regular file of one of our own folders (not a link), at most CAP bytes; None if none."""
-    try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=folder)
-    except FileNotFoundError:
+    """A file of one of our own folders, as the grader takes a box's (boundary.take: a regular
+    file with one link, not a link, at most CAP bytes); None if there is none."""
+    taken = boundary.take(folder, name, cap)
+    if taken.data is not None:
+        return taken.data
+    if taken.why == "absent":
         return None
-    except OSError as exc:
-        why = "a link, not followed" if exc.errno == errno.ELOOP else exc.strerror
-        raise UsageError(f"{name}: {why}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"{name}: not a regular file")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= cap:
-            chunk = os.read(fd, min(1 << 16, cap + 1 - size))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
-        raise UsageError(f"{name}: more than {cap} bytes")
-    finally:
-        os.close(fd)
+    raise UsageError(f"{name}: {'a link, not followed' if taken.why.startswith('a link,') else taken.why}")
 
 
 # --- release ----------------------------------------------------------------------------------
@@ -557,45 +540,60 @@ def collect(root: Path, name: str, roster: Sequence[Student], out: Path,
     the roster's lines that are no student here, recorded as they are)."""
     assignment(root, name, with_files=False)  # UsageError: not released
     limit = deadline.timestamp() if deadline else None
-    target = out / "submissions"
+    # OUT as the boards' folder is: its way checked, opened once, written through descriptors
+    # (root writes there what students handed in: a folder someone else could change would
+    # let them choose where).
     try:
-        if target.is_symlink() or target.exists():
-            shutil.rmtree(target)  # ours, made by the last collection: collected anew
-        target.mkdir(parents=True, mode=0o700)
-        os.chmod(out, 0o700)
+        out_fd = boundary.open_published(out, 0o700)
     except OSError as exc:
         raise UsageError(f"--to {out}: {exc.strerror or exc}") from None
-    top = open_exchange(root)
-    rows = []
     try:
-        for student in roster:
-            rows.append(_collected(top, name, student, target, limit, on_time))
+        try:
+            os.fchmod(out_fd, 0o700)
+            if SUBMISSIONS in os.listdir(out_fd):
+                shutil.rmtree(SUBMISSIONS, dir_fd=out_fd)  # the last collection's: collected anew
+            os.mkdir(SUBMISSIONS, 0o700, dir_fd=out_fd)
+            target = os.open(SUBMISSIONS, DIR_FLAGS, dir_fd=out_fd)
+        except OSError as exc:
+            raise UsageError(f"--to {out}: {exc.strerror or exc}") from None
+        top = open_exchange(root)
+        rows = []
+        try:
+            for student in roster:
+                rows.append(_collected(top, name, student, target, limit, on_time))
+        finally:
+            os.close(top)
+            os.close(target)
+        rows += problems
+        try:
+            write_atomic_at(out_fd, COLLECTED, collected_csv(rows, deadline).encode(), 0o600)
+        except OSError as exc:
+            raise UsageError(f"{out / COLLECTED}: {exc.strerror or exc}") from None
     finally:
-        os.close(top)
-    rows += problems
-    try:
-        write_atomic(out / COLLECTED, collected_csv(rows, deadline))
-    except OSError as exc:
-        raise UsageError(f"{out / COLLECTED}: {exc.strerror or exc}") from None
+        os.close(out_fd)
     return rows
 
 
-def _collected(top: int, name: str, student: Student, target: Path, limit: float | None,
+def _collected(top: int, name: str, student: Student, target: int, limit: float | None,
                on_time: bool) -> Collected:
     try:
         chosen, note = _chosen(_receipts_at(top, student.login, name), limit, on_time)
         if chosen is None:
             return Collected(student.login, "missing", note=note)
         files = _files_of(top, chosen)
-        folder = target / student.login
-        folder.mkdir(mode=0o700)
-        for file, data in files.items():
-            (folder / file).write_bytes(data)
+        os.mkdir(student.login, 0o700, dir_fd=target)
+        folder = os.open(student.login, DIR_FLAGS, dir_fd=target)
+        try:
+            for file, data in files.items():
+                write_atomic_at(folder, file, data, 0o600)
+        finally:
+            os.close(folder)
     except (Refused, OSError, ValueError, KeyError, TypeError, UsageError) as exc:
         return Collected(student.login, "error", problem=str(exc))
     return _row(chosen, limit, note)
 
 
+SUBMISSIONS = "submissions"
 # The collection's record, beside OUT/submissions/: what `idrrun grade` and `return` read.
 COLLECTED = "collected.csv"
 
@@ -718,6 +716,11 @@ MAX_FEEDBACK_BYTES = 16 << 20
 def open_feedback(feedback: Path) -> int:
     """The grading's feedback folder (`idrrun grade --feedback`), opened without following a
     link; refused when others may write in it (a name there would then be anyone's)."""
+    # The way to it too: root copies what it finds there into each student's feedback, and a
+    # folder on the way that someone else could rename would let them choose what.
+    way = boundary.way_refused(Path(os.path.abspath(feedback)).parent)
+    if way:
+        raise UsageError(f"--feedback {feedback}: the way to it is not safe: {way}")
     try:
         fd = os.open(feedback, DIR_FLAGS)
     except OSError as exc:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..run import boundary
 from . import exchange
 
 # A request's body: the largest submission, in base64 and JSON, with room for names.
@@ -221,13 +222,17 @@ def unix_server(path: Path, receiver: Receiver) -> UnixServer:
     """The receiver on a Unix socket anyone may connect to (who they are is the kernel's
     answer), in a folder of ours that nobody else may write (no one can put another socket in
     its place)."""
-    folder = path.parent
-    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
-    info = os.lstat(folder)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise UsageError(f"--socket {path}: its folder must be yours and writable by you alone")
-    if path.is_socket():
-        path.unlink()  # an earlier receiver's
+    try:
+        folder = boundary.open_published(path.parent, 0o755)  # the way to it checked, ours
+    except OSError as exc:
+        raise UsageError(f"--socket {path}: {exc.strerror or exc}") from None
+    try:
+        if stat.S_ISSOCK(os.stat(path.name, dir_fd=folder, follow_symlinks=False).st_mode):
+            os.unlink(path.name, dir_fd=folder)  # an earlier receiver's
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(folder)
     server = UnixServer(str(path), Handler, bind_and_activate=False)
     old = os.umask(0o111)  # the socket rw for all: connecting is how a student is known
     try:

@@ -400,7 +400,7 @@ def _changeable(st: os.stat_result) -> str:
     return ""
 
 
-def _way_refused(folder: Path) -> str:
+def way_refused(folder: Path) -> str:
     """'' when nobody but root and the grader can change the way to `folder`: each folder as
     typed (a link there is the folder it names, and nobody else can replace the link) and each
     folder of its real path (where the links lead); else which one could, and why."""
@@ -418,7 +418,7 @@ def _way_refused(folder: Path) -> str:
 def open_published(path: Path, mode: int = 0o755) -> int:
     """A descriptor of `path`, a folder where the grader writes files for others to read (the
     times boards the hub serves), made with its missing parents when missing: the way to it
-    can be changed by nobody but root and the grader (_way_refused), so that no one else can
+    can be changed by nobody but root and the grader (way_refused), so that no one else can
     redirect it (a parent folder of theirs renamed, a link put in its place), and the folder
     passes check_own. Files are then written through the descriptor, never by name. Raises
     NotOwnFolder saying why."""
@@ -426,10 +426,10 @@ def open_published(path: Path, mode: int = 0o755) -> int:
     existing = path.parent
     while not os.path.lexists(existing):  # made below only inside a folder that passed
         existing = existing.parent
-    why = _way_refused(existing)
+    why = way_refused(existing)
     if not why:
         path.mkdir(mode=mode, parents=True, exist_ok=True)
-        why = _way_refused(path.parent)
+        why = way_refused(path.parent)
     if why:
         raise NotOwnFolder(errno.EPERM, f"{path}: the way to it is not safe: {why}: refused")
     st = check_own(path)
