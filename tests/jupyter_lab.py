@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -224,3 +226,30 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     except ProcessLookupError:
         pass
     proc.wait(timeout=5)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Headless, and quiet on this machine's closed network (no update, sync or QUIC lookups).
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
+
+
+def chromium(profile: Path, window: str = "1280,1100", log: Path | None = None,
+             console: bool = False) -> Any:
+    """Debian's chromium through its chromedriver (never one selenium would download), with a
+    fresh profile folder; `console`: the page's console messages kept for driver.get_log."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    chromedriver = shutil.which("chromedriver")
+    assert chromedriver, "chromium is installed, chromedriver is not: apt-get install chromium-driver"
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={window}"):
+        options.add_argument(flag)
+    if console:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(executable_path=chromedriver,
+                      log_output=str(log or profile.with_name(profile.name + ".driver.log")))
+    return webdriver.Chrome(options=options, service=service)

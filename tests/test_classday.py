@@ -25,6 +25,7 @@ import pytest
 from conftest import PYTHONPATH
 from answer_course import PROGRAM, SPEC
 from idrrun.grading import exchange as exchange_mod
+from jupyter_lab import chromium
 from test_hub import CHROMIUM, Hub, hub, nodes, wait  # noqa: F401 (the fixtures)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow,
@@ -41,27 +42,12 @@ min = 0.25
 """
 
 
-def browser(profile: Path) -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={profile}", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    return webdriver.Chrome(options=options, service=Service(
-        executable_path=shutil.which("chromedriver"), log_output=str(profile) + ".driver.log"))
-
-
 class Student:
     """One student's browser on her JupyterLab, as she uses it."""
 
     def __init__(self, hub: Hub, login: str, shots: Path) -> None:
         self.hub, self.login, self.shots = hub, login, shots
-        self.driver = browser(shots / f"{login}-profile")
+        self.driver = chromium(shots / f"{login}-profile", window="1400,1000")
         self.driver.set_page_load_timeout(120)
 
     def shot(self, step: str) -> Path:

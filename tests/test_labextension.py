@@ -33,11 +33,10 @@ import pytest
 
 from idrrun.grading import course
 from idrrun.request import notebook
-from jupyter_lab import (C_CELL, LabServer, changed_since_built, idrrun_notebook, labextensions,
-                         running_lab)
+from jupyter_lab import (C_CELL, CHROMIUM, LabServer, changed_since_built, chromium,
+                         idrrun_notebook, labextensions, running_lab)
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EXTENSION = "idrrun-highlight"
 PLUGIN = "idrrun-highlight:plugin"
 DIRECTIVE_CLASS = "cm-idrrun-directive"
@@ -172,22 +171,8 @@ def lab(request: pytest.FixtureRequest, servers: Callable[[str], LabServer]) -> 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    chromedriver = shutil.which("chromedriver")
-    assert chromedriver, "chromium is installed, chromedriver is not: apt-get install chromium-driver"
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1280,1100"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # An explicit driver: selenium does not look for (or download) one of its own.
-    service = Service(executable_path=chromedriver, log_output=str(tmp_path / "chromedriver.log"))
-    driver = webdriver.Chrome(options=options, service=service)
+    driver = chromium(tmp_path / "chromium-profile", log=tmp_path / "chromedriver.log",
+                                  console=True)
     try:
         yield driver
     finally:
