@@ -21,7 +21,7 @@ from tomlkit.container import Container
 from tomlkit.items import Comment, Whitespace
 
 from ..checking import SolutionRun, solution_output
-from ..checks import reference, spec_fields, specs, words
+from ..checks import reference, registry, spec_fields, specs, words
 from ..checks.evidence import Evidence
 from ..checks.score import points
 from ..checks.specs import Exercise
@@ -410,8 +410,9 @@ def reference_checks(exercise: Exercise, language: str, settings: Settings,
                         solution_output=ref.output, solution_problem=ref.problem,
                         from_reference=True, run_dir=ran.files, solution_dir=ref.folder,
                         solution_left_out=ref.left_out)
+    solution_kinds = {k.name for k in registry.all_kinds() if k.needs_solution}
     return tuple(dataclasses.replace(evaluate_one(c, evidence), name=f"{c.label} (reference)")
-                 for c in exercise.checks if c.kind in ("matches_solution", "image"))
+                 for c in exercise.checks if c.kind in solution_kinds)
 
 
 NO_REFERENCE = ("no reference values: run `idrrun course references` (the students' course "
