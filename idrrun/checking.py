@@ -19,10 +19,10 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from . import annotate
 from . import build as build_mod
@@ -31,7 +31,7 @@ from . import pipeline
 from .checks import compare, measure, reference, specs, trace_kinds, visibility
 from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
-from .checks.specs import Exercise
+from .checks.specs import CheckSpec, Exercise
 from .checks.verdict import evaluate, evaluate_hidden
 from .checks.words import plural
 from .errors import IdrrunError, SpecError
@@ -518,11 +518,6 @@ def _measured(c: Checked) -> Verdict:
     timed = {spec.label: spec for spec in exercise.checks if trace_kinds.is_timed(spec)}
     if outcome.run is None or not outcome.run.proc.ok:
         return verdict  # its trace checks are not judged (verdict.py's CUT_SHORT): nothing to measure
-
-    def figures(values: dict[str, float] | None) -> dict[str, Figure]:
-        found = {label: trace_kinds.figure(spec, values) for label, spec in timed.items()}
-        return {label: f for label, f in found.items() if f is not None}
-
     times = [outcome.run.proc.seconds]
 
     def again() -> dict[str, Figure] | str:
@@ -531,21 +526,36 @@ def _measured(c: Checked) -> Verdict:
             return f"a run {rerun.failure.step} failed: {rerun.failure.what}"
         if rerun.run is not None:
             times.append(rerun.run.proc.seconds)
-        return figures(gpu_trace_values(toolchain, rerun)) or "a run left no GPU trace"
+        return _figures(timed, gpu_trace_values(toolchain, rerun)) or "a run left no GPU trace"
 
-    first = figures(gpu_trace_values(toolchain, outcome))
+    first = _figures(timed, gpu_trace_values(toolchain, outcome))
     if not first:
         return verdict  # no trace: the checks say why they are incomplete
     if any(r.status == "fail" and r.name not in timed for r in verdict.checks):
-        return dataclasses.replace(verdict, checks=tuple(
-            trace_kinds.unmeasured_result(timed[r.name], first[r.name])
-            if r.name in first and not r.hidden else r for r in verdict.checks))
+        return _judged_timed(verdict, first, trace_kinds.unmeasured_result, timed)
     bounds = {label: bound for label, spec in timed.items()
               if (bound := trace_kinds.timed_bound(spec)) is not None}
     measured = measure.repeat(first, again, bounds=bounds)
-    return dataclasses.replace(verdict, run_times=tuple(times), checks=tuple(
-        trace_kinds.measured_result(timed[r.name], measured[r.name])
-        if r.name in measured and not r.hidden else r for r in verdict.checks))
+    return dataclasses.replace(_judged_timed(verdict, measured, trace_kinds.measured_result, timed),
+                               run_times=tuple(times))
+
+
+def _figures(timed: Mapping[str, CheckSpec], values: dict[str, float] | None) -> dict[str, Figure]:
+    """The timed checks' figures in one run's trace values, by label (none without a trace)."""
+    found = {label: trace_kinds.figure(spec, values) for label, spec in timed.items()}
+    return {label: f for label, f in found.items() if f is not None}
+
+
+_F = TypeVar("_F")
+
+
+def _judged_timed(verdict: Verdict, figures: Mapping[str, _F],
+                  judge: Callable[[CheckSpec, _F], CheckResult],
+                  timed: Mapping[str, CheckSpec]) -> Verdict:
+    """The verdict with each public timed check that has a figure judged on it."""
+    return dataclasses.replace(verdict, checks=tuple(
+        judge(timed[r.name], figures[r.name]) if r.name in figures and not r.hidden else r
+        for r in verdict.checks))
 
 
 # Why agrees_with_host cannot compare a build that runs its regions on the host anyway.
