@@ -471,5 +471,5 @@ def execute(
     ran = dataclasses.replace(ran, outputs=outputs)
     if ledger is not None and ledger.refused:
         ran = dataclasses.replace(ran, refused=ledger.refused)
-    failure = failures.run_failure(ran, request, built.frames) if ran.failed else None
+    failure = failures.run_failure(ran, request, built.frames, toolchain.target) if ran.failed else None
     return Outcome(request, toolchain, built, ran, failure, notes=tuple(notes.all), profile=report)

@@ -103,3 +103,18 @@ def test_a_timeout_under_profile_shows_the_students_command_with_fake_nsys(tmp_p
     command = next(line for line in out.splitlines() if line.strip().startswith("command:"))
     assert "IDRRUN_LAUNCHED" not in command and "/bin/sh" not in command, command
     assert 'exec "$0"' not in command and "nsys profile" in command, command
+
+
+LOOPING_ACC = ("int main(void) { double s = 0; for (;;) {\n#pragma acc parallel loop reduction(+:s)\n"
+               "for (int i = 0; i < 10; i++) s += i; } return (int)s; }\n")
+
+
+@pytest.mark.parametrize("flags, on_host", [(("-a",), True), ((), False)])
+def test_a_timeout_of_openacc_regions_run_on_the_host_says_so(tmp_path: Path, flags: tuple[str, ...],
+                                                              on_host: bool) -> None:
+    # IDRIS's Game of Life, sized for a V100, runs minutes on a host's cores: the hint says why
+    (tmp_path / "life.c").write_text(LOOPING_ACC)
+    r = idrrun("run", *flags, "--accopts", "host", "--timeout", "2", "life.c", cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 124 and "timed out after 2 s" in out, out
+    assert ("Its OpenACC regions ran on the host (no GPU build)" in out) is on_host, out

@@ -34,7 +34,7 @@ from ..model import (
     Toolchain,
 )
 from ..run import proc
-from . import gccdumps, nvfortranisms
+from . import gccdumps, nvcc, nvfortranisms
 from ..profile.tracer import candidate_roots
 from .family import INFO, MISSING, OK, WARN, AccDecision, CommandFamily, Translation
 from .machine import probe_compiler
@@ -568,7 +568,8 @@ class GccFamily(CommandFamily):
     def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                   settings: Settings) -> Translation:
         if request.source.language == "cuda":
-            return Translation(request)  # nvcc's options are its own
+            request, notes = nvcc.read_arch(request, compiler, probe)  # nvcc's own options
+            return Translation(request, notes=notes)
         # CUDA is looked for (~0.5 ms: PATH, /usr/local/cuda, the HPC SDK) only for -Mcudalib.
         roots = candidate_roots(os.environ) \
             if any(_CUDALIB.fullmatch(w) for w in request.compiler_options) else ()
