@@ -20,9 +20,9 @@ from idrrun.run import boundary, tools
 @pytest.fixture(params=["openat2", "walk"])
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "walk":
-        monkeypatch.setattr(boundary, "_openat2_works", False)
+        monkeypatch.setattr(boundary.reading, "_openat2_works", False)
     else:
-        monkeypatch.setattr(boundary, "_openat2_works", None)
+        monkeypatch.setattr(boundary.reading, "_openat2_works", None)
     yield request.param
 
 
