@@ -207,7 +207,8 @@ def open_exchange(root: Path, create: bool = False) -> int:
 
 def _read_own(folder: int, name: str, cap: int) -> bytes | None:
     """A file of one of our own folders, as the grader takes a box's (boundary.take: a regular
-    file with one link, not a link, at most CAP bytes); None if there is none."""
+    file with no other name, not a link, at most CAP bytes, unchanged while it is read); None
+    if there is none."""
     taken = boundary.take(folder, name, cap)
     if taken.data is not None:
         return taken.data

@@ -19,8 +19,12 @@ DOMjudge's runguard:
 3. What comes out of a box is opened only through the descriptor the grader kept of a folder
    it made (`take`): openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
    where the kernel has it, else one component at a time with O_NOFOLLOW; a regular file
-   only, with one link, owned by the box's uid or the grader, read with a size cap. A name the
-   box changed is the box's failure, never a path the grader follows.
+   only, with no other name (a hard link to a file the box may not read is refused; a file
+   left with no name once opened is nobody else's), owned by the box's uid or the grader, read
+   with a size cap, and unchanged while it is read (its inode, size and times the same before
+   and after: one state of it, never half of each of two). A name the box changed is the
+   box's failure, never a path the grader follows. The exchange (grading/exchange.py) reads
+   its own files by the same rule, through the same functions.
 4. The grader never chowns, copies or removes by a path the box could change: a box's folder
    is removed (`remove`) once nothing of the box runs, by a walk through descriptors that
    never follows a link (shutil.rmtree's fd-based walk, which refuses a top that is a link).

@@ -11,7 +11,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .reading import DIR_FLAGS, BoundaryError, copy_data, open_beneath
+from .reading import (
+    CHANGED,
+    DIR_FLAGS,
+    BoundaryError,
+    copy_data,
+    open_beneath,
+    other_names,
+    unchanged,
+)
 
 
 @dataclass(frozen=True)
@@ -153,7 +161,7 @@ def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int, cap: int,
         st = os.fstat(src)
         if not stat.S_ISREG(st.st_mode):
             raise BoundaryError(errno.EINVAL, "not a regular file", rel)
-        if single_link and st.st_nlink != 1:
+        if single_link and other_names(st):
             raise BoundaryError(errno.EMLINK, "a file with other names (a hard link): not read",
                                 rel)
         parent, _, name = rel.rpartition("/")
@@ -168,5 +176,7 @@ def _copy_file(src_dir: int, rel: str, dest_fd: int, mode: int, cap: int,
             os.fchmod(out, mode)
         finally:
             os.close(out)
+        if not unchanged(src, st):
+            raise BoundaryError(errno.ESTALE, CHANGED, rel)
     finally:
         os.close(src)

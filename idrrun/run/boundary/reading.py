@@ -105,11 +105,28 @@ class Taken:
         return None if self.data is None else self.data.decode("utf-8", errors="replace")
 
 
+# What tells one state of a file from the next without reading it: a write moves its size or
+# its times (mtime; ctime too, as a rename, a link, a chmod or a removal does), and the inode
+# is the file itself. Two writes within one tick of the kernel's clock may leave both times
+# alike: the size read is compared too.
+CHANGED = "changed while it was read: not used"
+
+
+def _state(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def unchanged(fd: int, before: os.stat_result) -> bool:
+    """Whether the file `fd`, once read, is as `before` (its fstat when opened) found it: what
+    was read is then one state of it, never half of each of two versions."""
+    return _state(os.fstat(fd)) == _state(before)
+
+
 def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = (),
          ledger: Ledger | None = None) -> Taken:
-    """Read `rel` out of the box folder `dirfd`: a regular file with one link (a hard link to a
-    file the box may not read is refused), owned by one of `owners` (any when empty), of at
-    most `cap` bytes, counted against the row's `ledger` (evidence.py) before it is read.
+    """Read `rel` out of the box folder `dirfd`: a regular file with no other name (_refused),
+    owned by one of `owners` (any when empty), of at most `cap` bytes, counted against the
+    row's `ledger` (evidence.py) before it is read, and unchanged while it is read (CHANGED).
     Never raises for what the box did: the reason is in Taken.why."""
     try:
         fd = open_beneath(dirfd, rel)
@@ -133,7 +150,10 @@ def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = (),
                 break
             chunks.append(chunk)
             left -= len(chunk)
-        return Taken(b"".join(chunks))
+        data = b"".join(chunks)
+        if len(data) != st.st_size or not unchanged(fd, st):
+            return Taken(None, CHANGED)
+        return Taken(data)
     except OSError as exc:
         return Taken(None, f"cannot read it ({exc.strerror})")
     finally:
@@ -142,9 +162,13 @@ def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = (),
 
 def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...],
              ledger: Ledger | None = None, rel: str = "") -> str:
+    """Why the file opened (its fstat `st`) is not read, or ''. The rule of links, for every
+    reader: a file with another name is refused (other_names); one left with no name was
+    removed, or replaced by a rename, once opened (a release published again while a receiver
+    reads it), is nobody else's, and is read as it was opened, if it does not change."""
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
-    if st.st_nlink != 1:
+    if other_names(st):
         return "a file with other names (a hard link): not read"
     if owners and st.st_uid not in owners:
         return "a file the box did not write: not read"
@@ -155,11 +179,19 @@ def _refused(st: os.stat_result, cap: int, owners: tuple[int, ...],
     return ""
 
 
+def other_names(st: os.stat_result) -> bool:
+    """Whether the file has a name besides the one it was opened by: a hard link the writer
+    made to a file it may not read itself (the file of another user, of root), which the
+    grader would read for it."""
+    return st.st_nlink > 1
+
+
 def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] = (),
             mode: int = 0o644, ledger: Ledger | None = None) -> str:
     """Copy `rel` out of the box folder `dirfd` into `dest` (a new name in a folder the grader
-    owns; streamed, at most `cap` bytes, holes kept, counted against the row's `ledger` first);
-    "" when done, else why not."""
+    owns; streamed, at most `cap` bytes, holes kept, counted against the row's `ledger` first;
+    as take reads, a file that changes while it is copied leaves no copy); "" when done, else
+    why not."""
     try:
         fd = open_beneath(dirfd, rel)
     except FileNotFoundError:
@@ -178,16 +210,21 @@ def take_to(dirfd: int, rel: str, dest: Path, cap: int, owners: tuple[int, ...] 
         try:
             copy_data(fd, out, min(st.st_size, cap))
             os.fchmod(out, mode)
+            changed = not unchanged(fd, st)
         except BaseException:
             os.close(out)
             os.unlink(dest)
             raise
         os.close(out)
+        if changed:
+            os.unlink(dest)
+            return CHANGED
         return ""
     except OSError as exc:
         return f"cannot copy it ({exc.strerror})"
     finally:
         os.close(fd)
+
 
 def discard(dirfd: int, name: str) -> None:
     """Remove the entry `name` (one component, not followed: a link goes, not its target) from
