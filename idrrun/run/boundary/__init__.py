@@ -54,8 +54,10 @@ from .own_folders import (
     check_own,
     fresh,
     hand_over,
+    open_guarded,
     open_published,
     own_dir,
+    own_dir_at,
     put,
     remove,
     remove_entry,
@@ -70,6 +72,7 @@ from .reading import (
     names,
     open_beneath,
     open_dir,
+    open_folder,
     take,
     take_to,
     usage,
@@ -77,9 +80,10 @@ from .reading import (
 from .watching import made, watch_made
 
 __all__ = [
-    "DIR_FLAGS", "READ_FLAGS", "BoundaryError", "Budget", "Copied", "NotOwnFolder", "Taken",
+    "BoundaryError", "Budget", "Copied", "DIR_FLAGS", "NotOwnFolder", "READ_FLAGS", "Taken",
     "box_folder", "box_folders", "check_own", "copy_tree", "copying", "discard", "fresh",
-    "hand_over", "is_file", "made", "names", "open_beneath", "open_dir", "open_published",
-    "own_dir", "own_folders", "put", "reading", "remove", "remove_entry", "seal",
-    "sealed_folder", "take", "take_to", "usage", "walk", "watch_made", "watching", "way_refused",
+    "hand_over", "is_file", "made", "names", "open_beneath", "open_dir", "open_folder",
+    "open_guarded", "open_published", "own_dir", "own_dir_at", "own_folders", "put", "reading",
+    "remove", "remove_entry", "seal", "sealed_folder", "take", "take_to", "usage", "walk",
+    "watch_made", "watching", "way_refused",
 ]

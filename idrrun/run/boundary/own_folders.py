@@ -12,7 +12,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .reading import DIR_FLAGS, BoundaryError, descend, open_dir
+from .reading import DIR_FLAGS, BoundaryError, descend, open_dir, open_folder
 
 
 class NotOwnFolder(OSError):
@@ -93,6 +93,47 @@ def open_published(path: Path, mode: int = 0o755) -> int:
     if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
         os.close(fd)
         raise NotOwnFolder(errno.EPERM, f"{path} was replaced while it was checked: refused")
+    return fd
+
+
+def own_dir_at(parent: int, name: str, mode: int, uid: int = 0, gid: int = 0) -> int:
+    """A descriptor of the folder `name` under the grader's folder `parent`, made if absent,
+    owned uid:gid with `mode`; one that exists must already be so (a folder someone else made
+    is never taken over): NotOwnFolder says why not."""
+    try:
+        os.mkdir(name, mode, dir_fd=parent)
+        fd = open_folder(parent, name)
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, mode)
+    except FileExistsError:
+        try:
+            fd = open_folder(parent, name)
+        except OSError as exc:
+            raise NotOwnFolder(exc.errno or errno.EPERM,
+                               f"not a folder of ours ({exc.strerror})") from None
+    st = os.fstat(fd)
+    if (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) != (uid, gid, mode):
+        os.close(fd)
+        raise NotOwnFolder(errno.EPERM, f"expected owner {uid}:{gid} and mode {mode:o}, found "
+                                        f"{st.st_uid}:{st.st_gid} {stat.S_IMODE(st.st_mode):o}: "
+                                        "not ours")
+    return fd
+
+
+def open_guarded(path: Path) -> int:
+    """A descriptor of the folder `path` (not followed if a link) that nobody but root and the
+    grader may write in, on a way nobody else can change (way_refused): a name the grader
+    reads there is theirs (a folder handed to the grader, as a grading's feedback). Raises
+    NotOwnFolder saying why, OSError when it cannot be opened."""
+    way = way_refused(Path(os.path.abspath(path)).parent)
+    if way:
+        raise NotOwnFolder(errno.EPERM, f"the way to it is not safe: {way}")
+    fd = open_dir(path)
+    st = os.fstat(fd)
+    if st.st_mode & 0o022 or st.st_uid not in (0, os.geteuid()):
+        os.close(fd)
+        raise NotOwnFolder(errno.EPERM, f"others may write in it (owner {st.st_uid}, "
+                                        f"mode {stat.S_IMODE(st.st_mode):o})")
     return fd
 
 

@@ -299,6 +299,12 @@ def open_dir(path: Path) -> int:
     """A descriptor of a folder the grader made (not followed if it became a link)."""
     return os.open(path, DIR_FLAGS)
 
+
+def open_folder(dirfd: int, rel: str) -> int:
+    """A descriptor of the folder `rel` under the folder `dirfd` (open_beneath: no component
+    of it a link, never above the folder)."""
+    return open_beneath(dirfd, rel, DIR_FLAGS)
+
 def copy_data(src: int, out: int, size: int) -> None:
     offset = 0
     while offset < size:
