@@ -13,8 +13,8 @@ done:
     start -> box -> compile -> (object file) -> stage the program -> profile -> lane
           -> plan the run -> run -> take out -> collect
 
-The run's plan is one value (RunPlan): its launch, its box (build.box_for, as a compile's),
-its time limit. Its profile session (profile/running.py) is the record's, always one
+The run's plan is one value (RunPlan): its launch, its box (sandbox.box, as every box), its
+time limit. Its profile session (profile/running.py) is the record's, always one
 (NoProfile when nothing profiles the run), which profile/session.py makes before the run and
 reads after it: the pipeline calls that module twice, its plan and its collect. What a failure
 says (its wording) is failures.py's; the program's output renamed as it comes, build.Renamed.
@@ -339,13 +339,12 @@ def _staged(job: Job, run: Run) -> Staged:
     assert built is not None and built.executable is not None
     if request.room is None:
         return Staged(built.executable, request.workdir)
-    uid_level = prepared.support is not None and prepared.support.level == "uid"
     profile_dir = f"{running.PROFILE_DIR}/{running.run_dir_name(job.label)}" \
         if request.profile is not None else None
     folder = boundary.box_folder(request.room, "run-", run.uid, run.uid,
                                  files_from=request.workdir,
                                  make_dirs=(profile_dir,) if profile_dir is not None else (),
-                                 tmp=build_mod.BOX_TMP if uid_level else "")
+                                 tmp=sandbox.own_tmp(prepared.support))
     sealed = boundary.sealed_folder(request.room, "bin-", run.uid)
     executable = boundary.seal(built.executable, sealed, build_mod.EXECUTABLE, run.uid)
     return Staged(executable, folder, folder, sealed,
@@ -415,24 +414,19 @@ def plan_run(job: Job, run: Run) -> Run:
 
 def run_box(job: Job, run: Run, launched: Launch,
             counting: regions.Counting = regions.Counting()) -> Box:
-    """What the program's box shows (build.box_for, as a compile's): its folder read-write;
+    """What the program's box shows (sandbox.box, as every box): its folder read-write;
     its executable, idrrun's libraries it loads, the profiler's and the compiler's
     installations, the libraries on its path, all read-only; nothing else of the machine but
     the system's folders."""
     request, toolchain, prepared, staged = job.request, job.toolchain, job.prepared, run.staged
     assert prepared.support is not None and staged is not None
-    readable = [staged.sealed or staged.executable, *counting.readable, *run.profiling.readable,
-                *sandbox.library_path_dirs(launched.env)]
-    profiler_env = {**run.profiling.env, **counting.env}
-    gpu = prepared.family.gpu_context(toolchain)
-    if not gpu and prepared.support.level == "namespaces":
-        # Such a box has no /sys: hwloc (in Open MPI) would warn "failed to find sysfs cpu
-        # topology directory" into the output of every rank; it finds the CPUs from cpuid.
-        profiler_env = {"HWLOC_COMPONENTS": "-linux", **profiler_env}
-    return build_mod.box_for(request, toolchain, staged.cwd, job.settings.cache_dir, run.uid,
-                             prepared.support, job.probe.protections, readable=readable,
-                             env=launched.env, profiler_env=profiler_env, gpu=gpu,
-                             disk_caps=request.room is not None)
+    readable = [staged.sealed or staged.executable, *counting.readable, *run.profiling.readable]
+    return sandbox.box("run", staged.cwd, prepared.support, run.uid, environ=launched.env,
+                       extra_env={**run.profiling.env, **counting.env},
+                       readable=readable, installations=[Path(p) for p in toolchain.prefixes],
+                       hidden=request.hide, cache=job.settings.cache_dir,
+                       gpu=prepared.family.gpu_context(toolchain), room=request.room,
+                       protections=job.probe.protections)
 
 
 def run_stage(job: Job, run: Run) -> Run:
@@ -537,7 +531,8 @@ def finished(job: Job, run: Run) -> Outcome:
     ran = dataclasses.replace(run.ran, outputs=run.outputs)
     if run.ledger is not None and run.ledger.refused:
         ran = dataclasses.replace(ran, refused=run.ledger.refused)
-    failure = failures.run_failure(ran, job.request, run.built.frames) if ran.failed else None
+    failure = failures.run_failure(ran, job.request, run.built.frames, job.toolchain.target) \
+        if ran.failed else None
     return Outcome(job.request, job.toolchain, run.built, ran, failure, notes=run.notes,
                    profile=run.report)
 
