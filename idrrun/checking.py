@@ -32,6 +32,7 @@ from .errors import IdrrunError, SpecError
 from .model import (AccReport, BuildResult, CheckResult, Comparison, Failure, FailureKind, Probe,
                     RunRequest, Settings, Source, Toolchain, Verdict)
 from .pipeline import NullReporter, Outcome
+from .profile import diagnose
 from .profile.model import NO_GPU_ACTIVITY, Hint, Trace
 from .profile.summary import trace_values
 from .request import resolve
@@ -390,6 +391,7 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         # A notebook's or a terminal's --check is the student's: what the spec lets them see.
         verdict = visibility.student_verdict(verdict, exercise)
     reporter.verdict(verdict)
+    outcome = with_causes(outcome, evidence, solution)
     # The source annotated with the checks its student may see (a feedback file carries it).
     listing = annotated(request, outcome, evidence, visibility.student_checks(verdict, exercise))
     if listing.notes:
@@ -409,11 +411,26 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
 
 def annotated(request: RunRequest, outcome: Outcome, evidence: Evidence,
               checks: Sequence[CheckResult]) -> annotate.Listing:
-    """The source with what its build said of it, the compiler's report and the failed checks."""
+    """The source with what its build said of it, the compiler's report, the failed checks and
+    why the run was slow."""
     src = request.source
     return annotate.annotate(src.text, src.name, src.language, src.first_line,
                              outcome.build.output if outcome.build is not None else "",
-                             evidence.acc, checks)
+                             evidence.acc, checks,
+                             outcome.profile.causes if outcome.profile is not None else ())
+
+
+def with_causes(outcome: Outcome, evidence: Evidence, solution: SolutionRun | None) -> Outcome:
+    """The run's profile with why the run was slow (profile/diagnose.py), beside the solution's
+    run when the check made one: the one call into the diagnosis."""
+    if outcome.profile is None:
+        return outcome
+    shape = solution.figures.shape if solution is not None and solution.figures is not None else None
+    causes = diagnose.of_run(outcome.request.source, outcome.build, evidence.acc, outcome.run,
+                             outcome.profile, shape)
+    if not causes:
+        return outcome
+    return dataclasses.replace(outcome, profile=dataclasses.replace(outcome.profile, causes=causes))
 
 
 def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolchain: Toolchain,
