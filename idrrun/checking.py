@@ -177,9 +177,12 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
 def _solution_profile(request: RunRequest, toolchain: Toolchain,
                       exercise: Exercise) -> str | None:
     """How the solution runs are profiled: as the student's run is, when the exercise compares
-    traces and the build is for the GPU (a host build's trace is judged by no check: _trace);
-    on the host its time is then the program's own, no profiler's."""
-    return request.profile if exercise.needs_trace and toolchain.target == "gpu" else None
+    traces or the student asked for the profile (the diagnosis of her run weighs its causes
+    against the solution's kernels: profile/diagnose.py), and the build is for the GPU (a host
+    build's trace is judged by no check: _trace); on the host its time is then the program's
+    own, no profiler's."""
+    wanted = exercise.needs_trace or request.show_profile
+    return request.profile if wanted and toolchain.target == "gpu" else None
 
 
 def _solution_request(request: RunRequest, sol_source: Source, solution: Path, settings: Settings,

@@ -217,11 +217,20 @@ def solution_said(seen: Seen) -> str:
     return f"the solution's GPU span is {fmt_ns(s.span_ns)}, this run's {fmt_ns(seen.span_ns)}"
 
 
+# What a fix leaves of the run, at least, when no solution's run says: a run does not vanish.
+LEFT = 0.01
+
+
 def gain(seen: Seen, low: float, high: float, basis: str) -> Gain | None:
-    """A gain of low..high ns of the run's span (clipped to it); None when nothing is measured."""
+    """A gain of low..high ns of the run's span, clipped to what the fixed run must still take
+    (the solution's span, when it was measured: it is the fixed run); None when nothing is
+    measured."""
     if not seen.measured:
         return None
-    top = seen.span_ns or int(high)
+    span = seen.span_ns or int(high)
+    floor = seen.solution.span_ns if seen.solution is not None and seen.solution.span_ns \
+        else LEFT * span
+    top = max(span - floor, 0.0)
     high = max(0.0, min(high, top))
     low = max(0.0, min(low, high))
     return Gain(int(low), int(high), basis, seen.span_ns, solution_said(seen))
@@ -314,7 +323,8 @@ def kernel_lines(names: Iterable[str], program: Program,
         if construct is None:
             m = _GCC_KERNEL.match(name)
             assert m is not None
-            regions = _function_regions(program, m["func"])
+            # (gfortran's contained procedures: `saxpy.0`, `saxpy$0` on the device)
+            regions = _function_regions(program, re.sub(r"[.$]\d+$", "", m["func"]))
             n = int(m["n"])
             construct = regions[n] if n < len(regions) else None
         if construct is not None:
