@@ -331,6 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.host:
         bench.require_gpu("diagnosis_score.py")
+    # A cache of its own: a solution's figures cached by another version of idrrun (without its
+    # run's shape) would take the comparison away from the diagnosis.
+    os.environ["IDRRUN_CACHE_DIR"] = tempfile.mkdtemp(prefix="idrrun-diagnosis-cache-")
     top = args.out or Path(os.environ.get("OUT") or "/tmp/idrrun-diagnosis")
     out = top / "diagnosis"
     out.mkdir(parents=True, exist_ok=True)

@@ -93,6 +93,9 @@ def copies_in_loop(seen: Seen) -> list[Cause]:
             continue
         ns = sum(g.ns for g in groups)
         count = max((g.count for g in groups), default=0)
+        # Without a data region the runtime also takes and gives back the arrays' device memory
+        # at each construct: the GPU's idle time around those allocations goes with the copies.
+        idle = seen.gaps_after(a.at for a in seen.trace.allocations) if seen.trace else 0
         out.append(Cause(
             "copies_in_loop", found[0][0].line,
             "the arrays cross between host and GPU at every iteration",
@@ -100,8 +103,9 @@ def copies_in_loop(seen: Seen) -> list[Cause]:
             f"open a data region around the loop at {at_line(loop.line)} (data copy(...) "
             "create(...), or enter data before it and exit data after) so that the arrays stay "
             "on the GPU, and name them present in the constructs",
-            gain(seen, 0.85 * ns * (1 - 2 / max(count, 3)), ns,
-                 f"the {sum(g.count for g in groups)} copies' time") if groups else None,
+            gain(seen, 0.85 * ns * (1 - 2 / max(count, 3)), ns + idle,
+                 f"the {sum(g.count for g in groups)} copies' time"
+                 + (" and the allocations' idle GPU" if idle else "")) if groups else None,
             tuple(c.line for c, _, _ in found[1:])))
     return out
 
