@@ -15,6 +15,7 @@ compute construct of the function in the source. Pure but for reading the execut
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections import Counter
@@ -192,17 +193,16 @@ class Seen:
         return self.solution.kernel(k.name) if self.solution is not None else None
 
     def gaps_after(self, moments: Iterable[int]) -> int:
-        """The GPU's idle time in the gaps that hold these moments, or that open at them."""
+        """The GPU's idle time in the gaps that hold these moments (or open within a
+        microsecond of them: an operation's end), each gap counted once."""
         busy = self.trace.busy if self.trace is not None else ()
-        total = 0
-        seen: set[int] = set()
+        starts = [b[0] for b in busy]
+        held: set[int] = set()
         for at in moments:
-            for i in range(len(busy) - 1):
-                if busy[i][1] - 1000 <= at < busy[i + 1][0] and i not in seen:
-                    seen.add(i)
-                    total += busy[i + 1][0] - busy[i][1]
-                    break
-        return total
+            i = bisect.bisect_right(starts, at + 1000) - 1
+            if 0 <= i < len(busy) - 1 and busy[i][1] - 1000 <= at < busy[i + 1][0]:
+                held.add(i)
+        return sum(busy[i + 1][0] - busy[i][1] for i in held)
 
 
 # ---------------------------------------------------------------------------------------------
