@@ -41,6 +41,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import tarfile
 import tempfile
@@ -371,20 +372,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _append(results, solution_score(found))
         return fixed_spans[sol.id]
 
-    for case in todo:
-        if case.id in done:
-            continue
-        if args.budget and time.monotonic() - started > args.budget:
-            print(f"budget spent: {case.id} and after not run (run again to go on)", file=sys.stderr)
-            break
-        slow = run(case)
-        if slow is None:
-            continue
-        if case.solution:
-            fixed_spans[case.id] = slow.span_ns
-            _append(results, solution_score(slow))
-            continue
-        _append(results, score(case, slow, None if args.solutions == "none" else fixed(case)))
+    # Stopped by run.sh's timeout (SIGTERM): what was measured is still summed up and packed.
+    signal.signal(signal.SIGTERM, _stopped)
+    try:
+        for case in todo:
+            if case.id in done:
+                continue
+            if _STOP[0]:
+                break
+            if args.budget and time.monotonic() - started > args.budget:
+                print(f"budget spent: {case.id} and after not run (run again to go on)", file=sys.stderr)
+                break
+            slow = run(case)
+            if slow is None:
+                continue
+            if case.solution:
+                fixed_spans[case.id] = slow.span_ns
+                _append(results, solution_score(slow))
+                continue
+            _append(results, score(case, slow, None if args.solutions == "none" else fixed(case)))
+    except KeyboardInterrupt:
+        print("stopped: the cases run so far are summed up", file=sys.stderr)
     kept = list(_done(results).values())
     (out / "summary.md").write_text("\n".join(summary(kept)) + "\n")
     shutil.rmtree(work, ignore_errors=True)
@@ -410,6 +418,14 @@ def pack(top: Path, out: Path) -> None:
         suffix = chr(ord("a") + i // part // 26) + chr(ord("a") + i // part % 26)
         (top / f"diagnosis.tgz.part-{suffix}").write_bytes(data[i:i + part])
     shutil.rmtree(out)
+
+
+_STOP = [False]  # set by SIGTERM: no case starts after it (a run it cut short may return)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    _STOP[0] = True
+    raise KeyboardInterrupt
 
 
 def _append(results: Path, row: dict[str, Any]) -> None:
