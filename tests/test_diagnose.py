@@ -310,7 +310,7 @@ def test_synthetic_host_reduction_is_named_not_a_data_region(tmp_path: Path) -> 
     got = diagnose.diagnose(seen_for(b, trace_of(ks, cs)))
     assert [(c.rule, c.line) for c in got] == [("host_work", 63)]
     assert got[0].lines == (62,) and "reduction (error)" in got[0].evidence
-    assert "reduction(...:error)" in got[0].fix
+    assert "reduction(max:error)" in got[0].fix
     assert got[0].gain is not None and got[0].gain.high_ns > 400 * 8 * MS
 
 

@@ -11,7 +11,7 @@ import re
 import statistics
 from collections.abc import Sequence
 
-from .loopfacts import at_line, carried_scalar, listed, time_loop
+from .loopfacts import at_line, body_of, carried_scalar, listed, time_loop
 from .model import DTOH, HTOD, Cause
 from .program import ALLOCATING, MOVING, Construct, Directive, Loop, Program
 from .render import fmt_bytes, fmt_ns
@@ -147,6 +147,22 @@ def _host_loops_reading(seen: Seen) -> list[tuple[Loop, Loop, list[Directive], l
     return out
 
 
+def _operator(p: Program, loop: Loop, name: str) -> str:
+    """The reduction's operator as the loop's update of the scalar reads: max, min, +, *."""
+    text = body_of(p, loop)
+    found = re.search(rf"(?<![\w.>]){re.escape(name)}\s*(?P<op>[-+*])?=(?!=)(?P<rhs>[^;\n]*)", text)
+    if found is None:
+        return "+"
+    rhs = found.group("rhs")
+    if found.group("op"):
+        return "*" if found.group("op") == "*" else "+"
+    if re.search(r"\bf?max\b|>", rhs, re.IGNORECASE):
+        return "max"
+    if re.search(r"\bf?min\b|<", rhs, re.IGNORECASE):
+        return "min"
+    return "*" if re.search(rf"{re.escape(name)}\s*\*|\*\s*{re.escape(name)}", rhs) else "+"
+
+
 def host_work(seen: Seen) -> list[Cause]:
     """The host works on the GPU's data between the regions of the loop (a reduction, a check):
     the arrays come back at each iteration and the GPU waits meanwhile."""
@@ -169,7 +185,8 @@ def host_work(seen: Seen) -> list[Cause]:
         out.append(Cause(
             "host_work", h.line, "work on the host between the compute regions", evidence,
             "do this loop on the GPU as well (parallel loop" +
-            (f" reduction(...:{reduction})" if reduction else "") + " present(...)), so that only "
+            (f" reduction({_operator(p, h, reduction)}:{reduction})" if reduction else "")
+            + " present(...)), so that only "
             "its result comes back, and drop the update",
             gain(seen, 0.7 * (ns + idle), ns + idle, "the copies back and the GPU's idle time "
                  "after them") if groups else None,

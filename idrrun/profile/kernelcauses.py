@@ -351,15 +351,21 @@ def _statement_after(p: Program, d: Directive) -> str:
     return text.split(";")[0].strip() if not p.fortran else text.strip()
 
 
-def _scalar_update(p: Program, statement: str) -> str:
-    """The scalar an update statement accumulates into (`s += x`, `s = s + x`), "" for another
-    (an array element: a histogram's bins are legitimately atomic)."""
+def _scalar_update(p: Program, statement: str) -> tuple[str, str]:
+    """(the scalar an update statement accumulates into, the reduction's operator): `s += x`
+    and `s = s + x` are (s, +); ("", "") for another (an array element: a histogram's bins are
+    legitimately atomic)."""
     if p.fortran:
-        m = re.match(r"([A-Za-z_]\w*)\s*=\s*(?:\1\s*[-+*]|.*[-+*]\s*\1\s*$)", statement, re.I)
+        m = re.match(r"([A-Za-z_]\w*)\s*=\s*(?:\1\s*(?P<op>[-+*])|.*(?P<op2>[-+*])\s*\1\s*$)",
+                     statement, re.I)
     else:
-        m = re.match(r"(?:\+\+|--)?\s*([A-Za-z_]\w*)\s*(?:\+\+|--|[-+*/|&^]=|=\s*\1\s*[-+*/])",
-                     statement)
-    return m.group(1) if m is not None else ""
+        m = re.match(r"(?P<pre>\+\+|--)?\s*([A-Za-z_]\w*)\s*(?:(?P<post>\+\+|--)|(?P<op>[-+*|&^])="
+                     r"|=\s*\2\s*(?P<op2>[-+*|&^])|(?(pre)$|(?!)))", statement)
+    if m is None:
+        return "", ""
+    name = m.group(1) if p.fortran else m.group(2)
+    said = m.group("op") or m.group("op2") or "+"  # (++ and --: a sum)
+    return name, "+" if said == "-" else said
 
 
 def atomic_reduction(seen: Seen) -> list[Cause]:
@@ -370,7 +376,7 @@ def atomic_reduction(seen: Seen) -> list[Cause]:
         c = p.compute_at(d.line)
         if d.name != "atomic" or c is None:
             continue
-        name = _scalar_update(p, _statement_after(p, d))
+        name, op = _scalar_update(p, _statement_after(p, d))
         if not name or (not p.fortran and re.search(C_DECL.format(re.escape(name)),
                                                     p.span(c.line, d.line))):
             continue
@@ -381,7 +387,7 @@ def atomic_reduction(seen: Seen) -> list[Cause]:
             evidence += f"; the kernel took {fmt_ns(k.total_ns)}"
         out.append(Cause(
             "atomic_reduction", d.line, "a reduction done with atomics", evidence,
-            f"reduction(+:{name}) on the loop (the operator of the update) in place of the atomic: "
+            f"reduction({op}:{name}) on the loop in place of the atomic: "
             "each gang then sums its own part, and the parts are combined once",
             kernel_gain(seen, k, *KERNEL_ATOMIC, "what the atomics' turns cost"), (c.line,)))
     return out

@@ -250,7 +250,8 @@ def kernel_gain(seen: Seen, k: KernelRun | None, low: float, high: float,
                     f"the kernel's {fmt_ns(k.total_ns)} against the solution's "
                     f"{fmt_ns(fixed.total_ns)} ({fixed.gangs} gangs of {fixed.lanes} threads)")
     return gain(seen, low * k.total_ns, high * k.total_ns,
-                f"{what} of the kernel's {fmt_ns(k.total_ns)} ({k.calls} launches)")
+                f"{what} of the kernel's {fmt_ns(k.total_ns)} "
+                f"({k.calls} launch{'' if k.calls == 1 else 'es'})")
 
 
 def biggest(kernels: Sequence[KernelRun]) -> KernelRun | None:
