@@ -407,6 +407,21 @@ def test_synthetic_copy_where_create_suffices_is_small_at_this_size(tmp_path: Pa
     assert said.startswith("small at this size") and "grows with the arrays' size" in said
 
 
+def test_synthetic_copy_where_copyin_suffices_among_other_arrays_of_its_size(tmp_path: Path) -> None:
+    """The Fortran saxpy port copies x back for nothing; init's copyout brings x and y back too,
+    all four copies of one size: the wasted one is still a typical copy of them."""
+    b = build(PORTS / "Fortran" / "saxpy_copy_x.f90", tmp_path)
+    ks = [*kernels("init.1$_omp_fn$0", 1, 2 * MS), *kernels("saxpy.0$_omp_fn$0", 1, 3 * MS,
+                                                               start=200 * MS)]
+    cs = [*copies(DTOH, 8 * 10**8, 2, 40 * MS, start=15 * MS),
+          *copies(HTOD, 8 * 10**8, 2, 35 * MS, start=110 * MS),
+          *copies(DTOH, 8 * 10**8, 2, 40 * MS, start=210 * MS)]
+    got = diagnose.diagnose(seen_for(b, trace_of(ks, cs)))
+    assert [(c.rule, c.line, c.title) for c in got] == \
+        [("copy_not_needed", 61, "copy where copyin suffices")]
+    assert got[0].gain is not None and got[0].gain.low_ns == int(0.7 * 40 * MS)
+
+
 @pytest.mark.parametrize("name,kernel", [
     ("c_pi_atomic", "main$_omp_fn$0"), ("f_matvec_rows", "MAIN__$_omp_fn$2"),
     ("c_tiling_no_collapse", "main$_omp_fn$0"), ("f_mandelbrot_no_vector", "MAIN__$_omp_fn$0"),

@@ -292,13 +292,12 @@ _WHY = {"copyin": "{name} is only read there: its copy back to the host is for n
 
 
 def _typical(seen: Seen, directions: set[str]) -> dict[str, float]:
-    """Each direction's typical copy of one array, done once (not in a loop): the median of
-    them (the trace does not say which array a copy moved; a data clause's arrays are often
-    alike)."""
-    once = [cp for g in seen.copy_groups if g.direction in directions and g.count < REPEATS
-            for cp in g.copies]
-    return {d: statistics.median([cp.ns for cp in once if cp.direction == d])
-            for d in directions if any(cp.direction == d for cp in once)}
+    """Each direction's typical copy of an array: the median of the copies of arrays in it (the
+    trace does not say which array a copy moved; a data clause's arrays are often alike, and
+    other constructs may move arrays of the same size once each)."""
+    moved = [cp for g in seen.copy_groups if g.direction in directions for cp in g.copies]
+    return {d: statistics.median([cp.ns for cp in moved if cp.direction == d])
+            for d in directions if any(cp.direction == d for cp in moved)}
 
 
 def copy_not_needed(seen: Seen) -> list[Cause]:
