@@ -219,7 +219,8 @@ def test_program_reads_c_loops_constructs_and_subscripts() -> None:
     assert [(c.kind, c.line, c.end) for c in p.constructs] == [("data", 3, 10), ("parallel", 6, 9)]
     written = [(a.array, a.subscripts, a.write) for a in p.accesses if a.line == 9]
     assert written == [("b", ("j * n + i",), True), ("a", ("(j - 1) * n + i",), False)]
-    assert p.host_loops_around(9) == [p.loops[0]] and p.function_at(9).name == "f"  # type: ignore[union-attr]
+    assert p.host_loops_around(9) == [p.loops[0]]
+    assert p.function_at(9) == program.Function("f", 2, 11)
 
 
 def test_program_reads_fortran_units_continued_directives_and_ifs() -> None:
@@ -568,7 +569,8 @@ def test_the_scorer_judges_the_estimate_against_what_the_fix_measures() -> None:
     def cause(low: int, high: int) -> Cause:
         return dataclasses.replace(_a_cause(), gain=Gain(low, high, "b", 1000 * MS))
 
-    slow = ds.Run(ds.cases(PORTS / "manifest.json")[0], None, (), 1.0, 1000 * MS, True, None)  # type: ignore[arg-type]
+    first = ds.cases(PORTS / "manifest.json")[0]
+    slow = ds.Run(first, None, (), 1.0, 1000 * MS, True, None)  # type: ignore[arg-type]
     assert ds.gain_verdict([cause(600 * MS, 900 * MS)], slow, 200 * MS)[0] == "within 2x"
     assert ds.gain_verdict([cause(100 * MS, 200 * MS)], slow, 200 * MS)[0] == "off (0.18x)"
     # Two causes of one defect (two loop nests): their gains add up.

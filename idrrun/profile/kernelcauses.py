@@ -441,7 +441,8 @@ def sync_queues(seen: Seen) -> list[Cause]:
             len(queues(seen.trace)) != 1 or any(d.has("async") for d in p.directives):
         return []
     placed = sorted((k for k in seen.kernels if k.line is not None), key=lambda k: k.first)
-    line = placed[0].line if placed else next((c.line for c in p.constructs if c.directive.compute), None)
+    line = placed[0].line if placed else \
+        next((c.line for c in p.constructs if c.directive.compute), None)
     if line is None:
         return []
     top = biggest(seen.kernels)

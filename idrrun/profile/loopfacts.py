@@ -14,9 +14,8 @@ from collections.abc import Iterable, Sequence
 from .program import Construct, Directive, Loop, Program, closing
 from .seen import Seen
 
+# A name as a whole word, not a member (p->n, a%n, s.n); and a C declaration of one.
 WORD = r"(?<![\w.>%]){}(?![\w])"
-
-
 C_DECL = r"\b(?:double|float|int|long|short|char|unsigned|size_t|bool|const|auto)\b[^;=]*\b{}\b"
 
 
@@ -25,6 +24,7 @@ def mentions(text: str, var: str) -> bool:
 
 
 def listed(names: Iterable[str]) -> str:
+    """`a, b`, each once, in order."""
     shown = list(dict.fromkeys(names))
     return ", ".join(shown) if shown else "the arrays"
 
@@ -63,11 +63,8 @@ def levels(seen: Seen, loop: Loop, construct: Construct) -> frozenset[str]:
 def collapsed(p: Program, loop: Loop) -> list[Loop]:
     """The loops a collapse(n) or tile(a, b) of the loop's directive takes together."""
     d = loop.directive
-    depth = 1
-    if d is not None and d.number("collapse"):
-        depth = d.number("collapse") or 1
-    elif d is not None and d.clause("tile") is not None:
-        depth = len(d.clause("tile").items)  # type: ignore[union-attr]
+    tile = d.clause("tile") if d is not None else None
+    depth = (d.number("collapse") if d is not None else None) or (len(tile.items) if tile else 1)
     chain = [loop]
     while len(chain) < depth and (inner := inner_loop(p, chain[-1])) is not None:
         chain.append(inner)
@@ -85,17 +82,17 @@ def vector_loop(seen: Seen, construct: Construct) -> tuple[Loop, Loop] | None:
 
 def terms(expr: str) -> list[str]:
     """The additive terms of an expression, at the top level."""
-    terms, depth, start = [], 0, 0
+    found, depth, start = [], 0, 0
     for i, ch in enumerate(expr):
         if ch in "([":
             depth += 1
         elif ch in ")]":
             depth -= 1
         elif ch in "+-" and depth == 0 and i > start and expr[i - 1] not in "eE*/(":
-            terms.append(expr[start:i])
+            found.append(expr[start:i])
             start = i + 1
-    terms.append(expr[start:])
-    return [t.strip() for t in terms if t.strip()]
+    found.append(expr[start:])
+    return [t.strip() for t in found if t.strip()]
 
 
 _CAST = re.compile(r"\(\s*(?:size_t|long|long long|int|unsigned|ptrdiff_t|int64_t|uint64_t)\s*\)")
@@ -122,19 +119,20 @@ def unit_step(expr: str, var: str) -> str:
 def definitions(p: Program, loop: Loop) -> dict[str, str]:
     """Scalars the loop's body defines from an expression (`size_t c = i * w + j;`), which its
     subscripts may use in place of the loop's variables."""
-    pattern = r"(?im)^\s*([A-Za-z_]\w*)\s*=\s*([^!\n]+)$" if p.fortran else \
-        r"(?:^|[;{}])\s*(?:(?:const|size_t|int|long|unsigned|ptrdiff_t)\s+)*([A-Za-z_]\w*)\s*=(?!=)\s*([^;]+);"
+    pattern = r"(?im)^\s*([A-Za-z_]\w*)\s*=\s*([^!\n]+)$" if p.fortran else (
+        r"(?:^|[;{}])\s*(?:(?:const|size_t|int|long|unsigned|ptrdiff_t)\s+)*([A-Za-z_]\w*)\s*"
+        r"=(?!=)\s*([^;]+);")
     found: dict[str, str] = {}
     for m in re.finditer(pattern, body_of(p, loop)):
         found.setdefault(m.group(1), m.group(2).strip())
     return found
 
 
-def expanded(subscripts: Sequence[str], definitions: dict[str, str]) -> tuple[str, ...]:
+def expanded(subscripts: Sequence[str], defined: dict[str, str]) -> tuple[str, ...]:
     """The subscripts with the body's scalars replaced by what defines them (one level)."""
     out = []
     for s in subscripts:
-        for name, expr in definitions.items():
+        for name, expr in defined.items():
             s = re.sub(WORD.format(re.escape(name)), f"({expr})".replace("\\", r"\\"), s)
         out.append(s)
     return tuple(out)
@@ -171,7 +169,8 @@ def carried_scalar(p: Program, loop: Loop, private: set[str]) -> str:
     text = body_of(p, loop)
     pattern = (r"(?im)^\s*([A-Za-z_]\w*)\s*=\s*(?:.*[-+*]\s*\1\b|\1\s*[-+*]|(?:max|min)\s*\(\s*\1\b)"
                if p.fortran else
-               r"(?<![\w\]\).>])([A-Za-z_]\w*)\s*(?:\+\+|--|[-+*/|&^]=|=(?!=)[^;]*?(?<![\w.>])\1(?![\w\[]))")
+               r"(?<![\w\]\).>])([A-Za-z_]\w*)\s*"
+               r"(?:\+\+|--|[-+*/|&^]=|=(?!=)[^;]*?(?<![\w.>])\1(?![\w\[]))")
     for m in re.finditer(pattern, text):
         name = m.group(1)
         if name.lower() in private or name == loop.var:
