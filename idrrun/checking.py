@@ -433,7 +433,7 @@ def with_causes(outcome: Outcome, evidence: Evidence, solution: SolutionRun | No
                              outcome.profile, shape)
     if not causes:
         return outcome
-    return dataclasses.replace(outcome, profile=dataclasses.replace(outcome.profile, causes=causes))
+    return dataclasses.replace(outcome, profile=diagnose.explained(outcome.profile, causes))
 
 
 def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolchain: Toolchain,

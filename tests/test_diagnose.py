@@ -33,8 +33,8 @@ from idrrun.checks.evidence import Evidence
 from idrrun.model import BuildResult, ConstructRan, ImplicitData, RegionsRan, RunRequest, Source
 from idrrun.pipeline import NullReporter, Outcome
 from idrrun.profile import diagnose, loopfacts, program, reader, render, tracefile
-from idrrun.profile.model import (DTOH, HTOD, Allocation, Cause, Copy, Device, Gain, Kernel,
-                                  ProfileReport, RunShape, Trace)
+from idrrun.profile.model import (DTOH, HTOD, Allocation, Cause, Copy, Device, Gain, Hint,
+                                  Kernel, ProfileReport, RunShape, Trace)
 from idrrun.profile.seen import Seen, kernel_lines, run_shape, seen_of
 from idrrun.profile.summary import summarize
 from idrrun.request import config, options, source
@@ -487,6 +487,15 @@ def test_the_checked_run_hook_adds_the_causes_to_profile_and_listing(tmp_path: P
     assert done.profile is not None and [c.rule for c in done.profile.causes] == ["few_gangs"]
     listing = checking.annotated(request, done, evidence, ())
     assert any(n.kind == "slow" for line in listing.lines for n in line.notes)
+    # A hint the cause shows wrong goes: no "open a data region" for a program that has one.
+    assert done.profile is not None
+    hinted = dataclasses.replace(done.profile, hints=(
+        Hint("data_region", "warning", "open a data region", "copies"),
+        Hint("gpu_idle", "info", "idle", "40 %")))
+    host_reduction = (dataclasses.replace(_a_cause(), rule="host_work"),)
+    assert [h.rule for h in diagnose.explained(hinted, host_reduction).hints] == ["gpu_idle"]
+    assert [h.rule for h in diagnose.explained(hinted, done.profile.causes).hints] == \
+        ["data_region", "gpu_idle"]
     # No trace (a host run): nothing is said.
     host = dataclasses.replace(outcome, profile=None)
     assert checking.with_causes(host, evidence, None) is host

@@ -51,3 +51,20 @@ def of_run(source: Source, build: BuildResult | None, acc: AccReport | None,
         return ()
     return diagnose(seen_of(source, trace, build, acc, run.regions if run is not None else None,
                             solution))
+
+
+# The trace's hints (hints.py) a cause shows to be wrong: the copies at every iteration come
+# from an update, or from the host's work on the GPU's data, in a program that has its data
+# region; "open a data region" would send the student the wrong way.
+CONTRADICTED: dict[str, tuple[str, ...]] = {
+    "host_work": ("data_region", "copies_dominate"),
+    "update_in_loop": ("data_region", "copies_dominate"),
+    "alloc_in_loop": ("data_region",),
+}
+
+
+def explained(report: ProfileReport, causes: tuple[Cause, ...]) -> ProfileReport:
+    """The run's profile with its causes, less the hints they contradict."""
+    dropped = {rule for c in causes for rule in CONTRADICTED.get(c.rule, ())}
+    return dataclasses.replace(report, causes=causes,
+                               hints=tuple(h for h in report.hints if h.rule not in dropped))
