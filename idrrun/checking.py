@@ -38,6 +38,7 @@ from .errors import IdrrunError, SpecError
 from .model import (AccReport, BuildResult, CheckResult, Comparison, Failure, FailureKind, Probe,
                     RunRequest, Settings, Source, Toolchain, Verdict)
 from .pipeline import Job, Outcome
+from .profile import diagnose
 from .profile.model import NO_GPU_ACTIVITY, Hint, Trace
 from .profile.summary import trace_values
 from .request import resolve
@@ -186,9 +187,12 @@ def _kept_run(cached: Path, exercise: Exercise, sol_job: Job, outcome: Outcome,
 
 def _solution_profile(job: Job, exercise: Exercise) -> str | None:
     """How the solution runs are profiled: as the student's run is, when the exercise compares
-    traces and the build is for the GPU (a host build's trace is judged by no check: _trace);
-    on the host its time is then the program's own, no profiler's."""
-    return job.request.profile if exercise.needs_trace and job.toolchain.target == "gpu" else None
+    traces or the student asked for the profile (the diagnosis of her run weighs its causes
+    against the solution's kernels: profile/diagnose.py), and the build is for the GPU (a host
+    build's trace is judged by no check: _trace); on the host its time is then the program's
+    own, no profiler's."""
+    wanted = exercise.needs_trace or job.request.show_profile
+    return job.request.profile if wanted and job.toolchain.target == "gpu" else None
 
 
 def _solution_job(job: Job, sol_source: Source, solution: Path,
@@ -481,12 +485,13 @@ def _checked_outcome(c: Checked) -> Outcome:
         # A notebook's or a terminal's --check is the student's: what the spec lets them see.
         verdict = visibility.student_verdict(verdict, exercise)
     reporter.verdict(verdict)
+    outcome = with_causes(c.outcome, c.evidence, c.solution)
     # The source annotated with the checks its student may see (a feedback file carries it).
-    listing = annotated(c.job.request, c.outcome, c.evidence,
+    listing = annotated(c.job.request, outcome, c.evidence,
                         visibility.student_checks(verdict, exercise))
     if listing.notes:
         reporter.annotated(listing)
-    failure = _against_solution(c.outcome, c.unlimited, exercise, stopped_at=c.job.request.timeout
+    failure = _against_solution(outcome, c.unlimited, exercise, stopped_at=c.job.request.timeout
                                 if c.solution_seconds is not None else None)
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
@@ -496,16 +501,31 @@ def _checked_outcome(c: Checked) -> Outcome:
                  f"({', '.join(c.name for c in failed)})",
             hint=failed[0].reason,
         )
-    return dataclasses.replace(c.outcome, verdict=verdict, failure=failure, annotated=listing)
+    return dataclasses.replace(outcome, verdict=verdict, failure=failure, annotated=listing)
 
 
 def annotated(request: RunRequest, outcome: Outcome, evidence: Evidence,
               checks: Sequence[CheckResult]) -> annotate.Listing:
-    """The source with what its build said of it, the compiler's report and the failed checks."""
+    """The source with what its build said of it, the compiler's report, the failed checks and
+    why the run was slow."""
     src = request.source
     return annotate.annotate(src.text, src.name, src.language, src.first_line,
                              outcome.build.output if outcome.build is not None else "",
-                             evidence.acc, checks)
+                             evidence.acc, checks,
+                             outcome.profile.causes if outcome.profile is not None else ())
+
+
+def with_causes(outcome: Outcome, evidence: Evidence, solution: SolutionRun | None) -> Outcome:
+    """The run's profile with why the run was slow (profile/diagnose.py), beside the solution's
+    run when the check made one: the one call into the diagnosis."""
+    if outcome.profile is None:
+        return outcome
+    shape = solution.figures.shape if solution is not None and solution.figures is not None else None
+    causes = diagnose.of_run(outcome.request.source, outcome.build, evidence.acc, outcome.run,
+                             outcome.profile, shape)
+    if not causes:
+        return outcome
+    return dataclasses.replace(outcome, profile=diagnose.explained(outcome.profile, causes))
 
 
 def _measured(c: Checked) -> Verdict:

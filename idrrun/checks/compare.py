@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..model import AccReport, Comparison, Figure
-from ..profile.model import DTOH, HTOD, Trace
+from ..profile.model import DTOH, HTOD, RunShape, Trace
+from ..profile.seen import run_shape
 from ..profile.summary import trace_values
 from . import regex, registry
 from .evidence import human_bytes, parse_number
@@ -55,6 +56,9 @@ class RunFigures:
     # (array, clause, line, implicit) as the report gives them (nvhpc -Minfo).
     moves: tuple[tuple[str, str, int, bool], ...] = ()
     method: str = ""  # how the compiler's report was read
+    # The run's kernels and copies in a few figures, for the diagnosis of a student's run
+    # beside it (profile/diagnose.py): what the fixed kernel takes.
+    shape: RunShape | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -69,6 +73,8 @@ class RunFigures:
                 value = tuple(tuple(item) for item in value)
             elif name == "implicit":
                 value = tuple(value)
+            elif name == "shape":
+                value = RunShape.from_dict(value) if isinstance(value, Mapping) else None
             if name in known:
                 values[name] = value
         return cls(**values)
@@ -116,7 +122,7 @@ def figures(exercise: Exercise, trace: Trace | None, traced: bool, acc: AccRepor
             copies=tuple((d, size, n) for (d, size), n in sorted(copies.items())),
             kernels=int(values["kernels"]), queues=int(values["queues"]),
             distinct_kernels=len({k.name for k in trace.kernels}) if trace else 0,
-            gpu_busy=values["gpu_busy"])
+            gpu_busy=values["gpu_busy"], shape=run_shape(trace))
     if acc is not None:
         out = dataclasses.replace(
             out, compiled=True, regions=acc.regions, omp_targets=acc.omp_targets,
