@@ -187,7 +187,7 @@ end program p
 def test_an_indented_ifdef_in_fortran_builds_as_nvfortran_reads_it(tmp_path: Path) -> None:
     # Once a hint ("the # must be in column 1"); now read as nvfortran does (nvfortranisms.py)
     (tmp_path / "ifdef.f90").write_text(FORTRAN_IFDEF)
-    r = idrrun("run", "--options", "-cpp", "ifdef.f90", cwd=tmp_path)
+    r = idrrun("run", "-a", "--options", "-cpp", "ifdef.f90", cwd=tmp_path)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "Invalid character in name" not in out, out
     assert "line 3, 5: a preprocessor line indented as nvfortran allows" in out, out
