@@ -113,6 +113,8 @@ def _statement(ev: Evidence, pattern: str) -> tuple[CodeFile, int] | None:
     return None
 
 
+# Complexity: the chain of facts the check needs (the statement, its loop, a construct around it,
+# the construct ran), each said apart when missing.
 def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """The loop around the statement spec.pattern names, in a compute construct that ran: the
     constructs' lines come from the regions the run executed, their extents from the file of

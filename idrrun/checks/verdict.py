@@ -41,6 +41,8 @@ CUT_SHORT = ("not judged: the run did not end normally ({how}), and the GPU trac
              "stops early can miss work still in flight on the GPU; judged once it ends normally")
 
 
+# Complexity: the cases no kind decides alone (not started, no build, no trace, cut short), one
+# branch each, in the order they take precedence.
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     kind = registry.get(spec.kind)
     assert kind is not None, spec.kind  # specs accept registered kinds only

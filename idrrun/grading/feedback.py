@@ -37,6 +37,7 @@ _FAILED_STEP = {"compile": "The program did not build", "run": "The program did 
 FEEDBACK_MESSAGES = 10
 
 
+# Complexity: the feedback's sections in the order the student reads them, each present or not.
 def feedback_markdown(row: GradeRow, exercise: Exercise,
                       override: visibility.Override = "spec",
                       timelines: tuple[str, str] | None = None,

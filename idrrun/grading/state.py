@@ -355,6 +355,8 @@ def _mac(record: dict[str, Any], key: bytes) -> str:
     return hmac.new(key, body.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
 
 
+# Complexity: each reason an earlier row is not trusted (unreadable, another exercise, no MAC, an
+# internal error), one guard each.
 def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
     """Rows of an earlier grading of the same exercise, by submission, that this grader can
     prove it wrote (their MAC); {} when none or unreadable. Rows that ended in an internal

@@ -127,6 +127,8 @@ def _host_loops_in(p: Program, loop: Loop) -> list[Loop]:
             and not any(h.line <= c.line <= h.end for c in p.constructs)]
 
 
+# Complexity: one rule's conditions (a time loop, a host loop in it, the data the GPU holds, an
+# update not under an if), each a guard read in order.
 def _host_loops_reading(seen: Seen) -> list[tuple[Loop, Loop, list[Directive], list[str]]]:
     """(time loop, host loop in it, updates that bring its data back, arrays) of every loop the
     host runs between the compute regions of a loop on data the GPU holds (an update that
@@ -300,6 +302,8 @@ def _typical(seen: Seen, directions: set[str]) -> dict[str, float]:
             for d in directions if any(cp.direction == d for cp in moved)}
 
 
+# Complexity: one rule: each way of a copy clause checked against the reads and writes of the
+# construct, in one place.
 def copy_not_needed(seen: Seen) -> list[Cause]:
     """`copy` where copyin, copyout or create suffice: one way of the copy is for nothing."""
     p = seen.program

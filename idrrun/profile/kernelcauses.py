@@ -393,6 +393,8 @@ def atomic_reduction(seen: Seen) -> list[Cause]:
     return out
 
 
+# Complexity: one rule: a construct in a host loop whose variable indexes its arrays' rows, each
+# fact a guard read in order.
 def kernel_per_row(seen: Seen) -> list[Cause]:
     """A kernel launched per row: the compute construct sits in a host loop whose variable
     indexes the rows of its arrays."""
@@ -432,6 +434,8 @@ def kernel_per_row(seen: Seen) -> list[Cause]:
     return out
 
 
+# Complexity: one rule: the student's queues against the solution's, each condition a guard read in
+# order.
 def sync_queues(seen: Seen) -> list[Cause]:
     """Everything on one synchronous queue, where the solution's run uses several (the lesson
     is async): independent work waits for the work before it."""

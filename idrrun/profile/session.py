@@ -199,6 +199,8 @@ class Work:
     bytes_per_iteration: float | None = None
 
 
+# Complexity: each part of the report (trace, summary, tables, picture, notes) present or not,
+# assembled once.
 def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             tables: tuple[Table, ...], report_file: Path | None, notes: list[str],
             work: Work, message: str = "",
