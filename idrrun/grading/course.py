@@ -559,16 +559,18 @@ def _label(check: Any) -> str:
 
 
 def _forget_dropped(checks: Any) -> None:
-    """The labels of checks a students' copy leaves out, removed from the counts_when of the
-    checks it keeps (a notebook scores nothing; the spec must still load)."""
+    """The labels of checks a students' copy leaves out, removed from the counts_when and
+    counts_in_part of the checks it keeps (a notebook scores nothing; the spec must still
+    load)."""
     gone = {_label(c) for c in checks if _dropped(c)}
     for check in checks:
-        if gone and "counts_when" in check and not _dropped(check):
-            kept = [label for label in check["counts_when"] if str(label) not in gone]
-            if kept:
-                check["counts_when"] = kept
-            else:
-                del check["counts_when"]
+        for key in ("counts_when", "counts_in_part"):
+            if gone and key in check and not _dropped(check):
+                kept = [label for label in check[key] if str(label) not in gone]
+                if kept:
+                    check[key] = kept
+                else:
+                    del check[key]
 
 
 def students_spec(text: str, solutions_kept: Collection[str]) -> str:
