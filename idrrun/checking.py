@@ -22,7 +22,7 @@ from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import compare, measure, reference, specs, trace_kinds, visibility
+from .checks import compare, measure, reference, relative, specs, trace_kinds, visibility
 from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
 from .checks.specs import Exercise
@@ -320,8 +320,18 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         regions=outcome.run.regions if outcome.run is not None else None,
         source_name=request.source.name, first_line=request.source.first_line,
         temporary=build_mod.source_file_name(request.source), host=host,
-        headers=request.source.headers,
+        headers=request.source.headers, solution_timed=_timed_figures(solution),
     )
+
+
+def _timed_figures(solution: SolutionRun | None) -> dict[str, tuple[float, ...]]:
+    """The solution's figures a check relative to it reads on one run (checks/relative.py)."""
+    out: dict[str, tuple[float, ...]] = {}
+    if solution is not None and solution.seconds is not None:
+        out["seconds"] = (solution.seconds,)
+    if solution is not None and solution.figures is not None and solution.figures.traced:
+        out["gpu_busy"] = (solution.figures.gpu_busy,)
+    return out
 
 
 def _comparison(exercise: Exercise, toolchain: Toolchain, outcome: Outcome,
@@ -422,7 +432,10 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
     alone on its GPU: run/lanes.py) until their figures settle (checks/measure.py); the other
     checks stay as the first run gave them. A program that fails another check is not run
     again: its verdict is decided (trace_kinds.unmeasured_result)."""
-    timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS}
+    # Issue 47's hook: the checks judged relative to the solution, over runs of both.
+    verdict = _relative(verdict, exercise, request, toolchain, probe, settings, outcome)
+    timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS
+             and not relative.relative(spec)}
     if outcome.run is None or not outcome.run.proc.ok:
         return verdict  # its trace checks are not judged (verdict.py's CUT_SHORT): nothing to measure
 
@@ -454,6 +467,85 @@ def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
     return dataclasses.replace(verdict, run_times=tuple(times), checks=tuple(
         trace_kinds.measured_result(timed[c.name], measured[c.name])
         if c.name in measured and not c.hidden else c for c in verdict.checks))
+
+
+# --- issue 47: the checks judged relative to the solution (checks/relative.py) ---------------
+# The solution's runs of this grading (this process), per build, arguments, GPU and driver.
+_SOLUTION_RUNS = relative.SolutionRuns()
+NO_SOLUTION_RUN = "the solution could not be run again here (a students' course has none)"
+
+
+def _relative(verdict: Verdict, exercise: Exercise, request: RunRequest, toolchain: Toolchain,
+              probe: Probe, settings: Settings, outcome: Outcome) -> Verdict:
+    """The relative checks (speed, gpu_busy's min_ratio) over her build's runs and the
+    solution's, each alone on its GPU in its lane, until decided (checks/ratio.py)."""
+    if outcome.run is None or not outcome.run.proc.ok or \
+            not any(relative.relative(spec) for spec in exercise.checks):
+        return verdict
+
+    def run_of(done: Outcome) -> relative.Run | str:
+        if done.failure is not None or done.run is None:
+            return f"a run failed: {done.failure.what if done.failure is not None else 'not run'}"
+        return relative.Run(done.run.proc.seconds, done.run.proc.output,
+                            gpu_trace_values(toolchain, done))
+
+    key = _solution_key(request, toolchain, exercise, probe)
+
+    def again_solution() -> relative.Run | str:
+        done = solution_again(request, toolchain, exercise, probe, settings)
+        got = run_of(done) if done is not None else NO_SOLUTION_RUN
+        if not isinstance(got, str):
+            _SOLUTION_RUNS.add(key, got)
+        return got
+
+    mine: list[relative.Run] = []
+
+    def again_yours() -> relative.Run | str:
+        got = run_of(pipeline.execute(request, toolchain, probe, settings, NullReporter(),
+                                      wanted=exercise.solution_files))
+        if not isinstance(got, str):
+            mine.append(got)
+        return got
+
+    first = run_of(outcome)
+    assert not isinstance(first, str)
+    checks = relative.judged(exercise, verdict.checks, [first], again_yours,
+                             _SOLUTION_RUNS.runs(key), again_solution)
+    times = (first.seconds, *(r.seconds for r in mine))
+    return dataclasses.replace(verdict, checks=checks,
+                               run_times=times if len(times) > len(verdict.run_times) else verdict.run_times)
+
+
+def _solution_key(request: RunRequest, toolchain: Toolchain, exercise: Exercise,
+                  probe: Probe) -> tuple[str, ...]:
+    """What the solution's runs are kept by for the grading: its file as it is, the arguments,
+    the compiler, and the GPUs with their driver (never another GPU's runs)."""
+    pair = exercise.sources[request.source.language]
+    where = pair.solution
+    stat = where.stat() if where is not None and where.is_file() else None
+    return (str(where), f"{stat.st_size}:{stat.st_mtime_ns}" if stat is not None else "",
+            *request.program_args, toolchain.compiler.version, toolchain.target,
+            *(f"{g.name} {g.driver}" for g in probe.gpus))
+
+
+def solution_again(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
+                   settings: Settings) -> Outcome | None:
+    """One more run of the solution with the request's arguments, made as her timed run is: in
+    its room, in a lane (alone on its GPU when hers is), profiled as hers; None where there is
+    no solution to run (a students' course)."""
+    pair = exercise.sources[request.source.language]
+    if pair.solution is None:
+        return None
+    sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
+    sol_request, scratch = _solution_request(request, sol_source, pair.solution, settings,
+                                             _solution_profile(request, toolchain, exercise))
+    try:
+        copy_data_files(exercise, sol_request.workdir)
+        return pipeline.execute(dataclasses.replace(sol_request, timed=request.timed), toolchain,
+                                probe, settings, NullReporter())
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 # Why agrees_with_host cannot compare a build that runs its regions on the host anyway.

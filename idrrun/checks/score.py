@@ -185,9 +185,16 @@ def _items(spec: CheckSpec, hidden: int, result: CheckResult | None, gate: _Gate
         why = NOT_BUILT if not built else HIDDEN_NOT_RUN if hidden else NOT_JUDGED
         return [CheckPoints(spec.index, hidden, label, worth, "lost", why)]
     outcome = _OUTCOME[result.status]
-    if outcome == "earned" and gate.holds < 1.0 - _EPSILON and worth > 0:
-        return _parts(spec, hidden, label, worth, gate)
-    return [CheckPoints(spec.index, hidden, label, worth, outcome)]
+    if outcome != "earned" or worth <= 0:
+        return [CheckPoints(spec.index, hidden, label, worth, outcome)]
+    # A check that earns its points in part (a speed check's step of its scale): the rest lost.
+    credit = result.credit if result.credit is not None else 1.0
+    out = [CheckPoints(spec.index, hidden, label, worth * (1 - credit), "lost",
+                       f"{points(worth * (1 - credit))} of the {points(worth)} points for "
+                       f"{spec.label} lost: {result.reason}")] if credit < 1 - _EPSILON else []
+    if gate.holds < 1.0 - _EPSILON:
+        return out + _parts(spec, hidden, label, worth * credit, gate)
+    return out + [CheckPoints(spec.index, hidden, label, worth * credit, "earned")]
 
 
 def result_kind(name: str) -> bool:

@@ -86,6 +86,11 @@ class CheckSpec:
     # when its pattern is not a plain one (checks/words.py derives the words otherwise).
     expect: str = ""
     min_share: float | None = None  # gpu_busy: the least fraction of the run the GPU is busy
+    # gpu_busy: the least share as a ratio to the solution's, measured the same way on the same
+    # GPU (min_ratio); speed: the scale of its points, (all at or below, none at or above), as
+    # ratios of the run's time to the solution's (checks/ratio.py).
+    min_ratio: float | None = None
+    scale: tuple[float, float] | None = None
     # image: a picture the program writes, compared with the solution's (images.image_check)
     file: str | None = None
     min_psnr: float | None = None
