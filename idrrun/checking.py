@@ -211,7 +211,9 @@ def solution_times(request: RunRequest, toolchain: Toolchain, exercise: Exercise
     try:
         copy_data_files(exercise, sol_request.workdir)
         while len(times) < how.most and not measure.settled(times, how):
-            outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter())
+            # In a lane as the row's timed run is: alone on its GPU (issue 47).
+            outcome = pipeline.execute(dataclasses.replace(sol_request, timed=request.timed),
+                                       toolchain, probe, settings, NullReporter())
             if outcome.failure is not None or outcome.run is None:
                 return ()
             times.append(outcome.run.proc.seconds)
@@ -479,9 +481,9 @@ def _relative(verdict: Verdict, exercise: Exercise, request: RunRequest, toolcha
               probe: Probe, settings: Settings, outcome: Outcome) -> Verdict:
     """The relative checks (speed, gpu_busy's min_ratio) over her build's runs and the
     solution's, each alone on its GPU in its lane, until decided (checks/ratio.py)."""
-    if outcome.run is None or not outcome.run.proc.ok or \
-            not any(relative.relative(spec) for spec in exercise.checks):
-        return verdict
+    if outcome.run is None or not outcome.run.proc.ok or gpu_trace_values(toolchain, outcome) is None \
+            or not any(relative.relative(spec) for spec in exercise.checks):
+        return verdict  # no GPU trace: they are not judged (verdict.py says why)
 
     def run_of(done: Outcome) -> relative.Run | str:
         if done.failure is not None or done.run is None:

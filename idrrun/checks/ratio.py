@@ -8,9 +8,9 @@ one GPU is wrong on the next; a bound written as a ratio to the solution's figur
 measured on the GPU at hand, is not. Both figures move from run to run, so each is a set of
 runs, and their ratio a range:
 
-    ratio   the median of yours over the median of the solution's
-    range   the least and the most ratio the last `least` runs of each allow (the smallest of
-            yours over the largest of the solution's, and the other way round)
+    ratio   the median of your last `least` runs over the median of the solution's last ones
+    range   the least and the most ratio those runs allow (the smallest of yours over the
+            largest of the solution's, and the other way round)
 
 `decide` judges the range against the bound: wholly on one side, it is decided; across it, more
 runs are needed (`again`: of yours, of the solution's, or both, whichever spreads more) until
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .measure import REPEAT, Repeat
+from .measure import REPEAT, Repeat, settled
 from .words import plural
 
 Side = Literal["at_least", "at_most"]
@@ -69,7 +69,8 @@ class Range:
         """"2.3×"; over several runs "2.3× (2.1–2.5× over 3 runs and 5 of the solution's)"."""
         if self.runs == (1, 1):
             return times(self.ratio)
-        spread = "" if math.isclose(self.low, self.high) else f"{times(self.low)}–{times(self.high)} "
+        spread = "" if math.isclose(self.low, self.high) else \
+            f"{times(self.low).rstrip('×')}–{times(self.high)} "
         return (f"{times(self.ratio)} ({spread}over {plural(self.runs[0], 'run')} and "
                 f"{self.runs[1]} of the solution's)")
 
@@ -81,7 +82,7 @@ def times(value: float) -> str:
 
 
 
-def _window(samples: Sequence[float], how: Repeat) -> Sequence[float]:
+def window(samples: Sequence[float], how: Repeat) -> Sequence[float]:
     return samples[-how.least:] if len(samples) > how.least else samples
 
 
@@ -90,27 +91,29 @@ def ratio_range(yours: Sequence[float], solution: Sequence[float], how: Repeat =
     None where it has none (no runs, or a solution's figure of 0)."""
     if not yours or not solution:
         return None
-    mine, theirs = _window(yours, how), _window(solution, how)
-    if min(theirs) <= 0 or statistics.median(solution) <= 0:
+    mine, theirs = window(yours, how), window(solution, how)
+    if min(theirs) <= 0:
         return None
-    return Range(statistics.median(yours) / statistics.median(solution),
+    return Range(statistics.median(mine) / statistics.median(theirs),
                  min(mine) / max(theirs), max(mine) / min(theirs), (len(yours), len(solution)))
 
 
 def _spread(samples: Sequence[float], how: Repeat) -> float:
-    window = _window(samples, how)
-    return max(window) / min(window) if min(window) > 0 else math.inf
+    last = window(samples, how)
+    return max(last) / min(last) if min(last) > 0 else math.inf
 
 
 def _more(yours: Sequence[float], solution: Sequence[float], how: Repeat) -> More:
     """Whose runs to make again: those still short of how.least, else the wider-spread side
-    that may still run, else the other."""
+    that may still run and has not settled, else the other; "" when none would help."""
     short = [side for side, runs in (("yours", yours), ("solution", solution)) if len(runs) < how.least]
     if len(short) == 2:
         return "both"
     if short:
         return "yours" if short[0] == "yours" else "solution"
-    room = [side for side, runs in (("yours", yours), ("solution", solution)) if len(runs) < how.most]
+    # A side whose last runs settled (measure.settled) would say the same again.
+    room = [side for side, runs in (("yours", yours), ("solution", solution))
+            if len(runs) < how.most and not settled(runs, how)]
     if not room:
         return ""
     if len(room) == 1:

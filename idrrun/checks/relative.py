@@ -132,8 +132,10 @@ def judged(exercise: Exercise, checks: Sequence[CheckResult], yours: Sequence[Ru
     build's runs again and the solution's (both in their lanes, alone on their GPUs)."""
     mine = _Side(list(yours), again_yours)
     theirs = _Side(list(solution), again_solution)
-    # A check her first run gives no figure for (no iteration count printed) stays as judged.
+    # A check her first run gives no figure for (no iteration count printed), or that only a
+    # GPU can judge, stays as judged.
+    kept = {c.check for c in checks if c.gpu_only and not c.hidden}
     measured = {spec.index: _measure(spec, mine, theirs, how) for spec in exercise.checks
-                if relative(spec) and mine.figures(spec)}
+                if relative(spec) and mine.figures(spec) and spec.index not in kept}
     return tuple(replace(measured[c.check], name=c.name) if c.check in measured and not c.hidden
                  else c for c in checks)

@@ -255,5 +255,7 @@ def score(exercise: Exercise, checks: Sequence[CheckResult], hidden_sets: int) -
     most = possible(exercise, hidden_sets)
     not_evaluated = sum(i.worth for i in items if i.outcome == "not_evaluated")
     items = _capped(exercise, items, [*main.values(), *runs.values()], most - not_evaluated)
-    earned = sum(i.worth for i in items if i.outcome == "earned")
-    return Score(earned, most, not_evaluated, tuple(items))
+    # Parts of points (counts_in_part, a wrong result's bound) add up to what they split,
+    # not to a float's last digit.
+    earned = round(sum(i.worth for i in items if i.outcome == "earned"), 9)
+    return Score(earned, most, round(not_evaluated, 9), tuple(items))

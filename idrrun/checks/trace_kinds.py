@@ -217,8 +217,8 @@ def relative_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[
                            NO_SOLUTION_FIGURE.format(what="share of GPU time"), check=spec.index)
     decision = ratio.decide(yours, solution, bound, how, exact)
     found = decision.range
-    got = _percent_runs(yours) + (f" ({found.shown()}, the solution's "
-                                  f"{_percent_runs(solution)})" if found is not None else "")
+    got = _percent_runs(yours, how) + (f" ({found.shown()}, the solution's "
+                                       f"{_percent_runs(solution, how)})" if found is not None else "")
     if decision.status in ("pass", "fail"):
         status: CheckStatus = "pass" if decision.status == "pass" else "fail"
         return CheckResult(spec.label, status, expected, got,
@@ -231,8 +231,9 @@ def relative_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[
                        check=spec.index)
 
 
-def _percent_runs(samples: Sequence[float]) -> str:
-    return f"{100 * statistics.median(samples):.0f} %" if samples else "?"
+def _percent_runs(samples: Sequence[float], how: Repeat = REPEAT) -> str:
+    """The share the last runs measured (their median): those that decided."""
+    return f"{100 * statistics.median(ratio.window(samples, how)):.0f} %" if samples else "?"
 
 
 def iterations(spec: CheckSpec, output: str) -> float | None:
