@@ -648,7 +648,8 @@ def _against_solution(outcome: Outcome, request: RunRequest, toolchain: Toolchai
     """The run's failure; one that timed out told how long the solution takes with the same
     arguments (run once for it when its output is not kept yet): far less says more than
     "timed out". stopped_at: the limit relative to the solution's time the run had, when it had
-    one; stopped there, it is told why it is slow and how to let it run (`request`: the
+    one; stopped there, it is told why it is slow and, in a notebook, how to let it run (a
+    graded run's limit is the grader's: a student cannot raise it there) (`request`: the
     request before that limit, with its absolute one)."""
     failure = outcome.failure
     if failure is None or failure.kind is not FailureKind.TIMEOUT:
@@ -664,7 +665,8 @@ def _against_solution(outcome: Outcome, request: RunRequest, toolchain: Toolchai
         return dataclasses.replace(failure, limit=SOLUTION_LIMIT, what=STOPPED_VS_SOLUTION.format(
             limit=f"{stopped_at:.1f}".removesuffix(".0"), seconds=_shown(seconds),
             rule=request.relative_timeout),
-            hint=f"{why_slow(exercise.slow, hints)} {LET_IT_RUN.format(seconds=request.timeout)}")
+            hint=why_slow(exercise.slow, hints) + ("" if request.room is not None else
+                                                   " " + LET_IT_RUN.format(seconds=request.timeout)))
     return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
                                                                seconds))
 
