@@ -214,11 +214,13 @@ def _ladder_dicts(r: course.CourseRow) -> list[dict[str, object]]:
     judged = r.judged
     rungs = [ladder.Graded(ladder.Rung("solution", "", "the solution as published"), r.solution),
              *r.ladder, ladder.Graded(ladder.Rung("start", "", "the start file as published"), r.start)]
-    return [{"rung": g.rung.name, "how": g.rung.how, "made": g.row is not None,
-             "score": _score_dict(g.row) if g.row is not None else None, "share": g.share,
-             "not_judged": ladder.unlike(r.checked, g)
-             if g.rung.name != "solution" and r.checked is not None else ""}
-            for g in rungs] + [{"findings": list(judged.findings), "notes": list(judged.notes)}]
+    out: list[dict[str, object]] = [
+        {"rung": g.rung.name, "how": g.rung.how, "made": g.row is not None,
+         "score": _score_dict(g.row) if g.row is not None else None, "share": g.share,
+         "not_judged": ladder.unlike(r.checked, g)
+         if g.rung.name != "solution" and r.checked is not None else ""}
+        for g in rungs]
+    return out + [{"findings": list(judged.findings), "notes": list(judged.notes)}]
 
 
 def _ladder_cell(r: course.CourseRow, g: ladder.Graded) -> Text:
