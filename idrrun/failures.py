@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import build as build_mod
-from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, StackFrame
+from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, StackFrame, Target
 from .run import evidence
 from .toolchains import explain
 from .toolchains.diagnostics import student_symbol
@@ -105,10 +105,17 @@ def _fmt_size(n: int) -> str:
     return f"{n} B"
 
 
+# A program sized for a GPU, its regions run on the host's cores instead: the course's timings
+# are those of a GPU, tens to hundreds of times the host's speed on their loops.
+_ON_HOST = (" Its OpenACC regions ran on the host (no GPU build): a program sized for a GPU can "
+            "take far longer here; a smaller problem (--cliopts) or a GPU machine will finish.")
+
+
 def run_failure(result: RunResult, request: RunRequest,
-                frames: Sequence[StackFrame] = ()) -> Failure:
+                frames: Sequence[StackFrame] = (), target: Target = "none") -> Failure:
     """The failure of a run that failed (result.failed). frames: the program's largest stack
-    frames (BuildResult.frames), which tell a stack overflow from a bad access."""
+    frames (BuildResult.frames), which tell a stack overflow from a bad access; target: where
+    its OpenACC regions ran (Toolchain.target), which explains a timeout on the host."""
     p = result.proc
     limit = p.limit
     if p.start_error is not None:
@@ -126,6 +133,8 @@ def run_failure(result: RunResult, request: RunRequest,
         kind, what = FailureKind.TIMEOUT, f"timed out after {request.timeout:g} s"
         hint = ("the program ran past --timeout: an endless loop, or a wait on something that "
                 "never comes? If it really needs longer, raise --timeout")
+        if request.acc and target == "host":
+            hint += "." + _ON_HOST
     elif p.signal_name is not None:
         kind, what = FailureKind.SIGNAL, f"killed by {p.signal_name}"
         hint = explain.run_hint(p.output, request.source) or (

@@ -227,13 +227,12 @@ def stage_program(request: RunRequest, built: BuildResult, prepared: Prepared,
     assert built.executable is not None
     if request.room is None:
         return Staged(built.executable, request.workdir)
-    uid_level = prepared.support is not None and prepared.support.level == "uid"
     profile_dir = f"{running.PROFILE_DIR}/{running.run_dir_name(label)}" \
         if request.profile is not None else None
     folder = boundary.box_folder(request.room, "run-", prepared.uid, prepared.uid,
                                  files_from=request.workdir,
                                  make_dirs=(profile_dir,) if profile_dir is not None else (),
-                                 tmp=build_mod.BOX_TMP if uid_level else "")
+                                 tmp=sandbox.own_tmp(prepared.support))
     sealed = boundary.sealed_folder(request.room, "bin-", prepared.uid)
     executable = boundary.seal(built.executable, sealed, build_mod.EXECUTABLE, prepared.uid)
     return Staged(executable, folder, folder, sealed,
@@ -312,24 +311,20 @@ def plan_run(request: RunRequest, toolchain: Toolchain, settings: Settings, prob
 def run_box(request: RunRequest, toolchain: Toolchain, settings: Settings, probe: Probe,
             prepared: Prepared, staged: Staged, profiling: ProfileSession | None,
             launched: Launch, counting: regions.Counting = regions.Counting()) -> Box:
-    """What the program's box shows (build.box_for, as a compile's): its folder read-write;
+    """What the program's box shows (sandbox.box, as every box): its folder read-write;
     its executable, idrrun's libraries it loads, the profiler's and the compiler's
     installations, the libraries on its path, all read-only; nothing else of the machine but
     the system's folders."""
     assert prepared.support is not None
     readable = [staged.sealed or staged.executable, *counting.readable,
-                *(profiling.readable if profiling is not None else ()),
-                *sandbox.library_path_dirs(launched.env)]
-    profiler_env = {**(profiling.env if profiling is not None else {}), **counting.env}
-    gpu = prepared.family.gpu_context(toolchain)
-    if not gpu and prepared.support.level == "namespaces":
-        # Such a box has no /sys: hwloc (in Open MPI) would warn "failed to find sysfs cpu
-        # topology directory" into the output of every rank; it finds the CPUs from cpuid.
-        profiler_env = {"HWLOC_COMPONENTS": "-linux", **profiler_env}
-    return build_mod.box_for(request, toolchain, staged.cwd, settings.cache_dir, prepared.uid,
-                             prepared.support, probe.protections, readable=readable,
-                             env=launched.env, profiler_env=profiler_env, gpu=gpu,
-                             disk_caps=request.room is not None)
+                *(profiling.readable if profiling is not None else ())]
+    return sandbox.box("run", staged.cwd, prepared.support, prepared.uid, environ=launched.env,
+                       extra_env={**(profiling.env if profiling is not None else {}),
+                                  **counting.env},
+                       readable=readable, installations=[Path(p) for p in toolchain.prefixes],
+                       hidden=request.hide, cache=settings.cache_dir,
+                       gpu=prepared.family.gpu_context(toolchain), room=request.room,
+                       protections=probe.protections)
 
 
 def run_stage(request: RunRequest, toolchain: Toolchain, probe: Probe, prepared: Prepared,
@@ -471,5 +466,5 @@ def execute(
     ran = dataclasses.replace(ran, outputs=outputs)
     if ledger is not None and ledger.refused:
         ran = dataclasses.replace(ran, refused=ledger.refused)
-    failure = failures.run_failure(ran, request, built.frames) if ran.failed else None
+    failure = failures.run_failure(ran, request, built.frames, toolchain.target) if ran.failed else None
     return Outcome(request, toolchain, built, ran, failure, notes=tuple(notes.all), profile=report)

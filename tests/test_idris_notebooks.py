@@ -103,3 +103,43 @@ def test_a_timeout_under_profile_shows_the_students_command_with_fake_nsys(tmp_p
     command = next(line for line in out.splitlines() if line.strip().startswith("command:"))
     assert "IDRRUN_LAUNCHED" not in command and "/bin/sh" not in command, command
     assert 'exec "$0"' not in command and "nsys profile" in command, command
+
+
+LOOPING_ACC = ("int main(void) { double s = 0; for (;;) {\n#pragma acc parallel loop reduction(+:s)\n"
+               "for (int i = 0; i < 10; i++) s += i; } return (int)s; }\n")
+
+
+@pytest.mark.parametrize("flags, on_host", [(("-a",), True), ((), False)])
+def test_a_timeout_of_openacc_regions_run_on_the_host_says_so(tmp_path: Path, flags: tuple[str, ...],
+                                                              on_host: bool) -> None:
+    # IDRIS's Game of Life, sized for a V100, runs minutes on a host's cores: the hint says why
+    (tmp_path / "life.c").write_text(LOOPING_ACC)
+    r = idrrun("run", *flags, "--accopts", "host", "--timeout", "2", "life.c", cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 124 and "timed out after 2 s" in out, out
+    assert ("Its OpenACC regions ran on the host (no GPU build)" in out) is on_host, out
+
+
+# IDRIS's data-management notebook: a function's local array made device_resident.
+DEVICE_RESIDENT = """#include <stdio.h>
+void twice(double *a, int n) {
+    double t[n];
+    #pragma acc declare device_resident(t)
+    #pragma acc parallel loop copy(a[0:n])
+    for (int i = 0; i < n; i++) { t[i] = 2 * a[i]; a[i] = t[i]; }
+}
+int main(void) { double a[4] = {1, 2, 3, 4}; twice(a, 4); printf("%g\\n", a[3]); return 0; }
+"""
+
+
+def test_libgomps_goacc_declare_assertion_is_explained_on_its_line(tmp_path: Path) -> None:
+    (tmp_path / "resident.c").write_text(DEVICE_RESIDENT)
+    r = idrrun("run", "-a", "resident.c", cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 3 and "GOACC_declare: Assertion" in out, out
+    assert ("stopped at a `declare` directive (device_resident(t) at line 4): its GOACC_declare "
+            "has no case for this clause") in out, out
+    # what the hint advises runs
+    (tmp_path / "created.c").write_text(DEVICE_RESIDENT.replace("device_resident(t)", "create(t)"))
+    fixed = idrrun("run", "-a", "created.c", cwd=tmp_path)
+    assert fixed.returncode == 0 and "8" in fixed.stdout, fixed.stdout + fixed.stderr

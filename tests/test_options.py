@@ -94,6 +94,15 @@ def test_a_long_option_shortened_with_one_dash_says_which_was_meant(line: str, s
     assert str(caught.value) == f"%%idrrun: {said}"
 
 
+def test_both_typos_of_a_magic_line_are_named_at_once() -> None:
+    # IDRIS's multi-GPU notebook spells both: one run of the cell names both
+    with pytest.raises(UsageError) as caught:
+        parse_line('-a -opts "-cpp -DMULTIGPU" -cliopts "2000 1000"', show_help=False)
+    assert str(caught.value) == (
+        "%%idrrun: -opts is not an option (it reads as -o pts): did you mean --options?; "
+        "-cliopts is not an option (it reads as -c liopts): did you mean --cliopts?")
+
+
 def test_a_shortening_that_fits_several_options_suggests_none() -> None:
     # --option and --options both fit `-opt`: no guess between them
     with pytest.raises(UsageError) as caught:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -329,3 +330,31 @@ def test_a_cuda_file_s_header_names_nvcc(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     header = r.stdout.splitlines()[0]
     assert "[nvcc] · cuda" in header and "release" in header and "[gcc]" not in header, header
+
+
+def test_nvcc_arch_sm_70_is_read_as_a_target_this_nvcc_builds_with_a_fake_nvcc(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from idrrun.toolchains import translate
+    from idrrun.toolchains.machine import probe_compiler
+
+    # IDRIS's CUDA cell asks for sm_70 (a V100); CUDA 13's nvcc builds from compute_75 on.
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --list-gpu-arch ] && printf 'compute_75\\ncompute_80\\n'"
+                    f" && exit 0\ncat <<'EOF'\n{NVCC_VERSION}EOF\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    nvcc = probe_compiler("nvcc")
+    src = from_cell("int main(){return 0;}\n", "cell[1]", "cuda", None, Path("/tmp"))
+    cell = RunRequest(source=src, workdir=Path("/tmp"), compiler_options=("-arch=sm_70", "-O3"))
+    h200 = GpuInfo("NVIDIA H200", "9.0", "580")
+    for family in ("gcc", "nvhpc"):
+        on_host = translate(cell, Probe(family=family, compilers=(GCC, nvcc), gpus=(), offload=True), Settings())
+        assert on_host.request.compiler_options == ("-arch=sm_75", "-O3")
+        assert on_host.notes == ("-arch=sm_70: this nvcc does not build sm_70 (CUDA 13 dropped the "
+                                 "GPUs before Turing); idrrun built with -arch=sm_75 (the nearest "
+                                 "target it builds)",)
+        on_gpu = translate(cell, Probe(family=family, compilers=(GCC, nvcc), gpus=(h200,), offload=True), Settings())
+        assert on_gpu.request.compiler_options == ("-arch=native", "-O3")
+        known = replace(cell, compiler_options=("-arch=sm_80",))
+        assert translate(known, Probe(family=family, compilers=(GCC, nvcc), gpus=(), offload=True),
+                         Settings()).request == known

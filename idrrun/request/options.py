@@ -57,17 +57,20 @@ def check_one_dash(parser: argparse.ArgumentParser, tokens: Sequence[str]) -> No
     """UsageError for a word of one dash that names a long option (`-check`: --check), before
     argparse reads it as a short option and its value. Words after "--" are names."""
     longs = [n for n in option_names(parser) if n.startswith("--")]
+    said: list[str] = []  # every typo of the line at once: a second run finds no second one
     for token in tokens:
         if token == "--":
-            return
+            break
         match = _ONE_DASH.fullmatch(token)
         if match is None or token in option_names(parser):
             continue
         name = token.split('=', 1)[0]
         meant = closest(f"-{name}", longs, cutoff=0.85) or _shortened(name[1:], longs)
         if meant is not None:
-            raise UsageError(f"{parser.prog}: {token} is not an option (it reads as "
-                             f"{token[:2]} {token[2:]}): did you mean {meant}?")
+            said.append(f"{token} is not an option (it reads as {token[:2]} {token[2:]}): "
+                        f"did you mean {meant}?")
+    if said:
+        raise UsageError(f"{parser.prog}: " + "; ".join(said))
 
 
 def _shortened(name: str, longs: Sequence[str]) -> str | None:

@@ -184,7 +184,30 @@ def _mapped(output: str, source: Source) -> str | None:
             f"mapping ({ending}) before the second.{where}")
 
 
-_RUN_READERS: tuple[Callable[[str, Source], str | None], ...] = (_present, _illegal, _mapped)
+# GCC's libgomp (12 to 14) stops at a `declare` on a function's local variable whose mapping
+# its GOACC_declare has no case for (device_resident, link): "GOACC_declare: Assertion `0'
+# failed", an abort that names no line. nvc accepts the same directive.
+_GOACC_DECLARE = re.compile(r"GOACC_declare: Assertion")
+_DECLARE = re.compile(r"^\s*(?:#\s*pragma\s+acc|!\$acc)\s+declare\b", re.IGNORECASE)
+
+
+def _declare(output: str, source: Source) -> str | None:
+    if _GOACC_DECLARE.search(output) is None:
+        return None
+    lines = source.text.splitlines()
+    declared = [c for c in clauses(source)
+                if _DECLARE.match(lines[c.line - source.first_line]) is not None]
+    unusual = [c for c in declared if c.name in ("device_resident", "link")] or declared
+    where = f" ({_said(unusual)})" if unusual else ""
+    return ("the OpenACC runtime of gcc (libgomp) stopped at a `declare` directive" + where
+            + ": its GOACC_declare has no case for this clause on a function's local variable "
+            "(an assertion of gcc's runtime, not an error of your program; nvc accepts it). With "
+            "gcc, put the variable on the device with a data region instead: `create` in a "
+            "`data` construct around the loops that use it, or `declare create(...)`")
+
+
+_RUN_READERS: tuple[Callable[[str, Source], str | None], ...] = (_present, _illegal, _mapped,
+                                                                 _declare)
 
 
 def run_hint(output: str, source: Source) -> str | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from . import nvcc
 from .machine import probe_compiler
 
 from ..model import (
@@ -206,6 +207,9 @@ class CommandFamily:
 
     def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                   settings: Settings) -> Translation:
+        if request.source.language == "cuda":
+            request, notes = nvcc.read_arch(request, compiler, probe)
+            return Translation(request, notes=notes)
         return Translation(request)
 
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,

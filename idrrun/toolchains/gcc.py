@@ -34,7 +34,7 @@ from ..model import (
     Toolchain,
 )
 from ..run import proc
-from . import gccdumps
+from . import gccdumps, nvcc, nvfortranisms
 from ..profile.tracer import candidate_roots
 from .family import INFO, MISSING, OK, WARN, AccDecision, CommandFamily, Translation
 from .machine import probe_compiler
@@ -546,6 +546,17 @@ def translate_options(request: RunRequest, probe: Probe, gcc_version: str, offlo
     return translated, link, notes
 
 
+def _read_as_nvfortran(request: RunRequest) -> tuple[RunRequest, tuple[str, ...]]:
+    """The Fortran source as gfortran must see it to read what nvfortran reads (nvfortranisms)."""
+    source = request.source
+    fixed = nvfortranisms.fixes(source.text, source.suffix, request.compiler_options,
+                                source.first_line)
+    if fixed.text == source.text and not fixed.flags:
+        return request, ()
+    return replace(request, source=replace(source, text=fixed.text),
+                   compiler_options=request.compiler_options + fixed.flags), fixed.notes
+
+
 @dataclass(frozen=True)
 class GccFamily(CommandFamily):
     def can_offload(self, c_compiler: CompilerInfo) -> bool:
@@ -557,12 +568,16 @@ class GccFamily(CommandFamily):
     def translate(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                   settings: Settings) -> Translation:
         if request.source.language == "cuda":
-            return Translation(request)  # nvcc's options are its own
+            request, notes = nvcc.read_arch(request, compiler, probe)  # nvcc's own options
+            return Translation(request, notes=notes)
         # CUDA is looked for (~0.5 ms: PATH, /usr/local/cuda, the HPC SDK) only for -Mcudalib.
         roots = candidate_roots(os.environ) \
             if any(_CUDALIB.fullmatch(w) for w in request.compiler_options) else ()
         translated, link, notes = translate_options(request, probe, compiler.version,
                                                     settings.offload, roots)
+        if translated.source.language == "fortran":
+            translated, more = _read_as_nvfortran(translated)
+            notes += more
         return Translation(translated, link, notes)
 
     def openacc(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
