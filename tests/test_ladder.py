@@ -4,6 +4,7 @@ failing a spec whose marks break the order (gcc, graded for real)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -102,10 +103,15 @@ def test_the_judge_holds_marks_to_the_order_and_the_bounds(tmp_path: Path) -> No
               "comment": 0.0}
     held = ladder.judge(exercise, [_graded(n, s) for n, s in shares.items()], on_gpu=False)
     assert held.findings == () and held.notes == ()
-    # On a GPU the slow rung must earn less than the solution: speed is seen there.
-    on_gpu = ladder.judge(exercise, [_graded(n, s) for n, s in shares.items()], on_gpu=True)
+    # On a GPU the slow rung must earn less than the solution where a speed check sees it...
+    timed = dataclasses.replace(exercise, checks=(*exercise.checks, dataclasses.replace(
+        exercise.checks[0], kind="speed", label="run time", index=2)))
+    on_gpu = ladder.judge(timed, [_graded(n, s) for n, s in shares.items()], on_gpu=True)
     assert on_gpu.findings == ("the order breaks: the solution made slow (correct) earns 100 %, "
                                "the solution 100 % (the slow rung; it earns 10 of 10: y_last 10)",)
+    # ...and where none does, the ladder says so.
+    unseen = ladder.judge(exercise, [_graded(n, s) for n, s in shares.items()], on_gpu=True)
+    assert unseen.findings == () and unseen.notes == (ladder.UNSEEN_SPEED,)
     # A wrong result above a half port, and above its bound.
     broken = dict(shares, wrong=0.8)
     found = ladder.judge(exercise, [_graded(n, s) for n, s in broken.items()], on_gpu=False).findings

@@ -156,8 +156,12 @@ def test_timed_checks_are_declared_with_their_kind() -> None:
     assert not {"data_moved", "queues", "ran_on_gpu", "value"} & set(specs.TIMED_KINDS)
     course = {ex.name: ex for ex in specs.all_exercises(ROOT / "examples")}
     assert "speed" in specs.TIMED_KINDS
-    # Every exercise of the course has a speed check (its run's time against the solution's):
-    # every one is timed.
-    assert all(ex.timed for ex in course.values())
+    # Every exercise of the course whose marks a host cannot judge fully already (a GPU-trace
+    # check) has a speed check too (its run's time against the solution's): it is timed.
+    assert course["profile_cg"].timed and not course["intro_saxpy"].timed
     assert {name for name, ex in course.items() if ex.timed} == \
         {name for name, ex in course.items() if any(c.kind in ("gpu_busy", "speed") for c in ex.checks)}
+    for name, ex in course.items():
+        gpu_only = [c for c in ex.checks if c.kind in (*specs.TRACE_KINDS, "agrees_with_host")
+                    and c.kind != "speed"]
+        assert bool(gpu_only) == any(c.kind == "speed" for c in ex.checks), name

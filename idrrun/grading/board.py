@@ -8,9 +8,9 @@ settle), beside her timed checks' figures ("59 % (median of 3 runs: 57–61 %)",
 1.04× the solution's"). The solution's time is the median of its runs, made as a timed
 figure's are (measure.REPEAT: until the last 3 times settle within 10 %, 7 at most): the one
 the grading keeps beside its output, and more of the same build in the same lane. Every
-exercise graded on a GPU has a board (the course's all have a timed `speed` check); one with
-no timed check shared its GPUs, and its board says so; on a host, only a timed exercise has
-one.
+exercise graded on a GPU has a board (most of the course's have a timed `speed` check); one
+with no timed check shared its GPUs, and its board says so; on a host, only a timed exercise
+has one.
 
 Names as the teacher chooses: pseudonyms by default, each made from the student's name with
 the grader's key (state.grading_key: in its private cache, never shown), so that a student

@@ -57,8 +57,11 @@ WHAT: Mapping[str, str] = {
     "start": "the start file",
     "comment": "the directives only in comments",
 }
-# Where a machine cannot see slowness (no GPU), the slow rung may earn what the solution does.
-TIES_ON_A_HOST = frozenset({("solution", "slow")})
+# Where nothing sees slowness, the slow rung may earn what the solution does: on a host (no
+# GPU: no speed), and on a GPU where the exercise has no speed check (the ladder says so).
+TIES_UNSEEN = frozenset({("solution", "slow")})
+UNSEEN_SPEED = ("the slow rung earns what the solution does: the exercise has no speed check, "
+                "nothing of its marks sees the time a run takes on the GPU")
 
 
 @dataclass(frozen=True)
@@ -676,18 +679,21 @@ def _earned(graded: Graded) -> str:
 
 def judge(exercise: Exercise, graded: Sequence[Graded], on_gpu: bool) -> Judged:
     """The marks of one exercise's ladder in one language against the teacher's order (each
-    judged rung earns less than the one above it; on a host the slow rung may earn what the
-    solution does: nothing there sees speed) and the bounds (BOUNDS, shares of the points
-    evaluated here)."""
+    judged rung earns less than the one above it; the slow rung may earn what the solution
+    does where nothing sees speed: on a host, or an exercise without a speed check, said in a
+    note) and the bounds (BOUNDS, shares of the points evaluated here)."""
     by_name = {g.rung.name: g for g in graded}
     notes = [f"{WHAT[g.rung.name]}: not judged: {why}" for g in graded
              if g.rung.name != "solution" and (why := unlike(exercise, g))]
+    sees_speed = on_gpu and any(c.kind == "speed" for c in exercise.checks)
     judged = [by_name[name] for name in ORDER if name in by_name and by_name[name].share is not None
               and not unlike(exercise, by_name[name])]
     findings: list[str] = []
     for upper, lower in zip(judged, judged[1:]):
         assert upper.share is not None and lower.share is not None
-        tie = not on_gpu and (upper.rung.name, lower.rung.name) in TIES_ON_A_HOST
+        tie = not sees_speed and (upper.rung.name, lower.rung.name) in TIES_UNSEEN
+        if tie and on_gpu and lower.share >= upper.share - _EPSILON:
+            notes.append(UNSEEN_SPEED)
         if lower.share > upper.share + _EPSILON or (not tie and lower.share >= upper.share - _EPSILON):
             findings.append(f"the order breaks: {WHAT[lower.rung.name]} earns "
                             f"{_percent(lower.share)}, {WHAT[upper.rung.name]} "
