@@ -677,6 +677,37 @@ def _earned(graded: Graded) -> str:
     return f"{points(s.earned)} of {points(s.evaluated)}: {', '.join(earned) or 'nothing'}"
 
 
+def _order(exercise: Exercise, judged: Sequence[Graded], on_gpu: bool) -> tuple[list[str], list[str]]:
+    """(findings, notes) of the order: each judged rung below the one above it; the slow rung
+    may tie the solution where nothing sees speed (a note on a GPU)."""
+    sees_speed = on_gpu and any(c.kind == "speed" for c in exercise.checks)
+    findings: list[str] = []
+    notes: list[str] = []
+    for upper, lower in zip(judged, judged[1:]):
+        assert upper.share is not None and lower.share is not None
+        tie = not sees_speed and (upper.rung.name, lower.rung.name) in TIES_UNSEEN
+        level = lower.share >= upper.share - _EPSILON
+        if tie and on_gpu and level:
+            notes.append(UNSEEN_SPEED)
+        if lower.share > upper.share + _EPSILON or (level and not tie):
+            findings.append(f"the order breaks: {WHAT[lower.rung.name]} earns "
+                            f"{_percent(lower.share)}, {WHAT[upper.rung.name]} "
+                            f"{_percent(upper.share)} ({lower.rung.how}; it earns {_earned(lower)})")
+    return findings, notes
+
+
+def _bounds(exercise: Exercise, graded: Sequence[Graded]) -> list[str]:
+    """A rung that earns more than its bound (BOUNDS)."""
+    out = []
+    for g in graded:
+        bound = BOUNDS.get(g.rung.name)
+        if bound is not None and g.share is not None and not unlike(exercise, g) and \
+                g.share > bound + _EPSILON:
+            out.append(f"{WHAT[g.rung.name]} earns {_percent(g.share)}, more than "
+                       f"{_percent(bound)} ({g.rung.how}; it earns {_earned(g)})")
+    return out
+
+
 def judge(exercise: Exercise, graded: Sequence[Graded], on_gpu: bool) -> Judged:
     """The marks of one exercise's ladder in one language against the teacher's order (each
     judged rung earns less than the one above it; the slow rung may earn what the solution
@@ -685,22 +716,7 @@ def judge(exercise: Exercise, graded: Sequence[Graded], on_gpu: bool) -> Judged:
     by_name = {g.rung.name: g for g in graded}
     notes = [f"{WHAT[g.rung.name]}: not judged: {why}" for g in graded
              if g.rung.name != "solution" and (why := unlike(exercise, g))]
-    sees_speed = on_gpu and any(c.kind == "speed" for c in exercise.checks)
     judged = [by_name[name] for name in ORDER if name in by_name and by_name[name].share is not None
               and not unlike(exercise, by_name[name])]
-    findings: list[str] = []
-    for upper, lower in zip(judged, judged[1:]):
-        assert upper.share is not None and lower.share is not None
-        tie = not sees_speed and (upper.rung.name, lower.rung.name) in TIES_UNSEEN
-        if tie and on_gpu and lower.share >= upper.share - _EPSILON:
-            notes.append(UNSEEN_SPEED)
-        if lower.share > upper.share + _EPSILON or (not tie and lower.share >= upper.share - _EPSILON):
-            findings.append(f"the order breaks: {WHAT[lower.rung.name]} earns "
-                            f"{_percent(lower.share)}, {WHAT[upper.rung.name]} "
-                            f"{_percent(upper.share)} ({lower.rung.how}; it earns {_earned(lower)})")
-    for g in graded:
-        bound = BOUNDS.get(g.rung.name)
-        if bound is not None and g.share is not None and not unlike(exercise, g) and g.share > bound + _EPSILON:
-            findings.append(f"{WHAT[g.rung.name]} earns {_percent(g.share)}, more than "
-                            f"{_percent(bound)} ({g.rung.how}; it earns {_earned(g)})")
-    return Judged(tuple(findings), tuple(notes))
+    findings, more = _order(exercise, judged, on_gpu)
+    return Judged(tuple(findings + _bounds(exercise, graded)), tuple(notes + more))
