@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench ladder-spin ladder-copies ladder-intro ladder-data ladder-more timed students students-lines slurm classroom"
+SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench ladder-spin ladder-copies ladder-intro ladder-data ladder-more timed students students-lines diagnosis slurm classroom"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -47,6 +47,7 @@ describe() {
     timed) echo "GPU: the timed checks' figures, solutions alone, as grading measures them (timed_figures.py; 2 min)" ;;
     students) echo "GPU: a students' copy from the wheel checks three solutions; data_laplace's feedback beside the solution (students_gpu.py; 1 min)" ;;
     students-lines) echo "GPU: every check cell of the students' notebooks, with its own flags, on the solution, C and Fortran (students_gpu.py --lines; 4 min)" ;;
+    diagnosis) echo "GPU: the diagnosis on the slow ports of benchmarks/slowports, each beside its solution; traces in \$OUT (diagnosis_score.py; 9 min a call, cases: DIAGNOSIS_ONLY='c_*')" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
     classroom) echo "root, SLURM, the hub's environment: 5 and 30 students on the hub, submit, collect, grade, return (classroom_scale.py; 12 min)" ;;
     host) echo "cell run grade similarity sandbox evidence annotate" ;;
@@ -232,6 +233,11 @@ run_suite() {
     students-lines)
       gpu_only students-lines || return 0
       step students-lines 540 "$PY" benchmarks/students_gpu.py --lines ;;
+    diagnosis)
+      gpu_only diagnosis || return 0
+      local only=()
+      [[ -n ${DIAGNOSIS_ONLY:-} ]] && read -ra only <<< "--only $DIAGNOSIS_ONLY"
+      step diagnosis 580 "$PY" benchmarks/diagnosis_score.py --budget 480 --pack --out "$OUT" "${only[@]}" ;;
     slurm) step slurm 900 "$PY" benchmarks/slurm_bench.py --count "$(q 12 60)" --repeat "$(q 5 20)" ;;
     classroom)
       local sizes

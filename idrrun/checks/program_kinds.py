@@ -262,14 +262,17 @@ def _regions_fields(t: Table) -> dict[str, Any]:
 # The program kinds, one record each (checks/registry.py); registered in this order.
 PROGRAM = (
     Kind("uses_openacc", "program", "uses OpenACC", "OpenACC compute regions run", _uses_openacc,
-         model="openacc"),
+         model="openacc", report_rows=frozenset({"regions"})),
     Kind("no_implicit_data", "program", "data clauses",
-         "every array in a compute region has a data clause", _no_implicit_data),
+         "every array in a compute region has a data clause", _no_implicit_data,
+         report_rows=frozenset({"regions", "implicit"})),
+    # The source is there to read whether or not it built.
     Kind("source", "program", "in the source", "the source has {label}", _source,
-         fields=lambda t: {"regex": t.pattern("regex")}, keys=frozenset({"regex"})),
+         fields=lambda t: {"regex": t.pattern("regex")}, keys=frozenset({"regex"}),
+         judged_unbuilt=True),
     Kind("uses_openmp", "program", "uses OpenMP offload",
          "the compiler makes {min} OpenMP target regions", _uses_openmp, fields=_regions_fields,
-         keys=frozenset({"min"}), model="openmp"),
+         keys=frozenset({"min"}), model="openmp", report_rows=frozenset({"omp_targets"})),
     Kind("regions_ran", "program", "compute regions run", "{min} compute regions run",
          _regions_ran, fields=_regions_fields, keys=frozenset({"min"}), needs_run=True,
          model="openacc"),

@@ -240,7 +240,7 @@ class Exercise:
     @property
     def compares_host(self) -> bool:
         """A check compares the GPU's output with the same build's on the host."""
-        return any(c.kind == "agrees_with_host" for c in self.checks)
+        return any(_kind(c.kind).needs_host for c in self.checks)
 
     @property
     def timed(self) -> bool:

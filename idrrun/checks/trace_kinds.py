@@ -116,6 +116,11 @@ def _timed(spec: CheckSpec) -> TimedFigure | None:
     return kind.timed if kind is not None else None
 
 
+def is_timed(spec: CheckSpec) -> bool:
+    """Its kind's figure is a time or a share of time (Kind.timed): measured over several runs."""
+    return _timed(spec) is not None
+
+
 def timed_bound(spec: CheckSpec) -> float | None:
     """A timed check's bound in its figure's terms (measure.repeat stops once runs clear it)."""
     timed = _timed(spec)

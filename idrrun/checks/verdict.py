@@ -66,8 +66,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
                                CUT_SHORT.format(how=ev.run.proc.describe()))
         return judge_trace(spec, ev.trace_values, ev)
     if ev.build is None or not ev.build.ok:
-        if spec.kind == "source":
-            # The source is there to read whether or not it built.
+        if kind.judged_unbuilt:
             assert kind.evaluate is not None
             return kind.evaluate(spec, ev)
         return CheckResult(spec.label, "fail", "", "not built",

@@ -176,8 +176,9 @@ def solution_times(session: Session, exercise: Exercise, languages: Sequence[str
             request, toolchain = resolve.resolve(
                 Options(), src, pair.solution.parent, settings, probe, exercise,
                 classroom.policy(session, exercise, rooms.scratch_root(settings)))
-            out[language] = solution_runs(resolve.with_args(request, tuple(request.program_args)),
-                                          toolchain, exercise, probe, settings, how)
+            out[language] = solution_runs(
+                session.job(request, toolchain).with_args(tuple(request.program_args)),
+                exercise, how)
         except IdrrunError:
             pass  # the board says it is not known
     return out

@@ -21,15 +21,16 @@ from tomlkit.container import Container
 from tomlkit.items import Comment, Whitespace
 
 from ..checking import SolutionRun, solution_output
-from ..checks import reference, spec_fields, specs, words
+from ..checks import reference, registry, spec_fields, specs, words
 from ..checks.evidence import Evidence
 from ..checks.score import points
 from ..checks.specs import Exercise
 from ..checks.verdict import evaluate_one
 from ..errors import IdrrunError, UsageError
 from ..files import write_atomic
-from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunRequest,
-                     RunResult, Settings, Toolchain)
+from ..pipeline import Job, prepare
+from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunResult,
+                     Settings, Toolchain)
 from ..request import notebook, resolve
 from ..request import source as source_mod
 from ..request.options import Options
@@ -306,15 +307,16 @@ class ReferenceRow:
     seconds: float = 0.0
 
 
-def _solution_request(exercise: Exercise, language: str, settings: Settings,
-                      probe: Probe) -> tuple[RunRequest, Toolchain]:
-    """The solution's request as a student's check would compare with it (OpenACC or OpenMP
-    as the exercise asks), run where solution_output runs it (a scratch folder)."""
+def _solution_job(exercise: Exercise, language: str, settings: Settings, probe: Probe) -> Job:
+    """The solution's Job as a student's check would compare with it (OpenACC or OpenMP as
+    the exercise asks), run where solution_output runs it (a scratch folder)."""
     pair = exercise.sources[language]
     assert pair.solution is not None
     src = source_mod.from_file(pair.solution, language, str(pair.solution))  # type: ignore[arg-type]
     model = Options(acc=True) if exercise.model == "openacc" else Options()
-    return resolve.resolve(model, src, pair.solution.parent, settings, probe, exercise)
+    request, toolchain = resolve.resolve(model, src, pair.solution.parent, settings, probe,
+                                         exercise)
+    return prepare(request, toolchain, probe, settings)
 
 
 def _made(toolchain: Toolchain) -> str:
@@ -327,14 +329,14 @@ def make_reference(exercise: Exercise, language: str, target: str, settings: Set
     gpu_timeout seconds); the row says how, or why not."""
     args = reference.target_args(exercise)[target]
     try:
-        request, toolchain = _solution_request(exercise, language, settings, probe)
+        job = _solution_job(exercise, language, settings, probe).with_args(args)
     except IdrrunError as exc:
         return ReferenceRow(exercise.name, language, target, args, missing=str(exc)), None
-    request = resolve.with_args(request, args)
+    toolchain = job.toolchain
     if target == "gpu" and toolchain.target != "gpu":
         limit = gpu_timeout if gpu_timeout is not None else exercise.timeout * GPU_ON_HOST_FACTOR
-        request = dataclasses.replace(request, timeout=limit)
-    run = solution_output(request, toolchain, exercise, probe, settings)
+        job = job.with_timeout(limit)
+    run = solution_output(job, exercise)
     if run.output is None:
         where = "on a host without a GPU" if toolchain.target != "gpu" else "here"
         return ReferenceRow(exercise.name, language, target, args,
@@ -434,13 +436,13 @@ def reference_checks(exercise: Exercise, language: str, settings: Settings,
     if not exercise.needs_solution or exercise.sources[language].solution is None:
         return ()
     try:
-        request, toolchain = _solution_request(exercise, language, settings, probe)
+        job = _solution_job(exercise, language, settings, probe)
     except IdrrunError as exc:
         return (CheckResult("reference", "fail", reason=str(exc)),)
-    ref = reference.lookup(exercise, language, request.program_args)
+    ref = reference.lookup(exercise, language, job.request.program_args)
     if ref is None:
         return (CheckResult("reference", "fail", "reference values", "none", NO_REFERENCE),)
-    ran = solution_output(request, toolchain, exercise, probe, settings)
+    ran = solution_output(job, exercise)
     if ran.output is None:
         return (CheckResult("reference", "incomplete",
                             reason=f"the solution did not run: {ran.problem}"),)
@@ -451,8 +453,9 @@ def reference_checks(exercise: Exercise, language: str, settings: Settings,
                         solution_output=ref.output, solution_problem=ref.problem,
                         from_reference=True, run_dir=ran.files, solution_dir=ref.folder,
                         solution_left_out=ref.left_out)
+    solution_kinds = {k.name for k in registry.all_kinds() if k.needs_solution}
     return tuple(dataclasses.replace(evaluate_one(c, evidence), name=f"{c.label} (reference)")
-                 for c in exercise.checks if c.kind in ("matches_solution", "image"))
+                 for c in exercise.checks if c.kind in solution_kinds)
 
 
 NO_REFERENCE = ("no reference values: run `idrrun course references` (the students' course "

@@ -26,7 +26,8 @@ from .. import files, toolchains
 from ..checks import draw, specs
 from ..checks.specs import Exercise
 from ..errors import UsageError, did_you_mean
-from ..model import Lanes, Language, Probe, Settings
+from ..model import Lanes, Language, Probe, RunRequest, Settings, Toolchain
+from ..pipeline import Job, prepare
 from ..request import config, policy
 from ..run import isolation, launch, lanes as lanes_mod, rooms
 from . import discover, exchange, state
@@ -83,6 +84,10 @@ class Session:
         """What this grading forces on every row (state.policy_digest), for the rows' keys:
         a row graded under another time limit, memory cap or compiler is not resumed."""
         return state.policy_digest(self.settings, self.probe, self.sandbox, self.timeout)
+
+    def job(self, request: RunRequest, toolchain: Toolchain) -> Job:
+        """A resolved request's Job in this grading (its probe and settings), shown to nobody."""
+        return prepare(request, toolchain, self.probe, self.settings)
 
 
 def open_session(opening: Opening) -> Session:
