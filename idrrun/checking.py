@@ -28,7 +28,7 @@ from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import compare, measure, reference, specs, trace_kinds, visibility
+from .checks import compare, measure, reference, relative, specs, trace_kinds, visibility
 from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
 from .checks.specs import CheckSpec, Exercise
@@ -226,7 +226,7 @@ def solution_times(job: Job, exercise: Exercise,
     try:
         copy_data_files(exercise, sol_job.request.workdir)
         while len(times) < how.most and not measure.settled(times, how):
-            outcome = pipeline.execute(sol_job)
+            outcome = pipeline.execute(_timed_as(sol_job, job))
             if outcome.failure is not None or outcome.run is None:
                 return ()
             times.append(outcome.run.proc.seconds)
@@ -234,6 +234,13 @@ def solution_times(job: Job, exercise: Exercise,
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     return tuple(times)
+
+
+def _timed_as(sol_job: Job, job: Job) -> Job:
+    """The solution's run in a lane as the row's is: alone on its GPU when hers is timed (a
+    solution's request is never timed by itself: resolve.for_solution)."""
+    return dataclasses.replace(sol_job, request=dataclasses.replace(sol_job.request,
+                                                                    timed=job.request.timed))
 
 
 def _seconds(path: Path) -> float | None:
@@ -335,8 +342,18 @@ def _evidence(job: Job, outcome: Outcome, solution: SolutionRun | None,
         regions=outcome.run.regions if outcome.run is not None else None,
         source_name=request.source.name, first_line=request.source.first_line,
         temporary=build_mod.source_file_name(request.source), host=host,
-        headers=request.source.headers,
+        headers=request.source.headers, solution_timed=_timed_figures(solution),
     )
+
+
+def _timed_figures(solution: SolutionRun | None) -> dict[str, tuple[float, ...]]:
+    """The solution's figures a check relative to it reads on one run (checks/relative.py)."""
+    out: dict[str, tuple[float, ...]] = {}
+    if solution is not None and solution.seconds is not None:
+        out["seconds"] = (solution.seconds,)
+    if solution is not None and solution.figures is not None and solution.figures.traced:
+        out["gpu_busy"] = (solution.figures.gpu_busy,)
+    return out
 
 
 def _comparison(exercise: Exercise, toolchain: Toolchain, outcome: Outcome,
@@ -412,6 +429,10 @@ def _timed_repeats(c: Checked) -> Checked:
     return dataclasses.replace(c, verdict=_measured(c))
 
 
+def _relative_runs(c: Checked) -> Checked:
+    return dataclasses.replace(c, verdict=_relative(c))
+
+
 def _hidden_sets(c: Checked) -> Checked:
     """The program run again with each hidden argument set, its output checks evaluated on
     each run (checks/verdict.py evaluate_hidden)."""
@@ -444,6 +465,8 @@ CHECK_STEPS = (
         c.exercise.needs_solution or compare.wanted(c.exercise)), _solution_run),
     CheckStep("the host pair", lambda c: c.clean and c.exercise.compares_host, _host_pair),
     CheckStep("the verdict", lambda c: True, _judged),
+    CheckStep("the runs relative to the solution's", lambda c: c.clean and c.job.request.timed and
+              any(relative.relative(spec) for spec in c.exercise.checks), _relative_runs),
     CheckStep("the timed repeats", lambda c: c.clean and c.job.request.timed, _timed_repeats),
     CheckStep("the hidden sets", lambda c: c.clean and c.hidden, _hidden_sets),
 )
@@ -535,7 +558,8 @@ def _measured(c: Checked) -> Verdict:
     again: its verdict is decided (trace_kinds.unmeasured_result)."""
     exercise, toolchain, outcome, verdict = c.exercise, c.job.toolchain, c.outcome, c.verdict
     assert outcome is not None and verdict is not None
-    timed = {spec.label: spec for spec in exercise.checks if trace_kinds.is_timed(spec)}
+    timed = {spec.label: spec for spec in exercise.checks if trace_kinds.is_timed(spec)
+             and not relative.relative(spec)}  # those measured with the solution's: _relative
     if outcome.run is None or not outcome.run.proc.ok:
         return verdict  # its trace checks are not judged (verdict.py's CUT_SHORT): nothing to measure
     times = [outcome.run.proc.seconds]
@@ -576,6 +600,83 @@ def _judged_timed(verdict: Verdict, figures: Mapping[str, _F],
     return dataclasses.replace(verdict, checks=tuple(
         judge(timed[r.name], figures[r.name]) if r.name in figures and not r.hidden else r
         for r in verdict.checks))
+
+
+# --- the checks judged relative to the solution (checks/relative.py): issue 47 ---------------
+# The solution's runs of this grading (this process), per build, arguments, GPU and driver.
+_SOLUTION_RUNS = relative.SolutionRuns()
+NO_SOLUTION_RUN = "the solution could not be run again here (a students' course has none)"
+
+
+def _run_of(toolchain: Toolchain, done: Outcome) -> relative.Run | str:
+    """What one run says for the relative checks, or why it says nothing."""
+    if done.failure is not None or done.run is None:
+        return f"a run failed: {done.failure.what if done.failure is not None else 'not run'}"
+    return relative.Run(done.run.proc.seconds, done.run.proc.output,
+                        gpu_trace_values(toolchain, done))
+
+
+def _relative(c: Checked) -> Verdict:
+    """The relative checks (speed, gpu_busy's min_ratio) over her build's runs and the
+    solution's, each in its lane alone on its GPU, until decided (checks/ratio.py); not judged
+    without a GPU trace (verdict.py says why)."""
+    exercise, job, outcome, verdict = c.exercise, c.job, c.outcome, c.verdict
+    assert outcome is not None and verdict is not None
+    if outcome.run is None or not outcome.run.proc.ok or \
+            gpu_trace_values(job.toolchain, outcome) is None:
+        return verdict
+    key = _solution_key(job, exercise)
+    mine: list[relative.Run] = []
+
+    def again_solution() -> relative.Run | str:
+        done = solution_again(job, exercise)
+        got = _run_of(job.toolchain, done) if done is not None else NO_SOLUTION_RUN
+        if not isinstance(got, str):
+            _SOLUTION_RUNS.add(key, got)
+        return got
+
+    def again_yours() -> relative.Run | str:
+        got = _run_of(job.toolchain, pipeline.execute(job.quiet(), wanted=exercise.solution_files))
+        if not isinstance(got, str):
+            mine.append(got)
+        return got
+
+    first = _run_of(job.toolchain, outcome)
+    assert not isinstance(first, str)
+    checks = relative.judged(exercise, verdict.checks, [first], again_yours,
+                             _SOLUTION_RUNS.runs(key), again_solution)
+    times = (first.seconds, *(r.seconds for r in mine))
+    return dataclasses.replace(verdict, checks=checks, run_times=times
+                               if len(times) > len(verdict.run_times) else verdict.run_times)
+
+
+def _solution_key(job: Job, exercise: Exercise) -> tuple[str, ...]:
+    """What the solution's runs are kept by for the grading: its file as it is, the arguments,
+    the compiler, and the GPUs with their driver (never another GPU's runs)."""
+    request = job.request
+    where = exercise.sources[request.source.language].solution
+    stat = where.stat() if where is not None and where.is_file() else None
+    return (str(where), f"{stat.st_size}:{stat.st_mtime_ns}" if stat is not None else "",
+            *request.program_args, job.toolchain.compiler.version, job.toolchain.target,
+            *(f"{g.name} {g.driver}" for g in job.probe.gpus))
+
+
+def solution_again(job: Job, exercise: Exercise) -> Outcome | None:
+    """One more run of the solution with the job's arguments, made as her timed run is: in its
+    room, in a lane (alone on its GPU when hers is), profiled as hers; None where there is no
+    solution to run (a students' course)."""
+    request = job.request
+    pair = exercise.sources[request.source.language]
+    if pair.solution is None:
+        return None
+    sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
+    sol_job, scratch = _solution_job(job, sol_source, pair.solution, _solution_profile(job, exercise))
+    try:
+        copy_data_files(exercise, sol_job.request.workdir)
+        return pipeline.execute(_timed_as(sol_job, job))
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 # Why agrees_with_host cannot compare a build that runs its regions on the host anyway.
@@ -673,7 +774,8 @@ def _against_solution(outcome: Outcome, job: Job, exercise: Exercise,
     """The run's failure; one that timed out told how long the solution takes with the same
     arguments (run once for it when its output is not kept yet): far less says more than
     "timed out". stopped_at: the limit relative to the solution's time the run had, when it had
-    one; stopped there, it is told why it is slow and how to let it run (`job`: the run's
+    one; stopped there, it is told why it is slow and, in a notebook, how to let it run (a
+    graded run's limit is the grader's: a student cannot raise it there) (`job`: the run's
     before that limit, with its absolute one)."""
     failure = outcome.failure
     if failure is None or failure.kind is not FailureKind.TIMEOUT:
@@ -690,7 +792,8 @@ def _against_solution(outcome: Outcome, job: Job, exercise: Exercise,
         return dataclasses.replace(failure, limit=SOLUTION_LIMIT, what=STOPPED_VS_SOLUTION.format(
             limit=f"{stopped_at:.1f}".removesuffix(".0"), seconds=_shown(seconds),
             rule=request.relative_timeout),
-            hint=f"{why_slow(exercise.slow, hints)} {LET_IT_RUN.format(seconds=request.timeout)}")
+            hint=why_slow(exercise.slow, hints) + ("" if request.room is not None else
+                                                   " " + LET_IT_RUN.format(seconds=request.timeout)))
     return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
                                                                seconds))
 

@@ -104,9 +104,10 @@ def test_a_toy_kind_is_one_record(toy: None, tmp_path: Path, monkeypatch: pytest
     assert code == 0
     rows = {r["student"]: r for r in json.loads(report.read_text())}
     # 2 + 1 (line_count, main and hidden) + 1 + 1 (line, main and hidden) = 5; short prints
-    # one line too few: 2 of 3 on the main run, 4 of 3 on the hidden one
+    # one line too few: 2 of 3 on the main run, 4 of 3 on the hidden one; a kind of what the
+    # program prints judges its result: short's is wrong, and earns at most 40 % (wrong_result)
     assert {s: (r["score"], r["points"]) for s, r in rows.items()} == {
-        "good": (5, 5), "short": (3, 5), "undone": (0, 5)}, rows
+        "good": (5, 5), "short": (2, 5), "undone": (0, 5)}, rows
     checks = {c["name"]: c for c in rows["short"]["checks"]}
     assert checks["enough lines"]["status"] == "fail" and checks["enough lines"]["got"] == "2"
     assert checks["enough lines (hidden run 1)"]["kind"] == "line_count"

@@ -84,6 +84,8 @@ def test_a_graded_run_far_slower_than_the_solution_is_stopped_at_the_relative_li
     assert row.failure_what.startswith("stopped at 1 s: the solution takes 0."), row.failure_what
     assert row.failure_what.endswith(" s (20x the solution's time, at least 1 s)"), row.failure_what
     assert "stopped at 1 s: the solution takes" in row.reasons, row.reasons
+    # Why it is slow, never to raise --timeout: a graded run's limit is the grader's.
+    assert row.failure_hint == checking.SLOW_UNKNOWN and "--timeout" not in row.failure_hint
     assert took < 5.5, took  # not the absolute 6 s
 
 

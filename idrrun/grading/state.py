@@ -235,7 +235,8 @@ def _check_from(record: Any) -> CheckResult:
                        str(record.get("kind") or ""),
                        line=int(record["line"]) if record.get("line") is not None else None,
                        excerpt=str(record.get("excerpt") or ""),
-                       pattern=str(record.get("pattern") or ""), gpu_only=bool(record.get("gpu_only", False)), check=int(record["check"]))
+                       pattern=str(record.get("pattern") or ""), gpu_only=bool(record.get("gpu_only", False)), check=int(record["check"]),
+                       credit=float(record["credit"]) if record.get("credit") is not None else None)
 
 
 def _content_from(record: Any) -> ContentKey | None:
