@@ -31,7 +31,8 @@ from . import pipeline
 from .checks import compare, measure, reference, relative, specs, trace_kinds, visibility
 from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
-from .checks.specs import CheckSpec, Exercise
+from .checks.specs import Exercise
+from .checks.spec_values import CheckSpec
 from .checks.verdict import evaluate, evaluate_hidden
 from .checks.words import plural
 from .errors import IdrrunError, SpecError

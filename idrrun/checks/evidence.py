@@ -16,7 +16,7 @@ from ..model import AccReport, BuildResult, ProcResult, RegionsRan, RunResult
 from ..toolchains.diagnostics import rename_temporary
 from . import regex
 from .directives import code_text
-from .specs import CheckSpec
+from .spec_values import CheckSpec
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from .evidence import (Evidence, close_enough, how_it_ended, number_text, number
 from .reference import kept_file
 from .registry import Kind
 from .spec_fields import Table
-from .specs import CheckSpec
+from .spec_values import CheckSpec
 from .words import listed, output_line, printed_name
 
 

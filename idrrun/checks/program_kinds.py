@@ -13,7 +13,7 @@ from .directives import code_text, has_directives
 from .evidence import CodeFile, Evidence, file_of, quoted, student_files
 from .registry import Kind
 from .spec_fields import Table
-from .specs import CheckSpec
+from .spec_values import CheckSpec
 from .words import listed, plural
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..model import CheckResult
     from .evidence import Evidence
     from .spec_fields import Table
-    from .specs import CheckSpec
+    from .spec_values import CheckSpec
 
 # What a kind reads: what the program printed or wrote (its run; evaluated again on each hidden
 # run), the program itself (its source, the compiler's report, the regions its run executed),

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from ..model import CheckResult
 from . import ratio, trace_kinds
 from .measure import REPEAT, Repeat
-from .specs import CheckSpec, Exercise
+from .specs import Exercise
+from .spec_values import CheckSpec
 
 
 def relative(spec: CheckSpec) -> bool:

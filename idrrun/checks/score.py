@@ -22,7 +22,8 @@ from typing import Literal
 
 from ..model import CheckResult
 from . import registry, specs, words
-from .specs import CheckSpec, Exercise
+from .specs import Exercise
+from .spec_values import CheckSpec
 
 # What became of one check's points on one run: earned (it passed), lost (it failed, or did
 # not run), not evaluated (it could not be judged here: counted apart).

@@ -11,18 +11,15 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 from ..errors import SpecError, did_you_mean
 from . import regex
 
-if TYPE_CHECKING:
-    from .specs import CheckSpec
+from .spec_values import CheckSpec, Visibility
 
 
-# What a student sees of a check (its feedback, a notebook's --check): everything, its name and
-# result only, or nothing (graded, counted in the score, never shown; not run in a notebook).
-Visibility = Literal["shown", "summary", "hidden"]
+
 
 
 VISIBILITIES: tuple[Visibility, ...] = ("shown", "summary", "hidden")

@@ -17,7 +17,7 @@ from .evidence import (CodeFile, Evidence, human_bytes, numbers_printed, output_
 from .measure import REPEAT, Figure, Measured, Repeat
 from .registry import Kind, TimedFigure
 from .spec_fields import Table
-from .specs import CheckSpec
+from .spec_values import CheckSpec
 from .words import output_line, plural
 
 

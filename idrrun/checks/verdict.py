@@ -15,7 +15,8 @@ from dataclasses import replace
 from ..model import CheckResult, Verdict
 from . import registry
 from .evidence import Evidence, how_it_ended
-from .specs import BUILD_ROW, CheckSpec, Exercise
+from .specs import BUILD_ROW, Exercise
+from .spec_values import CheckSpec
 from .trace_kinds import judge_trace
 
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 from ..model import CheckResult, Verdict
 from . import words
-from .spec_fields import Visibility
+from .spec_values import Visibility
 from .specs import Exercise
 
 # `idrrun grade --visibility`: the spec's own (default); at most a summary of every check
