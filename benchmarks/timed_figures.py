@@ -82,7 +82,7 @@ def figures(ex: specs.Exercise, language: str, solution: Path, work: Path,
     samples: dict[str, list[Figure]] = {c.label: [] for c in timed}
     problem = ""
     for _ in range(runs):
-        outcome = pipeline.execute(request, toolchain, probe, settings, pipeline.NullReporter())
+        outcome = pipeline.execute(pipeline.prepare(request, toolchain, probe, settings))
         if outcome.failure is not None:
             problem = f"a run failed: {outcome.failure.step} {outcome.failure.what}"
             break

@@ -23,18 +23,20 @@ from typing import Literal
 
 from . import escape
 from .model import AccReport, CheckResult, Diagnostic
+from .profile.model import Cause
+from .profile.render import gain_text
 from .toolchains import diagnostics
 from .toolchains.remarks import REGION_MADE, explain
 
-NoteKind = Literal["error", "warning", "note", "check", "implicit", "data", "region", "loop",
-                   "remark"]
+NoteKind = Literal["error", "warning", "note", "check", "slow", "implicit", "data", "region",
+                   "loop", "remark"]
 # Under a line, its notes in this order: what is wrong first, then what the compiler did.
 _ORDER: dict[str, int] = {k: i for i, k in enumerate(
-    ("error", "warning", "check", "note", "implicit", "data", "region", "loop", "remark"))}
+    ("error", "warning", "check", "slow", "note", "implicit", "data", "region", "loop", "remark"))}
 # The word a note starts with.
 LABELS: dict[str, str] = {"error": "error", "warning": "warning", "note": "note",
-                          "check": "check failed", "implicit": "implicit data", "data": "data",
-                          "region": "region", "loop": "loop", "remark": "compiler"}
+                          "check": "check failed", "slow": "slow", "implicit": "implicit data",
+                          "data": "data", "region": "region", "loop": "loop", "remark": "compiler"}
 _COMMENT = {"fortran": "!"}
 CONTEXT = 1  # lines of code shown around an annotated line
 
@@ -84,9 +86,11 @@ def _severity_kind(severity: str, said: str) -> tuple[NoteKind, str]:
 
 
 def annotate(text: str, name: str, language: str, first_line: int, build_output: str,
-             acc: AccReport | None, checks: Sequence[CheckResult] = ()) -> Listing:
+             acc: AccReport | None, checks: Sequence[CheckResult] = (),
+             causes: Sequence[Cause] = ()) -> Listing:
     """The source `text` (whose first line is `first_line`), with what the build said of it
-    (its output: diagnostics renamed to `name`), the compiler's report and the failed checks."""
+    (its output: diagnostics renamed to `name`), the compiler's report, the failed checks and
+    why the run was slow (profile/diagnose.py: the cause on its line, the fix and its gain)."""
     code = text.splitlines()
     last = first_line + len(code) - 1
     found: dict[int, list[Note]] = {}
@@ -111,6 +115,9 @@ def annotate(text: str, name: str, language: str, first_line: int, build_output:
     for c in checks:
         if c.status == "fail" and not c.hidden and c.line is not None:
             place(c.line, Note("check", f"{c.name}: {c.reason}"))
+    for cause in causes:
+        place(cause.line, Note("slow", f"{cause.title}: {cause.evidence}",
+                               f"{cause.fix}; {gain_text(cause.gain, cause.matters)}"))
     lines = tuple(Line(first_line + i, code_line, _tidy(found.get(first_line + i, ())))
                   for i, code_line in enumerate(code))
     return Listing(name, language, lines, tuple(elsewhere), tuple(messages))

@@ -25,7 +25,7 @@ from pathlib import Path
 from .model import (BuildResult, DependencyList, Preprocessing, ProcResult, Protections, RunRequest,
                     SandboxSupport, Source, StackFrame, Toolchain)
 from .files import temp_beside, write_atomic
-from .run import boundary, isolation, proc, sandbox, tools
+from .run import boundary, isolation, proc, sandbox
 from .run.sandbox import Box
 from .toolchains import diagnostics
 
@@ -267,26 +267,15 @@ class Renamed:
 
 def box_for(request: RunRequest, toolchain: Toolchain, folder: Path, cache_dir: Path, uid: int,
             support: SandboxSupport, protections: Protections | None, *,
-            readable: Sequence[Path] = (), env: Mapping[str, str] | None = None,
-            profiler_env: Mapping[str, str] | None = None, gpu: bool = False,
-            disk_caps: bool = False) -> Box:
-    """What a box sees, for a compile and a run alike: `folder` read-write (where it starts);
-    `readable` (a compile: the source's folder, for its headers; a run: its executable and
-    idrrun's libraries and profiler it loads) and the prefixes of the toolchain's compilers
-    that lie outside the system's folders read-only; the request's hidden folders, idrrun's
-    own package and its cache hidden; its environment (box_env: `env`, by default ours, with
-    `profiler_env`, and its own temporary folder); for a graded request as root, the guard
-    placed where the box's own uid can run it."""
-    guard = protections.guard if protections is not None else None
-    inner_guard = tools.place(guard, request.room / "tools") \
-        if guard is not None and request.room is not None and uid >= 0 else None
-    prefixes = [Path(p) for p in toolchain.prefixes if not sandbox.in_system_dirs(Path(p))]
-    return Box(workdir=folder, writable=(folder,), readable=(*readable, *prefixes),
-               hidden=(*request.hide, *sandbox.package_dirs(), cache_dir),
-               env=sandbox.box_env(os.environ if env is None else env, profiler_env or {}, support,
-                                   folder / BOX_TMP),
-               gpu=gpu, uid=uid, gid=uid, support=support, disk_caps=disk_caps,
-               inner_guard=inner_guard)
+            readable: Sequence[Path] = ()) -> Box:
+    """A compile's box (sandbox.box, which decides what every box sees): `folder` read-write;
+    `readable` (the source's folder, for its headers) and the toolchain's compilers'
+    prefixes read-only; the request's hidden folders and idrrun's cache hidden; our
+    environment; in a graded request's room, the guard placed for the box's own uid."""
+    return sandbox.box("compile", folder, support, uid, environ=os.environ, readable=readable,
+                       installations=[Path(p) for p in toolchain.prefixes],
+                       hidden=request.hide, cache=cache_dir, room=request.room,
+                       protections=protections)
 
 
 def _compile_spec(request: RunRequest, work: Path, env: Mapping[str, str] | None,
@@ -531,7 +520,6 @@ PRODUCT_CAP = 1 << 30
 FEEDBACK_CAP = 64 << 20
 PREPROCESSED_CAP = 64 << 20
 DEPENDENCIES_CAP = 4 << 20
-BOX_TMP = ".tmp"  # a box's own temporary folder, at the "uid" level (no private /tmp)
 INCLUDES = "src"  # a graded build folder's copy of the submission's files
 
 
@@ -580,7 +568,7 @@ def _room_folder(job: _Job) -> Path:
     return boundary.box_folder(request.room, "build-", job.uid, job.uid,
                                files_from=request.source.origin_dir, files_into=INCLUDES,
                                put_files=(source,),
-                               tmp=BOX_TMP if support is not None and support.level == "uid" else "")
+                               tmp=sandbox.own_tmp(support))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,12 @@
 notebooks' --check and grading both come here; a plain cell goes straight to the pipeline.
 
     run_with_options: what the magic and `idrrun run` do with a parsed line (checked or not)
-    execute_checked:  one resolved request + its exercise -> Outcome with a Verdict
+    execute_checked:  one prepared Job + its exercise -> Outcome with a Verdict
+
+The runs a check needs beside the program's own are declared, in order, in CHECK_STEPS (the
+solution's, the host pair, the timed repeats, the hidden sets), each made when the exercise's
+kinds ask for it (their records say what they need: checks/registry.py); each step is a
+function from one record (Checked) to the next, and the verdict is one of them.
 """
 
 from __future__ import annotations
@@ -14,24 +19,26 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import compare, measure, reference, specs, trace_kinds, visibility
+from .checks import compare, measure, reference, relative, specs, trace_kinds, visibility
 from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
-from .checks.specs import Exercise
+from .checks.specs import CheckSpec, Exercise
 from .checks.verdict import evaluate, evaluate_hidden
 from .checks.words import plural
 from .errors import IdrrunError, SpecError
 from .model import (AccReport, BuildResult, CheckResult, Comparison, Failure, FailureKind, Probe,
                     RunRequest, Settings, Source, Toolchain, Verdict)
-from .pipeline import NullReporter, Outcome
+from .pipeline import Job, Outcome
+from .profile import diagnose
 from .profile.model import NO_GPU_ACTIVITY, Hint, Trace
 from .profile.summary import trace_values
 from .request import resolve
@@ -116,12 +123,12 @@ def _keep_figures(cached: Path, exercise: Exercise, toolchain: Toolchain, outcom
     return found, timeline
 
 
-def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-                    settings: Settings) -> SolutionRun:
-    """The solution's output for the same arguments and toolchain: built and run once, in a
-    room of its own when the request is graded (its box, its uid), then cached where no
-    program can reach (the cache is hidden from every box), under a key that includes
+def solution_output(job: Job, exercise: Exercise) -> SolutionRun:
+    """The solution's output for the same arguments and toolchain as `job`'s: built and run
+    once, in a room of its own when the request is graded (its box, its uid), then cached where
+    no program can reach (the cache is hidden from every box), under a key that includes
     idrrun's version."""
+    request = job.request
     pair = exercise.sources[request.source.language]
     if pair.solution is None:
         # A students' course: the solution's output for the public arguments travels instead.
@@ -131,14 +138,13 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         return SolutionRun(ref.output, ref.folder, ref.problem, from_reference=True,
                            left_out=ref.left_out)
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
-    profile = _solution_profile(request, toolchain, exercise)
+    profile = _solution_profile(job, exercise)
     # Keyed by the course's own file, wherever it is compiled from.
     sol_request = resolve.for_solution(request, sol_source, request.workdir, profile=profile)
-    key = build_mod.build_key(sol_request, toolchain)
+    key = build_mod.build_key(sol_request, job.toolchain)
     args_key = hashlib.sha256("\0".join((__version__, *sol_request.program_args)).encode()).hexdigest()[:12]
-    cached = settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
+    cached = job.settings.cache_dir / "solutions" / f"{key}-{args_key}.out"
     files = cached.with_suffix(".files")
-    seconds = cached.with_suffix(".seconds")
     with _locks_guard:
         lock = _solution_locks.setdefault(str(cached), threading.Lock())
     with lock:
@@ -146,72 +152,81 @@ def solution_output(request: RunRequest, toolchain: Toolchain, exercise: Exercis
         kept = _cached_run(cached, files, profile is not None)
         if kept is not None and all((files / name).is_file() for name in exercise.solution_files):
             return kept
-        sol_request, scratch = _solution_request(request, sol_source, pair.solution, settings,
-                                                 profile)
+        sol_job, scratch = _solution_job(job, sol_source, pair.solution, profile)
         try:
-            copy_data_files(exercise, sol_request.workdir)
-            outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter(),
-                                       wanted=exercise.solution_files)
-            if outcome.failure is not None:
-                said = " | ".join(outcome.failure.output.strip().splitlines()[-3:])
-                return SolutionRun(None, None, f"the solution {outcome.failure.step} failed: "
-                                               f"{outcome.failure.what}" + (f" ({said})" if said else ""))
-            assert outcome.run is not None
-            if exercise.solution_files:
-                written = outcome.run.outputs or sol_request.workdir
-                files.mkdir(parents=True, exist_ok=True)
-                for name in exercise.solution_files:
-                    if (written / name).is_file() and not (written / name).is_symlink():
-                        shutil.copyfile(written / name, files / name)
-            found, timeline = _keep_figures(cached, exercise, toolchain, outcome, profile is not None)
-            write_atomic(seconds, f"{outcome.run.proc.seconds:.3f}\n")
-            write_atomic(cached, outcome.run.proc.output)
-            return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None,
-                               figures=found, timeline=timeline, seconds=outcome.run.proc.seconds)
+            copy_data_files(exercise, sol_job.request.workdir)
+            outcome = pipeline.execute(sol_job, wanted=exercise.solution_files)
+            return _kept_run(cached, exercise, sol_job, outcome, profile is not None)
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _solution_profile(request: RunRequest, toolchain: Toolchain,
-                      exercise: Exercise) -> str | None:
+def _kept_run(cached: Path, exercise: Exercise, sol_job: Job, outcome: Outcome,
+              profiled: bool) -> SolutionRun:
+    """The solution's run as it went, kept in the cache beside `cached` (its output, its time,
+    its files, its figures and timeline) when it did not fail."""
+    if outcome.failure is not None:
+        said = " | ".join(outcome.failure.output.strip().splitlines()[-3:])
+        return SolutionRun(None, None, f"the solution {outcome.failure.step} failed: "
+                                       f"{outcome.failure.what}" + (f" ({said})" if said else ""))
+    assert outcome.run is not None
+    files = cached.with_suffix(".files")
+    if exercise.solution_files:
+        written = outcome.run.outputs or sol_job.request.workdir
+        files.mkdir(parents=True, exist_ok=True)
+        for name in exercise.solution_files:
+            if (written / name).is_file() and not (written / name).is_symlink():
+                shutil.copyfile(written / name, files / name)
+    found, timeline = _keep_figures(cached, exercise, sol_job.toolchain, outcome, profiled)
+    write_atomic(cached.with_suffix(".seconds"), f"{outcome.run.proc.seconds:.3f}\n")
+    write_atomic(cached, outcome.run.proc.output)
+    return SolutionRun(outcome.run.proc.output, files if exercise.solution_files else None,
+                       figures=found, timeline=timeline, seconds=outcome.run.proc.seconds)
+
+
+def _solution_profile(job: Job, exercise: Exercise) -> str | None:
     """How the solution runs are profiled: as the student's run is, when the exercise compares
-    traces and the build is for the GPU (a host build's trace is judged by no check: _trace);
-    on the host its time is then the program's own, no profiler's."""
-    return request.profile if exercise.needs_trace and toolchain.target == "gpu" else None
+    traces or the student asked for the profile (the diagnosis of her run weighs its causes
+    against the solution's kernels: profile/diagnose.py), and the build is for the GPU (a host
+    build's trace is judged by no check: _trace); on the host its time is then the program's
+    own, no profiler's."""
+    wanted = exercise.needs_trace or job.request.show_profile
+    return job.request.profile if wanted and job.toolchain.target == "gpu" else None
 
 
-def _solution_request(request: RunRequest, sol_source: Source, solution: Path, settings: Settings,
-                      profile: str | None) -> tuple[RunRequest, Path | None]:
-    """The solution's request beside a student's: in its room when the request is graded (its
+def _solution_job(job: Job, sol_source: Source, solution: Path,
+                  profile: str | None) -> tuple[Job, Path | None]:
+    """The solution's Job beside a student's: in its room when the request is graded (its
     box, its uid), else in a scratch folder (returned: the caller removes it)."""
-    if request.room is not None:
-        src = _room(solution, settings) / "src"
-        return resolve.for_solution(request, dataclasses.replace(sol_source, origin_dir=src), src,
-                                    src.parent, profile=profile), None
+    if job.request.room is not None:
+        src = _room(solution, job.settings) / "src"
+        return job.for_solution(dataclasses.replace(sol_source, origin_dir=src), src,
+                                src.parent, profile=profile), None
     scratch = Path(tempfile.mkdtemp(prefix="idrrun-solution-"))
-    return resolve.for_solution(request, sol_source, scratch, profile=profile), scratch
+    return job.for_solution(sol_source, scratch, profile=profile), scratch
 
 
-def solution_times(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-                   settings: Settings, how: measure.Repeat = measure.REPEAT) -> tuple[float, ...]:
-    """The wall times of runs of the solution with the request's arguments, measured as a timed
+def solution_times(job: Job, exercise: Exercise,
+                   how: measure.Repeat = measure.REPEAT) -> tuple[float, ...]:
+    """The wall times of runs of the solution with the job's arguments, measured as a timed
     figure is (checks/measure.py): more runs of the same build until the last how.least times
     settle, how.most at most (the first as solution_output keeps it: its first run on the
     machine, 5.7 s against 2.3 s for the next ones on an H200); each run as a graded row's is:
     in its room and lane. () where it has no source (a students' course) or a run fails."""
-    first = solution_output(request, toolchain, exercise, probe, settings)
+    first = solution_output(job, exercise)
+    request = job.request
     pair = exercise.sources[request.source.language]
     if first.seconds is None or pair.solution is None:
         return ()
     sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
-    sol_request, scratch = _solution_request(request, sol_source, pair.solution, settings,
-                                             _solution_profile(request, toolchain, exercise))
+    sol_job, scratch = _solution_job(job, sol_source, pair.solution,
+                                     _solution_profile(job, exercise))
     times = [first.seconds]
     try:
-        copy_data_files(exercise, sol_request.workdir)
+        copy_data_files(exercise, sol_job.request.workdir)
         while len(times) < how.most and not measure.settled(times, how):
-            outcome = pipeline.execute(sol_request, toolchain, probe, settings, NullReporter())
+            outcome = pipeline.execute(_timed_as(sol_job, job))
             if outcome.failure is not None or outcome.run is None:
                 return ()
             times.append(outcome.run.proc.seconds)
@@ -219,6 +234,13 @@ def solution_times(request: RunRequest, toolchain: Toolchain, exercise: Exercise
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     return tuple(times)
+
+
+def _timed_as(sol_job: Job, job: Job) -> Job:
+    """The solution's run in a lane as the row's is: alone on its GPU when hers is timed (a
+    solution's request is never timed by itself: resolve.for_solution)."""
+    return dataclasses.replace(sol_job, request=dataclasses.replace(sol_job.request,
+                                                                    timed=job.request.timed))
 
 
 def _seconds(path: Path) -> float | None:
@@ -294,9 +316,9 @@ def _acc(toolchain: Toolchain, built: BuildResult | None) -> AccReport | None:
     return family_of(toolchain).feedback(built) if built is not None and built.ok else None
 
 
-def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
-              solution: SolutionRun | None,
+def _evidence(job: Job, outcome: Outcome, solution: SolutionRun | None,
               host: HostComparison | None = None) -> Evidence:
+    request, toolchain = job.request, job.toolchain
     built = outcome.build
     compiled = None
     if built is not None and built.ok and built.build_dir is not None:
@@ -320,8 +342,18 @@ def _evidence(request: RunRequest, toolchain: Toolchain, outcome: Outcome,
         regions=outcome.run.regions if outcome.run is not None else None,
         source_name=request.source.name, first_line=request.source.first_line,
         temporary=build_mod.source_file_name(request.source), host=host,
-        headers=request.source.headers,
+        headers=request.source.headers, solution_timed=_timed_figures(solution),
     )
+
+
+def _timed_figures(solution: SolutionRun | None) -> dict[str, tuple[float, ...]]:
+    """The solution's figures a check relative to it reads on one run (checks/relative.py)."""
+    out: dict[str, tuple[float, ...]] = {}
+    if solution is not None and solution.seconds is not None:
+        out["seconds"] = (solution.seconds,)
+    if solution is not None and solution.figures is not None and solution.figures.traced:
+        out["gpu_busy"] = (solution.figures.gpu_busy,)
+    return out
 
 
 def _comparison(exercise: Exercise, toolchain: Toolchain, outcome: Outcome,
@@ -340,62 +372,150 @@ def _comparison(exercise: Exercise, toolchain: Toolchain, outcome: Outcome,
                                solution_timeline=solution.timeline)
 
 
-def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-                    settings: Settings, reporter: pipeline.Reporter,
-                    hidden: bool = False) -> Outcome:
-    """The run and its verdict. hidden (grading): the program also runs with each of the
-    exercise's hidden argument sets, its output checked again each time. A timed run (graded)
-    has its timed checks measured over more runs; a run that timed out is told how long the
-    solution takes."""
-    check_language(request.source, exercise)
+@dataclass(frozen=True)
+class Checked:
+    """A checked request on its way through CHECK_STEPS: its jobs, and what each step adds."""
+
+    job: Job  # the run's, under its limit relative to the solution's time (limited)
+    unlimited: Job  # the same before that limit: the solution's runs and the hidden sets'
+    exercise: Exercise
+    hidden: bool  # graded: the hidden argument sets too, and the verdict as graded
+    solution_seconds: float | None = None  # the solution's time, when it set the run's limit
+    outcome: Outcome | None = None
+    solution: SolutionRun | None = None
+    host: HostComparison | None = None
+    evidence: Evidence | None = None
+    verdict: Verdict | None = None
+
+    @property
+    def ran(self) -> bool:
+        """The program built and ran (whatever its run did)."""
+        outcome = self.outcome
+        return outcome is not None and outcome.run is not None and \
+            outcome.build is not None and outcome.build.ok
+
+    @property
+    def clean(self) -> bool:
+        """It ran and did not fail: worth running again."""
+        return self.ran and self.outcome is not None and self.outcome.failure is None
+
+
+def _main_run(c: Checked) -> Checked:
+    return dataclasses.replace(c, outcome=pipeline.execute(c.job, wanted=c.exercise.solution_files))
+
+
+def _solution_run(c: Checked) -> Checked:
+    """The solution's run with the same arguments (and the exercise's own limit), for the
+    checks that compare with its output and the figures compared with the run's."""
+    return dataclasses.replace(c, solution=solution_output(c.unlimited, c.exercise))
+
+
+def _host_pair(c: Checked) -> Checked:
+    assert c.outcome is not None
+    return dataclasses.replace(c, host=host_comparison(c.job, c.exercise, c.outcome))
+
+
+def _judged(c: Checked) -> Checked:
+    """The one evaluation of the run's checks (checks/verdict.py), with its figures beside the
+    solution's."""
+    assert c.outcome is not None
+    evidence = _evidence(c.job, c.outcome, c.solution, c.host)
+    verdict = dataclasses.replace(evaluate(c.exercise, evidence), comparison=_comparison(
+        c.exercise, c.job.toolchain, c.outcome, c.solution))
+    return dataclasses.replace(c, evidence=evidence, verdict=verdict)
+
+
+def _timed_repeats(c: Checked) -> Checked:
+    return dataclasses.replace(c, verdict=_measured(c))
+
+
+def _relative_runs(c: Checked) -> Checked:
+    return dataclasses.replace(c, verdict=_relative(c))
+
+
+def _hidden_sets(c: Checked) -> Checked:
+    """The program run again with each hidden argument set, its output checks evaluated on
+    each run (checks/verdict.py evaluate_hidden)."""
+    assert c.verdict is not None
+    exercise, extra = c.exercise, list[CheckResult]()
+    for i, args in enumerate(exercise.hidden_args):
+        public = c.unlimited.with_args(args, hidden=True)
+        again = limited(public, exercise)[0]
+        rerun = pipeline.execute(again, wanted=exercise.solution_files)
+        solution = solution_output(public, exercise) if exercise.needs_solution else None
+        extra += evaluate_hidden(exercise, _evidence(again, rerun, solution), i)
+    return dataclasses.replace(c, verdict=dataclasses.replace(
+        c.verdict, checks=c.verdict.checks + tuple(extra)))
+
+
+class CheckStep(NamedTuple):
+    """A step of a checked run: made when `asks` says the exercise's checks need it."""
+
+    name: str
+    asks: Callable[[Checked], bool]
+    make: Callable[[Checked], Checked]
+
+
+# The runs a check needs, and its evaluation, in order. What each asks for is what the
+# exercise's kinds need (Kind.needs_solution, needs_host, timed; compare.wanted: figures
+# compared with the solution's), of a program that built and ran (cleanly, for a run again).
+CHECK_STEPS = (
+    CheckStep("the run", lambda c: True, _main_run),
+    CheckStep("the solution's run", lambda c: c.ran and (
+        c.exercise.needs_solution or compare.wanted(c.exercise)), _solution_run),
+    CheckStep("the host pair", lambda c: c.clean and c.exercise.compares_host, _host_pair),
+    CheckStep("the verdict", lambda c: True, _judged),
+    CheckStep("the runs relative to the solution's", lambda c: c.clean and c.job.request.timed and
+              any(relative.relative(spec) for spec in c.exercise.checks), _relative_runs),
+    CheckStep("the timed repeats", lambda c: c.clean and c.job.request.timed, _timed_repeats),
+    CheckStep("the hidden sets", lambda c: c.clean and c.hidden, _hidden_sets),
+)
+
+
+def execute_checked(job: Job, exercise: Exercise, hidden: bool = False) -> Outcome:
+    """The run and its verdict: CHECK_STEPS, each made when the exercise asks for it. hidden
+    (grading): the program also runs with each of the exercise's hidden argument sets, its
+    output checked again each time. A timed run (graded) has its timed checks measured over
+    more runs; a run that timed out is told how long the solution takes."""
+    checked = _checking(job, exercise, hidden)
+    for step in CHECK_STEPS:
+        if step.asks(checked):
+            checked = step.make(checked)
+    return _checked_outcome(checked)
+
+
+def _checking(job: Job, exercise: Exercise, hidden: bool) -> Checked:
+    """Before the run: its language checked, a notebook's exercise without what only grading
+    runs, the exercise's data files beside the program, and its limit relative to the
+    solution's time (the spec's, the line giving no --timeout): the solution then runs first
+    (once per machine and arguments, cached; graded: once for the class), its time bounding
+    the run's; the solution's own runs keep the exercise's limit."""
+    check_language(job.request.source, exercise)
     if not hidden:
         exercise = exercise.without_grading_only()
-    copy_data_files(exercise, request.workdir)
-    # With a limit relative to the solution's time (the spec's, the line giving no --timeout)
-    # the solution runs first (once per machine and arguments, cached; graded: once for the
-    # class), its time bounding the run's; the solution's own runs keep the exercise's limit.
-    unlimited = request
-    request, solution_seconds = limited(request, toolchain, exercise, probe, settings)
-    outcome = pipeline.execute(request, toolchain, probe, settings, reporter,
-                               wanted=exercise.solution_files)
-    built = outcome.build
-    ran = outcome.run is not None and built is not None and built.ok
+    copy_data_files(exercise, job.request.workdir)
+    under, seconds = limited(job, exercise)
+    return Checked(under, job, exercise, hidden, seconds)
 
-    def solution_for(req: RunRequest, figures: bool = False) -> SolutionRun | None:
-        """The solution's run with the same arguments, when a check needs its output or (the
-        public run) its figures are compared with the run's."""
-        wanted = exercise.needs_solution or (figures and compare.wanted(exercise))
-        return solution_output(dataclasses.replace(req, timeout=unlimited.timeout), toolchain,
-                               exercise, probe, settings) if wanted and ran else None
 
-    solution = solution_for(request, figures=True)
-    host = host_comparison(request, toolchain, exercise, probe, settings, outcome) \
-        if exercise.compares_host and ran and outcome.failure is None else None
-    evidence = _evidence(request, toolchain, outcome, solution, host)
-    verdict = dataclasses.replace(evaluate(exercise, evidence),
-                                  comparison=_comparison(exercise, toolchain, outcome, solution))
-    if request.timed and ran and outcome.failure is None:
-        verdict = _measured(verdict, exercise, request, toolchain, probe, settings, outcome)
-    if hidden and ran and outcome.failure is None:
-        extra: list[CheckResult] = []
-        for i, args in enumerate(exercise.hidden_args):
-            again = limited(resolve.with_args(unlimited, args, hidden=True), toolchain, exercise,
-                            probe, settings)[0]
-            rerun = pipeline.execute(again, toolchain, probe, settings, NullReporter(),
-                                     wanted=exercise.solution_files)
-            extra += evaluate_hidden(exercise, _evidence(again, toolchain, rerun,
-                                                         solution_for(again)), i)
-        verdict = dataclasses.replace(verdict, checks=verdict.checks + tuple(extra))
-    if not hidden:
+def _checked_outcome(c: Checked) -> Outcome:
+    """The outcome with its verdict (a notebook's: what its student may see), shown; the
+    source annotated; the failure: the run's (a timeout told the solution's time), else the
+    failed checks."""
+    assert c.outcome is not None and c.verdict is not None and c.evidence is not None
+    exercise, reporter, verdict = c.exercise, c.job.reporter, c.verdict
+    if not c.hidden:
         # A notebook's or a terminal's --check is the student's: what the spec lets them see.
         verdict = visibility.student_verdict(verdict, exercise)
     reporter.verdict(verdict)
+    outcome = with_causes(c.outcome, c.evidence, c.solution)
     # The source annotated with the checks its student may see (a feedback file carries it).
-    listing = annotated(request, outcome, evidence, visibility.student_checks(verdict, exercise))
+    listing = annotated(c.job.request, outcome, c.evidence,
+                        visibility.student_checks(verdict, exercise))
     if listing.notes:
         reporter.annotated(listing)
-    failure = _against_solution(outcome, unlimited, toolchain, exercise, probe, settings,
-                                stopped_at=request.timeout if solution_seconds is not None else None)
+    failure = _against_solution(outcome, c.unlimited, exercise, stopped_at=c.job.request.timeout
+                                if c.solution_seconds is not None else None)
     if failure is None and verdict.failed_checks:
         failed = verdict.failed_checks
         failure = Failure(
@@ -409,51 +529,154 @@ def execute_checked(request: RunRequest, toolchain: Toolchain, exercise: Exercis
 
 def annotated(request: RunRequest, outcome: Outcome, evidence: Evidence,
               checks: Sequence[CheckResult]) -> annotate.Listing:
-    """The source with what its build said of it, the compiler's report and the failed checks."""
+    """The source with what its build said of it, the compiler's report, the failed checks and
+    why the run was slow."""
     src = request.source
     return annotate.annotate(src.text, src.name, src.language, src.first_line,
                              outcome.build.output if outcome.build is not None else "",
-                             evidence.acc, checks)
+                             evidence.acc, checks,
+                             outcome.profile.causes if outcome.profile is not None else ())
 
 
-def _measured(verdict: Verdict, exercise: Exercise, request: RunRequest, toolchain: Toolchain,
-              probe: Probe, settings: Settings, outcome: Outcome) -> Verdict:
+def with_causes(outcome: Outcome, evidence: Evidence, solution: SolutionRun | None) -> Outcome:
+    """The run's profile with why the run was slow (profile/diagnose.py), beside the solution's
+    run when the check made one: the one call into the diagnosis."""
+    if outcome.profile is None:
+        return outcome
+    shape = solution.figures.shape if solution is not None and solution.figures is not None else None
+    causes = diagnose.of_run(outcome.request.source, outcome.build, evidence.acc, outcome.run,
+                             outcome.profile, shape)
+    if not causes:
+        return outcome
+    return dataclasses.replace(outcome, profile=diagnose.explained(outcome.profile, causes))
+
+
+def _measured(c: Checked) -> Verdict:
     """The timed checks measured over more runs of the same build (each one in its lane,
     alone on its GPU: run/lanes.py) until their figures settle (checks/measure.py); the other
     checks stay as the first run gave them. A program that fails another check is not run
     again: its verdict is decided (trace_kinds.unmeasured_result)."""
-    timed = {spec.label: spec for spec in exercise.checks if spec.kind in specs.TIMED_KINDS}
+    exercise, toolchain, outcome, verdict = c.exercise, c.job.toolchain, c.outcome, c.verdict
+    assert outcome is not None and verdict is not None
+    timed = {spec.label: spec for spec in exercise.checks if trace_kinds.is_timed(spec)
+             and not relative.relative(spec)}  # those measured with the solution's: _relative
     if outcome.run is None or not outcome.run.proc.ok:
         return verdict  # its trace checks are not judged (verdict.py's CUT_SHORT): nothing to measure
-
-    def figures(values: dict[str, float] | None) -> dict[str, Figure]:
-        found = {label: trace_kinds.figure(spec, values) for label, spec in timed.items()}
-        return {label: f for label, f in found.items() if f is not None}
-
     times = [outcome.run.proc.seconds]
 
     def again() -> dict[str, Figure] | str:
-        rerun = pipeline.execute(request, toolchain, probe, settings, NullReporter(),
-                                 wanted=exercise.solution_files)
+        rerun = pipeline.execute(c.job.quiet(), wanted=exercise.solution_files)
         if rerun.failure is not None:
             return f"a run {rerun.failure.step} failed: {rerun.failure.what}"
         if rerun.run is not None:
             times.append(rerun.run.proc.seconds)
-        return figures(gpu_trace_values(toolchain, rerun)) or "a run left no GPU trace"
+        return _figures(timed, gpu_trace_values(toolchain, rerun)) or "a run left no GPU trace"
 
-    first = figures(gpu_trace_values(toolchain, outcome))
+    first = _figures(timed, gpu_trace_values(toolchain, outcome))
     if not first:
         return verdict  # no trace: the checks say why they are incomplete
-    if any(c.status == "fail" and c.name not in timed for c in verdict.checks):
-        return dataclasses.replace(verdict, checks=tuple(
-            trace_kinds.unmeasured_result(timed[c.name], first[c.name])
-            if c.name in first and not c.hidden else c for c in verdict.checks))
+    if any(r.status == "fail" and r.name not in timed for r in verdict.checks):
+        return _judged_timed(verdict, first, trace_kinds.unmeasured_result, timed)
     bounds = {label: bound for label, spec in timed.items()
               if (bound := trace_kinds.timed_bound(spec)) is not None}
     measured = measure.repeat(first, again, bounds=bounds)
-    return dataclasses.replace(verdict, run_times=tuple(times), checks=tuple(
-        trace_kinds.measured_result(timed[c.name], measured[c.name])
-        if c.name in measured and not c.hidden else c for c in verdict.checks))
+    return dataclasses.replace(_judged_timed(verdict, measured, trace_kinds.measured_result, timed),
+                               run_times=tuple(times))
+
+
+def _figures(timed: Mapping[str, CheckSpec], values: dict[str, float] | None) -> dict[str, Figure]:
+    """The timed checks' figures in one run's trace values, by label (none without a trace)."""
+    found = {label: trace_kinds.figure(spec, values) for label, spec in timed.items()}
+    return {label: f for label, f in found.items() if f is not None}
+
+
+_F = TypeVar("_F")
+
+
+def _judged_timed(verdict: Verdict, figures: Mapping[str, _F],
+                  judge: Callable[[CheckSpec, _F], CheckResult],
+                  timed: Mapping[str, CheckSpec]) -> Verdict:
+    """The verdict with each public timed check that has a figure judged on it."""
+    return dataclasses.replace(verdict, checks=tuple(
+        judge(timed[r.name], figures[r.name]) if r.name in figures and not r.hidden else r
+        for r in verdict.checks))
+
+
+# --- the checks judged relative to the solution (checks/relative.py): issue 47 ---------------
+# The solution's runs of this grading (this process), per build, arguments, GPU and driver.
+_SOLUTION_RUNS = relative.SolutionRuns()
+NO_SOLUTION_RUN = "the solution could not be run again here (a students' course has none)"
+
+
+def _run_of(toolchain: Toolchain, done: Outcome) -> relative.Run | str:
+    """What one run says for the relative checks, or why it says nothing."""
+    if done.failure is not None or done.run is None:
+        return f"a run failed: {done.failure.what if done.failure is not None else 'not run'}"
+    return relative.Run(done.run.proc.seconds, done.run.proc.output,
+                        gpu_trace_values(toolchain, done))
+
+
+def _relative(c: Checked) -> Verdict:
+    """The relative checks (speed, gpu_busy's min_ratio) over her build's runs and the
+    solution's, each in its lane alone on its GPU, until decided (checks/ratio.py); not judged
+    without a GPU trace (verdict.py says why)."""
+    exercise, job, outcome, verdict = c.exercise, c.job, c.outcome, c.verdict
+    assert outcome is not None and verdict is not None
+    if outcome.run is None or not outcome.run.proc.ok or \
+            gpu_trace_values(job.toolchain, outcome) is None:
+        return verdict
+    key = _solution_key(job, exercise)
+    mine: list[relative.Run] = []
+
+    def again_solution() -> relative.Run | str:
+        done = solution_again(job, exercise)
+        got = _run_of(job.toolchain, done) if done is not None else NO_SOLUTION_RUN
+        if not isinstance(got, str):
+            _SOLUTION_RUNS.add(key, got)
+        return got
+
+    def again_yours() -> relative.Run | str:
+        got = _run_of(job.toolchain, pipeline.execute(job.quiet(), wanted=exercise.solution_files))
+        if not isinstance(got, str):
+            mine.append(got)
+        return got
+
+    first = _run_of(job.toolchain, outcome)
+    assert not isinstance(first, str)
+    checks = relative.judged(exercise, verdict.checks, [first], again_yours,
+                             _SOLUTION_RUNS.runs(key), again_solution)
+    times = (first.seconds, *(r.seconds for r in mine))
+    return dataclasses.replace(verdict, checks=checks, run_times=times
+                               if len(times) > len(verdict.run_times) else verdict.run_times)
+
+
+def _solution_key(job: Job, exercise: Exercise) -> tuple[str, ...]:
+    """What the solution's runs are kept by for the grading: its file as it is, the arguments,
+    the compiler, and the GPUs with their driver (never another GPU's runs)."""
+    request = job.request
+    where = exercise.sources[request.source.language].solution
+    stat = where.stat() if where is not None and where.is_file() else None
+    return (str(where), f"{stat.st_size}:{stat.st_mtime_ns}" if stat is not None else "",
+            *request.program_args, job.toolchain.compiler.version, job.toolchain.target,
+            *(f"{g.name} {g.driver}" for g in job.probe.gpus))
+
+
+def solution_again(job: Job, exercise: Exercise) -> Outcome | None:
+    """One more run of the solution with the job's arguments, made as her timed run is: in its
+    room, in a lane (alone on its GPU when hers is), profiled as hers; None where there is no
+    solution to run (a students' course)."""
+    request = job.request
+    pair = exercise.sources[request.source.language]
+    if pair.solution is None:
+        return None
+    sol_source = source_mod.from_file(pair.solution, request.source.language, str(pair.solution))
+    sol_job, scratch = _solution_job(job, sol_source, pair.solution, _solution_profile(job, exercise))
+    try:
+        copy_data_files(exercise, sol_job.request.workdir)
+        return pipeline.execute(_timed_as(sol_job, job))
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 # Why agrees_with_host cannot compare a build that runs its regions on the host anyway.
@@ -461,20 +684,18 @@ NOT_ON_GPU = ("this build runs its compute regions on the host: there is no GPU 
               "with the host's (needs a GPU)")
 
 
-def host_comparison(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-                    settings: Settings, outcome: Outcome) -> HostComparison:
+def host_comparison(job: Job, exercise: Exercise, outcome: Outcome) -> HostComparison:
     """For agrees_with_host: the program's output at the exercise's host arguments (small, so
     that the host's run stays short) on the GPU — the checked run's own when it ran with them —
     and the same build's with its compute regions on the host (the family says how)."""
-    if toolchain.target != "gpu":
+    if job.toolchain.target != "gpu":
         return HostComparison(problem=NOT_ON_GPU)
-    why = family_of(toolchain).host_comparison(toolchain)
+    why = job.prepared.family.host_comparison(job.toolchain)
     if why:
         return HostComparison(problem=why)
-    at = resolve.with_args(request, exercise.host_args)
-    on_gpu = outcome if request.program_args == exercise.host_args else \
-        pipeline.execute(at, toolchain, probe, settings, NullReporter())
-    on_host = pipeline.execute(resolve.on_host(at), toolchain, probe, settings, NullReporter())
+    at = job.with_args(exercise.host_args)
+    on_gpu = outcome if job.request.program_args == exercise.host_args else pipeline.execute(at)
+    on_host = pipeline.execute(at.on_host())
     for where, done in (("on the GPU", on_gpu), ("on the host", on_host)):
         if done.failure is not None or done.run is None:
             what = done.failure.what if done.failure is not None else "it did not run"
@@ -508,23 +729,23 @@ def _shown(seconds: float) -> str:
     return f"{seconds:.1f}" if seconds >= 0.1 else f"{seconds:.3f}"
 
 
-def limited(request: RunRequest, toolchain: Toolchain, exercise: Exercise, probe: Probe,
-            settings: Settings) -> tuple[RunRequest, float | None]:
-    """The request under its limit relative to the solution's time (request.relative_timeout:
+def limited(job: Job, exercise: Exercise) -> tuple[Job, float | None]:
+    """The job under its limit relative to the solution's time (request.relative_timeout:
     the exercise's, unless the line gave --timeout), the solution run once for these arguments
     on this machine when its time is not kept yet, and the solution's seconds when that limit
-    is below the absolute one; the request as it is with no such limit, or no solution's time
+    is below the absolute one; the job as it is with no such limit, or no solution's time
     (a students' course: its references keep outputs, not times)."""
+    request = job.request
     relative = request.relative_timeout
     if relative is None or not request.execute:
-        return request, None
+        return job, None
     try:
-        seconds = solution_output(request, toolchain, exercise, probe, settings).seconds
+        seconds = solution_output(job, exercise).seconds
     except IdrrunError:
-        return request, None  # the checks that need the solution say why
+        return job, None  # the checks that need the solution say why
     if seconds is None or relative.limit(seconds, request.timeout) >= request.timeout:
-        return request, None
-    return dataclasses.replace(request, timeout=relative.limit(seconds, request.timeout)), seconds
+        return job, None
+    return job.with_timeout(relative.limit(seconds, request.timeout)), seconds
 
 
 # What a run stopped at the limit relative to the solution's time is told, after what: why it
@@ -548,29 +769,31 @@ def why_slow(slow: str, hints: Sequence[Hint]) -> str:
     return why if why.endswith((".", "?", "!")) else why + "."
 
 
-def _against_solution(outcome: Outcome, request: RunRequest, toolchain: Toolchain,
-                      exercise: Exercise, probe: Probe, settings: Settings,
+def _against_solution(outcome: Outcome, job: Job, exercise: Exercise,
                       stopped_at: float | None = None) -> Failure | None:
     """The run's failure; one that timed out told how long the solution takes with the same
     arguments (run once for it when its output is not kept yet): far less says more than
     "timed out". stopped_at: the limit relative to the solution's time the run had, when it had
-    one; stopped there, it is told why it is slow and how to let it run (`request`: the
-    request before that limit, with its absolute one)."""
+    one; stopped there, it is told why it is slow and, in a notebook, how to let it run (a
+    graded run's limit is the grader's: a student cannot raise it there) (`job`: the run's
+    before that limit, with its absolute one)."""
     failure = outcome.failure
     if failure is None or failure.kind is not FailureKind.TIMEOUT:
         return failure
     try:
-        seconds = solution_output(request, toolchain, exercise, probe, settings).seconds
+        seconds = solution_output(job, exercise).seconds
     except IdrrunError:
         seconds = None  # the row says it timed out, as it would without this
     if seconds is None:
         return failure
+    request = job.request
     if stopped_at is not None and request.relative_timeout is not None and failure.limit is None:
         hints = outcome.profile.hints if outcome.profile is not None else ()
         return dataclasses.replace(failure, limit=SOLUTION_LIMIT, what=STOPPED_VS_SOLUTION.format(
             limit=f"{stopped_at:.1f}".removesuffix(".0"), seconds=_shown(seconds),
             rule=request.relative_timeout),
-            hint=f"{why_slow(exercise.slow, hints)} {LET_IT_RUN.format(seconds=request.timeout)}")
+            hint=why_slow(exercise.slow, hints) + ("" if request.room is not None else
+                                                   " " + LET_IT_RUN.format(seconds=request.timeout)))
     return dataclasses.replace(failure, what=timed_out_against(failure.what, request.timeout,
                                                                seconds))
 
@@ -582,6 +805,7 @@ def run_with_options(opts: Options, src: Source, settings: Settings, workdir: Pa
     if exercise is not None:
         check_language(src, exercise)
     request, toolchain = resolve.resolve(opts, src, workdir, settings, probe, exercise)
+    job = pipeline.prepare(request, toolchain, probe, settings, reporter)
     if exercise is None:
-        return pipeline.execute(request, toolchain, probe, settings, reporter)
-    return execute_checked(request, toolchain, exercise, probe, settings, reporter)
+        return pipeline.execute(job)
+    return execute_checked(job, exercise)

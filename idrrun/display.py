@@ -334,12 +334,13 @@ class VerdictView:
 # The annotated source (annotate.py): the lines near a note, each note under its line
 
 # Terminal styles (_COLORS) and HTML colours of the notes, by kind.
-_TEXT_STYLE = {"gap": "dim", "error": "bad", "check": "bad", "warning": "note", "implicit": "note",
-               "note": "dim", "data": "dim", "region": "dim", "loop": "dim", "remark": "dim"}
-_NOTE_COLOR = {"error": "#cf222e", "check": "#cf222e", "warning": "#9a6700", "implicit": "#bc4c00",
-               "data": "#0969da", "region": "#8250df", "loop": "#1a7f37", "note": "#57606a",
-               "remark": "#57606a"}
-_OPEN_KINDS = ("error", "warning", "check")
+_TEXT_STYLE = {"gap": "dim", "error": "bad", "check": "bad", "slow": "note", "warning": "note",
+               "implicit": "note", "note": "dim", "data": "dim", "region": "dim", "loop": "dim",
+               "remark": "dim"}
+_NOTE_COLOR = {"error": "#cf222e", "check": "#cf222e", "slow": "#bc4c00", "warning": "#9a6700",
+               "implicit": "#bc4c00", "data": "#0969da", "region": "#8250df", "loop": "#1a7f37",
+               "note": "#57606a", "remark": "#57606a"}
+_OPEN_KINDS = ("error", "warning", "check", "slow")
 
 
 class AnnotatedView:
@@ -362,7 +363,8 @@ class AnnotatedView:
         counts = self._counts()
         said = [plural(counts[k], one, many) for k, one, many in (
             ("error", "error", None), ("warning", "warning", None),
-            ("check", "failed check", None), ("implicit", "implicit data movement", None))
+            ("check", "failed check", None), ("slow", "cause of slowness", "causes of slowness"),
+            ("implicit", "implicit data movement", None))
             if counts.get(k)]
         remarks = sum(counts.get(k, 0) for k in ("data", "region", "loop", "remark", "note"))
         if remarks:

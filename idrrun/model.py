@@ -665,6 +665,9 @@ class CheckResult:
     excerpt: str = ""
     # The spec's regular expression, for the teacher's report: a student reads words.
     pattern: str = ""
+    # The share of its points a passed check earns, where it earns them in part (a `speed`
+    # check's scale: checks/ratio.py); None: all of them.
+    credit: float | None = None
 
 
 @dataclass(frozen=True)

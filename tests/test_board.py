@@ -245,7 +245,7 @@ def test_the_solution_runs_until_its_times_settle(tmp_path: Path, monkeypatch: p
     of the same build until the last 3 settle within 10 % (measure.REPEAT), 7 at most."""
     from types import SimpleNamespace
 
-    from idrrun import checking, toolchains
+    from idrrun import checking, pipeline, toolchains
     from idrrun.request import resolve
     from idrrun.request import source as source_mod
     from idrrun.request.options import Options
@@ -265,7 +265,8 @@ def test_the_solution_runs_until_its_times_settle(tmp_path: Path, monkeypatch: p
         runs = iter(then)
         monkeypatch.setattr(checking.pipeline, "execute", lambda *a, **k: SimpleNamespace(
             failure=None, run=SimpleNamespace(proc=SimpleNamespace(seconds=next(runs)))))
-        return checking.solution_times(request, toolchain, exercise, probe, settings)
+        return checking.solution_times(pipeline.prepare(request, toolchain, probe, settings),
+                                       exercise)
 
     assert measured(5.7, [2.3, 2.4, 2.35, 9.0]) == (5.7, 2.3, 2.4, 2.35)  # the slow first one stays
     assert measured(1.0, [1.02, 0.99, 5.0]) == (1.0, 1.02, 0.99)

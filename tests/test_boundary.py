@@ -20,9 +20,9 @@ from idrrun.run import boundary, tools
 @pytest.fixture(params=["openat2", "walk"])
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "walk":
-        monkeypatch.setattr(boundary, "_openat2_works", False)
+        monkeypatch.setattr(boundary.reading, "_openat2_works", False)
     else:
-        monkeypatch.setattr(boundary, "_openat2_works", None)
+        monkeypatch.setattr(boundary.reading, "_openat2_works", None)
     yield request.param
 
 
@@ -328,3 +328,104 @@ def test_open_beneath_refuses_names_out_of_the_folder(tmp_path: Path, way: str) 
             assert caught.value.errno in (errno.EXDEV, errno.ENOENT, errno.ELOOP)
     finally:
         os.close(fd)
+
+
+def _written_while_read(monkeypatch: pytest.MonkeyPatch, path: Path) -> list[int]:
+    """At the first read of the file `path` names (by its device and inode), something else
+    writes more to it through a descriptor of its own, as a program still running would.
+    Returns the list the descriptor read is put in once that happened."""
+    st = os.stat(path)
+    real = os.read
+    written: list[int] = []
+
+    def read(fd: int, n: int) -> bytes:
+        data = real(fd, n)
+        opened = os.fstat(fd)
+        if not written and (opened.st_dev, opened.st_ino) == (st.st_dev, st.st_ino):
+            with open(path, "ab") as fh:
+                fh.write(b"and more\n")
+            written.append(fd)
+        return data
+
+    monkeypatch.setattr(os, "read", read)
+    return written
+
+
+CHANGED = "changed while it was read: not used"
+
+
+@pytest.mark.parametrize("reader", ["take", "take_to", "copy_tree"])
+def test_a_file_written_while_it_is_read_is_refused(tmp_path: Path, way: str, reader: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is read is one state of the file: one that changes while it is read (its size, its
+    times, its inode before and after) is refused, by every reader of the boundary."""
+    box = _box(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = boundary.open_dir(box)
+    try:
+        written = _written_while_read(monkeypatch, box / "sub" / "out.txt")
+        if reader == "take":
+            got = boundary.take(fd, "sub/out.txt", 100)
+            assert (got.data, got.why) == (None, CHANGED)
+        elif reader == "take_to":
+            assert boundary.take_to(fd, "sub/out.txt", out / "out.txt", 100) == CHANGED
+            assert not (out / "out.txt").exists()
+        else:
+            dest = boundary.open_dir(out)
+            try:
+                copied = boundary.copy_tree(box / "sub", dest, single_link=True)
+            finally:
+                os.close(dest)
+            assert copied.files == () and copied.refused == f"out.txt: {CHANGED}"
+    finally:
+        os.close(fd)
+    assert written  # (the write came while it was read)
+    monkeypatch.undo()
+    fd = boundary.open_dir(box)
+    try:  # read again, unchanged this time: taken
+        assert boundary.take(fd, "sub/out.txt", 100).data == b"result 42\nand more\n"
+    finally:
+        os.close(fd)
+
+
+def test_a_file_removed_once_opened_is_read_as_it_was_opened(tmp_path: Path, way: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule of links for every reader: a file with another name is refused (a hard link to
+    a file the writer may not read); one left with no name (removed, or replaced by a rename,
+    after it was opened: a release published again while a receiver reads it) is nobody
+    else's, and is read as it was opened, unless it changes while it is read."""
+    box = _box(tmp_path)
+    opened = boundary.reading.open_beneath
+
+    def then_replaced(dirfd: int, rel: str, flags: int = boundary.READ_FLAGS) -> int:
+        fd = opened(dirfd, rel, flags)
+        (box / "new").write_text("the next version\n")
+        os.rename(box / "new", box / rel)  # the file opened has no name left
+        return fd
+
+    monkeypatch.setattr(boundary.reading, "open_beneath", then_replaced)
+    fd = boundary.open_dir(box)
+    try:
+        assert boundary.take(fd, "sub/out.txt", 100).data == b"result 42\n"
+    finally:
+        os.close(fd)
+
+
+def test_a_handed_in_file_written_while_the_grader_reads_it_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader's own way in (discover: a student's file read once into its copy) goes
+    through the same rule: a file she writes to while it is read is refused, never judged on
+    half of each version."""
+    from conftest import ROOT
+    from idrrun.checks import specs
+    from idrrun.grading import discover
+
+    handed = tmp_path / "alice.c"
+    handed.write_text((ROOT / "examples" / "C" / "intro_saxpy_solution.c").read_text())
+    exercise = specs.load(ROOT / "examples" / "intro_saxpy.toml")
+    into = tmp_path / "into"
+    into.mkdir(mode=0o700)
+    written = _written_while_read(monkeypatch, handed)
+    [sub] = discover.discover([handed], exercise, None, into=into)
+    assert written and sub.source is None and CHANGED in sub.problem, sub

@@ -193,8 +193,9 @@ def run_cell(tmp_path: Path, text: str, language: Language, flags: tuple[str, ..
         def output(self, text: str) -> None:
             shown.write(text)
 
-    outcome = pipeline.execute(request, toolchain, Probe("gcc", (toolchain.compiler,), (), False),
-                               Settings(cache_dir=tmp_path / "cache"), Shown())
+    outcome = pipeline.execute(pipeline.prepare(
+        request, toolchain, Probe("gcc", (toolchain.compiler,), (), False),
+        Settings(cache_dir=tmp_path / "cache"), Shown()))
     assert outcome.build is not None
     failure = outcome.failure.output if outcome.failure is not None else ""
     return outcome.build.output, shown.getvalue(), failure

@@ -33,6 +33,7 @@ from conftest import PYTHONPATH, ROOT
 from answer_course import PROGRAM, write_course
 from idrrun.grading import comparison, exchange as exchange_mod
 from idrrun.model import Comparison, Figure
+from idrrun.run import boundary
 
 VENV = Path(os.environ.get("IDRRUN_HUB_VENV", "/opt/idrrun-hub"))
 
@@ -533,6 +534,51 @@ def test_feedback_is_read_by_descriptor_and_a_link_in_it_is_not_followed(tmp_pat
     feedback.chmod(0o777)
     with pytest.raises(exchange_mod.UsageError, match="others may write in it"):
         exchange_mod.open_feedback(feedback)
+
+
+def test_the_exchange_reads_one_state_of_each_file_as_the_grader_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exchange reads through the grader's boundary and its one rule: a feedback file
+    written to while `return` reads it is refused; a released file replaced by a release
+    published again while a receiver reads it (the file opened then has no name left) is read
+    as it was opened, never refused as a hard link."""
+    feedback = tmp_path / "feedback"
+    feedback.mkdir(mode=0o755)
+    (feedback / "ann.md").write_bytes(b"# ann\n")
+    real, done = os.read, []
+
+    def written_meanwhile(fd: int, n: int) -> bytes:
+        data = real(fd, n)
+        if not done and os.fstat(fd).st_ino == os.stat(feedback / "ann.md").st_ino:
+            with open(feedback / "ann.md", "ab") as fh:
+                fh.write(b"more\n")
+            done.append(fd)
+        return data
+
+    folder = exchange_mod.open_feedback(feedback)
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(os, "read", written_meanwhile)
+            with pytest.raises(exchange_mod.UsageError, match="changed while it was read"):
+                exchange_mod.read_feedback(folder, "ann.md")
+        assert done and exchange_mod.read_feedback(folder, "ann.md") == b"# ann\nmore\n"
+    finally:
+        os.close(folder)
+    root = tmp_path / "exchange"
+    ann = exchange_mod.Student("ann", 4242, 4242)
+    exchange_mod.release(root, "answer", [("answer.c", b"version 1\n")], [ann], None)
+    opened = boundary.reading.open_beneath
+
+    def released_again(dirfd: int, rel: str, flags: int = boundary.READ_FLAGS) -> int:
+        fd = opened(dirfd, rel, flags)
+        if rel == "answer.c":
+            exchange_mod.release(root, "answer", [("answer.c", b"version 2\n")], [ann], None)
+        return fd
+
+    monkeypatch.setattr(boundary.reading, "open_beneath", released_again)
+    assert exchange_mod.assignment(root, "answer").files == {"answer.c": b"version 1\n"}
+    monkeypatch.undo()
+    assert exchange_mod.assignment(root, "answer").files == {"answer.c": b"version 2\n"}
 
 
 def test_a_full_exchange_keeps_nothing_half_and_says_so(klass: Class) -> None:

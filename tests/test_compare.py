@@ -26,7 +26,7 @@ from idrrun.grading import rows as rows_mod
 from idrrun.grading import state as state_mod
 from idrrun.grading.discover import Submission
 from idrrun.model import Comparison, Figure, Verdict
-from idrrun.pipeline import NullReporter, Outcome
+from idrrun.pipeline import Outcome
 from idrrun.profile.model import ProfilePlan
 from idrrun.profile.session import TRACE_FILE, collect
 from idrrun.profile.tracefile import read_trace
@@ -132,8 +132,9 @@ class RecordedProfiles:
         self.real = pipeline.execute
         monkeypatch.setattr(pipeline, "execute", self)
 
-    def __call__(self, request: Any, *args: Any, **kwargs: Any) -> Outcome:
-        outcome = self.real(request, *args, **kwargs)
+    def __call__(self, job: Any, *args: Any, **kwargs: Any) -> Outcome:
+        outcome = self.real(job, *args, **kwargs)
+        request = job.request
         if request.profile is None:
             return outcome
         solution = "solution" in request.source.name
@@ -155,7 +156,7 @@ def checked(student: Path, settings: config.Settings, probe: Any) -> Outcome:
     request, toolchain = resolve.resolve(opts, src, student.parent, settings, probe, ex)
     # The recorded traces stand for a GPU's: the checks read a trace of a GPU build only.
     toolchain = dataclasses.replace(toolchain, target="gpu")
-    return checking.execute_checked(request, toolchain, ex, probe, settings, NullReporter())
+    return checking.execute_checked(pipeline.prepare(request, toolchain, probe, settings), ex)
 
 
 def test_the_solution_is_profiled_once_and_both_timelines_reach_the_feedback(

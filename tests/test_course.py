@@ -149,10 +149,13 @@ def _export_html(nb: nbformat.NotebookNode, path: Path, pictures: list[list[str]
 def test_course_check_passes(tmp_path: Path) -> None:
     """Every exercise, C and Fortran: the solution passes and earns every point this machine can
     evaluate, the untouched start file fails and earns at most 10 % of the points it can be
-    given here (STYLE.md 22). The table of scores is printed for the CI log."""
+    given here (STYLE.md 22), and the ladder of near-misses made from the solution keeps a
+    teacher's order and bounds (--ladder: examples/README.md, "The ladder"). The table of
+    scores is printed for the CI log."""
     env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(ROOT / "examples"))
-    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "course", "check", "-j", "2", "--json"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    r = subprocess.run([sys.executable, "-m", "idrrun.cli", "course", "check", "-j", "2", "--json",
+                        "--ladder"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=1200)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr
     checked = json.loads(r.stdout)
     rows = checked["rows"]
@@ -168,6 +171,15 @@ def test_course_check_passes(tmp_path: Path) -> None:
         assert row["ok"] and scores["solution_full"] and scores["start_low"], row["findings"]
         assert solution["earned"] == solution["evaluated"] > 0, row["exercise"]
         assert start["earned"] <= 0.1 * start["evaluated"], row["exercise"]
+        rungs = [r for r in row["ladder"] if "rung" in r]
+        [judged] = [r for r in row["ladder"] if "findings" in r]
+        print("    ladder: " + ", ".join(f"{r['rung']} {100 * r['share']:.0f} %" if r["share"] is not
+                                          None else f"{r['rung']} -" for r in rungs))
+        assert judged["findings"] == [], judged
+        # Every rung the generator makes is what it claims; only a half port may be missing
+        # (a solution of one compute construct, or whose constructs only a GPU can run).
+        assert all(not r["not_judged"] for r in rungs if r["made"]), rungs
+        assert {r["rung"] for r in rungs if not r["made"]} <= {"half"}, rungs
 
 
 def test_strip_removes_solutions(tmp_path: Path) -> None:

@@ -41,8 +41,10 @@ def run_hello(tmp_path: Path, out: Counting) -> None:
     toolchain = Toolchain(family="gcc", language="c", compiler=gcc, flags=("-O0",), link_flags=(),
                           target="none")
     probe = Probe(family="gcc", compilers=(gcc,), gpus=(), offload=False)
-    outcome = pipeline.execute(RunRequest(source=src, workdir=tmp_path), toolchain, probe,
-                               Settings(cache_dir=tmp_path / "cache"), TextReporter(out))
+    outcome = pipeline.execute(pipeline.prepare(RunRequest(source=src, workdir=tmp_path),
+                                                toolchain, probe,
+                                                Settings(cache_dir=tmp_path / "cache"),
+                                                TextReporter(out)))
     assert outcome.ok, outcome.failure
     assert "\nhi\n" in out.getvalue() and "exit 0" in out.getvalue()
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHONPATH, ROOT, has_gpu
-from idrrun import checking, toolchains
+from idrrun import checking, pipeline, toolchains
 from idrrun.checks import specs
 from idrrun.model import CheckResult, CompilerInfo, Probe, RunRequest, Settings, Toolchain
-from idrrun.pipeline import NullReporter, Outcome
+from idrrun.pipeline import Outcome
 from idrrun.request import config, resolve
 from idrrun.request import source as source_mod
 from idrrun.request.options import Options
@@ -112,7 +112,7 @@ def check(folder: Path, family: str, racy: bool, gpu_args: str = "1000",
     probe = toolchains.probe(settings, family)
     src = source_mod.from_file(program, "c", program.name)
     request, toolchain = resolve.resolve(Options(acc=True), src, folder, settings, probe, exercise)
-    return checking.execute_checked(request, toolchain, exercise, probe, settings, NullReporter())
+    return checking.execute_checked(pipeline.prepare(request, toolchain, probe, settings), exercise)
 
 
 def host_check(outcome: Outcome) -> CheckResult:

@@ -2,11 +2,13 @@
 npm): a Python, or a PREFIX, in a folder other users cannot enter (a pyenv under root's 0700
 home: every student's server job died at once, "Permission denied" in a log in her home),
 naming the fix; not root, it says what it could not check. Nothing is installed here.
-And the hub's scripts pass shellcheck, the profile script as sh."""
+It writes nothing in root's own configuration. And the hub's scripts pass shellcheck, the
+profile script as sh."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -94,3 +96,28 @@ def test_the_hub_scripts_pass_shellcheck() -> None:
     r = subprocess.run(["shellcheck", str(HUB / "install.sh"), str(HUB / "idrrun-hub.sh")],
                        capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout + r.stderr) == (0, "")
+
+
+def home_config_writes(script: str) -> list[str]:
+    """What a hub recipe would write in the installing user's own configuration: a part of
+    docker/install.sh other than `python` (its `config` part writes ~/.ipython and
+    ~/.config/idrrun for the current user), or a line naming a home or its config folders."""
+    found = [f"docker/install.sh {m}" for m in re.findall(
+        r'^[^#\n]*\bbash "\$here/\.\./docker/install\.sh" (\w+)', script, re.M) if m != "python"]
+    found += [line.strip() for line in script.splitlines() if not line.lstrip().startswith("#")
+              and re.search(r"\$HOME|~/|XDG_CONFIG_HOME|IPYTHONDIR|\.ipython|\.jupyter|\.config/", line)]
+    return found
+
+
+def test_the_recipe_writes_nothing_in_roots_own_configuration() -> None:
+    """The course's settings live in the course's environment (PREFIX) and on the commands'
+    lines (docs/teachers-day.md), never in root's ~/.config/idrrun or ~/.ipython: hub/install.sh
+    takes only docker/install.sh's python part (PREFIX's venv; the config part is for an
+    image's own user). Seen failing on a scratch copy that calls the config part."""
+    script = (HUB / "install.sh").read_text()
+    assert re.search(r'docker/install\.sh" python "\$prefix"', script), script
+    assert home_config_writes(script) == []
+    scratch = script.replace('bash "$here/../docker/install.sh" python "$prefix"',
+                             'bash "$here/../docker/install.sh" python "$prefix"\n'
+                             'bash "$here/../docker/install.sh" config "$prefix"')
+    assert home_config_writes(scratch) == ["docker/install.sh config"]

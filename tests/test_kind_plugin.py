@@ -104,11 +104,36 @@ def test_a_toy_kind_is_one_record(toy: None, tmp_path: Path, monkeypatch: pytest
     assert code == 0
     rows = {r["student"]: r for r in json.loads(report.read_text())}
     # 2 + 1 (line_count, main and hidden) + 1 + 1 (line, main and hidden) = 5; short prints
-    # one line too few: 2 of 3 on the main run, 4 of 3 on the hidden one
+    # one line too few: 2 of 3 on the main run, 4 of 3 on the hidden one; a kind of what the
+    # program prints judges its result: short's is wrong, and earns at most 40 % (wrong_result)
     assert {s: (r["score"], r["points"]) for s, r in rows.items()} == {
-        "good": (5, 5), "short": (3, 5), "undone": (0, 5)}, rows
+        "good": (5, 5), "short": (2, 5), "undone": (0, 5)}, rows
     checks = {c["name"]: c for c in rows["short"]["checks"]}
     assert checks["enough lines"]["status"] == "fail" and checks["enough lines"]["got"] == "2"
     assert checks["enough lines (hidden run 1)"]["kind"] == "line_count"
     # undone prints enough lines, and they wait for 'done': its line_count passes, earns nothing
     assert {c["name"]: c["status"] for c in rows["undone"]["checks"]}["enough lines"] == "pass"
+
+
+def test_a_trace_kind_registered_later_is_judged_by_a_gpu_only() -> None:
+    """The lists made of the kinds are made when asked: a trace kind a plug-in registers after
+    idrrun was imported is among the kinds only a GPU judges (grades.GPU_KINDS, which was a
+    copy made at import: it missed it), and its points are among those a host cannot evaluate.
+    (Seen failing with GPU_KINDS copied at import.)"""
+    from idrrun.checks.specs import CheckSpec, Exercise
+    from idrrun.grading import grades
+    from idrrun.model import CheckResult
+
+    kind = registry.Kind("toy_kernels", "trace", "toy kernels", "kernels run",
+                         trace=lambda spec, values, ev: CheckResult(spec.label, "pass"))
+    registry.register(kind)
+    try:
+        assert kind.needs_gpu and "toy_kernels" in grades.GPU_KINDS
+        exercise = Exercise("toy", "toy", "toy", Path("toy.toml"), 10.0, (), {}, (), (), checks=(
+            CheckSpec("toy_kernels", "toy kernels", points=3),
+            CheckSpec("exit_ok", "ends normally", points=1)))
+        said = grades.before_grading(exercise, 4, gpu=False)
+        assert said.startswith("this machine has no GPU: 3 of 4 points (toy kernels)"), said
+    finally:
+        registry.unregister("toy_kernels")
+    assert "toy_kernels" not in grades.GPU_KINDS

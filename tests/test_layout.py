@@ -385,6 +385,89 @@ def test_no_function_above_complexity_20() -> None:
     assert too_complex(PACKAGE) == []
 
 
+# A function above complexity 18 says why in the comment block right above its `def` (or its
+# decorators): "# Complexity: <why>". Near the bar a function is a stage waiting to be named;
+# one that stays there says what keeps it whole.
+COMPLEXITY_REASON = "# Complexity:"
+
+
+def complex_without_reason(package: Path, bar: int = 18) -> list[str]:
+    """radon's functions of `package` above `bar` whose `def` has no "# Complexity:" line above."""
+    radon = Path(sys.executable).with_name("radon")
+    r = subprocess.run([str(radon) if radon.exists() else "radon", "cc", "--json",
+                        "--min", "C", package.name], cwd=package.parent, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    found = []
+    for path, blocks in json.loads(r.stdout).items():
+        lines = (package.parent / path).read_text().splitlines()
+        for block in blocks:
+            if block["complexity"] <= bar:
+                continue
+            above = block["lineno"] - 2  # the line above the def, 0-based
+            while above >= 0 and lines[above].lstrip().startswith("@"):
+                above -= 1
+            comments = []  # the comment block right above it
+            while above >= 0 and lines[above].lstrip().startswith("#"):
+                comments.append(lines[above].lstrip())
+                above -= 1
+            if not any(c.startswith(COMPLEXITY_REASON) for c in comments):
+                found.append(f"{path}:{block['lineno']} {block['name']} ({block['complexity']})")
+    return found
+
+
+def test_a_function_above_complexity_18_says_why() -> None:
+    assert complex_without_reason(PACKAGE) == []
+
+
+# Processes are started in one module (STYLE.md 3): run/proc.py. Besides it, the resident
+# caller starts its server (resident.py, subprocess.Popen: the server must outlive the call)
+# and the server forks its workers (server.py, os.fork: a warm interpreter's copy), as
+# docs/architecture.md says.
+PROCESS_STARTERS = {"idrrun/run/proc.py": "*", "idrrun/resident.py": "subprocess.Popen",
+                    "idrrun/server.py": "os.fork"}
+_STARTING_MODULES = ("subprocess", "multiprocessing", "pexpect", "pty", "concurrent.futures.process")
+_OS_STARTERS = re.compile(r"(fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*|system|popen)")
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def process_starts(package: Path) -> list[str]:
+    """Where a module of `package` outside PROCESS_STARTERS starts a process, or imports a module
+    that does: a call of os.fork/exec*/spawn*/system/popen, of subprocess, pty or asyncio's
+    create_subprocess_*; an import of subprocess, multiprocessing, pexpect or pty."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = str(path.relative_to(package.parent))
+        allowed = PROCESS_STARTERS.get(rel, "")
+        for node in ast.walk(ast.parse(path.read_text())):
+            what = ""
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                head, _, tail = name.rpartition(".")
+                if (head == "os" and _OS_STARTERS.fullmatch(tail)) or \
+                        head in ("subprocess", "pty") or tail.startswith("create_subprocess_"):
+                    what = name
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                    else [node.module or ""]
+                what = next((n for n in names if n.split(".")[0] in _STARTING_MODULES
+                             or n in _STARTING_MODULES), "")
+            if what and allowed != "*" and not (what == allowed or what.split(".")[0] == allowed.split(".")[0]):
+                found.append(f"{rel}:{getattr(node, 'lineno', 0)}: {what}")
+    return found
+
+
+def test_processes_are_started_only_in_run_proc() -> None:
+    assert process_starts(PACKAGE) == []
+
+
 # A module below maintainability rank B (radon's MI under 10) says why at its top: a line of
 # its docstring that starts with this word.
 MAINTAINABILITY_REASON = "Maintainability:"
@@ -511,3 +594,30 @@ def test_a_module_hard_to_maintain_is_found(copy: Path) -> None:
     # Its reason written at its top, the rule lets it be.
     files.write_text(files.read_text().replace('"""', '"""Maintainability: a scratch module.\n\n', 1))
     assert hard_to_maintain(copy) == []
+
+
+def test_a_process_started_outside_run_proc_is_found(copy: Path) -> None:
+    build = copy / "build.py"
+    build.write_text(build.read_text() + "\n\nimport subprocess\n\n\ndef _scratch() -> None:\n"
+                     "    subprocess.run(['true'])\n    os.system('true')\n")
+    found = process_starts(copy)
+    assert [f for f in found if f.startswith("idrrun/build.py")] == [
+        f"idrrun/build.py:{n}: {w}" for n, w in _scratch_lines(build, ("import subprocess", "subprocess.run", "os.system"))]
+
+
+def _scratch_lines(path: Path, needles: tuple[str, ...]) -> list[tuple[int, str]]:
+    lines = path.read_text().splitlines()
+    out = []
+    for needle in needles:
+        n = max(i for i, line in enumerate(lines, 1) if needle in line)
+        out.append((n, needle.replace("import ", "")))
+    return sorted(out)
+
+
+def test_a_function_above_18_without_its_reason_is_found(copy: Path) -> None:
+    branches = "\n".join(f"    if x == {i}:\n        x += {i}" for i in range(19))
+    files = copy / "files.py"
+    files.write_text(files.read_text() + f"\n\ndef _scratch(x: int) -> int:\n{branches}\n    return x\n")
+    assert [f for f in complex_without_reason(copy) if "_scratch" in f] != []
+    files.write_text(files.read_text().replace("\n\ndef _scratch(", "\n\n# Complexity: a scratch.\ndef _scratch("))
+    assert [f for f in complex_without_reason(copy) if "_scratch" in f] == []

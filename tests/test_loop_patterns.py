@@ -26,9 +26,18 @@ HOT: dict[tuple[str, str], dict[str, str]] = {
     ("atomic_histogram", "the histogram loop"): {
         "c": "hist[b] += 1;",
         "fortran": "hist(b) = hist(b) + 1"},
+    ("blur_passes", "the blur pass"): {
+        "c": "tmp[y][x] = (4.0f * img[y][x]",
+        "fortran": "tmp(x, y) = (4.0 * img(x, y) &"},
     ("compute_scan", "the block sums"): {
         "c": "partial += s[i];",
         "fortran": "partial = partial + s(i)"},
+    ("data_laplace", "the stencil loop"): {
+        "c": "Anew[j][i] = 0.25 * (A[j][i + 1] + A[j][i - 1]",
+        "fortran": "anew(i,j) = 0.25_dp * (a(i+1,j) + a(i-1,j) + a(i,j-1) + a(i,j+1))"},
+    ("deepcopy_csr", "the product loop"): {
+        "c": "sum += A->val[k] * x[A->col[k]];",
+        "fortran": "total = total + a%val(k) * x(a%col(k))"},
     ("intro_pi", "the pi loop"): {
         "c": "sum += 4.0 / (1.0 + x * x);",
         "fortran": "total = total + 4.0_dp / (1.0_dp + x * x)"},
@@ -76,10 +85,23 @@ REWRITES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
               "hist[bin] += 1;"),
         "fortran": ("hist(bin) = 1 + hist(bin)",
                     "hist(int(x(i) * nbins)) = hist(int(x(i) * nbins)) + 1")},
+    ("blur_passes", "the blur pass"): {
+        "c": ("tmp[y][x] = 0.25f * img[y][x] + 0.125f * (img[y - 1][x] + img[y + 1][x]",
+              "tmp[j][i]=(img[j-1][i]+img[j+1][i]+img[j][i-1]+img[j][i+1])/4;"),
+        "fortran": ("tmp(i, j) = 0.25 * img(i, j) + 0.125 * (img(i-1, j) + img(i+1, j) &",
+                    "tmp(x,y)=(img(x-1,y)+img(x+1,y))/2")},
     ("compute_scan", "the block sums"): {
         "c": ("acc += s[k];", "run = run + s[j];", "total = s[i] + total;",
               "p[i] = p[i - 1] + s[i];"),
         "fortran": ("acc = acc + s(k)", "run = s(j) + run", "p(i) = p(i - 1) + s(i)")},
+    ("data_laplace", "the stencil loop"): {
+        "c": ("Anew[j][i] = (A[j][i+1] + A[j][i-1] + A[j-1][i] + A[j+1][i]) / 4.0;",
+              "Anew[row][col] = .25 * (A[row][col+1] + A[row][col-1]"),
+        "fortran": ("anew(ii, jj) = (a(ii+1, jj) + a(ii-1, jj) + a(ii, jj-1) + a(ii, jj+1)) / 4",
+                    "anew(i,j)=0.25d0*(a(i+1,j)+a(i-1,j)+a(i,j-1)+a(i,j+1))")},
+    ("deepcopy_csr", "the product loop"): {
+        "c": ("acc += x[A->col[j]] * A->val[j];", "s = s + A->val[p] * x[A->col[p]];"),
+        "fortran": ("acc = acc + x(a%col(j)) * a%val(j)", "s=s+a%val(p)*x(a%col(p))")},
     ("intro_pi", "the pi loop"): {
         "c": ("total += 4.0/(1.0+t*t);", "s = s + 4.0 / (t * t + 1.0);",
               "sum += 4. / (1. + x*x);", "acc += 4.0 / (1.0 + ((i + 0.5) * h) * ((i + 0.5) * h));",

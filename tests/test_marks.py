@@ -93,8 +93,18 @@ def test_a_score_gives_partial_credit_and_counts_incomplete_points_apart(tmp_pat
     full = score_mod.score(ex, _checks(), 2)
     assert (full.earned, full.possible, full.not_evaluated) == (16, 18, 2)
     assert str(full) == "16/18, 2 points not evaluated here"
-    near = score_mod.score(ex, _checks(reduction="fail", dot2="fail", gpu="pass"), 2)
-    assert str(near) == "15/18"
+    near = score_mod.score(ex, _checks(reduction="fail", gpu="pass"), 2)
+    assert str(near) == "16/18"
+    # A wrong result (dot, on the second hidden run) earns at most 40 % of the points, every
+    # earned point in proportion, saying why (wrong_result).
+    wrong = score_mod.score(ex, _checks(reduction="fail", dot2="fail", gpu="pass"), 2)
+    assert str(wrong) == "7.2/18" and wrong.lost == 18 - 7.2
+    assert {i.why for i in wrong.items if i.outcome == "lost" and i.why} == {
+        "a result that is wrong (dot) earns at most 40 % of the points: 7.8 of the 15 earned are "
+        "lost (wrong_result)"}
+    unbounded = score_mod.score(_exercise(tmp_path, 'wrong_result = 1.0\n' + SPEC),
+                                _checks(reduction="fail", dot2="fail", gpu="pass"), 2)
+    assert str(unbounded) == "15/18"
     # The main run failed: no hidden run, nothing earned there, still out of 18.
     crashed = tuple(c for c in _checks(exit_ok="fail", dot="fail", line="fail") if not c.hidden)
     assert str(score_mod.score(ex, crashed, 2)) == "2/18, 2 points not evaluated here"
@@ -206,7 +216,8 @@ def _row(ex: specs.Exercise, checks: tuple[CheckResult, ...]) -> rows_mod.GradeR
 
 
 def test_feedback_shows_what_each_check_lets_students_see(tmp_path: Path) -> None:
-    ex = _exercise(tmp_path)
+    # A wrong result's points unbounded (wrong_result = 1): what is shown, not how much.
+    ex = _exercise(tmp_path, "wrong_result = 1.0\n" + SPEC)
     row = _row(ex, _checks(dot1="fail"))
     text = feedback_mod.feedback_markdown(row, ex)
     # Out of the points evaluated here, those that were not named.

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from idrrun import checking, toolchains
+from idrrun import checking, pipeline, toolchains
 from idrrun.checks import measure, specs, trace_kinds, verdict
 from idrrun.checks.measure import Figure, Measured, Repeat
-from idrrun.pipeline import NullReporter, Outcome
+from idrrun.pipeline import Outcome
 from idrrun.request import config, resolve
 from idrrun.request import source as source_mod
 from idrrun.request.options import Options
@@ -180,7 +180,7 @@ def checked(exercise: specs.Exercise, folder: Path, monkeypatch: pytest.MonkeyPa
     src = source_mod.from_file(folder / "busy.c", "c", "busy.c")
     request, toolchain = resolve.resolve(Options(acc=True), src, folder, settings, probe, exercise)
     request = dataclasses.replace(request, timed=timed)
-    outcome = checking.execute_checked(request, toolchain, exercise, probe, settings, NullReporter())
+    outcome = checking.execute_checked(pipeline.prepare(request, toolchain, probe, settings), exercise)
     return outcome, len(seen)
 
 

@@ -59,9 +59,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, obje
 
 
 def _share(row: dict[str, object]) -> float:
-    earned, possible = row["score"], row["points"]
-    assert isinstance(earned, (int, float)) and isinstance(possible, (int, float)) and possible
-    return earned / possible
+    """What it earns of the points evaluated here (a host does not time its run: speed)."""
+    earned, evaluated = row["score"], row["evaluated"]
+    assert isinstance(earned, (int, float)) and isinstance(evaluated, (int, float)) and evaluated
+    return earned / evaluated
 
 
 def test_near_misses_score_between_the_start_file_and_the_solution(
@@ -69,16 +70,18 @@ def test_near_misses_score_between_the_start_file_and_the_solution(
     scores = {name: _share(row) for name, row in graded.items()}
     print(json.dumps({n: f"{graded[n]['score']}/{graded[n]['points']}" for n in graded}))
     assert scores["solution"] == 1.0 and scores["start"] <= 0.1, scores
-    # in proportion to what each got right: a region with no work < half a port < a whole port
-    # with one wrong constant < the solution
-    assert scores["start"] < scores["idle"] < scores["half"] < scores["wrong"] < 1.0, scores
-    assert scores["half"] <= 0.3 and scores["f_half"] <= 0.3, scores
-    assert 0.4 <= scores["wrong"] <= 0.7, scores
+    # A teacher's order (examples/README.md, "The ladder"): a region with no work < a whole port
+    # with one wrong constant < half a port with the right result < the solution: correct
+    # results matter more than speed.
+    assert scores["start"] < scores["idle"] < scores["wrong"] < scores["half"] < 1.0, scores
+    assert scores["idle"] <= 0.25 and 0.4 < scores["half"] <= 0.7 and 0.4 < scores["f_half"] <= 0.7
+    assert scores["wrong"] <= 0.4, scores  # wrong_result
 
 
 def test_points_that_wait_for_the_port_say_so(graded: dict[str, dict[str, object]]) -> None:
-    """The half port's values are right, and lost: they count once the saxpy loop runs in a
-    compute region (the JSON report's rows keep the checks; the score is recomputed from them)."""
+    """The half port's values are right, and count in part: half of them once the saxpy loop
+    runs in a compute region (the JSON report's rows keep the checks; the score is recomputed
+    from them)."""
     from idrrun.checks import score, specs
     from idrrun.grading import state as state_mod
 
@@ -88,9 +91,10 @@ def test_points_that_wait_for_the_port_say_so(graded: dict[str, dict[str, object
     checks = [state_mod._check_from(c) for c in half["checks"]]
     assert next(c for c in checks if c.name == "y_last").status == "pass"
     items = score.score(exercise, checks, 2).items
-    y_last = next(i for i in items if i.label == "y_last")
-    assert y_last.outcome == "lost" and y_last.why == (
-        "3 points for y_last count once the saxpy loop runs in a compute region"), y_last
+    y_last = [i for i in items if i.label == "y_last"]
+    assert [(i.outcome, i.worth) for i in y_last] == [("earned", 1.5), ("lost", 1.5)], y_last
+    assert y_last[1].why == "1.5 of the 3 points for y_last count once the saxpy loop runs in a " \
+        "compute region", y_last
     assert sum(i.worth for i in items if i.outcome == "earned") == half["score"]
 
 
@@ -105,7 +109,7 @@ def test_a_build_failure_earns_nothing_and_is_one_row(graded: dict[str, dict[str
 
 
 def test_course_check_fails_a_spec_whose_start_file_earns_too_much(tmp_path: Path) -> None:
-    """intro_pi with its values no longer waiting for the port: the serial start file earns
+    """intro_pi with its points no longer waiting for the port: the serial start file earns
     them, and `course check` says so, with the points it earned, and fails."""
     import shutil
     import subprocess
@@ -119,8 +123,8 @@ def test_course_check_fails_a_spec_whose_start_file_earns_too_much(tmp_path: Pat
         shutil.copy(source, examples / "C" / source.name)
     shutil.copytree(ROOT / "examples" / "reference" / "intro_pi", examples / "reference" / "intro_pi")
     spec = (ROOT / "examples" / "intro_pi.toml").read_text()
-    assert 'counts_when = ["the pi loop"]' in spec
-    spec = spec.replace('counts_when = ["the pi loop"]\n', "")
+    assert 'counts_in_part = ["the pi loop"]' in spec
+    spec = spec.replace('counts_in_part = ["the pi loop"]\n', "")
     spec = spec[:spec.index("[sources.fortran]")] + spec[spec.index("[args]"):]
     (examples / "intro_pi.toml").write_text(spec)
     env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples),
@@ -130,4 +134,4 @@ def test_course_check_fails_a_spec_whose_start_file_earns_too_much(tmp_path: Pat
     out = " ".join((r.stdout + r.stderr).split())
     assert r.returncode == 1, out
     assert "the start file earns 13 of the 19 points evaluated here (68 %, more than 10 %)" in out, out
-    assert "solution 19/20, 1 point not evaluated here, start 13/20" in out, out
+    assert "solution 19/22, 3 points not evaluated here, start 13/22" in out, out

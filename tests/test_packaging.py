@@ -339,7 +339,8 @@ def test_students_course_from_the_wheel_passes_each_solution_here(dists: Path,
         data = tomllib.loads(spec.read_text())
         assert data["students"] is True
         trace = [c.get("label") or default_label(c["kind"], c.get("pattern")) for c in data["check"]
-                 if c["kind"] in ("ran_on_gpu", "queues", "data_moved", "gpu_busy", "agrees_with_host")]
+                 if c["kind"] in ("ran_on_gpu", "queues", "data_moved", "gpu_busy", "agrees_with_host",
+                                  "speed")]
         for folder, suffix in (("C", "c"), ("Fortran", "f90")):
             solution = ROOT / "examples" / folder / f"{spec.stem}_solution.{suffix}"
             work = tmp_path / "work" / f"{spec.stem}-{suffix}"

@@ -57,8 +57,8 @@ def run(tmp_path: Path, body: str, settings: Settings | None = None,
     request = dataclasses.replace(RunRequest(source=src, workdir=tmp_path), **kw)  # type: ignore[arg-type]
     probe = Probe(family="gcc", compilers=(gcc,), gpus=(), offload=False)
     reporter = Recorder()
-    outcome = pipeline.execute(request, toolchain, probe,
-                               settings or Settings(cache_dir=tmp_path / "cache"), reporter)
+    outcome = pipeline.execute(pipeline.prepare(
+        request, toolchain, probe, settings or Settings(cache_dir=tmp_path / "cache"), reporter))
     return reporter, outcome
 
 

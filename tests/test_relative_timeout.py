@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from idrrun import checking, toolchains
+from idrrun import checking, pipeline, toolchains
 from idrrun.checks import specs
 from idrrun.grading import classroom
 from idrrun.grading.discover import Submission
 from idrrun.grading.session import Session
 from idrrun.model import Failure, FailureKind
-from idrrun.pipeline import NullReporter
 from idrrun.profile.model import Hint
 from idrrun.request import config, resolve
 from idrrun.request import source as source_mod
@@ -85,6 +84,8 @@ def test_a_graded_run_far_slower_than_the_solution_is_stopped_at_the_relative_li
     assert row.failure_what.startswith("stopped at 1 s: the solution takes 0."), row.failure_what
     assert row.failure_what.endswith(" s (20x the solution's time, at least 1 s)"), row.failure_what
     assert "stopped at 1 s: the solution takes" in row.reasons, row.reasons
+    # Why it is slow, never to raise --timeout: a graded run's limit is the grader's.
+    assert row.failure_hint == checking.SLOW_UNKNOWN and "--timeout" not in row.failure_hint
     assert took < 5.5, took  # not the absolute 6 s
 
 
@@ -94,8 +95,8 @@ def _notebook_check(tmp_path: Path, line: Options) -> Failure | None:
     exercise = specs.load(_course(tmp_path, '"20x solution, at least 1 s, at most 3 s"'))
     src = source_mod.from_file(_slow(tmp_path), "c", "slow.c")
     request, toolchain = resolve.resolve(line, src, tmp_path, settings, probe, exercise)
-    return checking.execute_checked(request, toolchain, exercise, probe, settings,
-                                    NullReporter()).failure
+    return checking.execute_checked(pipeline.prepare(request, toolchain, probe, settings),
+                                    exercise).failure
 
 
 def test_a_notebook_check_is_bounded_by_the_solution_here_unless_its_line_sets_a_limit(

@@ -36,7 +36,12 @@ kind = "exit_ok"
 
 @pytest.mark.parametrize("change, message", [
     (("demo", "other"), "field 'name': must equal the file name"),
-    (('kind = "exit_ok"', 'kind = "speed"'), "field 'check[0].kind': expected one of"),
+    (('kind = "exit_ok"', 'kind = "velocity"'), "field 'check[0].kind': expected one of"),
+    (('kind = "exit_ok"', 'kind = "speed"\nfull = 10\nnone = 1.5'), "field 'check[0].full': a speed check needs full and none"),
+    (('kind = "exit_ok"', 'kind = "gpu_busy"\nmin = 0.25\nmin_ratio = 0.7'), "field 'check[0].min': a gpu_busy check has min"),
+    (('kind = "exit_ok"', 'kind = "gpu_busy"\nmin_ratio = 1.5'), "field 'check[0].min_ratio': expected a ratio"),
+    (('kind = "exit_ok"', 'kind = "exit_ok"\ncounts_in_part = ["nothing"]'), "field 'check[0].counts_in_part': no check is labelled"),
+    (('name = "demo"', 'name = "demo"\nwrong_result = 1.5'), "field 'wrong_result': expected a share"),
     (('kind = "exit_ok"', 'kind = "value"\npattern = "x"'), "field 'check[0].pattern': needs a group"),
     (('kind = "exit_ok"', 'kind = "value"\npattern = "x=(\\\\S+)"'), "field 'check[0].expected'"),
     (('kind = "exit_ok"', 'kind = "line"\nregex = "(["'), "field 'check[0].regex': not a valid regular"),
@@ -150,6 +155,13 @@ def test_timed_checks_are_declared_with_their_kind() -> None:
     assert "gpu_busy" in specs.TIMED_KINDS
     assert not {"data_moved", "queues", "ran_on_gpu", "value"} & set(specs.TIMED_KINDS)
     course = {ex.name: ex for ex in specs.all_exercises(ROOT / "examples")}
-    assert course["profile_cg"].timed and not course["async_matmul"].timed
+    assert "speed" in specs.TIMED_KINDS
+    # Every exercise of the course whose marks a host cannot judge fully already (a GPU-trace
+    # check) has a speed check too (its run's time against the solution's): it is timed.
+    assert course["profile_cg"].timed and not course["intro_saxpy"].timed
     assert {name for name, ex in course.items() if ex.timed} == \
-        {name for name, ex in course.items() if any(c.kind == "gpu_busy" for c in ex.checks)}
+        {name for name, ex in course.items() if any(c.kind in ("gpu_busy", "speed") for c in ex.checks)}
+    for name, ex in course.items():
+        gpu_only = [c for c in ex.checks if c.kind in (*specs.TRACE_KINDS, "agrees_with_host")
+                    and c.kind != "speed"]
+        assert bool(gpu_only) == any(c.kind == "speed" for c in ex.checks), name

@@ -1,8 +1,8 @@
 """docs/teachers-day.md cannot drift from the code in what it names: every `idrrun` command the
 page gives (its code blocks and its inline commands) is accepted by that command's own parser,
-as typed there, and every file of the repository it names exists. (Running the page's commands
-in order against the test cluster and hub is issue 45.3's next step: tests/test_classday.py and
-tests/test_hub.py run the same verbs with the test's paths.)"""
+as typed there, and every file of the repository it names exists. (The page's commands run in
+its order against the test cluster and hub: tests/test_teachers_day_run.py and
+tests/test_classday.py.)"""
 
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ def commands(text: str) -> list[str]:
     # Inline: a command is typed with its arguments ("`idrrun classroom fetch intro_pi`");
     # "`idrrun grade`" or "`idrrun classroom submit`" in a sentence names a command, no more.
     prose = re.sub(r"```\n.*?```", "", text, flags=re.S)
-    for inline in re.findall(r"`([^`]*\bidrrun [^`]+)`", prose):
+    # (Each code span, the backticks paired from the first: the text between two spans is prose.)
+    for inline in re.findall(r"`([^`]+)`", prose):
         line = " ".join(inline.split())
-        if len(argv(line) or ()) >= 3:
+        if re.search(r"\bidrrun ", line) and len(argv(line) or ()) >= 3:
             found.append(line)
     return found
 

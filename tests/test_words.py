@@ -35,14 +35,20 @@ def ev(output: str = "", rc: int | None = 0, *, timed_out: bool = False, limit: 
        source: str = "#pragma acc parallel loop\nfor (;;) {}\n", built: bool = True,
        regions: RegionsRan | None = None, trace: dict[str, float] | None = None,
        run_dir: Path | None = None, solution_dir: Path | None = None,
-       language: str = "c") -> Evidence:
-    proc = ProcResult(("prog",), rc, timed_out=timed_out, output=output, limit=limit)
+       language: str = "c", seconds: float = 0.0) -> Evidence:
+    proc = ProcResult(("prog",), rc, timed_out=timed_out, output=output, limit=limit, seconds=seconds)
     run = RunResult(("prog",), proc, regions=regions)
     return Evidence(source_text=source, language=language, build=BUILT if built else FAILED,
                     run=run if built and ran else None, acc=acc, solution_output=solution,
                     solution_problem="" if solution is not None else "it crashed",
                     trace_values=trace, regions=regions, run_dir=run_dir,
                     solution_dir=solution_dir)
+
+
+def timed(evidence: Evidence, solution: str | None = None, **figures: tuple[float, ...]) -> Evidence:
+    """The evidence with the solution's timed figures (its output too, where given)."""
+    return dataclasses.replace(evidence, solution_timed=figures, solution_output=solution
+                               if solution is not None else evidence.solution_output)
 
 
 def pgm(path: Path, values: bytes) -> None:
@@ -112,6 +118,22 @@ def results(tmp: Path) -> Iterator[tuple[str, str, CheckResult]]:
     yield "data_moved", "fail", evaluate_one(
         spec(kind="data_moved", max_bytes=64e3, per_iteration=r"iterations\s*=\s*(\d+)"),
         ev("no count\n", trace=GPU))
+    # Relative to the solution's figure measured the same way (one run of each here).
+    busy = spec(kind="gpu_busy", min_ratio=0.7)
+    yield "gpu_busy", "pass", evaluate_one(busy, timed(ev(trace=GPU), gpu_busy=(1.0,)))
+    yield "gpu_busy", "fail", evaluate_one(busy, timed(ev(trace=dict(GPU, gpu_busy=0.29)), gpu_busy=(0.54,)))
+    yield "gpu_busy", "incomplete", evaluate_one(busy, ev(trace=GPU))  # no solution's share
+    speed = spec(kind="speed", full=1.5, none=10, per_iteration=r"iterations\s*=\s*(\d+)")
+    yield "speed", "pass", evaluate_one(speed, timed(ev("iterations = 10\n", trace=GPU, seconds=1.2),
+                                                     seconds=(1.0,), solution="iterations = 10\n"))
+    yield "speed", "pass", evaluate_one(speed, timed(ev("iterations = 10\n", trace=GPU, seconds=3.0),
+                                                     seconds=(1.0,), solution="iterations = 10\n"))
+    yield "speed", "fail", evaluate_one(speed, timed(ev("iterations = 10\n", trace=GPU, seconds=12.0),
+                                                     seconds=(1.0,), solution="iterations = 10\n"))
+    yield "speed", "fail", evaluate_one(speed, timed(ev("no count\n", trace=GPU, seconds=1.0),
+                                                     seconds=(1.0,), solution="iterations = 10\n"))
+    yield "speed", "incomplete", evaluate_one(speed, ev("iterations = 10\n", trace=GPU))
+    yield "speed", "incomplete", evaluate_one(speed, ev())
     yield "queues", "fail", evaluate_one(spec(kind="queues", min=2),
                                          ev(trace=dict(GPU, queues=1.0)))
     mine, theirs = tmp / "mine", tmp / "theirs"

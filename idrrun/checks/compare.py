@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ..model import AccReport, Comparison, Figure
-from ..profile.model import DTOH, HTOD, Trace
+from ..profile.model import DTOH, HTOD, RunShape, Trace
+from ..profile.seen import run_shape
 from ..profile.summary import trace_values
 from . import regex, registry
 from .evidence import human_bytes, parse_number
 from .specs import Exercise
 
-# The checks whose figures are compared: those of the trace, and those of the compiler's report.
-COMPILER_KINDS = frozenset({"uses_openacc", "no_implicit_data", "uses_openmp"})
 # Copy sizes shown one by one (the most bytes first, on either side); the rest in one row.
 COPY_ROWS = 4
 _DIRECTIONS = {HTOD: "host → device", DTOH: "device → host"}
@@ -57,6 +56,9 @@ class RunFigures:
     # (array, clause, line, implicit) as the report gives them (nvhpc -Minfo).
     moves: tuple[tuple[str, str, int, bool], ...] = ()
     method: str = ""  # how the compiler's report was read
+    # The run's kernels and copies in a few figures, for the diagnosis of a student's run
+    # beside it (profile/diagnose.py): what the fixed kernel takes.
+    shape: RunShape | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -71,20 +73,35 @@ class RunFigures:
                 value = tuple(tuple(item) for item in value)
             elif name == "implicit":
                 value = tuple(value)
+            elif name == "shape":
+                value = RunShape.from_dict(value) if isinstance(value, Mapping) else None
             if name in known:
                 values[name] = value
         return cls(**values)
 
 
+def _traced(exercise: Exercise) -> bool:
+    """Some check reads the GPU trace: the trace's figures are compared."""
+    return any(k.needs_trace for k in registry.kinds_of(c.kind for c in exercise.checks))
+
+
+def _report_rows(exercise: Exercise) -> frozenset[str]:
+    """The compiler report's rows the exercise's checks show beside the solution's
+    (Kind.report_rows)."""
+    return frozenset().union(*(k.report_rows for k in registry.kinds_of(
+        c.kind for c in exercise.checks)))
+
+
 def wanted(exercise: Exercise) -> bool:
-    """The exercise has checks whose figures are compared with the solution's."""
-    return any(c.kind in COMPILER_KINDS or c.kind in registry.names("trace") for c in exercise.checks)
+    """The exercise has checks whose figures are compared with the solution's: those of the
+    trace, and those of the compiler's report."""
+    return _traced(exercise) or bool(_report_rows(exercise))
 
 
 def _iterations(exercise: Exercise, output: str) -> float | None:
     """The iteration count the exercise's data check divides by, read from the output."""
     for spec in exercise.checks:
-        if spec.kind == "data_moved" and spec.per_iteration is not None:
+        if spec.per_iteration is not None:
             found = regex.findall(spec.per_iteration, output)
             count = parse_number(found[-1]) if found else None
             return count or None
@@ -105,7 +122,7 @@ def figures(exercise: Exercise, trace: Trace | None, traced: bool, acc: AccRepor
             copies=tuple((d, size, n) for (d, size), n in sorted(copies.items())),
             kernels=int(values["kernels"]), queues=int(values["queues"]),
             distinct_kernels=len({k.name for k in trace.kernels}) if trace else 0,
-            gpu_busy=values["gpu_busy"])
+            gpu_busy=values["gpu_busy"], shape=run_shape(trace))
     if acc is not None:
         out = dataclasses.replace(
             out, compiled=True, regions=acc.regions, omp_targets=acc.omp_targets,
@@ -183,14 +200,14 @@ def _clauses(moves: Sequence[tuple[str, str, int, bool]], name: str) -> str:
 
 
 def _compiler_rows(exercise: Exercise, yours: RunFigures, solution: RunFigures) -> list[Figure]:
-    kinds = {c.kind for c in exercise.checks}
+    shown = _report_rows(exercise)
     rows = []
-    if kinds & {"uses_openacc", "no_implicit_data"}:
+    if "regions" in shown:
         rows.append(Figure("compute regions", str(yours.regions), str(solution.regions), "compiler"))
-    if "uses_openmp" in kinds:
+    if "omp_targets" in shown:
         rows.append(Figure("target regions", str(yours.omp_targets), str(solution.omp_targets),
                            "compiler"))
-    if "no_implicit_data" in kinds:
+    if "implicit" in shown:
         rows.append(Figure("arrays moved implicitly", ", ".join(yours.implicit) or "none",
                            ", ".join(solution.implicit) or "none", "compiler"))
     if yours.moves or solution.moves:
@@ -229,15 +246,15 @@ def _notes(yours: RunFigures, solution: RunFigures, trace: bool, compiler: bool,
 def compare(exercise: Exercise, yours: RunFigures, solution: RunFigures) -> Comparison | None:
     """The table "you / the solution" for the exercise's trace and compiler checks; None when
     neither side has what they need (no trace, no report) or the exercise has no such check."""
-    kinds = {c.kind for c in exercise.checks}
-    trace = bool(kinds & set(registry.names("trace"))) and yours.traced and solution.traced
-    compiler = bool(kinds & COMPILER_KINDS) and yours.compiled and solution.compiled
+    shown = _report_rows(exercise)
+    trace = _traced(exercise) and yours.traced and solution.traced
+    compiler = bool(shown) and yours.compiled and solution.compiled
     rows = (_trace_rows(yours, solution) if trace else []) + \
         (_compiler_rows(exercise, yours, solution) if compiler else [])
     if not rows:
         return None
     return Comparison(tuple(rows), tuple(_notes(yours, solution, trace, compiler,
-                                                "no_implicit_data" in kinds)))
+                                                "implicit" in shown)))
 
 
 def as_dict(comparison: Comparison) -> dict[str, Any]:

@@ -5,6 +5,7 @@ output around what a check read, how a program ended. Pure: no processes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import posixpath
 from collections.abc import Mapping
@@ -64,6 +65,10 @@ class Evidence:
     host: HostComparison | None = None  # agrees_with_host: None when not compared
     # The student's own files the source includes (Source.headers): (name beside it, text).
     headers: tuple[tuple[str, str], ...] = ()
+    # The solution's timed figures for the same arguments, each over the runs that measured it
+    # ("seconds": its run's time, "gpu_busy": its trace's share), for the checks judged
+    # relative to it (checks/ratio.py); a figure it lacks: unknown.
+    solution_timed: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def code(self) -> str:

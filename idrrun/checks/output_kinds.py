@@ -228,20 +228,25 @@ OUTPUT = (
     Kind("exit_ok", "output", "ends normally", "the program ends normally", _exit_ok,
          needs_run=True, hidden_runs=True),
     Kind("value", "output", "value", "{label} is right", _value, fields=_value_fields,
-         keys=frozenset({"pattern", "expected"}), needs_run=True, hidden_runs=True),
+         keys=frozenset({"pattern", "expected"}), needs_run=True, hidden_runs=True,
+         label_from=lambda name, exact, file: name),
     Kind("line", "output", "prints the line", "the program prints {label}", _line,
-         fields=_line_fields, keys=frozenset({"regex", "exact"}), needs_run=True, hidden_runs=True),
+         fields=_line_fields, keys=frozenset({"regex", "exact"}), needs_run=True, hidden_runs=True,
+         label_from=lambda name, exact, file: f"prints '{exact.strip()[:30]}'" if exact else None),
     Kind("matches_solution", "output", "same as the solution", "{label} is the solution's",
          _matches_solution, fields=_pattern("number"), keys=frozenset({"pattern"}),
-         needs_run=True, needs_solution=True, hidden_runs=True),
+         needs_run=True, needs_solution=True, hidden_runs=True,
+         label_from=lambda name, exact, file: f"{name} as the solution's" if name else None),
     Kind("image", "output", "picture", "{label} is the solution's", _image, fields=_image_fields,
          keys=frozenset({"file", "min_psnr", "max_diff", "width", "height", "dtype"}),
-         needs_run=True, needs_solution=True, hidden_runs=True),
+         needs_run=True, needs_solution=True, hidden_runs=True,
+         label_from=lambda name, exact, file: f"picture {file}" if file else None),
     # The GPU's output against the same build's on the host, at the host arguments: a run of
     # its own, public only.
     Kind("agrees_with_host", "output", "GPU as host",
          "{label} is the same on the GPU as on the host", _agrees_with_host,
-         fields=_pattern("number"), keys=frozenset({"pattern"}), needs_run=True),
+         fields=_pattern("number"), keys=frozenset({"pattern"}), needs_run=True, needs_host=True,
+         label_from=lambda name, exact, file: f"{name} (GPU as host)" if name else None),
 )
 for _declared in OUTPUT:
     registry.register(_declared)

@@ -113,6 +113,8 @@ def _statement(ev: Evidence, pattern: str) -> tuple[CodeFile, int] | None:
     return None
 
 
+# Complexity: the chain of facts the check needs (the statement, its loop, a construct around it,
+# the construct ran), each said apart when missing.
 def _loop_on_device(spec: CheckSpec, ev: Evidence) -> CheckResult:
     """The loop around the statement spec.pattern names, in a compute construct that ran: the
     constructs' lines come from the regions the run executed, their extents from the file of
@@ -262,14 +264,17 @@ def _regions_fields(t: Table) -> dict[str, Any]:
 # The program kinds, one record each (checks/registry.py); registered in this order.
 PROGRAM = (
     Kind("uses_openacc", "program", "uses OpenACC", "OpenACC compute regions run", _uses_openacc,
-         model="openacc"),
+         model="openacc", report_rows=frozenset({"regions"})),
     Kind("no_implicit_data", "program", "data clauses",
-         "every array in a compute region has a data clause", _no_implicit_data),
+         "every array in a compute region has a data clause", _no_implicit_data,
+         report_rows=frozenset({"regions", "implicit"})),
+    # The source is there to read whether or not it built.
     Kind("source", "program", "in the source", "the source has {label}", _source,
-         fields=lambda t: {"regex": t.pattern("regex")}, keys=frozenset({"regex"})),
+         fields=lambda t: {"regex": t.pattern("regex")}, keys=frozenset({"regex"}),
+         judged_unbuilt=True),
     Kind("uses_openmp", "program", "uses OpenMP offload",
          "the compiler makes {min} OpenMP target regions", _uses_openmp, fields=_regions_fields,
-         keys=frozenset({"min"}), model="openmp"),
+         keys=frozenset({"min"}), model="openmp", report_rows=frozenset({"omp_targets"})),
     Kind("regions_ran", "program", "compute regions run", "{min} compute regions run",
          _regions_ran, fields=_regions_fields, keys=frozenset({"min"}), needs_run=True,
          model="openacc"),

@@ -4,11 +4,15 @@ needs, its words, how its points behave). Specs, evaluation, words and scoring r
 idrrun's own kinds are declared by what they read, in checks/output_kinds.py, program_kinds.py
 and trace_kinds.py, and registered when the package is imported (checks/__init__.py); a kind of
 one's own is one more record, `register(Kind(...))` (docs/architecture.md, "Add a check kind").
+What a kind needs (a run, the solution's, the host's, a GPU, repeated runs) and what it shows
+beside the solution's are its record's fields: nothing else compares kind names. The lists
+made from the records (names, hidden_names, timed_names, gpu_names) are made when asked, so
+that a kind registered later (a plug-in's) is among them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -64,10 +68,27 @@ class Kind:
     # Evaluated again on each hidden run, and may give hidden_points there (what the program
     # prints or writes for the arguments it was given).
     hidden_runs: bool = False
+    # Compares the GPU's output with the same build's on the host (a run of its own there).
+    needs_host: bool = False
+    # The rows of the compiler's report its comparison with the solution shows (checks/
+    # compare.py): "regions" (compute regions), "omp_targets" (OpenMP target regions),
+    # "implicit" (the arrays moved implicitly).
+    report_rows: frozenset[str] = frozenset()
+    # Judged also when the program did not build (it reads the source only).
+    judged_unbuilt: bool = False
+    # Its label when the spec gives none, from what the spec names: (the name its pattern
+    # prints, its exact line, its file) -> a label, or None for `label`.
+    label_from: Callable[[str | None, str | None, str | None], str | None] | None = None
 
     @property
     def needs_trace(self) -> bool:
         return self.reads == "trace"
+
+    @property
+    def needs_gpu(self) -> bool:
+        """Only a GPU can judge it: a run built for the host has no GPU trace, and no GPU run
+        to compare with the host's."""
+        return self.needs_trace or self.needs_host
 
 
 _KINDS: dict[str, Kind] = {}
@@ -107,3 +128,13 @@ def hidden_names() -> tuple[str, ...]:
 
 def timed_names() -> tuple[str, ...]:
     return tuple(k.name for k in all_kinds() if k.timed is not None)
+
+
+def gpu_names() -> tuple[str, ...]:
+    """The kinds only a GPU can judge (Kind.needs_gpu), a plug-in's among them."""
+    return tuple(k.name for k in all_kinds() if k.needs_gpu)
+
+
+def kinds_of(names: Iterable[str]) -> tuple[Kind, ...]:
+    """The registered kinds among `names` (each once, in the order given)."""
+    return tuple(k for name in dict.fromkeys(names) if (k := get(name)) is not None)

@@ -238,10 +238,11 @@ def read_hidden_args(args: Mapping[str, Any], path: Path) -> tuple[tuple[str, ..
 
 
 def read_counts_when(raw: Mapping[str, Any], check: CheckSpec, checks: Sequence[CheckSpec],
-                 path: Path) -> tuple[int, ...]:
-    """counts_when = [labels]: the checks this one's points wait for, by their labels."""
-    where = f"check[{check.index}].counts_when"
-    value = raw.get("counts_when", [])
+                     path: Path, key: str = "counts_when") -> tuple[int, ...]:
+    """counts_when = [labels] (or counts_in_part): the checks this one's points wait for, by
+    their labels."""
+    where = f"check[{check.index}].{key}"
+    value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise spec_error(path, where, f"expected a list of check labels, got {value!r}")
     out: list[int] = []

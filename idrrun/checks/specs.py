@@ -86,6 +86,11 @@ class CheckSpec:
     # when its pattern is not a plain one (checks/words.py derives the words otherwise).
     expect: str = ""
     min_share: float | None = None  # gpu_busy: the least fraction of the run the GPU is busy
+    # gpu_busy: the least share as a ratio to the solution's, measured the same way on the same
+    # GPU (min_ratio); speed: the scale of its points, (all at or below, none at or above), as
+    # ratios of the run's time to the solution's (checks/ratio.py).
+    min_ratio: float | None = None
+    scale: tuple[float, float] | None = None
     # image: a picture the program writes, compared with the solution's (images.image_check)
     file: str | None = None
     min_psnr: float | None = None
@@ -103,6 +108,9 @@ class CheckSpec:
     # they are worth something only once the work runs where the exercise asks. The verdict
     # does not depend on them (checks/score.py).
     counts_when: tuple[int, ...] = ()
+    # The checks whose each an equal part of this one's points waits for (spec:
+    # counts_in_part = [labels]): the values of a half port count half (checks/score.py).
+    counts_in_part: tuple[int, ...] = ()
     visibility: Visibility | None = None  # None: the exercise's
     index: int = -1  # its place among the spec's [[check]] tables (check[index])
 
@@ -185,6 +193,10 @@ class Exercise:
     # ("the start file moves both arrays at every construct..."): what a run stopped at the
     # relative limit is told. "": the trace's first hint, or a question, says it instead.
     slow: str = ""
+    # The most a submission whose result is wrong earns (a check of what it prints or writes
+    # fails), as a share of the points evaluated: a full port with a wrong answer earns less
+    # than a right one that leaves a loop on the host (checks/score.py). 1: no such bound.
+    wrong_result: float = 0.4  # WRONG_RESULT
 
     def shown(self, check: CheckSpec) -> Visibility:
         """What a student sees of this check: its own visibility, else the exercise's."""
@@ -228,7 +240,7 @@ class Exercise:
     @property
     def compares_host(self) -> bool:
         """A check compares the GPU's output with the same build's on the host."""
-        return any(c.kind == "agrees_with_host" for c in self.checks)
+        return any(_kind(c.kind).needs_host for c in self.checks)
 
     @property
     def timed(self) -> bool:
@@ -338,7 +350,8 @@ def _grading_fields(t: Table, kind: registry.Kind) -> dict[str, Any]:
 
 # The keys every [[check]] may have; a kind reads its own besides (Kind.keys).
 COMMON_FIELDS = frozenset({"kind", "label", "abs_tol", "rel_tol", "reason", "expect",
-                           "grading_only", "points", "hidden_points", "visibility", "counts_when"})
+                           "grading_only", "points", "hidden_points", "visibility", "counts_when",
+                           "counts_in_part"})
 
 
 def _kind(name: str) -> registry.Kind:
@@ -378,7 +391,17 @@ def _check(raw: Any, index: int, path: Path) -> CheckSpec:
 
 _SPEC_FIELDS = frozenset({"name", "title", "topic", "timeout", "options", "sources", "args",
                           "check", "ranks", "files", "model", "students", "visibility",
-                          "more_at_grading", "slow"})
+                          "more_at_grading", "slow", "wrong_result"})
+# A wrong result's most, when the spec does not say (examples/README.md, "Points").
+WRONG_RESULT = 0.4
+
+
+def _wrong_result(data: Mapping[str, Any], path: Path) -> float:
+    share = read_number(data, "wrong_result", path, "wrong_result", WRONG_RESULT)
+    if share is None or not 0 <= share <= 1:
+        raise spec_error(path, "wrong_result", f"expected a share of the points from 0 to 1, "
+                                               f"got {data.get('wrong_result')!r}")
+    return share
 
 
 def load(path: Path) -> Exercise:
@@ -402,6 +425,7 @@ def load(path: Path) -> Exercise:
         timeout=timeout,
         relative_timeout=relative_timeout,
         slow=read_string(data, "slow", path, "slow", default=""),
+        wrong_result=_wrong_result(data, path),
         options=read_options(data, path),
         sources=_sources(data, path, students),
         host_args=host_args,
@@ -474,8 +498,11 @@ def _checks(data: Mapping[str, Any], path: Path) -> tuple[CheckSpec, ...]:
         raise spec_error(path, "check", "expected at least one [[check]] table")
     checks = tuple(_check(c, i, path) for i, c in enumerate(raw_checks))
     needs = {c.index: read_counts_when(raw_checks[c.index], c, checks, path) for c in checks}
-    check_no_cycle(needs, checks, path)
-    return tuple(dataclasses.replace(c, counts_when=needs[c.index]) for c in checks)
+    parts = {c.index: read_counts_when(raw_checks[c.index], c, checks, path, "counts_in_part")
+             for c in checks}
+    check_no_cycle({i: needs[i] + parts[i] for i in needs}, checks, path)
+    return tuple(dataclasses.replace(c, counts_when=needs[c.index], counts_in_part=parts[c.index])
+                 for c in checks)
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,16 @@ data moved, the GPU busy), and how a timed one's figure is judged once measured 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..model import CheckResult, CheckStatus
-from . import loops, registry
+from . import loops, ratio, registry
 from .evidence import (CodeFile, Evidence, human_bytes, numbers_printed, output_excerpt,
                        parse_number, student_files)
-from .measure import Figure, Measured
+from .measure import REPEAT, Figure, Measured, Repeat
 from .registry import Kind, TimedFigure
 from .spec_fields import Table
 from .specs import CheckSpec
@@ -92,8 +93,12 @@ def _busy_subject(values: Mapping[str, float]) -> str:
 
 
 def _gpu_busy(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None = None) -> CheckResult:
-    assert spec.min_share is not None
     busy = values.get("gpu_busy", 0.0)
+    if spec.min_ratio is not None:
+        solution = ev.solution_timed.get("gpu_busy", ()) if ev is not None else ()
+        return relative_result(spec, (busy,), solution, ONE_RUN, exact=_idle(values),
+                               subject=_busy_subject(values))
+    assert spec.min_share is not None
     status: CheckStatus = "pass" if busy >= spec.min_share else "fail"
     return CheckResult(spec.label, status, f"≥ {100 * spec.min_share:.0f} %", f"{100 * busy:.0f} %",
                        _busy_subject(values) + f" is busy {100 * busy:.0f} % of the run" + (
@@ -109,6 +114,11 @@ TOO_FEW = "measured {runs} time(s) only, too few to tell: {stopped}"
 def _timed(spec: CheckSpec) -> TimedFigure | None:
     kind = registry.get(spec.kind)
     return kind.timed if kind is not None else None
+
+
+def is_timed(spec: CheckSpec) -> bool:
+    """Its kind's figure is a time or a share of time (Kind.timed): measured over several runs."""
+    return _timed(spec) is not None
 
 
 def timed_bound(spec: CheckSpec) -> float | None:
@@ -186,6 +196,136 @@ def _measured(spec: CheckSpec, measured: Measured) -> CheckResult:
 
 
 
+# Where a figure's runs are not repeated (a notebook's --check): one run of each decides.
+ONE_RUN = Repeat(least=1, most=1)
+NO_SOLUTION_FIGURE = ("the solution's {what} with these arguments is not known here (a "
+                      "students' course keeps its outputs, not its times): judged where it runs")
+NOT_DECIDED = ("{got}: the runs do not decide on which side of {bound} it is (more than "
+               "{tolerance}): the machine was too busy to time it; grade it again with fewer jobs")
+
+
+def _idle(values: Mapping[str, float]) -> bool:
+    """The run put nothing on the GPU: a share of 0 by definition, one run says it."""
+    return not values.get("kernels") and not values.get("bytes_moved")
+
+
+def relative_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[float],
+                    how: Repeat = REPEAT, exact: bool = False, subject: str = "the GPU",
+                    stopped: str = "") -> CheckResult:
+    """gpu_busy with a bound relative to the solution's share (min_ratio), on the runs of
+    both (checks/ratio.py): decided, or not judged with its range, never a coin flip."""
+    assert spec.min_ratio is not None
+    bound = ratio.Bound(spec.min_ratio, "at_least")
+    expected = f"≥ {spec.min_ratio:g}× the solution's share"
+    if not solution:
+        return CheckResult(spec.label, "incomplete", expected, _percent_runs(yours),
+                           NO_SOLUTION_FIGURE.format(what="share of GPU time"), check=spec.index)
+    decision = ratio.decide(yours, solution, bound, how, exact)
+    found = decision.range
+    got = _percent_runs(yours, how) + (f" ({found.shown()}, the solution's "
+                                       f"{_percent_runs(solution, how)})" if found is not None else "")
+    if decision.status in ("pass", "fail"):
+        status: CheckStatus = "pass" if decision.status == "pass" else "fail"
+        return CheckResult(spec.label, status, expected, got,
+                           f"{subject} is busy {got} of the run" + (
+                               "" if status == "pass" else ": it waits (launches, transfers, "
+                               "host waits) where the solution's does not: see the profile's hints"),
+                           check=spec.index)
+    why = NOT_DECIDED.format(got=got, bound=expected, tolerance=how.describe())
+    return CheckResult(spec.label, "incomplete", expected, got, why + (f" ({stopped})" if stopped else ""),
+                       check=spec.index)
+
+
+def _percent_runs(samples: Sequence[float], how: Repeat = REPEAT) -> str:
+    """The share the last runs measured (their median): those that decided."""
+    return f"{100 * statistics.median(ratio.window(samples, how)):.0f} %" if samples else "?"
+
+
+def iterations(spec: CheckSpec, output: str) -> float | None:
+    """The iteration count the spec's per_iteration pattern reads in an output (the last)."""
+    if spec.per_iteration is None:
+        return None
+    counts = numbers_printed(spec.per_iteration, output)
+    found = parse_number(counts[-1]) if counts else None
+    return found or None
+
+
+def _speed(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) -> CheckResult:
+    """The run's time (per iteration, where the exercise prints its iterations) against the
+    solution's with the same arguments, one run of each (a notebook's --check; grading
+    measures both: idrrun/relative.py)."""
+    assert ev is not None and ev.run is not None
+    yours = per_run(spec, ev.run.proc.seconds, ev.run.proc.output)
+    theirs = per_run(spec, 1.0, ev.solution_output or "")
+    solution = tuple(s * theirs for s in ev.solution_timed.get("seconds", ())) if theirs else ()
+    if yours is None:
+        what = output_line("", spec.per_iteration or "", "the iteration count")
+        return CheckResult(spec.label, "fail", _speed_expected(spec), "no iteration count",
+                           f"the program did not print {what}: the number of iterations",
+                           pattern=spec.per_iteration or "", check=spec.index)
+    return speed_result(spec, (yours,), solution, ONE_RUN)
+
+
+def per_run(spec: CheckSpec, seconds: float, output: str) -> float | None:
+    """A run's time as the speed check compares it: per iteration where the spec counts them
+    (None: the output has no count), else the whole run."""
+    if spec.per_iteration is None:
+        return seconds
+    count = iterations(spec, output)
+    return seconds / count if count else None
+
+
+def _speed_expected(spec: CheckSpec) -> str:
+    assert spec.scale is not None
+    each = " per iteration" if spec.per_iteration is not None else ""
+    return f"≤ {spec.scale[0]:g}× the solution's time{each} (no points at ≥ {spec.scale[1]:g}×)"
+
+
+_SHARES = {1.0: "all the points", 0.75: "three quarters of the points", 0.5: "half the points",
+           0.25: "a quarter of the points", 0.0: "none of the points"}
+
+
+def speed_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[float],
+                 how: Repeat = REPEAT, stopped: str = "") -> CheckResult:
+    """"your run 2.3× the solution's": the share of the points its step of the spec's scale
+    earns, decided over the runs of both (checks/ratio.py), or not judged with its range."""
+    assert spec.scale is not None
+    scale = ratio.Scale(*spec.scale)
+    expected = _speed_expected(spec)
+    if not solution:
+        return CheckResult(spec.label, "incomplete", expected, "", NO_SOLUTION_FIGURE.format(
+            what="time"), check=spec.index)
+    decision = ratio.scale_decide(yours, solution, scale, how)
+    found = decision.range
+    if found is None:
+        return CheckResult(spec.label, "incomplete", expected, "", "the solution's time is 0",
+                           check=spec.index)
+    got = found.shown() if max(found.runs) > 1 else ratio.times(found.ratio)
+    said = f"your run {ratio.times(found.ratio)} the solution's"
+    if decision.status != "pass":
+        why = NOT_DECIDED.format(got=said + f" ({got})", bound="a step of the scale",
+                                 tolerance=how.describe())
+        return CheckResult(spec.label, "incomplete", expected, got,
+                           why + (f" ({stopped})" if stopped else ""), check=spec.index)
+    share = _SHARES.get(decision.credit, f"{100 * decision.credit:.0f} % of the points")
+    status: CheckStatus = "pass" if decision.credit > 0 else "fail"
+    hint = "" if decision.credit >= 1 else ": see the profile's hints for where the time goes"
+    return CheckResult(spec.label, status, expected, got,
+                       f"{said}: {share} ({scale.describe()}){hint}", check=spec.index,
+                       credit=decision.credit)
+
+
+def _speed_fields(t: Table) -> dict[str, Any]:
+    full, none = t.number("full"), t.number("none")
+    if full is None or none is None or not 0 < full < none:
+        raise t.err("full", "a speed check needs full and none, ratios of the run's time to "
+                            "the solution's with 0 < full < none (e.g. full = 1.5, none = 10)")
+    fields: dict[str, Any] = {"scale": (full, none)}
+    if "per_iteration" in t.raw:
+        fields["per_iteration"] = t.pattern("per_iteration", "count")
+    return fields
+
+
 def _data_moved_fields(t: Table) -> dict[str, Any]:
     max_bytes = t.number("max_bytes")
     if max_bytes is None:
@@ -197,9 +337,18 @@ def _data_moved_fields(t: Table) -> dict[str, Any]:
 
 
 def _gpu_busy_fields(t: Table) -> dict[str, Any]:
+    if "min_ratio" in t.raw:
+        if "min" in t.raw:
+            raise t.err("min", "a gpu_busy check has min (a share) or min_ratio (a ratio to the "
+                               "solution's share), not both")
+        ratio_ = t.number("min_ratio")
+        if ratio_ is None or not 0 < ratio_ <= 1:
+            raise t.err("min_ratio", "expected a ratio to the solution's share in (0, 1]")
+        return {"min_ratio": ratio_}
     share = t.number("min")
     if share is None or not 0 < share <= 1:
-        raise t.err("min", "a gpu_busy check needs min, a fraction in (0, 1]")
+        raise t.err("min", "a gpu_busy check needs min, a fraction in (0, 1], or min_ratio, a "
+                           "ratio to the solution's share (it differs from GPU to GPU)")
     return {"min_share": share}
 
 
@@ -214,8 +363,13 @@ TRACE = (
     # A share of time: it depends on what else runs beside the program, so a run checked by one
     # waits for a GPU of its own and its figure is measured over several runs (checks/measure.py).
     Kind("gpu_busy", "trace", "GPU busy", "the GPU is busy enough ({label})", trace=_gpu_busy,
-         fields=_gpu_busy_fields, keys=frozenset({"min"}),
+         fields=_gpu_busy_fields, keys=frozenset({"min", "min_ratio"}),
          timed=TimedFigure("gpu_busy", lambda spec: spec.min_share, 100.0, " %")),
+    # The run's time against the solution's on the same GPU, points on the spec's scale: timed
+    # (alone on its GPU, both measured over runs: idrrun/relative.py), judged on a GPU build.
+    Kind("speed", "trace", "run time", "the run is about as fast as the solution's",
+         trace=_speed, fields=_speed_fields, keys=frozenset({"full", "none", "per_iteration"}),
+         timed=TimedFigure("seconds", lambda spec: None, 1.0, " s")),
 )
 for _declared in TRACE:
     registry.register(_declared)

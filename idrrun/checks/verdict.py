@@ -41,6 +41,8 @@ CUT_SHORT = ("not judged: the run did not end normally ({how}), and the GPU trac
              "stops early can miss work still in flight on the GPU; judged once it ends normally")
 
 
+# Complexity: the cases no kind decides alone (not started, no build, no trace, cut short), one
+# branch each, in the order they take precedence.
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     kind = registry.get(spec.kind)
     assert kind is not None, spec.kind  # specs accept registered kinds only
@@ -66,8 +68,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
                                CUT_SHORT.format(how=ev.run.proc.describe()))
         return judge_trace(spec, ev.trace_values, ev)
     if ev.build is None or not ev.build.ok:
-        if spec.kind == "source":
-            # The source is there to read whether or not it built.
+        if kind.judged_unbuilt:
             assert kind.evaluate is not None
             return kind.evaluate(spec, ev)
         return CheckResult(spec.label, "fail", "", "not built",

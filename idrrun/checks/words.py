@@ -104,18 +104,13 @@ def printed_name(pattern: str) -> str | None:
 
 def default_label(kind: str, pattern: str | None = None, exact: str | None = None,
                   file: str | None = None) -> str:
-    """The label of a check whose spec gives none."""
-    name = printed_name(pattern) if pattern else None
-    if kind == "value" and name:
-        return name
-    if kind == "matches_solution" and name:
-        return f"{name} as the solution's"
-    if kind == "agrees_with_host" and name:
-        return f"{name} (GPU as host)"
-    if kind == "line" and exact:
-        return f"prints '{exact.strip()[:30]}'"
-    if kind == "image" and file:
-        return f"picture {file}"
+    """The label of a check whose spec gives none: its kind's from what the spec names
+    (Kind.label_from), else the kind's own."""
+    known = registry.get(kind)
+    if known is not None and known.label_from is not None:
+        found = known.label_from(printed_name(pattern) if pattern else None, exact, file)
+        if found:
+            return found
     return kind_label(kind)
 
 

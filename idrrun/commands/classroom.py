@@ -229,6 +229,7 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Complexity: the teacher's verbs, one branch each, after the checks they share.
 def _teacher(args: argparse.Namespace) -> int:
     if args.verb == "serve":
         return _serve(args)

@@ -16,7 +16,7 @@ from ..checks import reference, specs
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
-from ..grading import course, session
+from ..grading import course, ladder, session
 from ..grading.rows import GradeRow
 from ..model import CheckResult
 from ..request import config, options
@@ -52,6 +52,11 @@ def parser() -> Parser:
     _selection(chk, "programs")
     chk.add_argument("--json", action="store_true",
                      help="print the results as JSON on stdout (no table, no progress)")
+    chk.add_argument("--ladder", action="store_true",
+                     help="also grade each exercise's near-misses, made from its solution (slow, "
+                          "half port, wrong result, a region with no work, directives in "
+                          "comments): their marks must keep a teacher's order and bounds "
+                          "(examples/README.md, \"The ladder\")")
     add_seed_options(chk, "the seed of the hidden argument sets drawn from the specs' ranges, as "
                           "`idrrun grade --seed-file`")
     refs = sub.add_parser("references", help="the solutions' outputs, kept for the students' course",
@@ -156,10 +161,12 @@ def _check(args: argparse.Namespace) -> int:
             console.print(neutralise(note), markup=False)
         console.print(f"course check: {plural(len(exercises), 'exercise')} in {folder}, {probe.family} "
                       f"family, {where}", markup=False)
-    total = sum(2 * len([lang for lang in e.sources if not args.language or lang in args.language])
+    per = 2 + (len(ladder.RUNGS) - 2 if args.ladder else 0)
+    total = sum(per * len([lang for lang in e.sources if not args.language or lang in args.language])
                 for e in exercises)
     rows = _with_progress(console, total, "course check",
-                          lambda done: course.course_check(grading, args.language, done),
+                          lambda done: course.course_check(grading, args.language, done,
+                                                           ladder=args.ladder),
                           quiet=args.json)
     by_name = {e.name: e for e in exercises}
     found = [course.findings(r, by_name[r.exercise]) for r in rows]
@@ -168,6 +175,8 @@ def _check(args: argparse.Namespace) -> int:
                            "notes": notes}, rows, found)
     else:
         _table(console, rows)
+        if args.ladder:
+            _ladder_table(console, rows)
         _findings(console, rows, found)
     return EXIT_OK if rows and all(r.ok for r in rows) else EXIT_FAILED
 
@@ -181,7 +190,8 @@ def _print_check_json(head: dict[str, object], rows: Sequence[course.CourseRow],
         "rows": [{"exercise": r.exercise, "language": r.language, "ok": r.ok,
                   "incomplete": r.incomplete, "scores": _scores_dict(r),
                   "solution": row_dict(r.solution), "start": row_dict(r.start),
-                  "reference": [check_dict(c) for c in r.reference], "findings": said}
+                  "reference": [check_dict(c) for c in r.reference], "findings": said,
+                  **({"ladder": _ladder_dicts(r)} if r.ladder else {})}
                  for r, said in zip(rows, found)],
     })
 
@@ -197,6 +207,46 @@ def _scores_dict(r: course.CourseRow) -> dict[str, object]:
     return {"solution": _score_dict(r.solution), "start": _score_dict(r.start),
             "start_share": r.start_share, "start_share_max": course.START_SHARE,
             "solution_full": r.solution_full, "start_low": r.start_low}
+
+
+def _ladder_dicts(r: course.CourseRow) -> list[dict[str, object]]:
+    """`course check --ladder --json`: each rung's score, share and what was changed."""
+    judged = r.judged
+    rungs = [ladder.Graded(ladder.Rung("solution", "", "the solution as published"), r.solution),
+             *r.ladder, ladder.Graded(ladder.Rung("start", "", "the start file as published"), r.start)]
+    out: list[dict[str, object]] = [
+        {"rung": g.rung.name, "how": g.rung.how, "made": g.row is not None,
+         "score": _score_dict(g.row) if g.row is not None else None, "share": g.share,
+         "not_judged": ladder.unlike(r.checked, g)
+         if g.rung.name != "solution" and r.checked is not None else ""}
+        for g in rungs]
+    return out + [{"findings": list(judged.findings), "notes": list(judged.notes)}]
+
+
+def _ladder_cell(r: course.CourseRow, g: ladder.Graded) -> Text:
+    if g.row is None:
+        return Text("-")
+    share = g.share
+    said = f"{100 * share:.0f} %" if share is not None else "?"
+    odd = r.checked is not None and g.rung.name != "solution" and bool(ladder.unlike(r.checked, g))
+    return Text(said + (" *" if odd else ""), style="yellow" if odd else "")
+
+
+def _ladder_table(console: Console, rows: Sequence[course.CourseRow]) -> None:
+    """The ladder's marks, each a share of the points evaluated here; * not judged (the
+    generator's change did not make what the rung claims); - not made."""
+    table = Table(title="the ladder (share of the points evaluated here)")
+    for col in ("exercise", "language", *ladder.RUNGS, "order"):
+        table.add_column(col)
+    for r in rows:
+        by = {g.rung.name: g for g in r.ladder}
+        by["solution"] = ladder.Graded(ladder.Rung("solution", "", ""), r.solution)
+        by["start"] = ladder.Graded(ladder.Rung("start", "", ""), r.start)
+        held = not r.judged.findings
+        table.add_row(r.exercise, r.language, *(_ladder_cell(r, by[n]) if n in by else Text("-")
+                                                 for n in ladder.RUNGS),
+                      Text("held", style="green") if held else Text("BROKEN", style="red"))
+    console.print(table)
 
 
 def _findings(console: Console, rows: Sequence[course.CourseRow], found: Sequence[list[str]]) -> None:

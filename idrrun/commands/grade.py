@@ -104,7 +104,7 @@ def main(tokens: Sequence[str]) -> int:
     grading = session.open_session(_opening(args))
     [exercise] = grading.exercises
     if args.board is not None:  # said before grading, not after the class
-        board_mod.require_timed(exercise)
+        board_mod.require_timed(exercise, bool(grading.probe.gpus))
         if args.board_page is not None:
             board_mod.publishable(args.board_page, exercise.name)
     console = _console()

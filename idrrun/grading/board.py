@@ -4,11 +4,13 @@ each student's run time beside the solution's, fastest first, as the grading mea
 No student's program is run again for it: her time is the median of the runs the grading
 made of her build (`GradeRow.run_times`: the graded run and her timed checks' repeats, each
 alone on its GPU, in its lane: run/lanes.py; checks/measure.py repeats them until the figures
-settle), beside her timed checks' figures ("59 % (median of 3 runs: 57–61 %)"). The
-solution's time is the median of its runs, made as a timed figure's are (measure.REPEAT: until
-the last 3 times settle within 10 %, 7 at most): the one the grading keeps beside its output,
-and more of the same build in the same lane. An exercise with no timed check has no board:
-its runs shared their GPU.
+settle), beside her timed checks' figures ("59 % (median of 3 runs: 57–61 %)", "your run
+1.04× the solution's"). The solution's time is the median of its runs, made as a timed
+figure's are (measure.REPEAT: until the last 3 times settle within 10 %, 7 at most): the one
+the grading keeps beside its output, and more of the same build in the same lane. Every
+exercise graded on a GPU has a board (most of the course's have a timed `speed` check); one
+with no timed check shared its GPUs, and its board says so; on a host, only a timed exercise
+has one.
 
 Names as the teacher chooses: pseudonyms by default, each made from the student's name with
 the grader's key (state.grading_key: in its private cache, never shown), so that a student
@@ -57,8 +59,9 @@ _ANIMALS = ("badger", "crane", "dolphin", "falcon", "gecko", "heron", "ibex", "j
             "lynx", "marten", "otter", "puffin", "raven", "stoat", "wren")
 _DIGITS = 3
 
-NO_TIMED_CHECK = ("--board: exercise {name!r} has no timed check: its runs were not measured "
-                  "alone on a GPU, so their times would not compare (specs' timed kinds: {kinds})")
+NO_TIMED_CHECK = ("--board: exercise {name!r} has no timed check and this machine no GPU: its "
+                  "runs would not be measured alone on a GPU, so their times would not compare "
+                  "(specs' timed kinds: {kinds})")
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,11 @@ class Board:
         return statistics.median(times) if times else None
 
 
-def require_timed(exercise: Exercise) -> None:
-    """UsageError unless the exercise has a timed check (its runs measured alone)."""
-    if not exercise.timed:
+def require_timed(exercise: Exercise, on_gpu: bool = False) -> None:
+    """UsageError unless the exercise has a timed check (its runs measured alone) or is graded
+    on a GPU (every exercise with a GPU run has a board; the board says when its runs shared
+    their GPU)."""
+    if not exercise.timed and not on_gpu:
         raise UsageError(NO_TIMED_CHECK.format(name=exercise.name,
                                                kinds=", ".join(specs.TIMED_KINDS)))
 
@@ -171,8 +176,9 @@ def solution_times(session: Session, exercise: Exercise, languages: Sequence[str
             request, toolchain = resolve.resolve(
                 Options(), src, pair.solution.parent, settings, probe, exercise,
                 classroom.policy(session, exercise, rooms.scratch_root(settings)))
-            out[language] = solution_runs(resolve.with_args(request, tuple(request.program_args)),
-                                          toolchain, exercise, probe, settings, how)
+            out[language] = solution_runs(
+                session.job(request, toolchain).with_args(tuple(request.program_args)),
+                exercise, how)
         except IdrrunError:
             pass  # the board says it is not known
     return out

@@ -22,7 +22,7 @@ from ..checks import compare
 from ..checks.specs import COURSE_DIRS, Exercise
 from ..errors import IdrrunError
 from ..model import FailureKind, Settings, Source, RunRequest, Toolchain
-from ..pipeline import NullReporter, Outcome
+from ..pipeline import Outcome
 from ..request import resolve
 from ..request import source as source_mod
 from ..request.options import Options
@@ -62,11 +62,10 @@ def warm_solution(session: Session, exercise: Exercise, subs: Sequence[Submissio
             # Every argument set a row runs, the solution's output and time kept for each (a
             # check compares with it, a timeout says it): the public one (profiled as a row's
             # is, for the comparison), then the hidden ones (one build).
-            solution_output(resolve.with_args(request, tuple(request.program_args)), toolchain,
-                            exercise, probe, settings)
+            job = session.job(request, toolchain)
+            solution_output(job.with_args(tuple(request.program_args)), exercise)
             for args in exercise.hidden_args:
-                solution_output(resolve.with_args(request, tuple(args), hidden=True), toolchain,
-                                exercise, probe, settings)
+                solution_output(job.with_args(tuple(args), hidden=True), exercise)
         except IdrrunError:
             pass  # each row reports it
 
@@ -165,8 +164,8 @@ def request_of(session: Session, work: Work) -> StepResult:
 def run_checked(session: Session, work: Work) -> StepResult:
     """Built, run (its hidden sets too) and checked; what could not be started is ours."""
     assert work.request is not None and work.toolchain is not None
-    outcome = execute_checked(work.request, work.toolchain, work.exercise, session.probe,
-                              session.settings, NullReporter(), hidden=True)
+    outcome = execute_checked(session.job(work.request, work.toolchain), work.exercise,
+                              hidden=True)
     failure = outcome.failure
     if failure is not None and failure.kind is FailureKind.NOT_STARTED:
         # The compiler, the box or the program could not be started: the grader's failure

@@ -21,19 +21,22 @@ from tomlkit.container import Container
 from tomlkit.items import Comment, Whitespace
 
 from ..checking import SolutionRun, solution_output
-from ..checks import reference, spec_fields, specs, words
+from ..checks import reference, registry, spec_fields, specs, words
 from ..checks.evidence import Evidence
 from ..checks.score import points
 from ..checks.specs import Exercise
 from ..checks.verdict import evaluate_one
 from ..errors import IdrrunError, UsageError
 from ..files import write_atomic
-from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunRequest,
-                     RunResult, Settings, Toolchain)
+from ..pipeline import Job, prepare
+from ..model import (BuildResult, CheckResult, FailureKind, Probe, ProcResult, RunResult,
+                     Settings, Toolchain)
 from ..request import notebook, resolve
 from ..request import source as source_mod
 from ..request.options import Options
+from ..run import boundary, rooms
 from .classroom import grade_one
+from . import ladder as ladder_mod
 from .discover import Submission
 from .rows import GradeRow
 from .session import Session
@@ -56,16 +59,31 @@ class CourseRow:
     # The solution's output held to its reference (the students' course compares with it):
     # the exercise's checks that compare with the solution, on the solution's run here.
     reference: tuple[CheckResult, ...] = ()
+    # With --ladder: the near-misses made from the solution (grading/ladder.py), graded, and
+    # whether they ran on a GPU (the slow rung must then earn less than the solution).
+    ladder: tuple[ladder_mod.Graded, ...] = ()
+    on_gpu: bool = False
+    checked: Exercise | None = None  # the exercise the ladder was graded with
 
     @property
     def ok(self) -> bool:
         """The solution passes (or could not be judged fully here) and still prints what its
         reference says, the start file builds and fails; the solution earns every point this
-        machine can evaluate, the start file at most START_SHARE of those it can be given."""
+        machine can evaluate, the start file at most START_SHARE of those it can be given;
+        the ladder's marks (when graded) keep the teacher's order and bounds."""
         return (self.solution.status in ("pass", "incomplete") and self.start.status == "fail"
                 and self.start.failure not in _COMPILE_FAILURES
                 and not any(c.status == "fail" for c in self.reference)
-                and self.solution_full and self.start_low)
+                and self.solution_full and self.start_low and not self.judged.findings)
+
+    @property
+    def judged(self) -> ladder_mod.Judged:
+        """The ladder's marks judged (nothing found without a ladder)."""
+        if not self.ladder or self.checked is None:
+            return ladder_mod.Judged((), ())
+        ends = (ladder_mod.Graded(ladder_mod.Rung("solution", "", "the solution"), self.solution),
+                ladder_mod.Graded(ladder_mod.Rung("start", "", "the start file"), self.start))
+        return ladder_mod.judge(self.checked, (*ends, *self.ladder), self.on_gpu)
 
     @property
     def solution_full(self) -> bool:
@@ -111,10 +129,24 @@ def _scored(row: GradeRow) -> str:
 
 
 def course_check(session: Session, languages: Sequence[str] | None,
-                 on_done: Callable[[GradeRow], None] | None = None) -> list[CourseRow]:
+                 on_done: Callable[[GradeRow], None] | None = None,
+                 ladder: bool = False) -> list[CourseRow]:
     """Every solution and start file of the session's exercises graded, `session.jobs` at
-    once, in the machine's GPU lanes (the session's sandbox: the course's own files, none)."""
+    once, in the machine's GPU lanes (the session's sandbox: the course's own files, none);
+    with `ladder`, each one's near-misses too (grading/ladder.py)."""
+    folder = rooms.intake_room(session.settings) if ladder else None
+    try:
+        return _course_check(session, languages, on_done, folder)
+    finally:
+        if folder is not None:
+            boundary.remove(folder)
+
+
+def _course_check(session: Session, languages: Sequence[str] | None,
+                  on_done: Callable[[GradeRow], None] | None,
+                  folder: Path | None) -> list[CourseRow]:
     subs: list[tuple[Exercise, str, str, Submission]] = []
+    rungs: dict[tuple[str, str], list[tuple[ladder_mod.Rung, int | None]]] = {}
     for ex in session.exercises:
         for language, pair in ex.sources.items():
             if languages and language not in languages:
@@ -129,6 +161,12 @@ def course_check(session: Session, languages: Sequence[str] | None,
                 src = source_mod.from_file(path, language, path.name)  # type: ignore[arg-type]
                 subs.append((checked, language, role,
                              Submission(f"{ex.name}/{language}/{role}", path, src)))
+            if folder is not None:
+                mine = rungs.setdefault((ex.name, language), [])
+                for rung, sub in ladder_mod.submissions(ex, language, folder):
+                    mine.append((rung, len(subs) if sub is not None else None))
+                    if sub is not None:
+                        subs.append((ex, language, rung.name, sub))
     results: dict[int, GradeRow] = {}
     with ThreadPoolExecutor(max_workers=max(1, session.jobs)) as pool:
         futures = {pool.submit(grade_one, session, s[3], s[0]): i
@@ -139,11 +177,15 @@ def course_check(session: Session, languages: Sequence[str] | None,
             if on_done is not None:
                 on_done(results[i])
     rows: list[CourseRow] = []
-    for i in range(0, len(subs), 2):
-        ex, language = subs[i][0], subs[i][1]
+    for i, (ex, language, role, _) in enumerate(subs):
+        if role != "solution":
+            continue
+        graded = tuple(ladder_mod.Graded(rung, results[at] if at is not None else None)
+                       for rung, at in rungs.get((ex.name, language), ()))
         rows.append(CourseRow(ex.name, language, solution=results[i], start=results[i + 1],
                               reference=reference_checks(ex, language, session.settings,
-                                                         session.probe)))
+                                                         session.probe),
+                              ladder=graded, on_gpu=bool(session.probe.gpus), checked=ex))
     return rows
 
 
@@ -170,6 +212,8 @@ def findings(row: CourseRow, exercise: Exercise) -> list[str]:
         _start_findings(row.start, exercise, row.language) + \
         [f"{exercise.path}: {c.name}: {c.reason}" for c in row.reference if c.status == "fail"]
     out += _score_findings(row, exercise)
+    out += [f"{_where(exercise, 'check')}: the ladder ({row.language}): {said}"
+            for said in row.judged.findings]
     if not any(c.points or c.points_hidden for c in exercise.checks):
         out.append(f"{_where(exercise, 'check[0].points')}: every check is worth 0 points: every "
                    f"score will be 0/0")
@@ -263,15 +307,16 @@ class ReferenceRow:
     seconds: float = 0.0
 
 
-def _solution_request(exercise: Exercise, language: str, settings: Settings,
-                      probe: Probe) -> tuple[RunRequest, Toolchain]:
-    """The solution's request as a student's check would compare with it (OpenACC or OpenMP
-    as the exercise asks), run where solution_output runs it (a scratch folder)."""
+def _solution_job(exercise: Exercise, language: str, settings: Settings, probe: Probe) -> Job:
+    """The solution's Job as a student's check would compare with it (OpenACC or OpenMP as
+    the exercise asks), run where solution_output runs it (a scratch folder)."""
     pair = exercise.sources[language]
     assert pair.solution is not None
     src = source_mod.from_file(pair.solution, language, str(pair.solution))  # type: ignore[arg-type]
     model = Options(acc=True) if exercise.model == "openacc" else Options()
-    return resolve.resolve(model, src, pair.solution.parent, settings, probe, exercise)
+    request, toolchain = resolve.resolve(model, src, pair.solution.parent, settings, probe,
+                                         exercise)
+    return prepare(request, toolchain, probe, settings)
 
 
 def _made(toolchain: Toolchain) -> str:
@@ -284,14 +329,14 @@ def make_reference(exercise: Exercise, language: str, target: str, settings: Set
     gpu_timeout seconds); the row says how, or why not."""
     args = reference.target_args(exercise)[target]
     try:
-        request, toolchain = _solution_request(exercise, language, settings, probe)
+        job = _solution_job(exercise, language, settings, probe).with_args(args)
     except IdrrunError as exc:
         return ReferenceRow(exercise.name, language, target, args, missing=str(exc)), None
-    request = resolve.with_args(request, args)
+    toolchain = job.toolchain
     if target == "gpu" and toolchain.target != "gpu":
         limit = gpu_timeout if gpu_timeout is not None else exercise.timeout * GPU_ON_HOST_FACTOR
-        request = dataclasses.replace(request, timeout=limit)
-    run = solution_output(request, toolchain, exercise, probe, settings)
+        job = job.with_timeout(limit)
+    run = solution_output(job, exercise)
     if run.output is None:
         where = "on a host without a GPU" if toolchain.target != "gpu" else "here"
         return ReferenceRow(exercise.name, language, target, args,
@@ -391,13 +436,13 @@ def reference_checks(exercise: Exercise, language: str, settings: Settings,
     if not exercise.needs_solution or exercise.sources[language].solution is None:
         return ()
     try:
-        request, toolchain = _solution_request(exercise, language, settings, probe)
+        job = _solution_job(exercise, language, settings, probe)
     except IdrrunError as exc:
         return (CheckResult("reference", "fail", reason=str(exc)),)
-    ref = reference.lookup(exercise, language, request.program_args)
+    ref = reference.lookup(exercise, language, job.request.program_args)
     if ref is None:
         return (CheckResult("reference", "fail", "reference values", "none", NO_REFERENCE),)
-    ran = solution_output(request, toolchain, exercise, probe, settings)
+    ran = solution_output(job, exercise)
     if ran.output is None:
         return (CheckResult("reference", "incomplete",
                             reason=f"the solution did not run: {ran.problem}"),)
@@ -408,8 +453,9 @@ def reference_checks(exercise: Exercise, language: str, settings: Settings,
                         solution_output=ref.output, solution_problem=ref.problem,
                         from_reference=True, run_dir=ran.files, solution_dir=ref.folder,
                         solution_left_out=ref.left_out)
+    solution_kinds = {k.name for k in registry.all_kinds() if k.needs_solution}
     return tuple(dataclasses.replace(evaluate_one(c, evidence), name=f"{c.label} (reference)")
-                 for c in exercise.checks if c.kind in ("matches_solution", "image"))
+                 for c in exercise.checks if c.kind in solution_kinds)
 
 
 NO_REFERENCE = ("no reference values: run `idrrun course references` (the students' course "
@@ -516,16 +562,18 @@ def _label(check: Any) -> str:
 
 
 def _forget_dropped(checks: Any) -> None:
-    """The labels of checks a students' copy leaves out, removed from the counts_when of the
-    checks it keeps (a notebook scores nothing; the spec must still load)."""
+    """The labels of checks a students' copy leaves out, removed from the counts_when and
+    counts_in_part of the checks it keeps (a notebook scores nothing; the spec must still
+    load)."""
     gone = {_label(c) for c in checks if _dropped(c)}
     for check in checks:
-        if gone and "counts_when" in check and not _dropped(check):
-            kept = [label for label in check["counts_when"] if str(label) not in gone]
-            if kept:
-                check["counts_when"] = kept
-            else:
-                del check["counts_when"]
+        for key in ("counts_when", "counts_in_part"):
+            if gone and key in check and not _dropped(check):
+                kept = [label for label in check[key] if str(label) not in gone]
+                if kept:
+                    check[key] = kept
+                else:
+                    del check[key]
 
 
 def students_spec(text: str, solutions_kept: Collection[str]) -> str:

@@ -33,8 +33,6 @@ import json
 import os
 import pwd
 import re
-import shutil
-import stat
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -61,7 +59,6 @@ MAX_SUBMISSIONS = 200
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}")
 # A login or exercise name used as a folder name in the exchange.
 SAFE_LOGIN = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 RECEIPT = "receipt.json"
 
 
@@ -162,32 +159,23 @@ class Refused(Exception):
 
 
 # --- root's folders: made here, checked every time (owner, mode, not a link) ------------------
+# Every descriptor the exchange opens, and every file it reads, goes through the grader's
+# boundary (run/boundary): one rule of what is followed, refused and read, not a second copy.
 
 def _own_dir(parent: int, name: str, mode: int, uid: int = 0, gid: int = 0) -> int:
     """A descriptor of the folder NAME under PARENT, made if absent, owned uid:gid with MODE;
-    one that exists must already be so (a folder someone else made is never taken over)."""
+    one that exists must already be so (boundary.own_dir_at: a folder someone else made is
+    never taken over)."""
     try:
-        os.mkdir(name, mode, dir_fd=parent)
-        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
-        os.fchown(fd, uid, gid)
-        os.fchmod(fd, mode)
-    except FileExistsError:
-        try:
-            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
-        except OSError as exc:
-            raise UsageError(f"{name}: not a folder of ours ({exc.strerror}): left alone") from None
-    st = os.fstat(fd)
-    if (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) != (uid, gid, mode):
-        os.close(fd)
-        raise UsageError(f"{name}: expected owner {uid}:{gid} and mode {mode:o}, found "
-                         f"{st.st_uid}:{st.st_gid} {stat.S_IMODE(st.st_mode):o}: not ours, left alone")
-    return fd
+        return boundary.own_dir_at(parent, name, mode, uid, gid)
+    except boundary.NotOwnFolder as exc:
+        raise UsageError(f"{name}: {exc.strerror}, left alone") from None
 
 
 def _sub_dir(parent: int, name: str) -> int | None:
     """The folder NAME under one of root's own (0700) folders, None when absent."""
     try:
-        return os.open(name, DIR_FLAGS, dir_fd=parent)
+        return boundary.open_folder(parent, name)
     except FileNotFoundError:
         return None
 
@@ -207,7 +195,8 @@ def open_exchange(root: Path, create: bool = False) -> int:
 
 def _read_own(folder: int, name: str, cap: int) -> bytes | None:
     """A file of one of our own folders, as the grader takes a box's (boundary.take: a regular
-    file with one link, not a link, at most CAP bytes); None if there is none."""
+    file with no other name, not a link, at most CAP bytes, unchanged while it is read); None
+    if there is none."""
     taken = boundary.take(folder, name, cap)
     if taken.data is not None:
         return taken.data
@@ -232,9 +221,9 @@ def release(root: Path, name: str, files: Sequence[tuple[str, bytes]], roster: S
         try:
             folder = _own_dir(released, name, 0o755)
             try:
-                for old in os.listdir(folder):  # a file released before and not now goes
+                for old in boundary.names(folder):  # a file released before and not now goes
                     if SAFE_NAME.fullmatch(old) and old not in dict(files):
-                        os.unlink(old, dir_fd=folder)
+                        boundary.discard(folder, old)
                 for file, data in files:
                     write_atomic_at(folder, file, data, 0o644)
             finally:
@@ -262,7 +251,7 @@ def _assignment_at(released: int, name: str, with_files: bool) -> Assignment | N
         logins = tuple(str(s) for s in record.get("students", ()))
         files: dict[str, bytes] = {}
         if with_files:
-            folder = os.open(name, DIR_FLAGS, dir_fd=released)
+            folder = boundary.open_folder(released, name)
             try:
                 for file in record.get("files", ()):
                     data = _read_own(folder, str(file), MAX_SOURCE_BYTES * 4) if SAFE_NAME.fullmatch(str(file)) else None
@@ -304,7 +293,7 @@ def assignments(root: Path, login: str | None = None) -> list[Assignment]:
         if released is None:
             return []
         try:
-            names = sorted(n.removesuffix(".json") for n in os.listdir(released)
+            names = sorted(n.removesuffix(".json") for n in boundary.names(released)
                            if n.endswith(".json") and SAFE_NAME.fullmatch(n))
             out = [a for a in (_assignment_at(released, n, False) for n in names) if a is not None]
         finally:
@@ -399,7 +388,7 @@ def receive(root: Path, login: str, name: str, files: Mapping[str, bytes],
 
 
 def _numbers(folder: int) -> list[int]:
-    return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
+    return sorted(int(n) for n in boundary.names(folder) if n.isdigit())
 
 
 def _next_number(folder: int) -> int:
@@ -414,16 +403,14 @@ def _store(folder: int, receipt: Receipt, files: Mapping[str, bytes]) -> None:
     whole (a full disk) and is removed here, or ignored by whoever reads."""
     label = f"{receipt.number:06d}"
     os.mkdir(label, 0o700, dir_fd=folder)
-    box = os.open(label, DIR_FLAGS, dir_fd=folder)
+    box = boundary.open_folder(folder, label)
     try:
         try:
             for file, data in files.items():
                 write_atomic_at(box, file, data, 0o600)
             write_atomic_at(box, RECEIPT, json.dumps(receipt.to_json(), indent=1).encode(), 0o600)
         except OSError:
-            for entry in os.listdir(box):
-                os.unlink(entry, dir_fd=box)
-            os.rmdir(label, dir_fd=folder)
+            boundary.remove_entry(folder, label, os.geteuid())
             raise
     finally:
         os.close(box)
@@ -550,10 +537,10 @@ def collect(root: Path, name: str, roster: Sequence[Student], out: Path,
     try:
         try:
             os.fchmod(out_fd, 0o700)
-            if SUBMISSIONS in os.listdir(out_fd):
-                shutil.rmtree(SUBMISSIONS, dir_fd=out_fd)  # the last collection's: collected anew
+            # The last collection's: collected anew (removed through descriptors, as a box's).
+            boundary.remove_entry(out_fd, SUBMISSIONS, os.geteuid())
             os.mkdir(SUBMISSIONS, 0o700, dir_fd=out_fd)
-            target = os.open(SUBMISSIONS, DIR_FLAGS, dir_fd=out_fd)
+            target = boundary.open_folder(out_fd, SUBMISSIONS)
         except OSError as exc:
             raise UsageError(f"--to {out}: {exc.strerror or exc}") from None
         top = open_exchange(root)
@@ -582,7 +569,7 @@ def _collected(top: int, name: str, student: Student, target: int, limit: float 
             return Collected(student.login, "missing", note=note)
         files = _files_of(top, chosen)
         os.mkdir(student.login, 0o700, dir_fd=target)
-        folder = os.open(student.login, DIR_FLAGS, dir_fd=target)
+        folder = boundary.open_folder(target, student.login)
         try:
             for file, data in files.items():
                 write_atomic_at(folder, file, data, 0o600)
@@ -715,22 +702,17 @@ MAX_FEEDBACK_BYTES = 16 << 20
 
 def open_feedback(feedback: Path) -> int:
     """The grading's feedback folder (`idrrun grade --feedback`), opened without following a
-    link; refused when others may write in it (a name there would then be anyone's)."""
-    # The way to it too: root copies what it finds there into each student's feedback, and a
-    # folder on the way that someone else could rename would let them choose what.
-    way = boundary.way_refused(Path(os.path.abspath(feedback)).parent)
-    if way:
-        raise UsageError(f"--feedback {feedback}: the way to it is not safe: {way}")
+    link; refused when others may write in it (a name there would then be anyone's), or could
+    change the way to it: root copies what it finds there into each student's feedback, and a
+    folder on the way that someone else could rename would let them choose what
+    (boundary.open_guarded)."""
     try:
-        fd = os.open(feedback, DIR_FLAGS)
+        return boundary.open_guarded(feedback)
+    except boundary.NotOwnFolder as exc:
+        raise UsageError(f"--feedback {feedback}: {exc.strerror}: give the grading's own "
+                         "folder") from None
     except OSError as exc:
         raise UsageError(f"--feedback {feedback}: {exc.strerror}") from None
-    info = os.fstat(fd)
-    if info.st_mode & 0o022 or info.st_uid not in (0, os.geteuid()):
-        os.close(fd)
-        raise UsageError(f"--feedback {feedback}: others may write in it (owner {info.st_uid}, "
-                         f"mode {stat.S_IMODE(info.st_mode):o}): give the grading's own folder")
-    return fd
 
 
 def read_feedback(folder: int, name: str) -> bytes | None:

@@ -37,6 +37,7 @@ _FAILED_STEP = {"compile": "The program did not build", "run": "The program did 
 FEEDBACK_MESSAGES = 10
 
 
+# Complexity: the feedback's sections in the order the student reads them, each present or not.
 def feedback_markdown(row: GradeRow, exercise: Exercise,
                       override: visibility.Override = "spec",
                       timelines: tuple[str, str] | None = None,
@@ -92,13 +93,19 @@ WAITING = "Points that do not count yet:"
 def _points_of(s: Score | None) -> dict[tuple[int, int], str]:
     """Each check's points on each run, as the checks' table shows them: "2/2", "0/3",
     "not evaluated here (3)"."""
-    out: dict[tuple[int, int], str] = {}
+    # A check's points on a run may be in parts (counts_in_part, a wrong result's bound):
+    # its worth, what was earned, what could not be evaluated here.
+    parts: dict[tuple[int, int], list[float]] = {}
     for item in (s.items if s is not None else ()):
-        if item.outcome == "not_evaluated":
-            out[(item.check, item.hidden)] = f"not evaluated here ({points(item.worth)})"
-        else:
-            earned = item.worth if item.outcome == "earned" else 0
-            out[(item.check, item.hidden)] = f"{points(earned)}/{points(item.worth)}"
+        part = parts.setdefault((item.check, item.hidden), [0.0, 0.0, 0.0])
+        part[0] += item.worth
+        part[1] += item.worth if item.outcome == "earned" else 0.0
+        part[2] += item.worth if item.outcome == "not_evaluated" else 0.0
+    out: dict[tuple[int, int], str] = {}
+    for key, (worth, earned, unknown) in parts.items():
+        out[key] = f"not evaluated here ({points(worth)})" if unknown >= worth else \
+            f"{points(earned)}/{points(worth)}" + (f", {points(unknown)} not evaluated here"
+                                                   if unknown else "")
     return out
 
 

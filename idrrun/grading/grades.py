@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..checks import registry
 from ..checks.score import points
-from ..checks.specs import TRACE_KINDS, Exercise
+from ..checks.specs import Exercise
 from ..checks.words import listing, plural
 from ..errors import UsageError
 
@@ -92,16 +93,22 @@ def grade(earned: float, possible: float, not_evaluated: float, out_of: float,
     return round(value, 2), "; ".join(notes)
 
 
-# The kinds only a GPU can judge: a run built for the host has no GPU trace, and no GPU run to
-# compare with the host's (checks/verdict.py, output_kinds.py mark their results gpu_only).
-GPU_KINDS = (*TRACE_KINDS, "agrees_with_host")
+def __getattr__(name: str) -> tuple[str, ...]:
+    """GPU_KINDS, the kinds only a GPU can judge (Kind.needs_gpu: a run built for the host has
+    no GPU trace, and no GPU run to compare with the host's; checks/verdict.py, output_kinds.py
+    mark their results gpu_only): read from the registry of kinds when asked, a plug-in's kinds
+    among them."""
+    if name == "GPU_KINDS":
+        return registry.gpu_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def before_grading(exercise: Exercise, possible: float, gpu: bool) -> str:
     """What a grader is told before grading starts when this machine cannot evaluate every
     point: "this machine has no GPU: 4 of 18 points (runs on the GPU, data moved) cannot be
     evaluated here; grades are out of the 14 evaluated"; "" when it can."""
-    needs = [c for c in exercise.checks if c.kind in GPU_KINDS and c.points]
+    only_gpu = set(registry.gpu_names())
+    needs = [c for c in exercise.checks if c.kind in only_gpu and c.points]
     left = sum(c.points for c in needs)
     if gpu or not left:
         return ""

@@ -198,6 +198,8 @@ def _nodes(nodes: Sequence[str]) -> str:
     return ",".join(dict.fromkeys(n for n in nodes if n))
 
 
+# Complexity: one field of the row per part of the outcome (build, run, verdict, failure, score),
+# each optional.
 def row_from_outcome(sub: Submission, exercise: Exercise, outcome: Outcome,
                      sandbox_level: str, content: ContentKey) -> GradeRow:
     """The row of a submission that was graded (content: what its verdict was made of,

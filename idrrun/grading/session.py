@@ -4,7 +4,8 @@ the collection's record), then read by every row (classroom.py) as one frozen va
 
     open_session(Opening) -> Session: the settings under the grader's policy, the exercises
     (drawn with the grader's seed), the sandbox level, the probe, the GPU lanes, the scratch
-    root (what killed gradings left removed), the submissions read once, the grader's key, the
+    root (what killed gradings left removed; through srun, one that every box's user can reach
+    and that a job step on a node sees), the submissions read once, the grader's key, the
     rows resumed from an earlier report, the cluster's job steps of a killed grading cancelled,
     the collection's times of submission and its deadline.
 
@@ -25,7 +26,8 @@ from .. import files, toolchains
 from ..checks import draw, specs
 from ..checks.specs import Exercise
 from ..errors import UsageError, did_you_mean
-from ..model import Lanes, Language, Probe, Settings
+from ..model import Lanes, Language, Probe, RunRequest, Settings, Toolchain
+from ..pipeline import Job, prepare
 from ..request import config, policy
 from ..run import isolation, launch, lanes as lanes_mod, rooms
 from . import discover, exchange, state
@@ -83,6 +85,10 @@ class Session:
         a row graded under another time limit, memory cap or compiler is not resumed."""
         return state.policy_digest(self.settings, self.probe, self.sandbox, self.timeout)
 
+    def job(self, request: RunRequest, toolchain: Toolchain) -> Job:
+        """A resolved request's Job in this grading (its probe and settings), shown to nobody."""
+        return prepare(request, toolchain, self.probe, self.settings)
+
 
 def open_session(opening: Opening) -> Session:
     """The grading's session, every step that may refuse it taken now (UsageError)."""
@@ -102,6 +108,7 @@ def open_session(opening: Opening) -> Session:
         return Session(settings, probe, level, lanes, opening.jobs, opening.timeout,
                        tuple(exercises), notes=tuple(notes))
     rooms.scratch_root(settings)  # a scratch folder of its own: refused now, not per row
+    notes += cache_on_the_nodes(settings)
     notes += [f"removed what a killed grading left: {orphan}"
               for orphan in rooms.remove_orphans(settings)]
     subs = discover.discover(opening.submissions, exercises[0], opening.language,
@@ -118,6 +125,29 @@ def open_session(opening: Opening) -> Session:
     lateness, said = _lateness(opening, subs)
     return dataclasses.replace(session, resumed=resumed, lateness=lateness,
                                notes=tuple(notes + said))
+
+
+# A grading through srun whose cache the nodes do not see: every row would fail on its node
+# ("couldn't chdir ... No such file or directory"), as the student's compile failure.
+CACHE_NOT_ON_THE_NODES = (
+    "grading through srun: a job step on node {node} does not see {folder}, the grader's "
+    "scratch folder in its cache {cache}: the cache must be on the file system the nodes share "
+    "(a login node's /tmp is its own): set IDRRUN_CACHE_DIR to a folder there, e.g. "
+    "IDRRUN_CACHE_DIR=/opt/idrrun/grader-cache (docs/teachers-day.md), or cache_dir in the "
+    "file given with --config")
+
+
+def cache_on_the_nodes(settings: Settings) -> list[str]:
+    """UsageError when a node does not see the grader's scratch folder (one job step asks);
+    a note when the step could not say (the rows will)."""
+    if settings.launcher.kind != "srun":
+        return []
+    folder = rooms.scratch_root(settings)
+    seen, where = launch.node_sees(settings, folder)
+    if seen is False:
+        raise UsageError(CACHE_NOT_ON_THE_NODES.format(node=where, folder=folder,
+                                                       cache=settings.cache_dir))
+    return [] if seen else [f"could not check that the nodes see the cache {settings.cache_dir}: {where}"]
 
 
 def unread_config(workdir: Path, given: Path | None) -> list[str]:

@@ -235,7 +235,8 @@ def _check_from(record: Any) -> CheckResult:
                        str(record.get("kind") or ""),
                        line=int(record["line"]) if record.get("line") is not None else None,
                        excerpt=str(record.get("excerpt") or ""),
-                       pattern=str(record.get("pattern") or ""), gpu_only=bool(record.get("gpu_only", False)), check=int(record["check"]))
+                       pattern=str(record.get("pattern") or ""), gpu_only=bool(record.get("gpu_only", False)), check=int(record["check"]),
+                       credit=float(record["credit"]) if record.get("credit") is not None else None)
 
 
 def _content_from(record: Any) -> ContentKey | None:
@@ -355,6 +356,8 @@ def _mac(record: dict[str, Any], key: bytes) -> str:
     return hmac.new(key, body.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
 
 
+# Complexity: each reason an earlier row is not trusted (unreadable, another exercise, no MAC, an
+# internal error), one guard each.
 def load_report(path: Path, exercise: str, key: bytes) -> dict[str, GradeRow]:
     """Rows of an earlier grading of the same exercise, by submission, that this grader can
     prove it wrote (their MAC); {} when none or unreadable. Rows that ended in an internal

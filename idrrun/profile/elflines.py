@@ -414,3 +414,31 @@ def locate(executable: Path, addresses: Iterable[int]) -> dict[int, Place]:
         file, line = lines.get(address, ("", 0))
         places[address] = Place(symbols.at(address), file, line if line > 0 else None)
     return places
+
+
+def functions(executable: Path, names: Iterable[str]) -> dict[str, Place]:
+    """Where each named function starts (its FUNC symbol of .symtab) and the source line of
+    that first instruction: gcc's outlined compute regions (`main._omp_fn.0`) start on their
+    construct's line or in its body. {} when the file cannot be read; a name not found is
+    left out."""
+    wanted = set(names)
+    if not wanted:
+        return {}
+    try:
+        if executable.stat().st_size > MAX_FILE:
+            return {}
+        data = executable.read_bytes()
+        headers = _headers(data)
+        if not headers:
+            return {}
+        symbols = _symbols(data, headers)
+        starts = {name: start for start, name in zip(symbols.starts, symbols.names)
+                  if name in wanted}
+        lines = _lines(_sections(data, headers), sorted(set(starts.values())))
+    except (OSError, struct.error, IndexError, ValueError):
+        return {}
+    places = {}
+    for name, start in starts.items():
+        file, line = lines.get(start, ("", 0))
+        places[name] = Place(name, file, line if line > 0 else None)
+    return places

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..model import Limits, Protections, SandboxSupport
 
@@ -161,6 +161,18 @@ class Sync:
         return ns if ns > 0 else 0
 
 
+@dataclass(frozen=True)
+class Allocation:
+    """The device memory a runtime took or gave back (cuMemAlloc, cuMemFree): a moment, no
+    duration (CUPTI's memory records have one timestamp); the GPU waits for the host meanwhile."""
+
+    kind: str  # "alloc" or "free"
+    bytes: int
+    at: int
+    device: int = 0
+    process: int = 0
+
+
 # OpenACC's async values, the same in GCC's and the NVIDIA HPC SDK's openacc.h.
 ASYNC_NOVAL = -1  # `async` without a queue number
 ASYNC_SYNC = -2  # no async clause: the host waits at the end of the construct
@@ -242,6 +254,8 @@ class Trace:
     files: tuple[Path, ...] = ()
     started: int = 0  # when the built-in tracer started (its header's clock), 0: not known
     truncated: bool = False  # longer than idrrun reads (tracefile.MAX_TRACE_BYTES): cut there
+    # Device allocations and frees, where the tracer recorded them (its `alloc` records).
+    allocations: tuple[Allocation, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -290,7 +304,8 @@ class Trace:
             self, kernels=kernels, copies=copies, memsets=memsets,
             syncs=tuple(s for s in self.syncs if (s.process, s.context) in contexts),
             stream_queues=tuple(q for q in self.stream_queues if (q.process, q.stream) in streams),
-            devices=tuple(d for d in self.devices if d.id == device))
+            devices=tuple(d for d in self.devices if d.id == device),
+            allocations=tuple(a for a in self.allocations if a.device == device))
 
     @property
     def origin(self) -> int:
@@ -497,6 +512,101 @@ class Rates:
 
 
 @dataclass(frozen=True)
+class KernelShape:
+    """One kernel of a run, all its launches together: what the solution's run is compared by."""
+
+    name: str
+    calls: int
+    total_ns: int
+    grid: tuple[int, int, int] = (0, 0, 0)  # its most frequent launch configuration
+    block: tuple[int, int, int] = (0, 0, 0)
+
+    @property
+    def gangs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def lanes(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """A run's GPU time in a few figures (diagnose.run_shape): small enough to keep beside the
+    solution's cached output, enough to say what a fixed kernel or copy would take."""
+
+    span_ns: int = 0  # first GPU operation to the last
+    busy_ns: int = 0
+    kernel_ns: int = 0
+    h2d_ns: int = 0
+    d2h_ns: int = 0
+    h2d_bytes: int = 0
+    d2h_bytes: int = 0
+    queues: int = 0
+    kernels: tuple[KernelShape, ...] = ()
+
+    def kernel(self, name: str) -> KernelShape | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunShape | None:
+        """What as_dict kept; None when it is not that (a cache of another version)."""
+        try:
+            kernels = tuple(KernelShape(str(k["name"]), int(k["calls"]), int(k["total_ns"]),
+                                        _dim3(k["grid"]), _dim3(k["block"]))
+                            for k in data.get("kernels") or ())
+            return cls(span_ns=int(data["span_ns"]), busy_ns=int(data["busy_ns"]),
+                       kernel_ns=int(data["kernel_ns"]), h2d_ns=int(data["h2d_ns"]),
+                       d2h_ns=int(data["d2h_ns"]), h2d_bytes=int(data["h2d_bytes"]),
+                       d2h_bytes=int(data["d2h_bytes"]), queues=int(data["queues"]),
+                       kernels=kernels)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
+def _dim3(value: object) -> tuple[int, int, int]:
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ValueError("not three sizes")
+    return int(value[0]), int(value[1]), int(value[2])
+
+
+@dataclass(frozen=True)
+class Gain:
+    """What fixing a cause would save, from the measurement: a range of nanoseconds of the
+    run's GPU span, and what it is reckoned from."""
+
+    low_ns: int
+    high_ns: int
+    basis: str  # "the 2000 copies' time", "the kernel's time at the solution's 8000 gangs"
+    span_ns: int  # the run's GPU span it is a part of
+    # What the solution's run says of the same part (its kernel's time, its copies), when it
+    # was measured beside this run: "" when not.
+    solution: str = ""
+
+    @property
+    def mid_ns(self) -> float:
+        """The range's geometric middle (the figure a factor of two is judged on)."""
+        return float((max(self.low_ns, 1) * max(self.high_ns, 1)) ** 0.5)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a run is slow, as a teacher would name it, on the line responsible (diagnose.py)."""
+
+    rule: str  # diagnose.RULES: copies_in_loop, update_in_loop, host_work, few_gangs, ...
+    line: int  # the directive or loop responsible, as the student counts
+    title: str  # the cause, in a few words: "too few gangs for the GPU"
+    evidence: str  # what shows it: the trace's figures, the compiler's words, the source
+    fix: str  # one sentence: what to change
+    gain: Gain | None = None  # None: not measured (no GPU trace, or no figure for it)
+    lines: tuple[int, ...] = ()  # other lines it concerns (a second region, the update)
+    matters: str = ""  # when it would matter, if it costs little here ("with more iterations")
+
+
+@dataclass(frozen=True)
 class ProfileReport:
     """What one profiled run produced; render.ProfileView shows it in a notebook and a terminal."""
 
@@ -511,3 +621,5 @@ class ProfileReport:
     hints: tuple[Hint, ...] = ()
     rates: Rates | None = None
     trace_json: Path | None = None  # the trace as Chrome/Perfetto trace events
+    # Why the run is slow, on its lines (diagnose.py; a checked run: checking.py adds them).
+    causes: tuple[Cause, ...] = ()

@@ -8,7 +8,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .model import GpuShare, Hint, Peak, ProfileReport, Rates, Summary, Table, TransferStat
+from .model import (Cause, Gain, GpuShare, Hint, Peak, ProfileReport, Rates, Summary, Table,
+                    TransferStat)
 
 _KIND_TITLE = {
     "nsys": "Nsight Systems",
@@ -134,6 +135,50 @@ def hint_lines(h: Hint, width: int = 100) -> list[str]:
     return lines
 
 
+# A gain below this share of the run's GPU span is small at this size (the timings of a run
+# spread by a few percent: less is not a figure to promise).
+SMALL_GAIN = 0.05
+
+
+def _range(low: float, high: float) -> str:
+    """"1.2–1.6 s": both ends in the unit of the larger."""
+    unit, scale = next(((u, v) for u, v in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)) if high >= v),
+                       ("ns", 1.0))
+    digits = 1 if high / scale >= 10 else 2
+    lo, hi = f"{low / scale:.{digits}f}", f"{high / scale:.{digits}f}"
+    return f"{hi} {unit}" if lo == hi else f"{lo}–{hi} {unit}"
+
+
+def gain_text(g: Gain | None, matters: str = "") -> str:
+    """What a fix would save, as the student reads it: "the fix would save 1.2–1.6 s of the
+    run's 2.0 s on the GPU (1.9–2.8× faster), from the copies' time"."""
+    if g is None:
+        return "not measured here (no GPU trace of it)"
+    span = g.span_ns
+    if span and g.high_ns < SMALL_GAIN * span:
+        text = (f"small at this size: {_range(g.low_ns, g.high_ns)} of the run's "
+                f"{fmt_ns(span)} on the GPU")
+        return text + (f"; it grows {matters}" if matters else "")
+    text = f"the fix would save {_range(g.low_ns, g.high_ns)}"
+    if span:
+        faster = [span / max(span - x, 1) for x in (g.low_ns, g.high_ns)]
+        text += (f" of the run's {fmt_ns(span)} on the GPU ({faster[0]:.1f}–{faster[1]:.1f}× "
+                 "faster)" if f"{faster[0]:.1f}" != f"{faster[1]:.1f}" else
+                 f" of the run's {fmt_ns(span)} on the GPU ({faster[1]:.1f}× faster)")
+    text += f", from {g.basis}"
+    return text + (f" ({g.solution})" if g.solution else "")
+
+
+def cause_lines(c: Cause, width: int = 100) -> list[str]:
+    """A cause under the profile: its line and title, what shows it, the fix and its gain."""
+    lines = textwrap.wrap(f"line {c.line}: {c.title}", width, initial_indent="  ! ",
+                          subsequent_indent="    ")
+    lines += textwrap.wrap(c.evidence, width, initial_indent="    ", subsequent_indent="    ")
+    lines += textwrap.wrap(f"{c.fix}; {gain_text(c.gain, c.matters)}", width,
+                           initial_indent="    → ", subsequent_indent="      ")
+    return lines
+
+
 def rate_lines(r: Rates) -> list[str]:
     """Achieved rates, one sentence per line (the kernels' share is in the top-kernels table)."""
     lines = [f"GPU busy {_pct(r.busy)} of the {fmt_ns(r.span_ns)} from its first operation to "
@@ -227,6 +272,12 @@ def _text_hints(report: ProfileReport, s: Summary) -> list[str]:
     return ["hints:", *(line for h in report.hints for line in hint_lines(h))] if report.hints else []
 
 
+def _text_causes(report: ProfileReport, s: Summary) -> list[str]:
+    if not report.causes:
+        return []
+    return ["why it is slow:", *(line for c in report.causes for line in cause_lines(c))]
+
+
 def _text_rates(report: ProfileReport, s: Summary) -> list[str]:
     rates = report.rates
     return [f"{_rates_title(rates)}:", *_indented(rate_lines(rates))] if rates is not None else []
@@ -240,7 +291,8 @@ def _text_kernels(report: ProfileReport, s: Summary) -> list[str]:
 
 
 def _text_gpu(report: ProfileReport) -> list[str]:
-    return _gpu_figures(report, (_text_gpus, _text_totals, _text_hints, _text_rates, _text_kernels))
+    return _gpu_figures(report, (_text_gpus, _text_totals, _text_causes, _text_hints, _text_rates,
+                                 _text_kernels))
 
 
 def _text_table(t: Table) -> list[str]:
@@ -323,6 +375,15 @@ def _html_hints(report: ProfileReport, s: Summary) -> list[str]:
     return [f"<div><i>hints</i><ul>{items}</ul></div>"]
 
 
+def _html_causes(report: ProfileReport, s: Summary) -> list[str]:
+    if not report.causes:
+        return []
+    items = "".join(f"<li class='warning'><b>line {c.line}: {_e(c.title)}</b><br/>{_e(c.evidence)}"
+                    f"<br/><span class='fix'>→ {_e(c.fix)}; {_e(gain_text(c.gain, c.matters))}"
+                    "</span></li>" for c in report.causes)
+    return [f"<div><i>why it is slow</i><ul>{items}</ul></div>"]
+
+
 def _html_rates(report: ProfileReport, s: Summary) -> list[str]:
     rates = report.rates
     if rates is None:
@@ -339,7 +400,8 @@ def _html_kernels(report: ProfileReport, s: Summary) -> list[str]:
 
 
 def _html_gpu(report: ProfileReport) -> list[str]:
-    return _gpu_figures(report, (_html_gpus, _html_totals, _html_hints, _html_rates, _html_kernels))
+    return _gpu_figures(report, (_html_gpus, _html_totals, _html_causes, _html_hints, _html_rates,
+                                 _html_kernels))
 
 
 def _html_timeline(report: ProfileReport) -> list[str]:

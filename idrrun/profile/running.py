@@ -1,5 +1,6 @@
 """A profile session: the one value that lies between profile/session.py's two stages (plan
-before the run, collect after) and that the run's plan holds (pipeline.RunPlan.profile).
+before the run, collect after) and that the run's record holds (pipeline.Run.profiling),
+always one: a run nothing profiles has NoProfile, the null session.
 
     folder, quiet = profile_folder(workdir, label, show_profile)  # a run outside a box's
     profiling = ProfileSession.start(session.plan(choice, folder, cache_dir, ...),
@@ -16,6 +17,9 @@ profiler's installation that a box shows, the grace the profiler may take after 
 program's time limit; what happens while the program runs: nsys's progress bars kept out of
 the program's output, the built-in tracer's file read as it is written, the launch mark that
 tells nsys failing from the program failing; and which files of a box are the profile's.
+Each kind of plan is a small class (SESSION_KINDS): what differs between the built-in tracer,
+nsys, a profiler that cannot be taken and one idrrun does not read is in their methods, not in
+tests of the plan's kind.
 """
 
 from __future__ import annotations
@@ -84,7 +88,10 @@ class Sink(Protocol):
 
 @dataclass(frozen=True)
 class ProfileSession:
-    """One run's profile, from before the run until it is collected."""
+    """One run's profile, from before the run until it is collected: a configured profiler
+    idrrun does not read (kind "command"), and what every kind does unless it says otherwise.
+    Each kind of plan has its session (start): NoProfile (nothing profiles the run),
+    Unavailable (one asked for that cannot be taken), Tracer (the built-in tracer), Nsys."""
 
     plan: ProfilePlan
     # The built-in tracer's file, read as it is written (`with` it around the run); None for
@@ -94,10 +101,13 @@ class ProfileSession:
 
     @classmethod
     def start(cls, plan: ProfilePlan, *, follow: bool, show_profile: bool) -> ProfileSession:
-        """The session of `plan`; follow: read the built-in tracer's file during the run."""
-        follower = Follower(plan.output, perfetto.Prepared() if plan.drawn else None) \
-            if follow and plan.kind == "builtin" and plan.output is not None else None
-        return cls(plan, follower, show_profile)
+        """The session of `plan`, of its kind; follow: read the built-in tracer's file during
+        the run."""
+        return SESSION_KINDS.get(plan.kind, ProfileSession).started(plan, follow, show_profile)
+
+    @classmethod
+    def started(cls, plan: ProfilePlan, follow: bool, show_profile: bool) -> ProfileSession:
+        return cls(plan, None, show_profile)
 
     @property
     def argv_prefix(self) -> tuple[str, ...]:
@@ -125,20 +135,18 @@ class ProfileSession:
     def unavailable(self) -> tuple[str, ...]:
         """What to say before the run of a profile asked for that cannot be taken (one that is
         taken says its plan's notes in its report, once)."""
-        return self.plan.notes if self.show_profile and self.plan.kind == "none" else ()
+        return ()
 
     @property
     def reported(self) -> bool:
-        """Whether collect() has a report to make: not for a shown profile that could not be
-        taken (unavailable said why); a trace for the checks only is read even then, its report
-        saying why (the checks' reason)."""
-        return not (self.plan.kind == "none" and self.show_profile)
+        """Whether collect() has a report to make."""
+        return True
 
     @property
     def leaves_files(self) -> bool:
         """Whether the profiler writes files the run's folder keeps (the built-in tracer's
         trace, nsys's report): a graded run's are taken out of its box (taken_from)."""
-        return self.plan.kind in ("builtin", "nsys") and self.plan.output is not None
+        return False
 
     def placed(self, folder: Path) -> ProfileSession:
         """The session with its libraries copied into `folder`, where a box's own user can
@@ -150,10 +158,105 @@ class ProfileSession:
         return dataclasses.replace(self, plan=plan)
 
     def output_filter(self, sink: Sink) -> Sink:
-        """The sink for the profiled program's output: under nsys, its end-of-run messages and
-        progress bars become one short line (nsys.OutputFilter; call its finish() after the
-        run, then the sink's); under any other profiler, `sink` itself."""
-        return nsys_mod.OutputFilter(sink) if self.plan.kind == "nsys" else sink
+        """The sink for the profiled program's output: `sink` itself, but under nsys (Nsys)."""
+        return sink
+
+    def watch(self) -> int | None:
+        """Before the run: a watch of what the run's launch leaves (Nsys); None: nothing to
+        watch for."""
+        return None
+
+    def stopped(self, result: ProcResult, box_folder: Path | None = None,
+                watch: int | None = None) -> ProcResult:
+        """The run as it ended, as the profiler tells it (Nsys); as it is for the others."""
+        return result
+
+    def taken_from(self, box_folder: int, relative: str, into: Path,
+                   owners: tuple[int, ...], ledger: Ledger | None) -> ProfileSession:
+        """After a graded run: the profiler's files (the built-in tracer's trace.jsonl of each
+        process, nsys's report), read beneath `box_folder` (a descriptor of the run's folder)
+        at `relative` and taken out into `into`, a folder of the grader's own (boundary.take_to:
+        regular files of the box's users, capped, counted against the row's ledger); the
+        session then reads them there."""
+        if not self.leaves_files or self.plan.output is None:
+            return self
+        try:
+            inner = boundary.open_beneath(box_folder, relative,
+                                          os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            inner = -1
+        if inner >= 0:
+            try:
+                for name in boundary.names(inner):
+                    if name.startswith(self.plan.output.name):
+                        boundary.take_to(inner, name, into / name, PROFILE_CAP, owners,
+                                         ledger=ledger)
+            finally:
+                os.close(inner)
+        output = into / self.plan.output.name
+        return dataclasses.replace(self, plan=dataclasses.replace(self.plan, run_dir=into,
+                                                                  output=output))
+
+
+# The plan of a run nothing profiles: no prefix, no environment, no folder it writes in.
+NO_PLAN = ProfilePlan(kind="none", argv_prefix=(), env={}, run_dir=Path(os.devnull))
+
+
+@dataclass(frozen=True)
+class NoProfile(ProfileSession):
+    """Nothing profiles the run (no --profile, no trace check): the run as it is, no report."""
+
+    plan: ProfilePlan = NO_PLAN
+    show_profile: bool = False
+
+    @property
+    def reported(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Unavailable(ProfileSession):
+    """A profile asked for that cannot be taken (kind "none": no profiler here, no folder)."""
+
+    @property
+    def unavailable(self) -> tuple[str, ...]:
+        return self.plan.notes if self.show_profile else ()
+
+    @property
+    def reported(self) -> bool:
+        """Not for a shown profile (unavailable said why); a trace for the checks only is read
+        even then, its report saying why (the checks' reason)."""
+        return not self.show_profile
+
+
+@dataclass(frozen=True)
+class Tracer(ProfileSession):
+    """The built-in CUPTI tracer: its trace file, read as it is written outside a box."""
+
+    @classmethod
+    def started(cls, plan: ProfilePlan, follow: bool, show_profile: bool) -> ProfileSession:
+        follower = Follower(plan.output, perfetto.Prepared() if plan.drawn else None) \
+            if follow and plan.output is not None else None
+        return cls(plan, follower, show_profile)
+
+    @property
+    def leaves_files(self) -> bool:
+        return self.plan.output is not None
+
+
+@dataclass(frozen=True)
+class Nsys(ProfileSession):
+    """Nsight Systems in front of the program: its messages kept out of the program's output,
+    its launch mark, its report left in the run's folder."""
+
+    @property
+    def leaves_files(self) -> bool:
+        return self.plan.output is not None
+
+    def output_filter(self, sink: Sink) -> Sink:
+        """nsys's end-of-run messages and progress bars become one short line
+        (nsys.OutputFilter; call its finish() after the run, then the sink's)."""
+        return nsys_mod.OutputFilter(sink)
 
     def watch(self) -> int | None:
         """Before the run: a watch of the profile's folder (boundary.watch_made), so that the
@@ -184,31 +287,10 @@ class ProfileSession:
             return result
         return dataclasses.replace(result, timed_out=True)
 
-    def taken_from(self, box_folder: int, relative: str, into: Path,
-                   owners: tuple[int, ...], ledger: Ledger | None) -> ProfileSession:
-        """After a graded run: the profiler's files (the built-in tracer's trace.jsonl of each
-        process, nsys's report), read beneath `box_folder` (a descriptor of the run's folder)
-        at `relative` and taken out into `into`, a folder of the grader's own (boundary.take_to:
-        regular files of the box's users, capped, counted against the row's ledger); the
-        session then reads them there."""
-        if not self.leaves_files or self.plan.output is None:
-            return self
-        try:
-            inner = boundary.open_beneath(box_folder, relative,
-                                          os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            inner = -1
-        if inner >= 0:
-            try:
-                for name in boundary.names(inner):
-                    if name.startswith(self.plan.output.name):
-                        boundary.take_to(inner, name, into / name, PROFILE_CAP, owners,
-                                         ledger=ledger)
-            finally:
-                os.close(inner)
-        output = into / self.plan.output.name
-        return dataclasses.replace(self, plan=dataclasses.replace(self.plan, run_dir=into,
-                                                                  output=output))
+
+# Each kind of plan's session (a kind not named here: ProfileSession, as "command").
+SESSION_KINDS: dict[str, type[ProfileSession]] = {"none": Unavailable, "builtin": Tracer,
+                                                  "nsys": Nsys}
 
 
 def profile_folder(workdir: Path, label: str, show_profile: bool) -> tuple[Path, Path | None]:

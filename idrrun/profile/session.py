@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import ProcResult
-from ..run import boundary, proc, sandbox, tools
+from ..run import boundary, proc, sandbox
 from ..run.evidence import Ledger
 from . import nsys as _nsys
 from . import nsysdb, perfetto
@@ -199,6 +199,8 @@ class Work:
     bytes_per_iteration: float | None = None
 
 
+# Complexity: each part of the report (trace, summary, tables, picture, notes) present or not,
+# assembled once.
 def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             tables: tuple[Table, ...], report_file: Path | None, notes: list[str],
             work: Work, message: str = "",
@@ -393,7 +395,6 @@ def _export_here(plan: ProfilePlan, report_names: Callable[[], Mapping[str, str]
 # What is taken out of the export's box: the export and the stats' CSV, each at most this big
 # (and all within the row's ledger).
 EXPORT_CAP = 256 << 20
-BOX_TMP = ".tmp"  # the box's own temporary folder at the uid level (build.BOX_TMP)
 
 
 def _export_in_box(plan: ProfilePlan, report_names: Callable[[], Mapping[str, str]],
@@ -405,9 +406,8 @@ def _export_in_box(plan: ProfilePlan, report_names: Callable[[], Mapping[str, st
     capped, counted against the row's ledger) into plan.run_dir, the grader's own folder, and
     the folder removed. A report crafted to make nsys misbehave can only do so in that box."""
     assert plan.output is not None
-    uid_level = boxed.support.level == "uid"
     folder = boundary.box_folder(boxed.room, "export-", boxed.uid, boxed.uid,
-                                 files_from=plan.output, tmp=BOX_TMP if uid_level else "")
+                                 files_from=plan.output, tmp=sandbox.own_tmp(boxed.support))
     try:
         spec = proc.ProcSpec(cwd=folder, max_output=256 * 1024, protections=boxed.protections,
                              limits=boxed.limits, box=_export_box(plan, boxed, folder))
@@ -435,18 +435,12 @@ def _export_in_box(plan: ProfilePlan, report_names: Callable[[], Mapping[str, st
 
 
 def _export_box(plan: ProfilePlan, boxed: ExportBox, folder: Path) -> sandbox.Box:
-    """The export's box: its folder read-write, nsys's installation read-only (when outside
-    the system's folders), nothing else of the machine but the system's folders."""
-    readable = (plan.installation,) if plan.installation is not None and \
-        not sandbox.in_system_dirs(plan.installation) else ()
-    guard = None
-    if boxed.protections is not None and boxed.protections.guard is not None and boxed.uid >= 0:
-        guard = tools.place(boxed.protections.guard, boxed.room / "tools")
-    return sandbox.Box(workdir=folder, writable=(folder,), readable=readable,
-                       hidden=(*boxed.hidden, *sandbox.package_dirs()),
-                       env=sandbox.box_env(boxed.environ, {}, boxed.support, folder / BOX_TMP),
-                       uid=boxed.uid, gid=boxed.uid, support=boxed.support, disk_caps=True,
-                       inner_guard=guard)
+    """The export's box (sandbox.box, as every box): its folder read-write, nsys's
+    installation read-only (when outside the system's folders), the run's box's hidden
+    folders hidden, nothing else of the machine but the system's folders."""
+    return sandbox.box("export", folder, boxed.support, boxed.uid, environ=boxed.environ,
+                       installations=() if plan.installation is None else (plan.installation,),
+                       hidden=boxed.hidden, room=boxed.room, protections=boxed.protections)
 
 
 def _tail(output: str, lines: int = 5) -> str:

@@ -1,8 +1,9 @@
 """Reading the built-in tracer's files ("idrrun-trace" JSON lines, docs/profiling.md).
 
 One JSON object per line, told apart by "type": header, kernel, memcpy, memset, sync, queue,
-device, dropped, error, end. Unknown types and fields are ignored (newer tracers may add some);
-version 1 files (no queue or device records) read the same. A line that is
+device, alloc, dropped, error, end. Unknown types and fields are ignored (newer tracers may add
+some); version 1 files (no queue or device records) and version 2 files (no alloc records) read
+the same. A line that is
 not JSON -- the last one when the program was killed while the tracer wrote -- is counted in
 Trace.skipped and otherwise ignored. A file without its "end" record makes Trace.complete False.
 """
@@ -20,11 +21,11 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from ..run.evidence import Ledger
-from .model import Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
+from .model import Allocation, Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
 from .perfetto import Prepared
 
 FORMAT = "idrrun-trace"
-VERSION = 2
+VERSION = 3
 # What is read of a run's trace files, all together. The files are the traced program's to
 # write, and reading takes about 8 times a trace's size at its peak, 2.4 times once read
 # (tracemalloc, a 1.5 MB trace): a program writing gigabytes of records would take the
@@ -114,6 +115,7 @@ class _Parser:
         self.syncs: list[Sync] = []
         self.queue_records: list[dict[str, Any]] = []
         self.devices: list[Device] = []
+        self.allocations: list[Allocation] = []
         self.errors: list[str] = []
         self.skipped = self.dropped = 0
         self.ended = False
@@ -169,10 +171,17 @@ class _Parser:
     def _device(self, record: dict[str, Any]) -> None:
         self.devices.append(_device(record, self.process))
 
+    def _alloc(self, record: dict[str, Any]) -> None:
+        # Device memory only: a pinned host buffer the runtime takes is no device allocation.
+        op, at = record.get("op"), _int(record, "at")
+        if op in ("alloc", "free") and at > 0 and record.get("memory", "device") == "device":
+            self.allocations.append(Allocation(kind=str(op), bytes=_int(record, "bytes"), at=at,
+                                               device=_int(record, "device"), process=self.process))
+
     # The records that are not GPU operations, by type.
     _BOOKKEEPING: ClassVar[dict[str, Callable[[_Parser, dict[str, Any]], None]]] = {
         "header": _header, "end": _end, "dropped": _dropped, "error": _error, "queue": _queue,
-        "device": _device}
+        "device": _device, "alloc": _alloc}
 
     def trace(self) -> tuple[Trace, int]:
         kernels, copies, memsets = self.kernels, self.copies, self.memsets
@@ -185,7 +194,8 @@ class _Parser:
         trace = Trace(kernels=tuple(kernels), copies=tuple(copies), memsets=tuple(memsets),
                       syncs=tuple(self.syncs), stream_queues=named, devices=tuple(self.devices),
                       complete=self.ended, dropped=self.dropped, errors=tuple(self.errors),
-                      skipped=self.skipped, started=self.started, truncated=self.truncated)
+                      skipped=self.skipped, started=self.started, truncated=self.truncated,
+                      allocations=tuple(self.allocations))
         return trace, self.process
 
 
@@ -267,6 +277,7 @@ def _operations(parts: Sequence[Trace]) -> Trace:
         syncs=tuple(chain.from_iterable(t.syncs for t in parts)),
         stream_queues=tuple(chain.from_iterable(t.stream_queues for t in parts)),
         devices=tuple(chain.from_iterable(t.devices for t in parts)),
+        allocations=tuple(chain.from_iterable(t.allocations for t in parts)),
     )
 
 

@@ -4,8 +4,9 @@
  * CUDA_INJECTION64_PATH to it, and calls InitializeInjection(). No change to the program, no
  * recompilation: it works the same for nvc-, nvfortran- and gcc-built OpenACC programs.
  *
- * It records kernels, memory copies, memsets and host synchronisations, and writes them as JSON
- * lines (format "idrrun-trace" version 2, described in docs/profiling.md and parsed by
+ * It records kernels, memory copies, memsets, host synchronisations and device allocations
+ * (CUDA 11.2 and later), and writes them as JSON lines (format "idrrun-trace" version 3,
+ * described in docs/profiling.md and parsed by
  * idrrun/profile/tracefile.py) to the file named by IDRRUN_TRACE_FILE (default
  * idrrun-trace.jsonl in the working directory). When that file already exists -- a second
  * process of the same run, e.g. an MPI rank -- it writes to FILE.<pid> instead.
@@ -79,9 +80,20 @@ SAME_FIELD(CUpti_ActivityMemset, CUpti_ActivityMemset4, streamId);
 SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, type);
 SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, end);
 SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
+SAME_FIELD(CUpti_ActivityMemory2, CUpti_ActivityMemory4, memoryOperationType);
+SAME_FIELD(CUpti_ActivityMemory2, CUpti_ActivityMemory4, memoryKind);
+SAME_FIELD(CUpti_ActivityMemory2, CUpti_ActivityMemory4, bytes);
+SAME_FIELD(CUpti_ActivityMemory2, CUpti_ActivityMemory4, timestamp);
+SAME_FIELD(CUpti_ActivityMemory2, CUpti_ActivityMemory4, deviceId);
+SAME_FIELD(CUpti_ActivityMemory2, CUpti_ActivityMemory4, contextId);
 #endif
 
-#define TRACE_VERSION 2
+/* CUPTI's memory records (an allocation, a free, with their time) come with CUDA 11.2. */
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 15
+#define HAVE_MEMORY2 1
+#endif
+
+#define TRACE_VERSION 3
 /* 4 MiB per buffer: a few thousand records; CUPTI asks for more when it needs them. */
 #define BUFFER_SIZE ((size_t)4 << 20)
 #define BUFFER_ALIGN 8
@@ -232,6 +244,22 @@ static void put_record(const CUpti_Activity *record)
                 s->value);
         break;
     }
+#ifdef HAVE_MEMORY2
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+        const CUpti_ActivityMemory2 *a = (const CUpti_ActivityMemory2 *)record;
+        const char *op = a->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                             ? "alloc"
+                             : a->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+                                   ? "free"
+                                   : "unknown";
+        fprintf(out,
+                "{\"type\":\"alloc\",\"at\":%llu,\"device\":%u,\"context\":%u,\"op\":\"%s\","
+                "\"bytes\":%llu,\"memory\":\"%s\"}\n",
+                (unsigned long long)a->timestamp, a->deviceId, a->contextId, op,
+                (unsigned long long)a->bytes, memory_kind(a->memoryKind));
+        break;
+    }
+#endif
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         const CUpti_ActivitySynchronization *y = (const CUpti_ActivitySynchronization *)record;
         fprintf(out,
@@ -667,6 +695,9 @@ int InitializeInjection(void)
         {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},
         {CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)"},
         {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "cuptiActivityEnable(SYNCHRONIZATION)"},
+#ifdef HAVE_MEMORY2
+        {CUPTI_ACTIVITY_KIND_MEMORY2, "cuptiActivityEnable(MEMORY2)"},
+#endif
     };
     int enabled = 0;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {

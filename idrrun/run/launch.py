@@ -136,18 +136,22 @@ def launcher_for(request: RunRequest, settings: Settings) -> LauncherConfig | No
             return None
         return LauncherConfig(kind="mpirun", command="mpirun", tasks="-np")
     if launcher.kind == "srun":
-        # A site file that names its srun but not every flag still gets SLURM's spellings.
-        return LauncherConfig(kind="srun", command=launcher.command or "srun",
-                              tasks=launcher.tasks or SRUN_DEFAULTS["tasks"],
-                              threads=launcher.threads or SRUN_DEFAULTS["threads"],
-                              gpus=launcher.gpus or SRUN_DEFAULTS["gpus"],
-                              nodes=launcher.nodes or SRUN_DEFAULTS["nodes"],
-                              options=launcher.options, builds=launcher.builds)
+        return _with_srun_defaults(launcher)
     if not launcher.command:
         return LauncherConfig(kind=launcher.kind, command="mpirun", tasks=launcher.tasks or "-np",
                               threads=launcher.threads, gpus=launcher.gpus, nodes=launcher.nodes,
                               options=launcher.options, builds=launcher.builds)
     return launcher
+
+
+def _with_srun_defaults(launcher: LauncherConfig) -> LauncherConfig:
+    """A site file that names its srun but not every flag still gets SLURM's spellings."""
+    return LauncherConfig(kind="srun", command=launcher.command or "srun",
+                          tasks=launcher.tasks or SRUN_DEFAULTS["tasks"],
+                          threads=launcher.threads or SRUN_DEFAULTS["threads"],
+                          gpus=launcher.gpus or SRUN_DEFAULTS["gpus"],
+                          nodes=launcher.nodes or SRUN_DEFAULTS["nodes"],
+                          options=launcher.options, builds=launcher.builds)
 
 
 def _executable(launcher: LauncherConfig) -> list[str]:
@@ -313,6 +317,32 @@ def compile_launch(request: RunRequest, settings: Settings, base_env: Mapping[st
     argv, step, step_env = _srun(launcher, exe, settings.cache_dir, tasks=1, nodes=1, threads=None,
                                  seconds=request.compile_timeout)
     return Launch(launcher=tuple(argv), program=(), env={**base_env, **step_env}, step=step)
+
+
+# How long the check that a node sees the cache may take, a wait in the queue included.
+SEES_TIMEOUT = 120.0
+# What the check prints on the node: the first word says whether the folder was there.
+_SEES = 'if [ -d "$1" ]; then echo idrrun-seen "$SLURMD_NODENAME"; else echo idrrun-unseen "$SLURMD_NODENAME"; fi'
+
+
+def node_sees(settings: Settings, folder: Path) -> tuple[bool | None, str]:
+    """Whether a one-task job step sees `folder`, made here: (True, NODE), (False, NODE), or
+    (None, why) when the step did not run to say. The builds and runs of a grading through
+    srun happen in the cache, on the nodes: a cache on a file system they do not share (a
+    login node's /tmp, a home the nodes do not mount) fails every row there, each as the
+    student's compile failure. No task prolog: it lives in the cache too."""
+    launcher = _with_srun_defaults(settings.launcher)
+    argv = [*_executable(launcher), *launcher.options, *_flag(launcher.tasks, 1),
+            f"--job-name=idrrun-{SESSION}-{next(_counter)}", "--time=1",
+            "/bin/sh", "-c", _SEES, "sh", str(folder)]
+    result = proc.run(argv, what="check", timeout=SEES_TIMEOUT, spec=proc.ProcSpec())
+    for line in reversed(result.output.splitlines()):
+        words = line.split()
+        if words[:1] in (["idrrun-seen"], ["idrrun-unseen"]):
+            return words[0] == "idrrun-seen", " ".join(words[1:2]) or "?"
+    if not result.ok:
+        cancel_session()  # (a step still waiting in the queue)
+    return None, f"{' '.join(argv[:2])} ... {result.describe()}: {result.output.strip()[-300:]}"
 
 
 def scratch_root(settings: Settings) -> Path | None:

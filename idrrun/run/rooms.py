@@ -43,9 +43,7 @@ def scratch_root(settings: Settings) -> Path:
     shared = launch.scratch_root(settings)
     if shared is not None:
         if os.geteuid() == 0 and not sandbox.passable(shared):
-            raise UsageError(f"grading through srun as root runs each submission as a user of its "
-                             f"own, in {shared}, which other users cannot reach: let them pass "
-                             f"(chmod o+x on each folder above it) or grade as yourself")
+            raise UsageError(unreachable_cache(shared))
         return remember(boundary.own_dir(shared / f"{socket.gethostname()}-{os.getpid()}", 0o711))
     base = _base()
     with _lock:
@@ -59,6 +57,29 @@ def scratch_root(settings: Settings) -> Path:
             _fallback[str(base)] = Path(tempfile.mkdtemp(prefix=f"idrrun-grading-{os.getpid()}-"))
             return remember(boundary.own_dir(_fallback[str(base)], 0o711))
     return remember(boundary.own_dir(base / str(os.getpid()), 0o711))
+
+
+# Grading through srun as root: every build and run is a job step on a node, as a user of its
+# own (run/sandbox.py), in the cache's scratch folder; a folder on the way that this user cannot
+# pass through (root's 0700 home, where ~/.cache is) would fail every row on its node. (Whether
+# the nodes see the cache at all, a job step tells: grading/session.py, cache_on_the_nodes.)
+UNREACHABLE_CACHE = (
+    "grading through srun as root: each build and run is a job step on a node, as a user of "
+    "its own, in {scratch}, and {closed} (mode {mode:o}) lets no other user pass: set "
+    "IDRRUN_CACHE_DIR to a folder on the file system the nodes share, every folder above it "
+    "open to pass (o+x), e.g. IDRRUN_CACHE_DIR=/opt/idrrun/grader-cache (docs/teachers-day.md), "
+    "or cache_dir in the file given with --config")
+
+
+def unreachable_cache(scratch: Path) -> str:
+    """The refusal, naming the first folder from / down that others cannot pass through."""
+    closed = next((p for p in reversed((scratch, *scratch.parents)) if not sandbox.passable(p)),
+                  scratch)
+    try:
+        mode = closed.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0
+    return UNREACHABLE_CACHE.format(scratch=scratch, closed=closed, mode=mode)
 
 
 def lanes_folder() -> Path:

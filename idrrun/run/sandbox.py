@@ -14,6 +14,9 @@ run), no network, its own IPC and hostname, and a clean environment (ENV_KEEP). 
 box also runs as a fresh unprivileged uid, as isolate and Jobe do, so that its files and
 processes are its own; RLIMIT_NPROC then counts that uid's processes alone.
 
+Every box is made by one function, `box` (a compile's, a run's, the export of a graded run's
+profile): what each kind sees besides what all see is declared once, in `_KINDS`.
+
 Levels, probed once (`probe`), reported by `idrrun doctor`:
 - "namespaces": bubblewrap works here (user, mount, PID, network namespaces);
 - "uid": no namespaces (e.g. a default Docker container) but root: a fresh uid per box, its
@@ -40,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ..model import SandboxSupport
-from . import boundary
+from ..model import Protections, SandboxSupport
+from . import boundary, tools
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What a compiler, the C and Fortran runtimes, Open MPI and the CUDA driver read in /etc: the
@@ -70,6 +73,9 @@ ROOT_SIZE = 1 << 20
 # run stopped at the "disk" limit when it goes past that or FILES_CAP.
 DISK_CAP = 1 << 30
 FILES_CAP = 20_000
+# A box's own temporary folder, in its folder, at the "uid" level, where it has no /tmp of its
+# own: its HOME and TMPDIR there (box_env), made empty with the folder (own_tmp).
+BOX_TMP = ".tmp"
 # Fresh uids come from here: far above any real account, so that nothing else owns them.
 UID_BASE = 1_900_000_000
 UID_SPAN = 1 << 24
@@ -247,6 +253,68 @@ def box_env(base: Mapping[str, str], extra: Mapping[str, str], support: SandboxS
     if support.level == "uid":
         env.update(HOME=str(tmp), TMPDIR=str(tmp))
     return env
+
+
+def own_tmp(support: SandboxSupport | None) -> str:
+    """The temporary folder a box's fresh folder is made with (boundary.box_folder's `tmp`):
+    BOX_TMP at the "uid" level, where the box has no /tmp of its own; none elsewhere."""
+    return BOX_TMP if support is not None and support.level == "uid" else ""
+
+
+# What each kind of box sees besides what every box does (box, below): declared here, once.
+BoxKind = Literal["compile", "run", "export"]
+
+
+@dataclass(frozen=True)
+class _Kind:
+    # The folders of LD_LIBRARY_PATH outside the system's, read-only: a program needs them to
+    # start (an offload GCC unpacked in /opt); a compiler finds its own under its prefix.
+    libraries: bool
+    # DISK_CAP and FILES_CAP on its folder, in a graded request's room (a compile is bounded by
+    # its own limits: request.compile_limits).
+    disk_caps: bool
+    # Without a GPU such a box has no /sys: hwloc (in Open MPI) would warn "failed to find sysfs
+    # cpu topology directory" into the output of every rank; it finds the CPUs from cpuid.
+    hwloc_without_sysfs: bool
+
+
+_KINDS: dict[BoxKind, _Kind] = {
+    "compile": _Kind(libraries=False, disk_caps=False, hwloc_without_sysfs=False),
+    "run": _Kind(libraries=True, disk_caps=True, hwloc_without_sysfs=True),
+    "export": _Kind(libraries=False, disk_caps=True, hwloc_without_sysfs=False),
+}
+
+
+def box(kind: BoxKind, folder: Path, support: SandboxSupport, uid: int, *,
+        environ: Mapping[str, str], extra_env: Mapping[str, str] | None = None,
+        readable: Iterable[Path] = (), installations: Iterable[Path] = (),
+        hidden: Iterable[Path] = (), cache: Path | None = None, gpu: bool = False,
+        room: Path | None = None, protections: Protections | None = None) -> Box:
+    """Every box idrrun makes (a compile's, a run's, the export of a graded run's profile), and
+    what it sees, decided here: `folder` read-write, where it starts (and at the "uid" level
+    its own BOX_TMP there, HOME and TMPDIR); `readable` read-only (a compile: the source's
+    folder; a run: its executable, idrrun's libraries and the profiler it loads), then a run's
+    libraries outside the system's folders (_KINDS), then the `installations` (the
+    compiler's prefixes, nsys's) outside the system's folders; `hidden` (the request's hidden
+    folders), idrrun's own package and its `cache` hidden; its environment box_env of
+    `environ` with `extra_env` (the family's, the launcher's, the profiler's); its uid `uid`
+    (its group the same); in a graded request's `room`, the caps on what it leaves (_KINDS)
+    and the guard of `protections` placed where the box's own uid can run it."""
+    what = _KINDS[kind]
+    extra = dict(extra_env or {})
+    if what.hwloc_without_sysfs and not gpu and support.level == "namespaces":
+        extra = {"HWLOC_COMPONENTS": "-linux", **extra}
+    libraries = library_path_dirs(environ) if what.libraries else ()
+    guard = protections.guard if protections is not None else None
+    inner_guard = tools.place(guard, room / "tools") \
+        if guard is not None and room is not None and uid >= 0 else None
+    return Box(workdir=folder, writable=(folder,),
+               readable=(*readable, *libraries,
+                         *(p for p in installations if not in_system_dirs(p))),
+               hidden=(*hidden, *package_dirs(), *((cache,) if cache is not None else ())),
+               env=box_env(environ, extra, support, folder / BOX_TMP),
+               gpu=gpu, uid=uid, gid=uid, support=support,
+               disk_caps=what.disk_caps and room is not None, inner_guard=inner_guard)
 
 
 # idrrun's own package, wherever it is installed (site-packages under /usr/local with pip): a box

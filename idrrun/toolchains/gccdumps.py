@@ -389,6 +389,7 @@ class _CallGraph:
         return name not in self.functions or name in self.reachable
 
 
+# Complexity: a reader of gcc's symbol table dump: one branch per line form.
 def _call_graph(text: str) -> _CallGraph | None:
     """The initial symbol table of -fdump-ipa-cgraph; None when there is none or no `main`."""
     start = text.find("Initial Symbol table:")

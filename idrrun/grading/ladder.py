@@ -1,0 +1,722 @@
+"""The ladder of near-misses an exercise's marks must order (STYLE.md 22): made from its own
+solution and start file, graded as a class is (`idrrun course check --ladder`), and judged
+against a teacher's order and bounds. Pure: the texts and the judgement; course.py grades.
+
+    rungs(exercise, language)        -> (Rung, ...): every near-miss, or why it cannot be made
+    judge(marks, on_gpu)             -> [finding]: where the marks break the order or a bound
+
+A teacher's order, best first (examples/README.md, "The ladder"):
+
+    solution   the published solution
+    slow       the solution, correct but slow: an `update self` of an array the device holds
+               before a compute construct in a loop (moved at every iteration), else its hot
+               construct made `serial` (one thread of the device)
+    half       one hot loop left on the host: a compute construct's directive removed, the
+               arrays it used brought to the host and back around it (the result stays right)
+    wrong      the whole port with a wrong result: a numeric constant of the computed part (a
+               compute construct's body, the hot statement first) changed, not what is printed
+    trivial    the serial program with one compute region that does no real work
+    start      the start file
+
+and, apart: `comment`, the solution with every directive turned into a comment (a serial
+program that only looks ported). Each rung is made by small rules of the text (directives,
+their clauses, the lines their constructs hold: checks/loops.py); what a rule cannot find (a
+solution with one compute construct has no half port) is said, not guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from pathlib import Path
+
+from ..checks import loops, regex, registry
+from ..checks.directives import code_text
+from ..checks.score import points
+from ..checks.specs import Exercise
+from ..files import write_atomic
+from ..model import CheckResult, FailureKind
+from ..request import source as source_mod
+from .discover import Submission
+from .rows import GradeRow
+
+# The rungs in the teacher's order, best first; `comment` is held to its bound only.
+ORDER = ("solution", "slow", "half", "wrong", "trivial", "start")
+RUNGS = (*ORDER, "comment")
+# The most each rung may earn, as a share of what the solution earns here.
+BOUNDS: Mapping[str, float] = {"half": 0.70, "wrong": 0.70, "trivial": 0.25, "comment": 0.10}
+# What each rung is, as the findings say it.
+WHAT: Mapping[str, str] = {
+    "solution": "the solution",
+    "slow": "the solution made slow (correct)",
+    "half": "a half port (one hot loop on the host, the result right)",
+    "wrong": "the whole port with a wrong result",
+    "trivial": "a compute region with no real work",
+    "start": "the start file",
+    "comment": "the directives only in comments",
+}
+# Where nothing sees slowness, the slow rung may earn what the solution does: on a host (no
+# GPU: no speed), and on a GPU where the exercise has no speed check (the ladder says so).
+TIES_UNSEEN = frozenset({("solution", "slow")})
+UNSEEN_SPEED = ("the slow rung earns what the solution does: the exercise has no speed check, "
+                "nothing of its marks sees the time a run takes on the GPU")
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One near-miss: its source, and what was changed (or why it could not be made)."""
+
+    name: str
+    text: str | None
+    how: str  # what was changed, in words; why not, when text is None
+
+    @property
+    def made(self) -> bool:
+        return self.text is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Directives: their lines (with continuations), their words, their clauses
+
+
+@dataclass(frozen=True)
+class Directive:
+    first: int  # its first line, from 1
+    last: int  # its last line (continued directives span several)
+    words: str  # its text after the sentinel, continuations joined
+
+    def says(self, pattern: str) -> bool:
+        """Whether its words match `pattern` (a keyword's case does not matter)."""
+        return re.search(pattern, self.words, re.IGNORECASE) is not None
+
+
+_C_SENTINEL = {"acc": re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+acc\b(.*)$"),
+               "omp": re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+omp\b(.*)$")}
+_F_SENTINEL = {"acc": re.compile(r"^[ \t]*!\$acc&?(.*)$", re.IGNORECASE),
+               "omp": re.compile(r"^[ \t]*!\$omp&?(.*)$", re.IGNORECASE)}
+
+
+def _sentinel(model: str) -> str:
+    return "acc" if model == "openacc" else "omp"
+
+
+def _continued(line: str, fortran: bool) -> bool:
+    code = line.split("!")[0] if fortran and line.count("!") > 1 else line
+    return code.rstrip().endswith("&" if fortran else "\\")
+
+
+def directives(text: str, language: str, model: str) -> list[Directive]:
+    """Every directive of the model (OpenACC or OpenMP) in the text, continuations joined."""
+    fortran = language == "fortran"
+    pattern = (_F_SENTINEL if fortran else _C_SENTINEL)[_sentinel(model)]
+    lines = text.split("\n")
+    found: list[Directive] = []
+    number = 0
+    while number < len(lines):
+        m = pattern.match(lines[number])
+        if m is None:
+            number += 1
+            continue
+        first, words = number, [m.group(1)]
+        while _continued(lines[number], fortran) and number + 1 < len(lines):
+            number += 1
+            more = pattern.match(lines[number])
+            words.append(more.group(1) if more is not None else lines[number])
+        joined = " ".join(w.rstrip().rstrip("\\&").strip() for w in words)
+        found.append(Directive(first + 1, number + 1, joined))
+        number += 1
+    return found
+
+
+_COMPUTE = {"openacc": r"^\s*(parallel|kernels|serial)\b",
+            "openmp": r"^\s*target\b(?!\s+(data|enter|exit|update)\b)"}
+_DATA = {"openacc": r"^\s*(data|enter\s+data)\b", "openmp": r"^\s*target\s+(data|enter\s+data)\b"}
+
+
+def is_compute(d: Directive, model: str) -> bool:
+    return d.says(_COMPUTE[model])
+
+
+def clause_items(words: str, clause: str) -> list[str]:
+    """The items of every `clause(...)` of a directive's words, split at the commas outside
+    brackets; an OpenMP map's type (`to:`) left out."""
+    items: list[str] = []
+    for m in re.finditer(rf"\b{clause}\s*\(", words, re.IGNORECASE):
+        inside = _balanced(words, m.end() - 1)
+        if inside is None:
+            continue
+        if ":" in inside and clause == "map":
+            inside = inside.split(":", 1)[1]
+        items += [i.strip() for i in _split_top(inside) if i.strip()]
+    return items
+
+
+def _balanced(text: str, at: int) -> str | None:
+    """What the bracket at `at` holds, up to its closing one; None when it is not closed."""
+    depth = 0
+    for i in range(at, len(text)):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[at + 1:i]
+    return None
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Compute constructs: the lines they hold
+
+
+@dataclass(frozen=True)
+class Construct:
+    directive: Directive
+    end: int  # the last line it holds (a Fortran `end` directive included)
+
+
+_F_DO = re.compile(r"^[ \t]*(?:\d+[ \t]+)?(?:[A-Za-z_]\w*[ \t]*:[ \t]*)?do\b(?![ \t]*=)", re.IGNORECASE)
+_F_END_DO = re.compile(r"^[ \t]*(?:\d+[ \t]+)?end[ \t]*do\b", re.IGNORECASE)
+
+
+def _fortran_end_do(lines: Sequence[str], start: int) -> int | None:
+    """The `end do` (line from 1) closing the first loop at or after line `start`."""
+    depth = 0
+    for number in range(start, len(lines) + 1):
+        if _F_DO.match(lines[number - 1]):
+            depth += 1
+        elif _F_END_DO.match(lines[number - 1]):
+            depth -= 1
+            if depth == 0:
+                return number
+    return None
+
+
+def _fortran_end(lines: Sequence[str], d: Directive, model: str, found: Sequence[Directive]) -> int | None:
+    """The last line of a Fortran construct: its loop's `end do` (with the optional `end`
+    directive right after), or its own `end` directive."""
+    name = d.words.split()[0].lower()
+    looped = d.says(r"\bloop\b" if model == "openacc" else r"\bdo\b")
+    ends = [e for e in found if e.first > d.last and e.says(r"^\s*end\b") and
+            e.words.lower().split()[1:2] == [name]]
+    if looped:
+        end = _fortran_end_do(lines, d.last + 1)
+        if end is None:
+            return None
+        after = [e for e in ends if e.first == end + 1]
+        return after[0].last if after else end
+    return ends[0].last if ends else None
+
+
+def constructs(text: str, language: str, model: str) -> list[Construct]:
+    """The compute constructs of the text and the lines each holds; one that cannot be read
+    as a construct is left out."""
+    found = directives(text, language, model)
+    code = code_text(text, language)
+    lines = code.split("\n")
+    out: list[Construct] = []
+    for d in found:
+        if not is_compute(d, model):
+            continue
+        if language == "fortran":
+            end = _fortran_end(lines, d, model, found)
+        else:
+            extent = loops.construct_extent(code, d.last + 1, language) if d.last < len(lines) else None
+            end = extent[1] if extent is not None else None
+        if end is not None:
+            out.append(Construct(d, end))
+    return out
+
+
+def _hot_lines(text: str, language: str, exercise: Exercise) -> list[int]:
+    """The lines of the statements the exercise's loop_on_device checks name, in spec order."""
+    code = code_text(text, language)
+    out = []
+    for check in exercise.checks:
+        if check.kind == "loop_on_device" and check.pattern is not None:
+            line = loops.statement_line(code, check.pattern)
+            if line is not None:
+                out.append(line)
+    return out
+
+
+def _holding(cs: Sequence[Construct], line: int) -> Construct | None:
+    return next((c for c in cs if c.directive.first <= line <= c.end), None)
+
+
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip())]
+
+
+def _directive_line(language: str, model: str, words: str, like: str) -> str:
+    """A directive line of the model, indented as the line `like`."""
+    sentinel = f"!${_sentinel(model)}" if language == "fortran" else f"#pragma {_sentinel(model)}"
+    return f"{_indent(like)}{sentinel} {words}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The rungs
+
+
+def comment(text: str, language: str, model: str) -> Rung:
+    """Every directive of the model written as a comment: a serial program that looks ported."""
+    lines = text.split("\n")
+    found = directives(text, language, model)
+    if not found:
+        return Rung("comment", None, "the solution has no directive")
+    for d in found:
+        for n in range(d.first, d.last + 1):
+            line = lines[n - 1]
+            if language == "fortran":
+                lines[n - 1] = re.sub(r"!\$", "! $", line, count=1)
+            else:
+                body = line.rstrip().removesuffix("\\").rstrip()
+                lines[n - 1] = f"{_indent(line)}// {body.lstrip()}"
+    return Rung("comment", "\n".join(lines), f"{len(found)} directives written as comments")
+
+
+def serial(text: str, language: str, model: str) -> str:
+    """The text without any directive of the model."""
+    lines = text.split("\n")
+    gone = {n for d in directives(text, language, model) for n in range(d.first, d.last + 1)}
+    return "\n".join(line for n, line in enumerate(lines, 1) if n not in gone)
+
+
+_C_MAIN = re.compile(r"\bint\s+main\s*\(")
+_F_PROGRAM = re.compile(r"^\s*program\s+\w+", re.IGNORECASE | re.MULTILINE)
+_F_PROGRAM_END = re.compile(r"^\s*(contains\b|end\s+program\b|end\s*$)", re.IGNORECASE)
+_IDLE = {
+    ("c", "openacc"): ("{   /* a compute region with no real work */", "    int idle_ = 0;",
+                       "    #pragma acc parallel loop copy(idle_)",
+                       "    for (int i_ = 0; i_ < 1; i_++)", "        idle_ = 1;", "}"),
+    ("c", "openmp"): ("{   /* a target region with no real work */", "    int idle_ = 0;",
+                      "    #pragma omp target map(tofrom: idle_)", "    idle_ = 1;", "}"),
+    ("fortran", "openacc"): ("block  ! a compute region with no real work",
+                             "  integer :: idle_i, idle_v", "  idle_v = 0",
+                             "  !$acc parallel loop copy(idle_v)", "  do idle_i = 1, 1",
+                             "    idle_v = 1", "  end do", "end block"),
+    ("fortran", "openmp"): ("block  ! a target region with no real work",
+                            "  integer :: idle_v", "  idle_v = 0",
+                            "  !$omp target map(tofrom: idle_v)", "  idle_v = 1",
+                            "  !$omp end target", "end block"),
+}
+
+
+def _main_place(lines: Sequence[str], language: str) -> tuple[int, str] | None:
+    """Where the trivial region goes (the index of the line it goes before) and its indent: at
+    the top of C's main, at the end of a Fortran main program's statements."""
+    if language == "fortran":
+        text = "\n".join(lines)
+        start = _F_PROGRAM.search(text)
+        if start is None:
+            return None
+        first = text.count("\n", 0, start.start()) + 1
+        for i in range(first, len(lines)):
+            if _F_PROGRAM_END.match(lines[i]):
+                return i, "  "
+        return None
+    for i, line in enumerate(lines):
+        if _C_MAIN.search(line):
+            for j in range(i, len(lines)):
+                if "{" in lines[j]:
+                    return j + 1, "    "
+    return None
+
+
+def trivial(text: str, language: str, model: str) -> Rung:
+    """The serial program (every directive removed) with one compute region that does no real
+    work: it runs, and the work stays on the host."""
+    lines = serial(text, language, model).split("\n")
+    place = _main_place(lines, language)
+    idle = _IDLE.get((language, model))
+    if place is None or idle is None:
+        return Rung("trivial", None, "no main program found to put a region in")
+    at, indent = place
+    lines[at:at] = [indent + line for line in idle]
+    return Rung("trivial", "\n".join(lines), f"every directive removed, a region with no work "
+                                              f"at line {at + 1}")
+
+
+def _with_lines(text: str, insert: Mapping[int, Sequence[str]], drop: frozenset[int] = frozenset(),
+                replace: Mapping[int, str] | None = None) -> str:
+    """The text with lines inserted before the given lines (from 1; past the end: appended),
+    some dropped, some replaced."""
+    out: list[str] = []
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        out += insert.get(n, ())
+        if n not in drop:
+            out.append((replace or {}).get(n, line))
+    out += insert.get(len(lines) + 1, ())
+    return "\n".join(out)
+
+
+def _update(language: str, model: str, way: str, items: Sequence[str], like: str) -> str:
+    if model == "openacc":
+        return _directive_line(language, model, f"update {way}({', '.join(items)})", like)
+    omp_way = "from" if way == "self" else "to"
+    return _directive_line(language, model, f"target update {omp_way}({', '.join(items)})", like)
+
+
+def _on_device(c: Construct, model: str) -> list[str]:
+    """What a construct expects on the device already: its present items (OpenACC), its
+    mapped ones inside a data region (OpenMP)."""
+    return clause_items(c.directive.words, "present" if model == "openacc" else "map")
+
+
+def _in_loop(text: str, language: str, line: int) -> bool:
+    return loops.enclosing_loop(code_text(text, language), line, language) is not None
+
+
+def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
+    """The solution, correct but slow: an array the device holds copied back to the host before
+    a compute construct, in a loop where one is (at every iteration); else its hot construct
+    made serial."""
+    cs = constructs(text, language, model)
+    held = [c for c in cs if _on_device(c, model) and not c.directive.says(r"\basync\b")]
+    held.sort(key=lambda c: not _in_loop(text, language, c.directive.first))
+    lines = text.split("\n")
+    if held:
+        c = held[0]
+        item = _on_device(c, model)[0]
+        update = _update(language, model, "self", [item], lines[c.directive.first - 1])
+        where = "in its loop" if _in_loop(text, language, c.directive.first) else "at each call"
+        return Rung("slow", _with_lines(text, {c.directive.first: [update]}),
+                    f"{update.strip()} before the construct at line {c.directive.first}, {where}")
+    return _serial_construct(text, language, model, cs, exercise)
+
+
+_SIZES = re.compile(r"\s*\b(num_gangs|num_workers|vector_length)\s*\([^)]*\)", re.IGNORECASE)
+
+
+def _serial_construct(text: str, language: str, model: str, cs: Sequence[Construct],
+                      exercise: Exercise) -> Rung:
+    if model != "openacc" or not cs:
+        return Rung("slow", None, "no construct to make slow")
+    hot = [h for line in _hot_lines(text, language, exercise) if (h := _holding(cs, line)) is not None]
+    c = (hot or list(cs))[0]
+    lines = text.split("\n")
+    replace = {}
+    for n in range(c.directive.first, c.directive.last + 1):
+        line = re.sub(r"\b(parallel|kernels)\b", "serial", lines[n - 1], count=1, flags=re.IGNORECASE) \
+            if n == c.directive.first else lines[n - 1]
+        replace[n] = _SIZES.sub("", line)
+    if language == "fortran" and c.end != c.directive.last:
+        replace[c.end] = re.sub(r"\b(parallel|kernels)\b", "serial", lines[c.end - 1], flags=re.IGNORECASE)
+    return Rung("slow", _with_lines(text, {}, replace=replace),
+                f"the construct at line {c.directive.first} made serial (one device thread)")
+
+
+def _inner(found: Sequence[Directive], c: Construct) -> set[int]:
+    """The lines of the directives a construct holds, its own and its `end` included."""
+    return {n for d in found if c.directive.first <= d.first <= c.end for n in range(d.first, d.last + 1)}
+
+
+def _half_choice(text: str, language: str, model: str, exercise: Exercise) -> Construct | str:
+    """The construct a half port leaves on the host: with several hot loops (loop_on_device),
+    the last one's; else the first construct that holds none; never one that works on device
+    pointers or on async queues (the host could not run it), nor a serial one."""
+    cs = [c for c in constructs(text, language, model)
+          if not c.directive.says(r"\b(deviceptr|async|serial)\b")]
+    if len(constructs(text, language, model)) < 2:
+        return "the solution has one compute construct: no half port to make"
+    hot = [h for line in _hot_lines(text, language, exercise) if (h := _holding(cs, line)) is not None]
+    if len({h.directive.first for h in hot}) >= 2:
+        return hot[-1]
+    cold = [c for c in cs if c not in hot]
+    if cold:
+        return cold[0]
+    return "no compute construct the host could run instead"
+
+
+def half(text: str, language: str, model: str, exercise: Exercise) -> Rung:
+    """One hot loop left on the host: a compute construct's directives removed; what it
+    expected on the device copied to the host before it and back after it, so that the result
+    stays the solution's (a careful student's half port)."""
+    chosen = _half_choice(text, language, model, exercise)
+    if isinstance(chosen, str):
+        return Rung("half", None, chosen)
+    lines = text.split("\n")
+    found = directives(text, language, model)
+    # OpenACC's present items are on the device whatever put them there (a data region, a
+    # declare); an OpenMP map moves data by itself unless a data region holds it already.
+    data = model == "openacc" or any(d.says(_DATA[model]) for d in found)
+    items = _on_device(chosen, model) if data else []
+    like = lines[chosen.directive.first - 1]
+    insert = {chosen.directive.first: [_update(language, model, "self", items, like)],
+              chosen.end + 1: [_update(language, model, "device", items, like)]} if items else {}
+    how = f"the construct at line {chosen.directive.first} removed (lines " \
+          f"{chosen.directive.first}-{chosen.end} on the host)" + \
+          (f", {', '.join(items)} brought to the host and back" if items else "")
+    return Rung("half", _with_lines(text, insert, frozenset(_inner(found, chosen))), how)
+
+
+# Numeric constants: a real one (C: 2.0, .5, 1e-3, 2.0f; Fortran: 0.25_dp, 1.0d0), else a whole one.
+_REAL = re.compile(r"(?<![\w.])(\d*\.\d+|\d+\.\d*|\d+(?=[eEdD][-+]?\d))([eEdD][-+]?\d+)?(_\w+|[fFlL])?(?![\w.])")
+_WHOLE = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+# Lines whose constants decide a path, not a value: loop headers, conditions.
+_NOT_A_VALUE = re.compile(r"^\s*(for|do|while|if|else|}|end|case|select)\b", re.IGNORECASE)
+# An assignment whose value a wrong result may double: C's `x op= value;`, Fortran's `x = value`.
+_C_ASSIGN = re.compile(r"^(?P<lhs>\s*[^=!<>;]*?[^=!<>+\-*/])\s*(?P<op>[-+*/]?=)(?!=)\s*(?P<rhs>[^;]+);\s*$")
+_F_ASSIGN = re.compile(r"^(?P<lhs>\s*[A-Za-z_][\w%]*\s*(\([^=]*\))?)\s*=(?!=)\s*(?P<rhs>.+?)\s*$")
+
+
+def _bumped(literal: str) -> str:
+    """A constant with its whole part one more: 4.0 -> 5.0, .5 -> 1.5, 0.25_dp -> 1.25_dp."""
+    m = re.match(r"\d*", literal)
+    whole = m.group(0) if m is not None else ""
+    return str(int(whole or "0") + 1) + literal[len(whole):]
+
+
+def _bracketed(line: str, at: int, language: str) -> bool:
+    """Whether offset `at` is inside an index: C's [ ], Fortran's ( )."""
+    opening, closing = ("(", ")") if language == "fortran" else ("[", "]")
+    return line.count(opening, 0, at) > line.count(closing, 0, at)
+
+
+def _changes(line: str, language: str) -> Iterator[tuple[str, str]]:
+    """The changes of one line a wrong result may make, best first, each (new line, what it
+    did): a real constant bumped, a whole one outside indices, else the assigned value doubled."""
+    if _NOT_A_VALUE.match(line):
+        return
+    for pattern in (_REAL, _WHOLE):
+        for m in pattern.finditer(line):
+            if pattern is _WHOLE and _bracketed(line, m.start(), language):
+                continue
+            new = _bumped(m.group(0))
+            yield line[:m.start()] + new + line[m.end():], f"{m.group(0)} changed to {new}"
+    yield from _doubled(line, language)
+
+
+def _doubled(line: str, language: str) -> Iterator[tuple[str, str]]:
+    code = line.split("!")[0] if language == "fortran" else line
+    if code.rstrip().endswith(("&", "\\", ",")):
+        return
+    if language == "fortran":
+        m = _F_ASSIGN.match(code)
+        if m is None or code.strip().lower().startswith(("call ", "print", "write", "read")):
+            return
+        lhs, rhs = m["lhs"].rstrip(), m["rhs"]
+        kept = lhs.strip() + " +"
+        if rhs.replace(" ", "").startswith(kept.replace(" ", "")):  # x = x + value: the value doubled
+            value = rhs.split("+", 1)[1].strip()
+            yield f"{lhs} = {lhs.strip()} + 2 * ({value})", f"{value} doubled"
+        else:
+            yield f"{lhs} = 2 * ({rhs})", f"{rhs.strip()} doubled"
+        return
+    m = _C_ASSIGN.match(code)
+    if m is not None:
+        yield f"{m['lhs']} {m['op']} 2 * ({m['rhs'].strip()});", f"{m['rhs'].strip()} doubled"
+
+
+def _same_statements(before: str, after: str, language: str, exercise: Exercise) -> bool:
+    """The spec's loop_on_device statements are found on the same lines after the change."""
+    return _hot_lines(before, language, exercise) == _hot_lines(after, language, exercise)
+
+
+def wrong(text: str, language: str, model: str, exercise: Exercise) -> Rung:
+    """The whole port with a wrong result: one numeric constant of the computed part changed
+    (a compute construct's body; the hot statement's line first), never what is printed."""
+    cs = constructs(text, language, model)
+    code = code_text(text, language).split("\n")
+    raw = text.split("\n")
+    found = directives(text, language, model)
+    directive_lines = {n for d in found for n in range(d.first, d.last + 1)}
+    body = [n for c in cs for n in range(c.directive.last + 1, c.end + 1) if n not in directive_lines]
+    order = list(dict.fromkeys([*[h for h in _hot_lines(text, language, exercise) if h in body], *body]))
+    candidates = [(n, new, how) for n in order if code[n - 1] == raw[n - 1]
+                  for new, how in _changes(raw[n - 1], language)]
+    candidates.sort(key=lambda c: 0 if "changed to" in c[2] and "." in c[2] else
+                    1 if "changed to" in c[2] else 2)
+    for n, new, how in candidates:
+        changed = _with_lines(text, {}, replace={n: new})
+        if _same_statements(text, changed, language, exercise):
+            return Rung("wrong", changed, f"line {n}: {how}")
+    return Rung("wrong", None, "no numeric constant nor value in the compute constructs' bodies")
+
+
+def rungs(exercise: Exercise, language: str) -> tuple[Rung, ...]:
+    """Every rung of the exercise's ladder in one language (RUNGS' order): the solution and
+    the start file as they are, the others made from the solution."""
+    pair = exercise.sources[language]
+    if pair.solution is None:
+        return ()
+    solution = pair.solution.read_text(encoding="utf-8")
+    start = pair.exercise.read_text(encoding="utf-8")
+    model = exercise.model
+    made = {
+        "solution": Rung("solution", solution, "the solution as published"),
+        "slow": slow(solution, language, model, exercise),
+        "half": half(solution, language, model, exercise),
+        "wrong": wrong(solution, language, model, exercise),
+        "trivial": trivial(solution, language, model),
+        "start": Rung("start", start, "the start file as published"),
+        "comment": comment(solution, language, model),
+    }
+    return tuple(made[name] for name in RUNGS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading a ladder, and judging its marks
+
+
+def submissions(exercise: Exercise, language: str, folder: Path) -> list[tuple[Rung, Submission | None]]:
+    """Each rung that is neither the solution nor the start file (course check grades those
+    already) as a submission: its text written into `folder` (the grader's own), the student
+    named EXERCISE/LANGUAGE/RUNG."""
+    suffix = ".f90" if language == "fortran" else ".c"
+    out: list[tuple[Rung, Submission | None]] = []
+    for rung in rungs(exercise, language):
+        if rung.name in ("solution", "start"):
+            continue
+        if rung.text is None:
+            out.append((rung, None))
+            continue
+        path = folder / f"{exercise.name}_{language}_{rung.name}{suffix}"
+        write_atomic(path, rung.text)
+        src = source_mod.from_file(path, language, path.name)  # type: ignore[arg-type]
+        out.append((rung, Submission(f"{exercise.name}/{language}/{rung.name}", path, src)))
+    return out
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A rung and its row (None: not made, Rung.how says why)."""
+
+    rung: Rung
+    row: GradeRow | None
+
+    @property
+    def share(self) -> float | None:
+        """What it earns of the points evaluated here; None: not scored."""
+        s = self.row.score if self.row is not None else None
+        if s is None or s.evaluated <= 0:
+            return None
+        return s.earned / s.evaluated
+
+
+def result_check(exercise: Exercise, check: CheckResult) -> bool:
+    """A check of the result of the work asked: what the program prints or writes (its exit
+    aside), on the main run."""
+    spec = exercise.check_at(check.check)
+    kind = registry.get(spec.kind) if spec is not None else None
+    return kind is not None and kind.reads == "output" and kind.name != "exit_ok" and \
+        check.hidden == 0
+
+
+def _results(exercise: Exercise, row: GradeRow) -> list[CheckResult]:
+    return [c for c in row.checks if result_check(exercise, c)]
+
+
+def _ended(exercise: Exercise, row: GradeRow) -> bool:
+    """Its main run ended normally (its exit_ok passed, where the spec has one)."""
+    ends = [c for c in row.checks if c.hidden == 0 and (spec := exercise.check_at(c.check))
+            is not None and spec.kind == "exit_ok"]
+    return all(c.status == "pass" for c in ends) and row.failure not in _NOT_RUN
+
+
+# What a wrong result is not: a program that did not build or run to its end.
+_NOT_RUN = (FailureKind.COMPILE_ERROR, FailureKind.COMPILE_TIMEOUT, FailureKind.NOT_STARTED,
+            FailureKind.TIMEOUT, FailureKind.LIMIT, FailureKind.SIGNAL, FailureKind.EXIT_STATUS)
+
+
+def unlike(exercise: Exercise, graded: Graded) -> str:
+    """Why a rung is not what it claims to be ("" when it is): a rung that should be right
+    whose result is wrong, a wrong one whose result is right, one that did not run. A rung
+    that is not what it claims is not judged (the generator missed, not the spec)."""
+    row = graded.row
+    if row is None or row.status == "error":
+        return row.error if row is not None else graded.rung.how
+    if row.score is None:
+        return "not scored"
+    results = _results(exercise, row)
+    wrong = [c.name for c in results if c.status == "fail"]
+    if graded.rung.name == "wrong":
+        if not wrong:
+            return f"its result is right ({graded.rung.how} changed nothing the checks read)"
+        return "" if _ended(exercise, row) else f"it did not end normally ({row.failure_what})"
+    if graded.rung.name != "start" and wrong:
+        return f"its result is not right ({', '.join(wrong)}): {graded.rung.how}"
+    return ""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What the ladder's marks say: where they break the order or a bound (findings), and
+    the rungs not judged, with why (notes)."""
+
+    findings: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+_EPSILON = 1e-9
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.0f} %"
+
+
+def _earned(graded: Graded) -> str:
+    s = graded.row.score if graded.row is not None else None
+    if s is None:
+        return ""
+    by_check: dict[int, list[str | float]] = {}
+    for i in s.items:
+        if i.outcome == "earned":
+            entry = by_check.setdefault(i.check, [i.label, 0.0])
+            entry[1] = float(entry[1]) + i.worth
+    earned = [f"{label} {points(float(worth))}" for label, worth in by_check.values()]
+    return f"{points(s.earned)} of {points(s.evaluated)}: {', '.join(earned) or 'nothing'}"
+
+
+def _order(exercise: Exercise, judged: Sequence[Graded], on_gpu: bool) -> tuple[list[str], list[str]]:
+    """(findings, notes) of the order: each judged rung below the one above it; the slow rung
+    may tie the solution where nothing sees speed (a note on a GPU)."""
+    sees_speed = on_gpu and any(c.kind == "speed" for c in exercise.checks)
+    findings: list[str] = []
+    notes: list[str] = []
+    for upper, lower in zip(judged, judged[1:]):
+        assert upper.share is not None and lower.share is not None
+        tie = not sees_speed and (upper.rung.name, lower.rung.name) in TIES_UNSEEN
+        level = lower.share >= upper.share - _EPSILON
+        if tie and on_gpu and level:
+            notes.append(UNSEEN_SPEED)
+        if lower.share > upper.share + _EPSILON or (level and not tie):
+            findings.append(f"the order breaks: {WHAT[lower.rung.name]} earns "
+                            f"{_percent(lower.share)}, {WHAT[upper.rung.name]} "
+                            f"{_percent(upper.share)} ({lower.rung.how}; it earns {_earned(lower)})")
+    return findings, notes
+
+
+def _bounds(exercise: Exercise, graded: Sequence[Graded]) -> list[str]:
+    """A rung that earns more than its bound (BOUNDS)."""
+    out = []
+    for g in graded:
+        bound = BOUNDS.get(g.rung.name)
+        if bound is not None and g.share is not None and not unlike(exercise, g) and \
+                g.share > bound + _EPSILON:
+            out.append(f"{WHAT[g.rung.name]} earns {_percent(g.share)}, more than "
+                       f"{_percent(bound)} ({g.rung.how}; it earns {_earned(g)})")
+    return out
+
+
+def judge(exercise: Exercise, graded: Sequence[Graded], on_gpu: bool) -> Judged:
+    """The marks of one exercise's ladder in one language against the teacher's order (each
+    judged rung earns less than the one above it; the slow rung may earn what the solution
+    does where nothing sees speed: on a host, or an exercise without a speed check, said in a
+    note) and the bounds (BOUNDS, shares of the points evaluated here)."""
+    by_name = {g.rung.name: g for g in graded}
+    notes = [f"{WHAT[g.rung.name]}: not judged: {why}" for g in graded
+             if g.rung.name != "solution" and (why := unlike(exercise, g))]
+    judged = [by_name[name] for name in ORDER if name in by_name and by_name[name].share is not None
+              and not unlike(exercise, by_name[name])]
+    findings, more = _order(exercise, judged, on_gpu)
+    return Judged(tuple(findings + _bounds(exercise, graded)), tuple(notes + more))

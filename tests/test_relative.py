@@ -1,0 +1,142 @@
+"""Timed checks relative to the solution, without processes: a bound written as a ratio to the
+solution's figure decided on the range both sides' runs allow, a straddling figure measured
+again until decided (or not judged, its range said), a speed check's points on its scale. The
+runs a GPU would make are faked here, and the tests that fake them say so in their names; the
+GPU's own runs are benchmarks/ladder_gpu.py's."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from idrrun.checks import ratio, relative, score, specs
+from idrrun.checks.measure import Repeat
+from idrrun.model import CheckResult
+
+AT_LEAST = ratio.Bound(0.7, "at_least")
+# profile_cg's GPU busy on an H200 (issue 47): the C solution 51–63 % over 7 runs, a port that
+# spins the host for ~0.4 ms at every iteration 27–32 %.
+SOLUTION = (0.54, 0.51, 0.63)
+SPINNER = (0.29, 0.27, 0.32)
+
+
+def test_a_bound_as_a_ratio_is_decided_on_the_range_of_both_sides() -> None:
+    # The solution against itself: 0.81–1.24, clear of 0.7; the spinner 0.43–0.63: clear below.
+    same = ratio.decide((0.52, 0.55, 0.60), SOLUTION, AT_LEAST)
+    assert same.status == "pass" and same.range is not None and same.range.low > 0.7
+    spin = ratio.decide(SPINNER, SOLUTION, AT_LEAST)
+    assert spin.status == "fail" and spin.range is not None and spin.range.high < 0.7
+    assert spin.range.shown() == "0.54× (0.43–0.63× over 3 runs and 3 of the solution's)"
+    # Fewer runs than a measure takes: run again, the side that has fewer.
+    assert ratio.decide((0.29,), SOLUTION, AT_LEAST) == ratio.Decision(
+        "again", ratio.ratio_range((0.29,), SOLUTION), "yours")
+    # A range across the bound: run again, the side whose runs spread more...
+    straddle = ratio.decide((0.35, 0.42, 0.40), (0.54, 0.55, 0.56), AT_LEAST)
+    assert straddle.status == "again" and straddle.more == "yours"
+    # ...until each side made its most: then not judged, never a coin flip.
+    most = Repeat(least=3, most=3)
+    assert ratio.decide((0.35, 0.42, 0.40), (0.54, 0.55, 0.56), AT_LEAST, most).status == "not_judged"
+    # A run that put nothing on the GPU: a share of 0 by definition, one run says it.
+    assert ratio.decide((0.0,), SOLUTION, AT_LEAST, exact=True).status == "fail"
+    # At most (a time): 1.2x against 1.5x.
+    assert ratio.decide((1.2, 1.25, 1.21), (1.0, 1.02, 0.99), ratio.Bound(1.5, "at_most")).status == "pass"
+
+
+def _exercise(tmp_path: Path, check: str) -> specs.Exercise:
+    (tmp_path / "ex.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "sol.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "demo_busy.toml").write_text(
+        'name = "demo_busy"\n[sources.c]\nexercise = "ex.c"\nsolution = "sol.c"\n'
+        '[args]\nhost = ["10"]\n' + check)
+    return specs.load(tmp_path / "demo_busy.toml")
+
+
+BUSY = '[[check]]\nkind = "gpu_busy"\nmin_ratio = 0.7\npoints = 2\n'
+
+
+def _runs(values: Sequence[float]) -> Iterator[relative.Run]:
+    for value in values:
+        yield relative.Run(1.0, "", {"kernels": 4.0, "bytes_moved": 8.0, "gpu_busy": value})
+
+
+def _graded(exercise: specs.Exercise, mine: Sequence[float], theirs: Sequence[float]) -> tuple[CheckResult, int, int]:
+    """The gpu_busy check judged over faked runs of hers and of the solution's (as a GPU would
+    give them, one after the other), and how many of each were made."""
+    yours, solution = _runs(mine), _runs(theirs)
+    made = {"yours": 1, "solution": 0}
+
+    def again(side: str, runs: Iterator[relative.Run]) -> relative.Run | str:
+        made[side] += 1
+        return next(runs, "no more runs")
+
+    first = next(yours)
+    [check] = relative.judged(exercise, (CheckResult("GPU busy", "pass", check=0),), [first],
+                              lambda: again("yours", yours), [],
+                              lambda: again("solution", solution))
+    return check, made["yours"], made["solution"]
+
+
+def test_a_straddling_figure_is_measured_again_until_decided_with_faked_gpu_runs(tmp_path: Path) -> None:
+    ex = _exercise(tmp_path, BUSY)
+    # Her first runs straddle 0.7 of the solution's (a busy machine), then settle clear above.
+    check, mine, theirs = _graded(ex, (0.30, 0.45, 0.36, 0.52, 0.53, 0.52), (0.55, 0.54, 0.56, 0.55))
+    assert check.status == "pass" and mine == 6 and theirs == 3, (check, mine, theirs)
+    assert check.check == 0 and check.name == "GPU busy"
+    assert check.got == "52 % (0.95× (0.93–0.98× over 6 runs and 3 of the solution's), the " \
+        "solution's 55 %)", check.got
+    # The spinner fails on its first three runs: clear below whatever the solution did.
+    check, mine, theirs = _graded(ex, SPINNER, SOLUTION)
+    assert check.status == "fail" and (mine, theirs) == (3, 3), check
+    # A figure at the bound itself stays across it: 7 runs of each, then not judged, its range
+    # said, never a pass or a fail drawn from noise.
+    at_bound = itertools.cycle((0.36, 0.42))
+    check, mine, theirs = _graded(ex, [next(at_bound) for _ in range(9)], [0.55] * 9)
+    assert check.status == "incomplete" and (mine, theirs) == (7, 3), (check, mine, theirs)
+    assert "the runs do not decide on which side of ≥ 0.7× the solution's share" in check.reason
+    assert "over 7 runs and 3 of the solution's" in check.got
+
+
+def test_identical_copies_get_one_mark_with_faked_gpu_runs(tmp_path: Path) -> None:
+    """Five copies of one program, each measured on its own runs (a GPU's noise, faked): clear
+    of the bound, every copy gets the same mark, as does every copy at the bound (not judged)."""
+    ex = _exercise(tmp_path, BUSY)
+    noise = ((0.30, 0.31, 0.29), (0.28, 0.33, 0.30), (0.31, 0.27, 0.29), (0.29, 0.30, 0.32),
+             (0.33, 0.28, 0.30))
+    marks = {_graded(ex, runs, SOLUTION)[0].status for runs in noise}
+    assert marks == {"fail"}
+    solutions = ((0.52, 0.55, 0.61), (0.56, 0.53, 0.58), (0.60, 0.51, 0.54), (0.55, 0.55, 0.57),
+                 (0.53, 0.62, 0.55))
+    assert {_graded(ex, runs, SOLUTION)[0].status for runs in solutions} == {"pass"}
+
+
+def test_a_speed_check_is_scored_on_its_scale(tmp_path: Path) -> None:
+    scale = ratio.Scale(1.5, 10.0)
+    # All the points up to 1.5x, none from 10x, quarters between (log-linear, rounded down).
+    assert [scale.credit(r) for r in (1.0, 1.5, 1.9, 2.3, 3.0, 5.0, 9.9, 10.0, 40.0)] == \
+        [1.0, 1.0, 0.75, 0.75, 0.5, 0.25, 0.0, 0.0, 0.0]
+    ex = _exercise(tmp_path, '[[check]]\nkind = "speed"\nfull = 1.5\nnone = 10\npoints = 2\n'
+                             "per_iteration = 'iterations\\s*=\\s*(\\d+)'\n")
+    [speed] = ex.checks
+    # Per iteration: 2.3 s for 10 iterations against the solution's 1 s for 10.
+    yours = [relative.Run(t, "iterations = 10\n", {"kernels": 1.0}) for t in (2.3, 2.31, 2.29)]
+    theirs = [relative.Run(t, "iterations = 10\n", {"kernels": 1.0}) for t in (1.0, 1.01, 0.99)]
+    more = iter(yours[1:])
+    [check] = relative.judged(ex, (CheckResult("run time", "pass", check=0),), yours[:1],
+                              lambda: next(more, "no more"), theirs, lambda: "no more")
+    assert check.status == "pass" and check.credit == 0.75, check
+    assert check.reason.startswith("your run 2.30× the solution's: three quarters of the points "
+                                   "(all at ≤ 1.5×, none at ≥ 10× the solution's)"), check.reason
+    assert check.expected == "≤ 1.5× the solution's time per iteration (no points at ≥ 10×)"
+    # Its points in part: 1.5 of 2 earned, the rest lost saying why.
+    scored = score.score(ex, (check,), 0)
+    assert (scored.earned, scored.possible) == (1.5, 2.0)
+    [lost] = [i for i in scored.items if i.outcome == "lost"]
+    assert lost.worth == 0.5 and lost.why.startswith("0.5 of the 2 points for run time lost: "
+                                                     "your run 2.30× the solution's")
+    # Nine times slower: no points, a fail.
+    slow = [relative.Run(9 * t, "iterations = 10\n", {"kernels": 1.0}) for t in (1.3, 1.31, 1.29)]
+    rest = iter(slow[1:])
+    [check] = relative.judged(ex, (CheckResult("run time", "pass", check=0),), slow[:1],
+                              lambda: next(rest, "no more"), theirs, lambda: "no more")
+    assert check.status == "fail" and check.credit == 0.0 and "11.7×" in check.got, check
