@@ -3,7 +3,7 @@ stop when npm is missing.
 
 The course. `pip install idrrun` reaches every student: the wheel carries the students' copy of
 the course (as idrrun/course/), made here by the code of `idrrun course init --students`
-(idrrun/grading/course.py, imported from this source tree): the notebooks without their solution
+(idrrun/authoring/copies.py, imported from this source tree): the notebooks without their solution
 cells, the examples without the solutions (but those the notebooks show), the specs without
 hidden argument sets, draw ranges or grading-only checks, and in the solutions' place their
 reference values for the public arguments (examples/reference/, made beforehand by `idrrun course
@@ -45,7 +45,7 @@ def students_course(root: Path, dest: Path) -> str:
     `course init --students`; returns what was left out, in words."""
     sys.path.insert(0, str(root))
     try:
-        course = importlib.import_module("idrrun.grading.course")
+        course = importlib.import_module("idrrun.authoring.copies")
     finally:
         sys.path.remove(str(root))
     if not Path(course.__file__).resolve().is_relative_to(root.resolve()):

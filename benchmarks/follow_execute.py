@@ -1,5 +1,5 @@
 """Follow one `idrrun run --profile` through pipeline.execute: which files of idrrun/ it enters,
-and how often it re-enters profile/session.py (issue 35: fewer files than 19, the profile
+and how often it re-enters profile/stages.py (issue 35: fewer files than 19, the profile
 session entered at most twice).
 
     PYTHONPATH=$PWD python benchmarks/follow_execute.py [--profiler auto|nsys|builtin] [--list]
@@ -9,7 +9,7 @@ finds no GPU work, or the profile says why it could not be taken), compiled into
 is followed too. Python's tracer (sys.settrace, every thread) records each call while
 pipeline.execute is on the main thread's stack: the files of idrrun/ whose functions were
 called, the files pipeline.py calls into itself (what a reader following execute meets), and
-the calls into profile/session.py from a function of another file (an entry from outside;
+the calls into profile/stages.py from a function of another file (an entry from outside;
 calls inside session.py are its own business).
 """
 
@@ -105,7 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     followed = follow(args.profiler)
     print(f"files of idrrun/ entered during pipeline.execute: {len(followed.files)}")
-    print(f"entries into profile/session.py from another file: {len(followed.entries)}")
+    print(f"entries into profile/stages.py from another file: {len(followed.entries)}")
     print(f"files pipeline.py calls into itself: {len(followed.direct)}")
     if args.list:
         for name, calls in sorted(followed.files.items()):

@@ -50,7 +50,7 @@ sys.path.insert(0, str(bench.ROOT))
 from idrrun.profile import nsys as nsys_mod  # noqa: E402
 from idrrun.profile import nsysdb  # noqa: E402
 from idrrun.profile.model import Trace  # noqa: E402
-from idrrun.profile.session import plan  # noqa: E402
+from idrrun.profile.stages import plan  # noqa: E402
 from idrrun.profile.summary import summarize  # noqa: E402
 from idrrun.profile.tracefile import read_trace  # noqa: E402
 from idrrun.run import proc  # noqa: E402

@@ -66,7 +66,7 @@ sys.path.insert(0, str(bench.ROOT))
 
 from idrrun import build, cli, pipeline  # noqa: E402
 from idrrun.display import TextReporter  # noqa: E402
-from idrrun.profile import perfetto, running, session, timeline, tracefile, tracer  # noqa: E402
+from idrrun.profile import perfetto, running, stages as session, timeline, tracefile, tracer  # noqa: E402
 from idrrun.profile.hints import find_hints  # noqa: E402
 from idrrun.profile.model import ProfilePlan, Trace  # noqa: E402
 from idrrun.profile.rates import achieved_rates  # noqa: E402

@@ -1,7 +1,8 @@
 """JupyterHub for the course: each student's server is a SLURM job (batchspawner) on a compute
 node, running the course's environment (idrrun, JupyterLab, the compilers) as the student.
 
-Settings from the environment, so that one file serves a cluster and the tests (docs/hub.md):
+Settings from the environment, so that one file serves a cluster and the tests
+(docs/teachers-day.md, "0. Once: the cluster and the hub"; tests/test_hub.py):
     IDRRUN_HUB_VENV      the course's environment on the nodes (default /opt/idrrun/venv): its
                          bin/jupyterhub-singleuser and bin/batchspawner-singleuser are run
     IDRRUN_HUB_STATE     the hub's database, cookie secret and logs (default /srv/idrrun/hub)

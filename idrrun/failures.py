@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from . import build as build_mod
 from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, StackFrame, Target
-from .run import evidence
+from .run import allowance
 from .toolchains import explain
 from .toolchains.diagnostics import student_symbol
 
@@ -145,8 +145,8 @@ def run_failure(result: RunResult, request: RunRequest,
         hint = explain.run_hint(p.output, request.source) or \
             "the program returned a non-zero status, which means failure"
     elif result.refused:
-        kind, what, limit = FailureKind.LIMIT, f"{evidence.EVIDENCE_LIMIT} limit reached", \
-            evidence.EVIDENCE_LIMIT
+        kind, what, limit = FailureKind.LIMIT, f"{allowance.EVIDENCE_LIMIT} limit reached", \
+            allowance.EVIDENCE_LIMIT
         hint = f"the program left more than the grader reads: {result.refused}"
     else:
         kind, what = FailureKind.MISSING_FILES, "missing output files"

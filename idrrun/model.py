@@ -501,7 +501,7 @@ class RunResult:
     # The compute constructs it executed, for a checked OpenACC run (None: not counted).
     regions: RegionsRan | None = None
     lane: str = ""  # the lane it ran in, in words ("GPU 0 alone, CPUs 14-15"); "": none
-    # Why the grader read no more of what it left (run/evidence.py: past the row's allowance of
+    # Why the grader read no more of what it left (run/allowance.py: past the row's allowance of
     # bytes, records or files): the run then fails at the "evidence" limit. "": all read.
     refused: str = ""
 

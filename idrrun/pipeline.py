@@ -15,7 +15,7 @@ done:
 
 The run's plan is one value (RunPlan): its launch, its box (sandbox.box, as every box), its
 time limit. Its profile session (profile/running.py) is the record's, always one
-(NoProfile when nothing profiles the run), which profile/session.py makes before the run and
+(NoProfile when nothing profiles the run), which profile/stages.py makes before the run and
 reads after it: the pipeline calls that module twice, its plan and its collect. What a failure
 says (its wording) is failures.py's; the program's output renamed as it comes, build.Renamed.
 A run derived from another (other arguments, the host's, the solution's) is a Job derived by
@@ -56,12 +56,12 @@ from .model import (
     Verdict,
 )
 from .profile import regions, running
-from .profile import session as profile
+from .profile import stages as profile
 from .profile.model import ExportBox, ProfileReport
 from .profile.running import NoProfile, ProfileSession
 from .errors import UsageError
-from .run import boundary, evidence, isolation, lanes, launch, proc, sandbox
-from .run.evidence import Ledger
+from .run import allowance, boundary, isolation, lanes, launch, proc, sandbox
+from .run.allowance import Ledger
 from .run.lanes import Held
 from .run.launch import Launch
 from .run.sandbox import Box
@@ -324,8 +324,8 @@ def stage_program(job: Job, run: Run) -> Iterator[Run]:
     the box gets it), the executable sealed in a folder of its own that the box can run, not
     change; both removed when this ends (once nothing of its box runs)."""
     staged = _staged(job, run)
-    # What is read of a graded run's box, all together (run/evidence.py).
-    ledger = evidence.Ledger() if staged.run_folder is not None else None
+    # What is read of a graded run's box, all together (run/allowance.py).
+    ledger = allowance.Ledger() if staged.run_folder is not None else None
     try:
         yield dataclasses.replace(run, staged=staged, ledger=ledger)
     finally:
@@ -354,7 +354,7 @@ def _staged(job: Job, run: Run) -> Staged:
 @contextlib.contextmanager
 def profile_stage(job: Job, run: Run) -> Iterator[Run]:
     """The run's profile session (NoProfile when nothing profiles it), the one call before the
-    run into profile/session.py. The profiler writes in a graded run's folder made for it
+    run into profile/stages.py. The profiler writes in a graded run's folder made for it
     (stage_program), else in the user's idrrun-profile/ for a profile shown, else (a trace
     for the checks only) in a hidden folder of its own, removed when this ends."""
     request, staged = job.request, run.staged
@@ -511,7 +511,7 @@ def _export_box(job: Job, run: Run) -> ExportBox | None:
 
 def collect_stage(job: Job, run: Run) -> Run:
     """The run's profile, read after it and shown when asked: the one call after the run into
-    profile/session.py."""
+    profile/stages.py."""
     profiling, probe = run.profiling, job.probe
     if not profiling.reported:
         return run

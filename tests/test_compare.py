@@ -28,7 +28,7 @@ from idrrun.grading.discover import Submission
 from idrrun.model import Comparison, Figure, Verdict
 from idrrun.pipeline import Outcome
 from idrrun.profile.model import ProfilePlan
-from idrrun.profile.session import TRACE_FILE, collect
+from idrrun.profile.stages import TRACE_FILE, collect
 from idrrun.profile.tracefile import read_trace
 from idrrun.request import config, options, resolve
 from idrrun.request import source as source_mod

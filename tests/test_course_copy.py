@@ -17,10 +17,10 @@ import nbformat
 import pytest
 
 from conftest import ROOT, Kernel, started
+from idrrun.authoring import copies, references
 from idrrun.checks import specs
 from idrrun.commands.course import LOAD_EVERYWHERE
 from idrrun.errors import SpecError, UsageError
-from idrrun.grading import course
 from idrrun.checking import NO_SOLUTION
 from idrrun.request import notebook
 from test_notebook_form import form_problems
@@ -139,7 +139,7 @@ def test_students_spec_drops_grading_only_data(tmp_path: Path) -> None:
                '\n[[check]]\nkind = "exit_ok"\n'
                '# It would give the answer away: 42\n'
                '[[check]]  # would give the answer away\nkind = "line"\nexact = "42"\ngrading_only = true\n')
-    text = course.students_spec(teacher, solutions_kept=())
+    text = copies.students_spec(teacher, solutions_kept=())
     data = tomllib.loads(text)
     assert data["students"] is True and data["args"] == {"host": ["10"]}
     assert "solution" not in data["sources"]["c"] and data["check"] == [{"kind": "exit_ok"}]
@@ -148,7 +148,7 @@ def test_students_spec_drops_grading_only_data(tmp_path: Path) -> None:
         assert gone not in text, gone
     assert "# the size" in text
     # A students' spec made again (the wheel carries students' specs) stays the same.
-    assert course.students_spec(text, solutions_kept=()) == text
+    assert copies.students_spec(text, solutions_kept=()) == text
     (tmp_path / "ex.c").write_text("int main(void){return 0;}\n")
     (tmp_path / "sol.c").write_text("int main(void){return 0;}\n")
     (tmp_path / "demo.toml").write_text(teacher)
@@ -180,10 +180,10 @@ def test_init_is_all_or_nothing(tmp_path: Path) -> None:
     (broken / "notebooks" / "a.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
     (broken / "examples" / "bad.toml").write_text('name = "bad"\n')
     with pytest.raises(SpecError):
-        course.init_course(broken, tmp_path / "out", students=True)
+        copies.init_course(broken, tmp_path / "out", students=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "taken"]
     with pytest.raises(UsageError, match="not a course"):
-        course.init_course(tmp_path / "taken", tmp_path / "out2", students=False)
+        copies.init_course(tmp_path / "taken", tmp_path / "out2", students=False)
 
 
 def test_strip_writes_a_whole_folder_or_nothing(tmp_path: Path) -> None:
@@ -316,7 +316,7 @@ def test_references_keep_large_pictures_compressed_or_say_why_not(tmp_path: Path
 
     from idrrun.checking import SolutionRun
     from idrrun.checks import reference
-    from idrrun.grading import course
+    from idrrun.authoring import references  # noqa: F811
 
     (tmp_path / "mandelbrot_rows.toml").write_text((ROOT / "examples" / "mandelbrot_rows.toml").read_text())
     for folder, suffix in (("C", "c"), ("Fortran", "f90")):
@@ -333,14 +333,14 @@ def test_references_keep_large_pictures_compressed_or_say_why_not(tmp_path: Path
         files = tmp_path / f"run-{language}"
         files.mkdir()
         (files / "mandelbrot.pgm").write_bytes(picture)
-        row = course.ReferenceRow(exercise.name, language, "gpu", exercise.gpu_args, made="gcc")
+        row = references.ReferenceRow(exercise.name, language, "gpu", exercise.gpu_args, made="gcc")
         made.append((row, SolutionRun("iterations = 1\n", files)))
-    course.write_references(exercise, made)
+    references.write_references(exercise, made)
     c = reference.lookup(exercise, "c", exercise.gpu_args)
     assert c is not None and c.folder is not None and c.left_out == ()
     packed = (c.folder / "mandelbrot.pgm.gz").read_bytes()
     assert gzip.decompress(packed) == smooth and len(packed) < 4 << 20
-    course.write_references(exercise, made[:1])
+    references.write_references(exercise, made[:1])
     assert (c.folder / "mandelbrot.pgm.gz").read_bytes() == packed  # reproducible
     f = reference.lookup(exercise, "fortran", exercise.gpu_args)
     assert f is not None and f.folder is not None and not list(f.folder.glob("mandelbrot.pgm*"))

@@ -21,8 +21,8 @@ import pytest
 
 from conftest import PYTHONPATH, ROOT
 from ports import free_port
+from idrrun.authoring import copies
 from idrrun.checks import specs
-from idrrun.grading import course as course_mod
 from idrrun.request import config
 
 DOCKER = ROOT / "docker"
@@ -159,7 +159,7 @@ def test_course_is_the_students_copy(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout == f"install.sh course: the students' notebooks and examples in {dest}\n"
     students = tmp_path / "students"
-    course_mod.init_course(ROOT, students, students=True)
+    copies.init_course(ROOT, students, students=True)
     assert _files(dest) == _files(students)
     assert not list(dest.rglob("*_solution.*"))
     assert all(ex.students and ex.draw is None and not ex.hidden_args

@@ -1,5 +1,5 @@
 """Evidence with a budget (issue 33, part 3): what the grader reads of a box counts against one
-allowance per row (run/evidence.py), by apparent size, and past it the row fails, never the
+allowance per row (run/allowance.py), by apparent size, and past it the row fails, never the
 grader. Each hostile submission of benchmarks/evidence_cost.py (a forged trace on a line that
 keeps `--profiler builtin`, 1024 sparse regions records, a sparse 16000x16000 picture) is
 graded beside an honest classmate, by a grader that reports its own peak memory."""
@@ -20,7 +20,7 @@ from conftest import ROOT
 from idrrun.images import image_check
 from idrrun.profile import regions, tracefile
 from idrrun.run import boundary, isolation
-from idrrun.run.evidence import Allowance, Ledger
+from idrrun.run.allowance import Allowance, Ledger
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import evidence_cost  # noqa: E402

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from idrrun.authoring import copies
 from idrrun.errors import UsageError
-from idrrun.grading import course, handout
+from idrrun.grading import handout
 from idrrun.request import notebook
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -83,7 +84,7 @@ def test_released_chapter_never_holds_its_solution_cells(path: Path) -> None:
 def test_released_notebook_is_the_students_copy_of_course_init(tmp_path: Path) -> None:
     """The same rule and the same bytes as `idrrun course init --students` (strip_solutions)."""
     dest = tmp_path / INTRO.name
-    removed = course.strip_solutions(INTRO, dest)
+    removed = copies.strip_solutions(INTRO, dest)
     copy = handout.released_copy(INTRO.name, INTRO.read_bytes(), "intro_pi")
     assert copy.data == dest.read_bytes()
     assert len(copy.stripped) == removed == 4

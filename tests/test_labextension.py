@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from idrrun.grading import course
+from idrrun.authoring import copies
 from idrrun.request import notebook
 from jupyter_lab import (C_CELL, CHROMIUM, LabServer, changed_since_built, chromium,
                          idrrun_notebook, labextensions, running_lab)
@@ -154,7 +154,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str]
                 root = base / "root"
                 root.mkdir()
                 idrrun_notebook(root / "idrrun.ipynb")
-                course.init_course(ROOT, root / "course", students=True)
+                copies.init_course(ROOT, root / "course", students=True)
                 other = notebook.read(root / COURSE_NOTEBOOK)
                 notebook.write(other, root / OTHER_PYTHON, version="3.0.0")
                 started[frontend] = stack.enter_context(running_lab(root, home, frontend=frontend))

@@ -19,7 +19,7 @@ import pytest
 from conftest import PYTHONPATH, ROOT, has_gpu
 from idrrun import toolchains
 from idrrun.checks import specs
-from idrrun.grading import classroom
+from idrrun.grading import grader
 from idrrun.grading.discover import Submission
 from idrrun.grading.session import Session
 from idrrun.model import Lanes, Limits, Settings
@@ -214,7 +214,7 @@ import json, sys
 from pathlib import Path
 from idrrun import toolchains
 from idrrun.checks import specs
-from idrrun.grading import classroom
+from idrrun.grading import grader
 from idrrun.grading.discover import Submission
 from idrrun.grading.session import Session
 from idrrun.request import config, source
@@ -227,7 +227,7 @@ probe = toolchains.probe(settings, "gcc")
 plan = lanes.layout(gpus.split(","), [int(c) for c in cpus.split(",")], boundary.own_dir(Path(lock), 0o700))
 exercise = specs.load(Path(examples) / f"{name}.toml")
 todo = [Submission(p.stem, p, source.from_file(p, "c", p.name)) for p in sorted(folder.glob("*.c"))]
-rows = classroom.grade_all(Session(settings, probe, "none (test)", plan, jobs=2), exercise, todo)
+rows = grader.grade_all(Session(settings, probe, "none (test)", plan, jobs=2), exercise, todo)
 print(json.dumps([[r.student, r.status, r.lane, r.reasons] for r in rows]))
 """
 
@@ -288,7 +288,7 @@ def test_ordinary_runs_share_their_gpu(tmp_path: Path) -> None:
     settings = config.load(tmp_path, environ={})
     probe = toolchains.probe(settings, "gcc")
     plan = _lanes(tmp_path, "0")
-    rows = classroom.grade_all(Session(settings, probe, "none (test)", plan, jobs=2),
+    rows = grader.grade_all(Session(settings, probe, "none (test)", plan, jobs=2),
                                specs.load(examples / "lane_plain.toml"),
                                submissions(tmp_path / "class", 4))
     assert {r.status for r in rows} == {"pass"} and {r.lane for r in rows} == {"GPU 0"}
@@ -305,7 +305,7 @@ def test_a_lane_per_gpu(tmp_path: Path) -> None:
     probe = toolchains.probe(settings, "gcc")
     plan = _lanes(tmp_path, "3", "5")
     for name in ("lane_plain", "lane_timed"):
-        rows = classroom.grade_all(Session(settings, probe, "none (test)", plan, jobs=2),
+        rows = grader.grade_all(Session(settings, probe, "none (test)", plan, jobs=2),
                                    specs.load(examples / f"{name}.toml"),
                                    submissions(tmp_path / name, 4))
         shown = {r.lane for r in rows}

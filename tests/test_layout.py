@@ -72,7 +72,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"build"}),
     frozenset({"pipeline", "failures"}),                    # the ladder, and what its failures say
     frozenset({"checking"}),                               # a run checked against its exercise
-    frozenset({"grading"}),                                # a class
+    frozenset({"grading", "authoring"}),                   # a class; the course's own files
     frozenset({"display", "doctor", "highlight", "resident"}),  # what the front ends use
     frozenset({"magic", "commands", "cli", "server", "lab", "__main__", "__init__"}),
 )
@@ -84,7 +84,7 @@ class Import(NamedTuple):
     where: str  # "idrrun/run/proc.py:12"
     module: str  # the importing module, "idrrun.run.proc"
     target: str  # exactly what is imported: the module, or for `from M import n` (M not a
-    # package of ours) "M.n"; ours resolved to absolute names ("idrrun.grading.classroom")
+    # package of ours) "M.n"; ours resolved to absolute names ("idrrun.grading.grader")
     name: str | None  # n of `from M import n` when n is not a module of ours (a function, a class)
     ours: bool  # target is a module of the package
     late: bool  # inside a function: imported when it is called
@@ -134,7 +134,7 @@ def _absolute(here: str, node: ast.ImportFrom) -> str:
 
 def imports(package: Path) -> list[Import]:
     """Every import of every module of `package`: relative (`from ..grading import x`), absolute
-    (`from idrrun.grading import x`) and plain (`import idrrun.grading.classroom`)."""
+    (`from idrrun.grading import x`) and plain (`import idrrun.grading.grader`)."""
     known = modules(package)
     root = package.name
     found = []
@@ -260,8 +260,8 @@ UNCALLED_ON_PURPOSE: dict[str, str] = {
     # or the tests keep them.
     "idrrun/profile/tracefile.py:parse_lines": "a trace's lines without a file: the tests "
                                                "feed lines to the parser the package feeds files",
-    "idrrun/run/evidence.py:Ledger.bytes_left": "what is left of an evidence budget, for its tests",
-    "idrrun/run/evidence.py:Ledger.records_left": "what is left of an evidence budget",
+    "idrrun/run/allowance.py:Ledger.bytes_left": "what is left of an evidence budget, for its tests",
+    "idrrun/run/allowance.py:Ledger.records_left": "what is left of an evidence budget",
 }
 
 
@@ -314,7 +314,7 @@ def uncalled(package: Path) -> list[str]:
 
 
 def _short(name: str) -> str:
-    """"idrrun/run/evidence.py:Ledger.bytes_left" -> "bytes_left"."""
+    """"idrrun/run/allowance.py:Ledger.bytes_left" -> "bytes_left"."""
     return name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
 
 
@@ -547,10 +547,10 @@ def test_a_late_import_beside_an_allowed_one_is_found(copy: Path) -> None:
     assert late_imports(copy) - ALLOWED_LATE_IMPORTS == {("idrrun/server.py", "idrrun.request.policy")}
 
 
-@pytest.mark.parametrize("line", ["from ..grading import classroom",
-                                  "from idrrun.grading import classroom",
-                                  "from idrrun.grading.classroom import grade_all",
-                                  "import idrrun.grading.classroom"])
+@pytest.mark.parametrize("line", ["from ..grading import grader",
+                                  "from idrrun.grading import grader",
+                                  "from idrrun.grading.grader import grade_all",
+                                  "import idrrun.grading.grader"])
 def test_an_import_from_above_is_found_in_every_form(copy: Path, line: str) -> None:
     proc = copy / "run" / "proc.py"
     proc.write_text(proc.read_text() + f"\n{line}  # noqa  # pylint: disable=all\n")

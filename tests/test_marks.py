@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from idrrun.authoring import copies
 from idrrun.checks import score as score_mod
 from idrrun.checks import spec_fields, specs, visibility
 from idrrun.display import VerdictView
 from idrrun.errors import SpecError
-from idrrun.grading import course, report
+from idrrun.grading import report
 from idrrun.grading import feedback as feedback_mod
 from idrrun.grading import rows as rows_mod
 from idrrun.grading import state as state_mod
@@ -271,18 +272,18 @@ def test_students_copy_forgets_the_checks_it_drops_in_counts_when(tmp_path: Path
     (a notebook scores nothing), and loads."""
     spec = SPEC.replace('visibility = "summary"', 'visibility = "summary"\ncounts_when = ["prints \'dot = 42\'", "runs on the GPU"]')
     assert _exercise(tmp_path, spec).checks[2].counts_when == (3, 4)
-    text = course.students_spec(spec, solutions_kept=())
+    text = copies.students_spec(spec, solutions_kept=())
     assert 'counts_when = ["runs on the GPU"]' in text, text
     assert _exercise(tmp_path, text).checks[2].counts_when == (3,)
 
 
 def test_students_copy_drops_hidden_checks_and_says_grading_runs_more(tmp_path: Path) -> None:
-    text = course.students_spec(SPEC, solutions_kept=())
+    text = copies.students_spec(SPEC, solutions_kept=())
     data = tomllib.loads(text)
     assert "dot = 42" not in text and "hidden" not in data["args"]
     assert [c.get("label", c["kind"]) for c in data["check"]] == ["exit_ok", "dot", "reduction", "ran_on_gpu"]
     assert data["students"] is True and data["more_at_grading"] is True
-    assert course.students_spec(text, solutions_kept=()) == text
+    assert copies.students_spec(text, solutions_kept=()) == text
 
 
 def test_a_resumed_row_is_scored_with_the_points_the_spec_has_now(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from idrrun.grading import course
+from idrrun.authoring import copies
 from idrrun.request import notebook
 
 NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
@@ -73,7 +73,7 @@ def test_course_strip_writes_the_form_for_this_python(tmp_path: Path) -> None:
     stale["metadata"] = {"kernelspec": {"display_name": "Python 3", "language": "python",
                                         "name": "python3"}, "language_info": {"name": "python"}}
     (tmp_path / "old.ipynb").write_text(json.dumps(stale, indent=2), encoding="utf-8")
-    removed = course.strip_solutions(tmp_path / "old.ipynb", tmp_path / "out" / "new.ipynb")
+    removed = copies.strip_solutions(tmp_path / "old.ipynb", tmp_path / "out" / "new.ipynb")
     assert removed > 0
     assert form_problems(tmp_path / "out" / "new.ipynb", notebook.python_version()) == []
 

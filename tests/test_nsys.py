@@ -26,7 +26,7 @@ from idrrun.profile.model import NO_GPU_ACTIVITY, ProfilePlan, Table, Trace
 from idrrun.profile.rates import achieved_rates
 from idrrun.profile.render import ProfileView
 from idrrun.profile.running import ProfileSession
-from idrrun.profile.session import collect, plan
+from idrrun.profile.stages import collect, plan
 from idrrun.profile.summary import summarize
 from idrrun.profile.tracefile import read_trace
 from idrrun.run import proc
@@ -361,7 +361,7 @@ def test_nsys_failing_before_the_program_is_not_the_programs_failure(nsys: str, 
     and every output check, now a run that could not start, its checks not judged; a program
     that fails under nsys still fails, and no launch mark is left in the profile folder."""
     from idrrun.profile.running import NOT_LAUNCHED
-    from idrrun.profile.session import LAUNCHED_PREFIX
+    from idrrun.profile.stages import LAUNCHED_PREFIX
 
     (tmp_path / "p.c").write_text(HOST_PROGRAM)
     env = dict(os.environ, PYTHONPATH=PYTHONPATH, TMPDIR=str(tmp_path / "no-such-folder"))
@@ -432,7 +432,7 @@ def test_a_graded_report_is_exported_in_a_box_with_real_nsys(
     from idrrun.model import Limits, SandboxSupport
     from idrrun.profile.model import ExportBox
     from idrrun.run import boundary, isolation, sandbox
-    from idrrun.run.evidence import Allowance, Ledger
+    from idrrun.run.allowance import Allowance, Ledger
 
     support = isolation.sandbox_support()
     if level == "namespaces" and support.level != "namespaces":

@@ -29,7 +29,7 @@ import pytest
 from conftest import ROOT, started
 from idrrun.checks.words import default_label
 from idrrun.checking import NO_SOLUTION
-from idrrun.grading.course import init_course
+from idrrun.authoring.copies import init_course
 from idrrun.version import __version__
 
 pytestmark = pytest.mark.slow
@@ -150,7 +150,7 @@ def test_wheel_metadata_and_course(dists: Path) -> None:
     assert f"idrrun-{__version__}.dist-info/licenses/LICENSE" in names
     assert "idrrun/py.typed" in names and "idrrun/run/guard.c" in names
     # `idrrun course new` works from the wheel: its template travels with it.
-    assert {f"idrrun/grading/template/{n}" for n in ("spec.toml", "exercise.c", "solution.f90")} <= set(names)
+    assert {f"idrrun/authoring/template/{n}" for n in ("spec.toml", "exercise.c", "solution.f90")} <= set(names)
     assert any(n.endswith("labextensions/idrrun-highlight/static/style.js") for n in names)
 
 

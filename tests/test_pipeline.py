@@ -124,7 +124,7 @@ def test_a_note_about_the_profiler_is_said_once(tmp_path: Path,
     this machine may have one.)"""
     import shutil
 
-    from idrrun.profile import session
+    from idrrun.profile import stages as session
     from idrrun.profile.render import ProfileView
 
     which = shutil.which
@@ -140,7 +140,7 @@ def test_a_note_about_the_profiler_is_said_once(tmp_path: Path,
 
 def test_the_pipeline_asks_the_profile_session_twice(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """profile/session.py is two stages around the run: the pipeline asks it for the plan
+    """profile/stages.py is two stages around the run: the pipeline asks it for the plan
     before the run and collects after; the rest (the output filter, the follower, the launch
     mark, the files a box keeps, the grace) belongs to the profile session value the run's
     plan holds (profile/running.py). Before: eight entries, from six rungs. Here the profiler
@@ -149,7 +149,7 @@ def test_the_pipeline_asks_the_profile_session_twice(tmp_path: Path,
     from types import FrameType
 
     from conftest import ROOT
-    from idrrun.profile import session
+    from idrrun.profile import stages as session
 
     monkeypatch.setenv("FAKE_PROFILER_LOG", str(tmp_path / "profiler.log"))
     settings = Settings(cache_dir=tmp_path / "cache",

@@ -22,7 +22,7 @@ from idrrun.profile import perfetto, timeline, tracefile, tracer
 from idrrun.profile.model import (HTOD, NO_GPU_ACTIVITY, Copy, Device, Kernel, Memset, ProfilePlan,
                                   StreamQueue, Sync, Trace)
 from idrrun.profile.render import ProfileView
-from idrrun.profile.session import LAUNCH_MARK, LAUNCHED_PREFIX, LAUNCHED_VAR, collect, plan
+from idrrun.profile.stages import LAUNCH_MARK, LAUNCHED_PREFIX, LAUNCHED_VAR, collect, plan
 from idrrun.profile.summary import summarize, trace_values, where
 from idrrun.profile.tracefile import read_trace
 from idrrun.profile.tracer import find_cupti
@@ -958,7 +958,7 @@ def test_a_trace_longer_than_the_limit_is_cut_and_says_so(tmp_path: Path) -> Non
 
 
 def test_collect_says_when_the_trace_was_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from idrrun.profile import session as session_mod
+    from idrrun.profile import stages as session_mod
 
     monkeypatch.setattr(session_mod, "MAX_TRACE_BYTES", 2000)  # the limit the note names
     run = tmp_path / "run"

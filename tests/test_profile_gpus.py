@@ -13,7 +13,7 @@ from idrrun.checks.specs import CheckSpec
 from idrrun.profile import timeline
 from idrrun.profile.model import ProfilePlan
 from idrrun.profile.render import ProfileView
-from idrrun.profile.session import collect
+from idrrun.profile.stages import collect
 from idrrun.profile.summary import summarize, trace_values
 
 MS = 1_000_000

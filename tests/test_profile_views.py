@@ -29,7 +29,7 @@ from idrrun.profile.model import (EMPTY_SUMMARY, NO_GPU_ACTIVITY, Copy, CopyRate
                                   Trace, TransferStat)
 from idrrun.profile.rates import achieved_rates
 from idrrun.profile.render import ProfileView
-from idrrun.profile.session import collect
+from idrrun.profile.stages import collect
 from idrrun.profile.summary import summarize, trace_values
 from idrrun.profile.tracefile import read_trace
 from idrrun.run import proc

@@ -11,7 +11,7 @@ import pytest
 
 from idrrun import checking, pipeline, toolchains
 from idrrun.checks import specs
-from idrrun.grading import classroom
+from idrrun.grading import grader
 from idrrun.grading.discover import Submission
 from idrrun.grading.session import Session
 from idrrun.model import Failure, FailureKind
@@ -76,7 +76,7 @@ def test_a_graded_run_far_slower_than_the_solution_is_stopped_at_the_relative_li
     probe = toolchains.probe(settings, "gcc")
     slow = _slow(tmp_path)
     started = time.monotonic()
-    row = classroom.grade_one(Session(settings, probe, sandbox="none (test)"),
+    row = grader.grade_one(Session(settings, probe, sandbox="none (test)"),
                               Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
                               specs.load(_course(tmp_path)))
     took = time.monotonic() - started

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from idrrun import checking, toolchains
 from idrrun.checks import specs
-from idrrun.grading import classroom, course
+from idrrun.grading import course, grader
 from idrrun.grading.discover import Submission
 from idrrun.grading.rows import GradeRow
 from idrrun.grading.session import Session
@@ -106,7 +106,7 @@ def test_a_graded_run_that_times_out_is_told_the_solution_s_time(tmp_path: Path)
     slow.write_text("int main(void){for(;;){}}\n")
     settings = config.load(tmp_path, environ={})
     probe = toolchains.probe(settings, "gcc")
-    row = classroom.grade_one(Session(settings, probe, sandbox="none (test)"),
+    row = grader.grade_one(Session(settings, probe, sandbox="none (test)"),
                               Submission("slow", slow, source_mod.from_file(slow, "c", "slow.c")),
                               specs.load(examples / "quick.toml"))
     assert row.status == "fail" and row.failure is FailureKind.TIMEOUT

@@ -16,6 +16,7 @@ from ..checks import reference, specs
 from ..cli import EXIT_FAILED, EXIT_OK
 from ..display import neutralise
 from ..errors import UsageError
+from ..authoring import copies, references
 from ..grading import course, ladder, session
 from ..grading.rows import GradeRow
 from ..model import CheckResult
@@ -132,7 +133,7 @@ def _references(args: argparse.Namespace) -> int:
     console.print(f"course references: {folder / reference.FOLDER}, {probe.family} family, "
                   f"{'GPU: ' + probe.gpus[0].name if on_gpu else 'host (no GPU)'}; arguments: "
                   f"{' and '.join(targets)}", markup=False)
-    rows = course.make_references(exercises, args.language, settings, probe, args.jobs, targets,
+    rows = references.make_references(exercises, args.language, settings, probe, args.jobs, targets,
                                   args.gpu_timeout,
                                   lambda row: console.print(neutralise(
                                       f"{row.exercise} {row.language} {row.target}: "
@@ -312,13 +313,13 @@ def _strip(paths: Sequence[Path], out: Path) -> int:
             notebooks.append((path, Path(path.name)))
         else:
             raise UsageError(f"{path}: not a notebook or a folder")
-    for rel, removed in course.strip_tree(notebooks, out):
+    for rel, removed in copies.strip_tree(notebooks, out):
         print(f"{out / rel}: {removed} solution cells removed", flush=True)
     return EXIT_OK
 
 
 def _new(folder: Path, name: str, title: str | None, languages: Sequence[str]) -> int:
-    made = course.new_exercise(folder, name, title, languages)
+    made = copies.new_exercise(folder, name, title, languages)
     print(f"{made.spec}: a new exercise from idrrun's template", flush=True)
     for path in made.sources:
         print(f"  {path}", flush=True)
@@ -337,7 +338,7 @@ def _init(dest: Path, students: bool, source: Path | None) -> int:
         if source is None:
             raise UsageError("idrrun carries no course here (neither installed nor in a checkout): "
                              "give --from COURSE, a folder with examples/ and notebooks/")
-    done = course.init_course(source, dest, students)
+    done = copies.init_course(source, dest, students)
     kind = "students' copy" if students else "copy"
     print(f"{dest}: a {kind} of the course in {source}: {done.notebooks} notebooks, examples/",
           flush=True)

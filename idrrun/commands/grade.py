@@ -24,7 +24,7 @@ from ..errors import UsageError
 from ..escape import terminal_line
 from ..checks.specs import Exercise
 from ..grading import board as board_mod
-from ..grading import classroom, feedback, grades, names, report, session, state, stats
+from ..grading import feedback, grader, grades, names, report, session, state, stats
 from ..grading import rows as rows_mod
 from ..grading.rows import late_by
 from ..model import Probe, Settings
@@ -190,7 +190,7 @@ def _grade(args: argparse.Namespace, console: Console,
         with _signals_interrupt((signal.SIGTERM, signal.SIGHUP)):
             rows: list[rows_mod.GradeRow] = _with_progress(
                 console, todo, f"grading {exercise.name}",
-                lambda done: classroom.grade_all(grading, exercise, grading.submissions, done,
+                lambda done: grader.grade_all(grading, exercise, grading.submissions, done,
                                                  save),
                 quiet=args.json)
             return rows

@@ -44,7 +44,7 @@ from ..request.options import Options
 from ..checking import solution_times as solution_runs
 from ..checks.measure import REPEAT, Repeat
 from ..run import boundary, rooms
-from . import classroom, names as names_mod
+from . import grader, names as names_mod
 from .rows import GradeRow, stamp
 from .session import Session
 
@@ -175,7 +175,7 @@ def solution_times(session: Session, exercise: Exercise, languages: Sequence[str
             src = source_mod.from_file(pair.solution, language, str(pair.solution))
             request, toolchain = resolve.resolve(
                 Options(), src, pair.solution.parent, settings, probe, exercise,
-                classroom.policy(session, exercise, rooms.scratch_root(settings)))
+                grader.policy(session, exercise, rooms.scratch_root(settings)))
             out[language] = solution_runs(
                 session.job(request, toolchain).with_args(tuple(request.program_args)),
                 exercise, how)

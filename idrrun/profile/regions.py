@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..model import ConstructRan, RegionsRan, RunRequest
 from ..run import boundary, proc, tools
-from ..run.evidence import Ledger
+from ..run.allowance import Ledger
 from . import elflines
 
 LIBRARY_SOURCE = Path(__file__).with_name("regions.c")

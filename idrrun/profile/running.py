@@ -1,4 +1,4 @@
-"""A profile session: the one value that lies between profile/session.py's two stages (plan
+"""A profile session: the one value that lies between profile/stages.py's two stages (plan
 before the run, collect after) and that the run's record holds (pipeline.Run.profiling),
 always one: a run nothing profiles has NoProfile, the null session.
 
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..model import ProcResult
 from ..run import boundary, sandbox, tools
-from ..run.evidence import Ledger
+from ..run.allowance import Ledger
 from . import nsys as nsys_mod
 from . import perfetto
 from .model import ProfilePlan

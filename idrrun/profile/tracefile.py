@@ -20,7 +20,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from ..run.evidence import Ledger
+from ..run.allowance import Ledger
 from .model import Allocation, Copy, Device, Kernel, Memset, StreamQueue, Sync, Trace
 from .perfetto import Prepared
 
@@ -302,7 +302,7 @@ def read_trace(path: Path, follower: Follower | None = None,
     `path` that read it while the program ran gives what it read (and the rest): the same
     trace, without reading the file again. At most `limit` bytes are read of all the files
     together; a trace cut there says so (Trace.truncated). A graded run's lines count against
-    its `ledger` (run/evidence.py) as they are parsed: past its records, reading stops (the
+    its `ledger` (run/allowance.py) as they are parsed: past its records, reading stops (the
     ledger says why, and the caller uses nothing of the trace)."""
     files = trace_files(path)
     if not files:

@@ -231,7 +231,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _file_layer(path: Path) -> dict[str, Any]:
     """A TOML file's layer. One holding [grading] seed must not be readable by other users (it
     draws every hidden case of a class): refused, as a course others can read is refused where
-    a box could read it (grading/classroom.py sandbox_level), with the same test."""
+    a box could read it (grading/grader.py sandbox_level), with the same test."""
     layer = _check_layer(_read_toml(path), str(path))
     if "grading_seed" in layer and sandbox.readable_by_others(path):
         raise ConfigError(f"{path}: holds [grading] seed and other users can read it (every "

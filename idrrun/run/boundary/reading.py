@@ -17,7 +17,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..evidence import Ledger
+from ..allowance import Ledger
 
 # openat2(2) (Linux 5.6): struct open_how and its RESOLVE_* flags, from <linux/openat2.h>. The
 # system call has the same number on every architecture (it came after the tables merged).
@@ -126,7 +126,7 @@ def take(dirfd: int, rel: str, cap: int, owners: tuple[int, ...] = (),
          ledger: Ledger | None = None) -> Taken:
     """Read `rel` out of the box folder `dirfd`: a regular file with no other name (_refused),
     owned by one of `owners` (any when empty), of at most `cap` bytes, counted against the
-    row's `ledger` (evidence.py) before it is read, and unchanged while it is read (CHANGED).
+    row's `ledger` (run/allowance.py) before it is read, and unchanged while it is read (CHANGED).
     Never raises for what the box did: the reason is in Taken.why."""
     try:
         fd = open_beneath(dirfd, rel)

@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from idrrun.profile import session  # noqa: E402
+from idrrun.profile import stages as session  # noqa: E402
 from idrrun.profile.tracefile import read_trace  # noqa: E402
 from idrrun.run import proc  # noqa: E402
 import nsys_export  # noqa: E402

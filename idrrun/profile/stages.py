@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ..model import ProcResult
 from ..run import boundary, proc, sandbox
-from ..run.evidence import Ledger
+from ..run.allowance import Ledger
 from . import nsys as _nsys
 from . import nsysdb, perfetto
 from .hints import find_hints
@@ -264,7 +264,7 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
     exercise's kernels must move in device memory per iteration) give the kernels' achieved
     memory bandwidth. follower: the session's (ProfileSession.follower), stopped, that read
     the trace during the run.
-    ledger: a graded run's account of what is read of its box (run/evidence.py): past it,
+    ledger: a graded run's account of what is read of its box (run/allowance.py): past it,
     nothing of the profile is used (kind "none", saying why). boxed: for a graded run, the box
     nsys's export and stats run in (never outside a box on a report a box wrote).
     """
