@@ -15,21 +15,33 @@
 # has them already) stand for the image's first stage (`podman build --build-context wheel=...`:
 # the same script on the same Debian, not run twice); unset, the image builds its own as an
 # instructor's build does.
-# IDRRUN_IMAGE names the image (default localhost/idrrun-course:ci); IDRRUN_IMAGE_CACHE is where
-# the base's tarball is kept between runs (default /var/cache/idrrun-image; a tarball older than
-# IDRRUN_BASE_MAX_DAYS, 30 by default, is made again so that the base gets Debian's updates).
+# IDRRUN_DEBIAN=13: the same image on Debian 13 (trixie, GCC 14 and its nvptx offloading:
+# `--build-arg DEBIAN=13`), tried the same way; 12 (bookworm, GCC 12) by default.
+# IDRRUN_IMAGE names the image (default localhost/idrrun-course:ci, localhost/idrrun-course:ci-debian13
+# for Debian 13); IDRRUN_IMAGE_CACHE is where the base's tarball is kept between runs (default
+# /var/cache/idrrun-image; a tarball older than IDRRUN_BASE_MAX_DAYS, 30 by default, is made again
+# so that the base gets Debian's updates).
+# IDRRUN_IMAGE_ROWS=FILE: where `try` writes the rows of `idrrun course check --json` run in the
+# image (default: only shown); docker/same_rows.py compares two images' rows (.ci/run does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-IMAGE=${IDRRUN_IMAGE:-localhost/idrrun-course:ci}
-BASE=docker.io/library/debian:12
-SUITE=bookworm  # debian:12
-CACHE=${IDRRUN_IMAGE_CACHE:-/var/cache/idrrun-image}
-BASE_TAR=$CACHE/debian-12-minbase.tar
-MAX_DAYS=${IDRRUN_BASE_MAX_DAYS:-30}
-
 say() { echo "build-and-test: $*"; }
 die() { echo "build-and-test: $*" >&2; exit 1; }
+
+DEBIAN=${IDRRUN_DEBIAN:-12}
+case $DEBIAN in
+  12) SUITE=bookworm GCC=12 ;;
+  13) SUITE=trixie GCC=14 ;;
+  *) die "IDRRUN_DEBIAN=$DEBIAN: 12 (bookworm, GCC 12) or 13 (trixie, GCC 14)" ;;
+esac
+default_image=localhost/idrrun-course:ci
+[[ $DEBIAN == 12 ]] || default_image+=-debian$DEBIAN
+IMAGE=${IDRRUN_IMAGE:-$default_image}
+BASE=docker.io/library/debian:$DEBIAN
+CACHE=${IDRRUN_IMAGE_CACHE:-/var/cache/idrrun-image}
+BASE_TAR=$CACHE/debian-$DEBIAN-minbase.tar
+MAX_DAYS=${IDRRUN_BASE_MAX_DAYS:-30}
 MODE=${1:-all}
 if [[ ! $MODE =~ ^(all|build|try)$ ]] || (( $# > 1 )); then
   die "usage: build-and-test.sh [build|try] (none: both)"
@@ -164,7 +176,7 @@ podman run --rm --network=host "$BASE" true \
 
 # --- the image -------------------------------------------------------------------------------
 
-step "podman build -f docker/Dockerfile -t $IMAGE"
+step "podman build --build-arg DEBIAN=$DEBIAN -f docker/Dockerfile -t $IMAGE"
 if [[ -n ${IDRRUN_IMAGE_WHEELS:-} ]]; then
   # The wheel stage's product where `COPY --from=wheel` takes it: /opt/idrrun/wheels
   compgen -G "$IDRRUN_IMAGE_WHEELS/idrrun-*.whl" >/dev/null \
@@ -176,8 +188,9 @@ if [[ -n ${IDRRUN_IMAGE_WHEELS:-} ]]; then
 fi
 old=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 # The whole log (apt's and pip's) goes to a file; the steps and install.sh's lines are shown.
-BUILD_LOG=${TMPDIR:-/tmp}/idrrun-image-build.log
-if ! podman build --pull=never --network=host "${BUILD_MOUNTS[@]}" -f docker/Dockerfile -t "$IMAGE" . \
+BUILD_LOG=${TMPDIR:-/tmp}/idrrun-image-build-debian$DEBIAN.log
+if ! podman build --pull=never --network=host "${BUILD_MOUNTS[@]}" --build-arg "DEBIAN=$DEBIAN" \
+    -f docker/Dockerfile -t "$IMAGE" . \
     >"$BUILD_LOG" 2>&1; then
   tail -n 60 "$BUILD_LOG"
   die "podman build failed (the whole log: $BUILD_LOG)"
@@ -206,8 +219,9 @@ in_image() {
 step "as the user: idrrun doctor"
 doctor=$(in_image "$IMAGE" idrrun doctor)
 echo "$doctor"
-for line in 'compiler gcc c +OK' 'compiler gcc fortran +OK' 'gcc offloading +OK' 'MPI +OK'; do
-  grep -Eq "^$line " <<<"$doctor" || die "idrrun doctor in the image does not say: $line"
+for line in 'compiler gcc c +OK' 'compiler gcc fortran +OK' 'gcc offloading +OK' 'MPI +OK' \
+    "gcc version +info +GCC $GCC\\." "gcc runtime +info +libgomp of GCC $GCC "; do
+  grep -Eq "^$line" <<<"$doctor" || die "idrrun doctor in the image does not say: $line"
 done
 [[ $(in_image "$IMAGE" id -un) == student ]] || die "the image's user is not student"
 
@@ -271,6 +285,15 @@ assert set(boxes.values()) == {sys.argv[2]}, f"graded at the {sys.argv[2]} level
 EOF
 done
 ls "$WORK/grades/namespaces" "$WORK/grades/uid"
+
+step "as root: idrrun course check --json (each solution passes its checks, each start file fails them)"
+# The teacher's course, with GCC $GCC; hidden argument sets drawn from one seed, the same in every
+# image, so that two images' rows compare (docker/same_rows.py; .ci/run compares Debian 12's with
+# Debian 13's).
+ROWS=${IDRRUN_IMAGE_ROWS:-$WORK/rows.json}
+in_image --user root -e IDRRUN_GRADING_SEED=idrrun-ci-course-check "$IMAGE" \
+  idrrun course check --json -j 2 >"$ROWS" || { python3 docker/same_rows.py "$ROWS" || true; die "idrrun course check failed in $IMAGE"; }
+python3 docker/same_rows.py "$ROWS"
 
 # --- JupyterLab: its token, and nothing without it ---------------------------------------------
 

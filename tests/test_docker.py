@@ -350,3 +350,40 @@ def test_lab_takes_the_token_given(lab: Callable[[dict[str, str]], tuple[int, st
     assert "course-2024" not in log, "a token chosen by the user is not printed"
     assert _status(port, "course-2024") == 200
     assert _status(port, "wrong") == 403
+
+
+# --- same_rows.py: two images' course checks compared ------------------------------------------
+
+
+def _rows(tmp_path: Path, name: str, score: float = 20.0, status: str = "pass") -> Path:
+    """A course check's JSON (idrrun course check --json) of one row."""
+    def side(verdict: str, earned: float) -> dict[str, object]:
+        return {"verdict": verdict, "score": earned, "points": 20.0, "not_evaluated": 0,
+                "checks": [{"name": "ends normally", "status": status if verdict == "pass" else "pass",
+                            "got": "exit 0"}], "run_seconds": 0.1}
+    path = tmp_path / name
+    path.write_text(json.dumps({"rows": [{"exercise": "intro_saxpy", "language": "c", "ok": True,
+                                          "solution": side("pass", score), "start": side("fail", 0)}]}))
+    return path
+
+
+def _same_rows(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(DOCKER / "same_rows.py"), *args], capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_same_rows_says_when_two_images_give_the_same_marks(tmp_path: Path) -> None:
+    r = _same_rows(str(_rows(tmp_path, "a.json")), str(_rows(tmp_path, "b.json")),
+                   "--name-a", "GCC 12", "--name-b", "GCC 14")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert "intro_saxpy          c        ok     solution pass 20/20" in r.stdout
+    assert r.stdout.endswith("same_rows: 1 rows, the same verdicts and marks under GCC 12 and GCC 14\n")
+
+
+def test_same_rows_names_each_difference_of_mark_or_check(tmp_path: Path) -> None:
+    r = _same_rows(str(_rows(tmp_path, "a.json")), str(_rows(tmp_path, "b.json", 18.0, "fail")),
+                   "--name-a", "GCC 12", "--name-b", "GCC 14")
+    assert r.returncode == 1
+    assert ("same_rows: intro_saxpy c solution: GCC 12 ('pass', 20.0, 20.0, 0), GCC 14 "
+            "('pass', 18.0, 20.0, 0)") in r.stderr
+    assert "same_rows: intro_saxpy c solution check 'ends normally': GCC 12 pass, GCC 14 fail" in r.stderr

@@ -9,9 +9,12 @@ student's own names and line numbers from the source. Each reader knows one mess
     nvcc fatal   : Unsupported gpu architecture 'compute_70'        a target this CUDA dropped
     Error: Invalid character in name at (1)    on a `#ifdef` line    gfortran's preprocessor
     libgomp: present clause: !acc_is_present (0x…, 40000 (0x9c40))  present, never put there
+      (GCC 14's: present clause: not present on the device (addr: 0x…, size: 40000 (0x9c40), dev: 0))
     FATAL ERROR: data in PRESENT clause was not found on device 1: name=a  (the NVIDIA runtime)
     … an illegal memory access was encountered / Illegal address      a section too small
     libgomp: Trying to map into device [0x…) object when [0x…) is already mapped
+    error: ‘readonly’ undeclared   on an OpenACC line   OpenACC 2.7, which GCC 12 and 13 do not read
+    mkoffload: fatal error: either '-fopenacc' or '-fopenmp' must be set   both models offloaded
 
 Pure: text in, words out; None when no reader knows the message (the generic hint stays).
 """
@@ -107,8 +110,11 @@ def _said(found: Sequence[Clause]) -> str:
 # ---------------------------------------------------------------------------------------------
 # The OpenACC runtime's messages
 
-# libgomp's format: "present clause: !acc_is_present (%p, %lu (0x%lx))" (GCC 12).
-_PRESENT_GCC = re.compile(r"present clause: !acc_is_present \((0x[0-9a-f]+|\(nil\)), (\d+)")
+# libgomp's format: "present clause: !acc_is_present (%p, %lu (0x%lx))" (GCC 12 and 13), "present
+# clause: not present on the device (addr: %p, size: %lu (0x%lx), dev: %d)" (GCC 14, which shares
+# the message with OpenMP's present modifier). The address, then the size.
+_PRESENT_GCC = re.compile(r"present clause: (?:!acc_is_present \(|not present on the device "
+                          r"\(addr: )(0x[0-9a-f]+|\(nil\)), (?:size: )?(\d+)")
 _PRESENT_NV = re.compile(r"data in PRESENT clause was not found on device \d+: name=([^\s]+)")
 _ILLEGAL = re.compile(r"an illegal memory access was encountered|Illegal address during kernel "
                       r"execution", re.IGNORECASE)
@@ -260,7 +266,62 @@ def _fortran_cpp(output: str, source: Source) -> str | None:
             ".F90), and the `#` must be in column 1: no blank before it")
 
 
-_COMPILE_READERS: tuple[Callable[[str, Source], str | None], ...] = (_nvcc_arch, _fortran_cpp)
+# OpenACC 2.7's clauses that GCC 14 reads and GCC 12 and 13 stop at (each gives its own error:
+# "'readonly' undeclared", "'default' is not valid for '#pragma acc data'", "'host' is not valid
+# for '#pragma acc parallel'", gfortran's "Failed to match clause"), and what those read instead.
+_ACC_LINE = r"^\s*(?:#\s*pragma\s+acc|!\$acc)\s+"
+_OPENACC27 = (
+    (re.compile(r"\b(?:copyin|cache)\s*\(\s*readonly\s*:", re.IGNORECASE),
+     "the readonly modifier (copyin(readonly: ...))",
+     "leave it out: copyin(a) copies the same, readonly only promises that the region does not "
+     "write it"),
+    (re.compile(_ACC_LINE + r"(?:parallel|kernels|serial)\b.*\bself\s*\(", re.IGNORECASE),
+     "the self clause of a compute construct",
+     "write if(!(condition)) (Fortran: if(.not. (condition))) in its place: the construct runs "
+     "on the host when the condition holds, as with self(condition)"),
+    (re.compile(_ACC_LINE + r"data\b.*\bdefault\s*\(", re.IGNORECASE),
+     "the default clause of a data construct",
+     "put default(present) or default(none) on each compute construct inside the data region "
+     "instead, which GCC 12 and 13 read"),
+)
+
+
+def _openacc27(output: str, source: Source) -> str | None:
+    """A compile that stopped at an OpenACC 2.7 clause: which one, at which line, what instead."""
+    lines = source.text.splitlines()
+    found: dict[int, list[tuple[str, str]]] = {}
+    for d in parse(output):
+        index = d.line - source.first_line
+        if d.severity != "error" or not 0 <= index < len(lines) or d.line in found:
+            continue
+        clauses = [(what, instead) for pattern, what, instead in _OPENACC27
+                   if pattern.search(lines[index])]
+        if clauses:
+            found[d.line] = clauses
+    if not found:
+        return None
+    said = "; ".join(f"line {line}: {what}, {instead}" for line, clauses in sorted(found.items())
+                     for what, instead in clauses)
+    return ("OpenACC 2.7, which GCC 14 reads and this gcc does not (GCC 12 and 13 implement "
+            f"OpenACC 2.6): {said}")
+
+
+# The nvptx mkoffload of GCC 12 to 14, given both -fopenacc and -fopenmp ("nvptx mkoffload:" from
+# GCC 13 on, the quotes typographic where the locale allows).
+_MODELS_TOGETHER = re.compile(r"mkoffload: fatal error: either .-fopenacc. or .-fopenmp. must be set")
+
+
+def _models_together(output: str, source: Source) -> str | None:
+    if _MODELS_TOGETHER.search(output) is None:
+        return None
+    return ("gcc's nvptx offload compiler builds OpenACC or OpenMP offloading, never both in one "
+            "program (GCC 12 to 14): leave -fopenmp out of the options for an OpenACC program "
+            "(-a), or -fopenacc for OpenMP target regions (-t); or build for the host "
+            "(-foffload=disable), where both run")
+
+
+_COMPILE_READERS: tuple[Callable[[str, Source], str | None], ...] = (_nvcc_arch, _fortran_cpp,
+                                                                     _openacc27, _models_together)
 
 
 def compile_hint(output: str, source: Source) -> str | None:

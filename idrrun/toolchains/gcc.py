@@ -3,8 +3,10 @@
 The offload decision is GCC's own: it builds for a GPU only when its nvptx offload compiler
 (mkoffload) is installed, and for the host (-foffload=disable) when there is no GPU and none
 was asked for, so that a laptop runs the course. `ccXY` in --accopts picks -misa=sm_XY, capped
-at what this GCC knows (GCC 12: sm_80; the driver compiles that PTX for newer GPUs).
+at what this GCC knows (GCC 12 to 14: sm_80; the driver compiles that PTX for newer GPUs).
 Its feedback is read from tree dumps (gccdumps.py); a host build runs with ACC_DEVICE_TYPE=host.
+GCC 12, 13 and 14 are this one family: what differs between them (targets, OpenACC 2.7, the
+runtime's launches) is gccversions.py's, asked by the major version of gcc --version.
 """
 
 from __future__ import annotations
@@ -34,19 +36,12 @@ from ..model import (
     Toolchain,
 )
 from ..run import proc
-from . import gccdumps, nvcc, nvfortranisms
+from . import gccdumps, gccversions, nvcc, nvfortranisms
 from ..profile.tracer import candidate_roots
 from .family import INFO, MISSING, OK, WARN, AccDecision, CommandFamily, Translation
 from .machine import probe_compiler
 
-OFFLOAD_INSTALL_HINT = "apt-get install gcc-12-offload-nvptx libgomp-plugin-nvptx1"
-# The -misa=sm_XY values each GCC major version accepts for nvptx (GCC 12: sm_80 at most).
-_NVPTX_ISAS: dict[int, tuple[int, ...]] = {
-    11: (30, 35),
-    12: (30, 35, 53, 70, 75, 80),
-    13: (30, 35, 53, 70, 75, 80),
-    14: (30, 35, 52, 53, 60, 61, 70, 75, 80, 89),
-}
+OFFLOAD_INSTALL_HINT = "apt-get install gcc-{major}-offload-nvptx libgomp-plugin-nvptx1"
 # accopts items that name a compute capability: cc80, sm_80, sm80.
 _CC_ITEM = re.compile(r"^(?:cc|sm_?)(\d{2,3})$", re.IGNORECASE)
 _GPU_WORDS = ("nvptx", "nvptx-none", "gpu", "tesla")
@@ -64,6 +59,11 @@ DEPENDENCIES = "idrrun-deps.d"
 # checked build's dumps, minimum of 5 compiles each): 3.28 s without, 3.31 s with (+0.9 %).
 LINE_TABLES = ("-g1",)
 STACK_USAGE = ("-fstack-usage",)
+# The nvptx mkoffload of GCC 12, 13 and 14 takes -fopenacc or -fopenmp, never both ("either
+# '-fopenacc' or '-fopenmp' must be set"): refused before the build, the version named.
+MODELS_APART = ("GCC {major} cannot offload OpenACC and OpenMP in one program (its nvptx offload "
+                "compiler takes -fopenacc or -fopenmp, not both): use -a for OpenACC or -t for "
+                "OpenMP target regions")
 _OFFLOAD_TEST = "int main(void){ int x = 0;\n#pragma acc parallel copy(x)\nx = 1;\nreturn !x; }\n"
 
 
@@ -78,12 +78,19 @@ LINK_QUIET = "-Wl,-z,notext"
 
 
 def gcc_major(version: str) -> int:
-    match = re.search(r"\b(\d+)\.\d+(?:\.\d+)?\b", version)
-    return int(match.group(1)) if match else 12
+    """The major version of gcc's --version line (GCC 12 when it says none)."""
+    found = gccversions.major_of(version)
+    return gccversions.UNREADABLE if found is None else found
 
 
 def gcc_isas(major: int) -> tuple[int, ...]:
-    return _NVPTX_ISAS.get(major) or _NVPTX_ISAS[max(_NVPTX_ISAS)]
+    """The -misa=sm_XY values of this GCC's nvptx compiler (the nearest known release's)."""
+    return gccversions.release(f"{major}.0")[0].isas
+
+
+def install_hint(major: int) -> str:
+    """How to install this GCC's nvptx offloading (Debian's and Ubuntu's package names)."""
+    return OFFLOAD_INSTALL_HINT.format(major=major)
 
 
 def ptxas_isas() -> tuple[int, ...] | None:
@@ -156,7 +163,7 @@ def _mode(opts: _AccOpts, offload_mode: str) -> str:
     return "host" if opts.host_asked else "gpu" if opts.gpu_asked else offload_mode
 
 
-def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str,
+def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str, major: int,
                  asked: bool = False) -> str | None:
     """Why the build is for the host (the note that says so); None when it is for a GPU.
     asked: the line asked for the host (a host word), not the config."""
@@ -165,7 +172,7 @@ def _host_reason(mode: str, want_gpu: bool, probe: Probe, model: str,
                 "building for the host (offload = \"host\" in the config)")
     if not probe.offload:
         return ("gcc cannot offload to NVIDIA GPUs here (the nvptx offload compiler is missing): "
-                f"building for the host. To offload: {OFFLOAD_INSTALL_HINT}")
+                f"building for the host. To offload: {install_hint(major)}")
     if not probe.gpus and not want_gpu:
         regions = "OpenMP target regions" if model == "-fopenmp" else "OpenACC regions"
         return (f"no GPU found: building for the host (-foffload=disable); the {regions} run "
@@ -243,19 +250,21 @@ def offload_flags(accopts: Sequence[str], probe: Probe, gcc_version: str,
     notes = [f"gcc ignores these accopts (nvhpc options without a gcc equivalent): "
              f"{', '.join(opts.ignored)}"] if opts.ignored else []
     mode = _mode(opts, offload_mode)
-    host = _host_reason(mode, mode == "gpu" or opts.requested is not None, probe, model,
+    major = gcc_major(gcc_version)
+    host = _host_reason(mode, mode == "gpu" or opts.requested is not None, probe, model, major,
                         asked=opts.host_asked)
     if host is not None:
         return AccDecision((model, "-foffload=disable"), "host", tuple(notes), (host,))
-    major = gcc_major(gcc_version)
+    release, unknown = gccversions.release(gcc_version)
     isa, target_notes = _gpu_target(opts.requested, probe, major)
     # -latomic (nvptx's, GCC 12 and later): two reductions of one construct (+ and max on
-    # doubles) become one 16-byte compare-and-swap, which nvptx's libatomic provides.
-    device_libs = "-lm -latomic" if major >= 12 else "-lm"
+    # doubles) become one 16-byte compare-and-swap, which nvptx's libatomic provides. -lm:
+    # GCC 14 adds the offload libm itself when the host links -lm, GCC 12 and 13 do not.
+    device_libs = "-lm -latomic" if release.libatomic else "-lm"
     flags = (model, "-foffload=nvptx-none",
              f"-foffload-options=nvptx-none=-misa=sm_{isa} {device_libs}", LINK_QUIET)
-    return AccDecision(flags, "gpu" if probe.gpus else "host", tuple(notes), tuple(target_notes),
-                       offload=True)
+    return AccDecision(flags, "gpu" if probe.gpus else "host", tuple(notes),
+                       (*target_notes, *([unknown] if unknown else [])), offload=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -454,8 +463,9 @@ def _cc_said(cc: str, request: RunRequest, probe: Probe, major: int,
     opts = _read_accopts(request.accopts)
     mode = _mode(opts, offload_mode)
     model = "-fopenacc" if request.acc else "-fopenmp"
-    if _host_reason(mode, True, probe, model, opts.host_asked) is not None:
-        return f"nothing: this build is for the host ({_host_why(mode, probe, opts.host_asked)})"
+    if _host_reason(mode, True, probe, model, major, opts.host_asked) is not None:
+        return (f"nothing: this build is for the host "
+                f"({_host_why(mode, probe, opts.host_asked, major)})")
     match = _CC_ITEM.match(cc)
     asked = int(match.group(1)) if match else None
     if opts.requested != asked:
@@ -481,12 +491,12 @@ def _isa_why(wanted: int, isa: int, major: int, gpu: GpuInfo | None) -> str:
             f"capability {isa // 10}.{isa % 10} or newer")
 
 
-def _host_why(mode: str, probe: Probe, asked: bool) -> str:
+def _host_why(mode: str, probe: Probe, asked: bool, major: int) -> str:
     """Why the build is for the host, in a few words (_host_reason says it in full)."""
     if mode == "host":
         return "as asked" if asked else 'offload = "host" in the config'
     if not probe.offload:
-        return f"gcc has no nvptx offload compiler here: {OFFLOAD_INSTALL_HINT}"
+        return f"gcc has no nvptx offload compiler here: {install_hint(major)}"
     return "no GPU here; --accopts cc80 builds for one anyway"
 
 
@@ -591,12 +601,10 @@ class GccFamily(CommandFamily):
     def openmp(self, request: RunRequest, compiler: CompilerInfo, probe: Probe,
                settings: Settings, acc_target: Target) -> AccDecision:
         if request.acc:
-            if acc_target == "gpu" or any(i.lower() in _GPU_WORDS or _CC_ITEM.match(i)
-                                          for i in request.accopts):
-                # GCC 12's nvptx mkoffload takes -fopenacc or -fopenmp, never both.
-                raise UsageError("gcc cannot offload OpenACC and OpenMP in one program (its nvptx "
-                                 "offload compiler takes -fopenacc or -fopenmp, not both): use -a "
-                                 "for OpenACC or -t for OpenMP target regions")
+            release, _ = gccversions.release(compiler.version)
+            if release.models_apart and (acc_target == "gpu" or any(
+                    i.lower() in _GPU_WORDS or _CC_ITEM.match(i) for i in request.accopts)):
+                raise UsageError(MODELS_APART.format(major=gcc_major(compiler.version)))
             return AccDecision(self.flags_openmp, acc_target)
         decision = offload_flags(request.accopts, probe, compiler.version, settings.offload,
                                  model="-fopenmp")
@@ -664,31 +672,66 @@ class GccFamily(CommandFamily):
         gcc = probe_compiler(settings.compiler_command(self.name, "c") or self.compilers["c"])
         if gcc.path is None:
             return lines
+        lines.append(version_line(gcc))
         if not has_offload(gcc.path):
             return lines + [DoctorLine("gcc offloading", MISSING if active else INFO,
                                        "no nvptx offload compiler: OpenACC runs on the host",
-                                       OFFLOAD_INSTALL_HINT)]
-        with tempfile.TemporaryDirectory(prefix="idrrun-doctor-") as tmp:
-            src = Path(tmp) / "t.c"
-            src.write_text(_OFFLOAD_TEST)
-            test_isa = max(targets(gcc_major(gcc.version), ptxas_isas()) or (80,))
-            r = proc.run([gcc.path, "-fopenacc", "-foffload=nvptx-none",
-                          f"-foffload-options=nvptx-none=-misa=sm_{test_isa} -lm", "-o",
-                          str(Path(tmp) / "t"), str(src)], what="doctor", timeout=60,
-                         spec=proc.ProcSpec(cwd=Path(tmp)))
-        ptxas = ptxas_isas()
-        available = targets(gcc_major(gcc.version), ptxas)
-        shown = ", ".join(f"sm_{t}" for t in available) or "none"
-        source = "ptxas on PATH" if ptxas is not None else "no ptxas on PATH: nothing checks the PTX"
-        if r.ok:
-            return lines + [DoctorLine("gcc offloading", OK,
-                                       f"nvptx-none: targets {shown} (GCC {gcc_major(gcc.version)} "
-                                       f"and {source}); a test build for sm_{max(available or (80,))} links")]
-        last = r.output.strip().splitlines()[-1:] or [r.describe()]
-        return lines + [DoctorLine("gcc offloading", WARN,
-                                   f"offload compiler present but a test build failed: {last[0]}",
-                                   "check CUDA's ptxas on PATH and the libgomp-plugin-nvptx1 package")]
+                                       install_hint(gcc_major(gcc.version)))]
+        return lines + [_offload_line(gcc), runtime_line(gcc.path, gcc_major(gcc.version))]
 
+
+def version_line(gcc: CompilerInfo) -> DoctorLine:
+    """`idrrun doctor`'s line of what this GCC release means for OpenACC (a warning for one
+    idrrun does not know)."""
+    release, unknown = gccversions.release(gcc.version)
+    said = gccversions.summary(release)
+    if unknown:
+        return DoctorLine("gcc version", WARN, f"{unknown}. GCC {release.major}: {said}",
+                          "tell idrrun's maintainers what this GCC does (docs/compilers.md)")
+    number = re.search(r"\b\d+\.\d+(?:\.\d+)?\b", gcc.version)
+    return DoctorLine("gcc version", INFO, f"GCC {number.group(0) if number else release.major}: {said}")
+
+
+def runtime_line(gcc_path: str, major: int) -> DoctorLine:
+    """`idrrun doctor`'s line of the runtime this gcc's programs load (libgomp and its nvptx
+    plugin, from the distribution's newest GCC) and what it does at each launch."""
+    asked = proc.capture([gcc_path, "-print-file-name=libgomp.so.1"], what="probe")
+    library = os.path.normpath(asked.output.strip()) if asked.ok else ""
+    if not os.path.isabs(library) or not os.path.exists(library):
+        return DoctorLine("gcc runtime", WARN, "gcc finds no libgomp.so.1: OpenACC programs do not "
+                                               "link", "apt-get install libgomp1")
+    found = gccversions.runtime_of(Path(library))
+    if found.runtime is None:
+        return DoctorLine("gcc runtime", WARN, f"{found.warning}: what its launches cost is not "
+                                               "known", "")
+    other = (f"; gcc is GCC {major}: its programs run with the runtime of the distribution's "
+             f"newest GCC" if found.runtime.major != major else "")
+    return DoctorLine("gcc runtime", INFO, f"libgomp of GCC {found.runtime.major} ({library}, "
+                                           f"{found.tag}): {gccversions.runtime_said(found.runtime)}{other}")
+
+
+def _offload_line(gcc: CompilerInfo) -> DoctorLine:
+    """A test build for the newest target this GCC and ptxas share: does offloading link?"""
+    major = gcc_major(gcc.version)
+    ptxas = ptxas_isas()
+    available = targets(major, ptxas)
+    test_isa = max(available or (80,))
+    with tempfile.TemporaryDirectory(prefix="idrrun-doctor-") as tmp:
+        src = Path(tmp) / "t.c"
+        src.write_text(_OFFLOAD_TEST)
+        r = proc.run([gcc.path or "gcc", "-fopenacc", "-foffload=nvptx-none",
+                      f"-foffload-options=nvptx-none=-misa=sm_{test_isa} -lm", "-o",
+                      str(Path(tmp) / "t"), str(src)], what="doctor", timeout=60,
+                     spec=proc.ProcSpec(cwd=Path(tmp)))
+    shown = ", ".join(f"sm_{t}" for t in available) or "none"
+    source = "ptxas on PATH" if ptxas is not None else "no ptxas on PATH: nothing checks the PTX"
+    if r.ok:
+        return DoctorLine("gcc offloading", OK, f"nvptx-none: targets {shown} (GCC {major} and "
+                                                f"{source}); a test build for sm_{test_isa} links")
+    last = r.output.strip().splitlines()[-1:] or [r.describe()]
+    return DoctorLine("gcc offloading", WARN,
+                      f"offload compiler present but a test build failed: {last[0]}",
+                      "check CUDA's ptxas on PATH and the libgomp-plugin-nvptx1 package")
 
 GCC = GccFamily(
     name="gcc",
