@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 
 from idrrun import toolchains  # noqa: E402
+from idrrun import pipeline  # noqa: E402
 from idrrun.checking import run_with_options, solution_output  # noqa: E402
 from idrrun.checks import compare, specs  # noqa: E402
 from idrrun.display import TextReporter  # noqa: E402
@@ -114,7 +115,7 @@ class Run:
 def _tokens(case: Case, host: bool, timeout: float) -> list[str]:
     tokens = ["-a", "--check", case.exercise, "--timeout", f"{timeout:g}"]
     if not host:
-        tokens += ["--profile", "builtin"]
+        tokens += ["--profiler", "builtin"]
     if case.args and not host:  # (the host runs the exercise's host arguments: small)
         tokens += ["--cliopts", " ".join(case.args)]
     return [*tokens, str(case.source)]
@@ -156,8 +157,9 @@ def _solution_shape(outcome: Outcome, settings: Any, probe: Any) -> RunShape | N
     exercise = specs.find(outcome.request.check, settings, outcome.request.workdir)
     if not (exercise.needs_solution or compare.wanted(exercise)):
         return None
-    found = solution_output(outcome.request, outcome.toolchain, exercise.without_grading_only(),
-                            probe, settings)
+    job = pipeline.prepare(outcome.request, outcome.toolchain, probe, settings,
+                           pipeline.NullReporter())
+    found = solution_output(job, exercise.without_grading_only())
     return found.figures.shape if found.figures is not None else None
 
 
@@ -408,7 +410,8 @@ def pack(top: Path, out: Path) -> None:
     8 files of 16 MiB at most), its results.jsonl and summary.md beside; the folder removed.
     Unpack with `cat diagnosis.tgz.part-* | tar -xz`."""
     for name in ("results.jsonl", "summary.md"):
-        shutil.copyfile(out / name, top / name)
+        if (out / name).is_file():  # (none when no case ran)
+            shutil.copyfile(out / name, top / name)
     packed = io.BytesIO()
     with tarfile.open(fileobj=packed, mode="w:gz") as tar:
         tar.add(out, arcname=out.name)
