@@ -65,7 +65,8 @@ int main(int argc, char **argv)
     wrong = solution.replace("dot += x[i] * y[i];", "dot += x[i] + y[i];")
     assert near_miss != solution and wrong != solution
     folder.mkdir()
-    subs = {"ann": (own, 14), "bob": (near_miss, 12), "carol": (wrong, 9), "dave": (renamed, 14),
+    # carol: a wrong result on a run earns at most 40 % of the points (checks/score.py wrong_result)
+    subs = {"ann": (own, 14), "bob": (near_miss, 12), "carol": (wrong, 5.6), "dave": (renamed, 14),
             "erin": (solution, 14), "frank": (start, 0)}
     for name, (text, _) in subs.items():
         (folder / f"{name}.c").write_text(text)
