@@ -469,6 +469,53 @@ def test_processes_are_started_only_in_run_proc() -> None:
     assert process_starts(PACKAGE) == []
 
 
+# A check kind decides its own behaviour (STYLE.md 26): its record says what it needs and shows,
+# so no module outside the kind modules compares a kind with a registered kind's name.
+KIND_MODULES = {"idrrun/checks/registry.py", "idrrun/checks/output_kinds.py",
+                "idrrun/checks/program_kinds.py", "idrrun/checks/trace_kinds.py",
+                "idrrun/checks/relative.py"}  # (the speed kind's and the ratio bounds' runs)
+
+
+def _is_kind(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "kind") or \
+        (isinstance(node, ast.Name) and node.id == "kind")
+
+
+def _strings(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return set()
+
+
+def kind_names_compared(package: Path, kinds: set[str]) -> list[str]:
+    """Where a module outside KIND_MODULES compares a `kind` with a registered kind's name."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = str(path.relative_to(package.parent))
+        if rel in KIND_MODULES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            if any(_is_kind(n) for n in sides):
+                named = set().union(*(_strings(n) for n in sides)) & kinds
+                if named:
+                    found.append(f"{rel}:{node.lineno}: {', '.join(sorted(named))}")
+    return found
+
+
+def _kind_names() -> set[str]:
+    from idrrun.checks import registry
+    return set(registry.names())
+
+
+def test_no_kind_name_compared_outside_the_kind_modules() -> None:
+    assert kind_names_compared(PACKAGE, _kind_names()) == []
+
+
 # A module below maintainability rank B (radon's MI under 10) says why at its top: a line of
 # its docstring that starts with this word.
 MAINTAINABILITY_REASON = "Maintainability:"
@@ -625,3 +672,11 @@ def test_a_function_above_18_without_its_reason_is_found(copy: Path) -> None:
     assert [f for f in complex_without_reason(copy) if "_scratch" in f] != []
     files.write_text(files.read_text().replace("\n\ndef _scratch(", "\n\n# Complexity: a scratch.\ndef _scratch("))
     assert [f for f in complex_without_reason(copy) if "_scratch" in f] == []
+
+
+def test_a_kind_name_compared_outside_the_kind_modules_is_found(copy: Path) -> None:
+    build = copy / "build.py"
+    build.write_text(build.read_text() + "\n\ndef _scratch(check: object) -> bool:\n"
+                     "    return getattr(check, 'kind') == 'gpu_busy' or check.kind in ('queues', 'x')\n")
+    found = [f for f in kind_names_compared(copy, _kind_names()) if f.startswith("idrrun/build.py")]
+    assert len(found) == 1 and found[0].endswith(": queues"), found

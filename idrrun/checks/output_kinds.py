@@ -226,7 +226,7 @@ def _pattern(group: str = "") -> Callable[[Table], dict[str, Any]]:
 # The output kinds, one record each (checks/registry.py); registered in this order.
 OUTPUT = (
     Kind("exit_ok", "output", "ends normally", "the program ends normally", _exit_ok,
-         needs_run=True, hidden_runs=True),
+         needs_run=True, hidden_runs=True, judges_the_end=True),
     Kind("value", "output", "value", "{label} is right", _value, fields=_value_fields,
          keys=frozenset({"pattern", "expected"}), needs_run=True, hidden_runs=True,
          label_from=lambda name, exact, file: name),

@@ -280,7 +280,7 @@ PROGRAM = (
          model="openacc"),
     Kind("loop_on_device", "program", "loop on the device", "{label} runs in a compute region",
          _loop_on_device, fields=lambda t: {"pattern": t.pattern("pattern")},
-         keys=frozenset({"pattern"}), needs_run=True, model="openacc"),
+         keys=frozenset({"pattern"}), needs_run=True, model="openacc", names_the_hot_loop=True),
 )
 for _declared in PROGRAM:
     registry.register(_declared)

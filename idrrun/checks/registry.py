@@ -79,6 +79,13 @@ class Kind:
     # Its label when the spec gives none, from what the spec names: (the name its pattern
     # prints, its exact line, its file) -> a label, or None for `label`.
     label_from: Callable[[str | None, str | None, str | None], str | None] | None = None
+    # What the ladder of near-misses (grading/ladder.py) reads of a kind: it judges how the
+    # program ended (a near-miss that crashes is no rung); its pattern names the hot loop (the
+    # half port removes the construct around it); it scores the run's time (a slow rung may
+    # tie the solution where no kind of the exercise does).
+    judges_the_end: bool = False
+    names_the_hot_loop: bool = False
+    scores_time: bool = False
 
     @property
     def needs_trace(self) -> bool:

@@ -369,7 +369,7 @@ TRACE = (
     # (alone on its GPU, both measured over runs: idrrun/relative.py), judged on a GPU build.
     Kind("speed", "trace", "run time", "the run is about as fast as the solution's",
          trace=_speed, fields=_speed_fields, keys=frozenset({"full", "none", "per_iteration"}),
-         timed=TimedFigure("seconds", lambda spec: None, 1.0, " s")),
+         timed=TimedFigure("seconds", lambda spec: None, 1.0, " s"), scores_time=True),
 )
 for _declared in TRACE:
     registry.register(_declared)

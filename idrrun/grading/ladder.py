@@ -42,6 +42,13 @@ from ..request import source as source_mod
 from .discover import Submission
 from .rows import GradeRow
 
+def _record(kind: str) -> registry.Kind:
+    """A check's kind record (specs accept registered kinds only)."""
+    found = registry.get(kind)
+    assert found is not None, kind
+    return found
+
+
 # The rungs in the teacher's order, best first; `comment` is held to its bound only.
 ORDER = ("solution", "slow", "half", "wrong", "trivial", "start")
 RUNGS = (*ORDER, "comment")
@@ -241,7 +248,7 @@ def _hot_lines(text: str, language: str, exercise: Exercise) -> list[int]:
     code = code_text(text, language)
     out = []
     for check in exercise.checks:
-        if check.kind == "loop_on_device" and check.pattern is not None:
+        if _record(check.kind).names_the_hot_loop and check.pattern is not None:
             line = loops.statement_line(code, check.pattern)
             if line is not None:
                 out.append(line)
@@ -619,7 +626,7 @@ def _results(exercise: Exercise, row: GradeRow) -> list[CheckResult]:
 def _ended(exercise: Exercise, row: GradeRow) -> bool:
     """Its main run ended normally (its exit_ok passed, where the spec has one)."""
     ends = [c for c in row.checks if c.hidden == 0 and (spec := exercise.check_at(c.check))
-            is not None and spec.kind == "exit_ok"]
+            is not None and _record(spec.kind).judges_the_end]
     return all(c.status == "pass" for c in ends) and row.failure not in _NOT_RUN
 
 
@@ -680,7 +687,7 @@ def _earned(graded: Graded) -> str:
 def _order(exercise: Exercise, judged: Sequence[Graded], on_gpu: bool) -> tuple[list[str], list[str]]:
     """(findings, notes) of the order: each judged rung below the one above it; the slow rung
     may tie the solution where nothing sees speed (a note on a GPU)."""
-    sees_speed = on_gpu and any(c.kind == "speed" for c in exercise.checks)
+    sees_speed = on_gpu and any(_record(c.kind).scores_time for c in exercise.checks)
     findings: list[str] = []
     notes: list[str] = []
     for upper, lower in zip(judged, judged[1:]):
