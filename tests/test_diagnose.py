@@ -10,7 +10,8 @@ Three kinds of tests, named so:
   built-in tracer's on an H200 (grid and block sizes, copies, allocations, one device record),
   for what only a GPU trace shows (the launch, the copies at every iteration, the gain);
 - recorded GPU traces (`recorded`): the runs benchmarks/diagnosis_score.py leaves on the GPU
-  machine, copied into tests/data/diagnosis/ (none yet: the test says so and skips).
+  machine, copied into tests/data/diagnosis/ (18 of the H200 runs of 2026-12-02, those under 60 KB;
+  the two pi_atomic runs left out: recorded before a run stopped at its limit was diagnosed).
 """
 
 from __future__ import annotations
@@ -593,3 +594,17 @@ def test_the_scorer_judges_the_estimate_against_what_the_fix_measures() -> None:
 
 def _a_cause() -> Cause:
     return Cause("few_gangs", 1, "t", "e", "f", Gain(1, 2, "b", 1000 * MS))
+
+
+def test_a_run_stopped_before_its_first_kernel_ended_is_diagnosed_from_its_program(
+        tmp_path: Path) -> None:
+    # Recorded on the H200 (c_pi_atomic): 200 million atomic updates past the 120 s limit, a
+    # trace with no kernel and cut short; the cause is in the program. A complete trace with
+    # nothing in it (no GPU work) and no trace at all (a host run) get none.
+    b = build(PORTS / "C" / "pi_atomic.c", tmp_path)
+    stopped = ProfileReport("builtin", Trace(devices=(H200,), complete=False), None)
+    got = diagnose.of_run(b.source, b.build, b.acc, None, stopped)
+    assert [(c.rule, c.line) for c in got] == [("atomic_reduction", 24)]
+    assert diagnose.of_run(b.source, b.build, b.acc, None,
+                           ProfileReport("builtin", Trace(devices=(H200,)), None)) == ()
+    assert diagnose.of_run(b.source, b.build, b.acc, None, None) == ()
