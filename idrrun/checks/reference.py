@@ -7,7 +7,7 @@ solution, still evaluates the checks that compare with it (`matches_solution`, `
     examples/reference/NAME/LANG-TARGET/FILE         the files its image checks compare
                                                      (FILE.gz where FILE is over 4 MiB)
 
-`idrrun course references` runs each solution and writes them (grading/course.py); `idrrun
+`idrrun course references` runs each solution and writes them (authoring/references.py); `idrrun
 course check` holds each solution to its reference. Nothing is kept for hidden argument sets:
 a reference is looked up by the exact public arguments, host or GPU, and an entry the command
 could not make (the GPU arguments take too long on a host) says why instead:
@@ -33,7 +33,7 @@ from .specs import Exercise
 FOLDER = "reference"  # beside the specs
 INDEX = "reference.toml"
 OUTPUT = "output.txt"
-PACKED = ".gz"  # a picture kept gzip-compressed (grading/course.py: over MAX_REFERENCE_FILE)
+PACKED = ".gz"  # a picture kept gzip-compressed (authoring/references.py: over MAX_REFERENCE_FILE)
 TARGETS = ("host", "gpu")
 # Why a check that compares with the solution cannot be evaluated from the references.
 NO_TARGET_REFERENCE = "no reference for the {target} arguments"
