@@ -1,6 +1,6 @@
 """A grading session: everything a grading decides once before its first row, opened in one
 place for `idrrun grade` and `idrrun course check` (and what `idrrun classroom collect` left,
-the collection's record), then read by every row (classroom.py) as one frozen value.
+the collection's record), then read by every row (grader.py) as one frozen value.
 
     open_session(Opening) -> Session: the settings under the grader's policy, the exercises
     (drawn with the grader's seed), the sandbox level, the probe, the GPU lanes, the scratch
@@ -175,7 +175,7 @@ def _exercises(opening: Opening, settings: Settings) -> tuple[list[Exercise], li
     exercise, notes = exercise_for_grading(opening.exercises[0], settings, opening.workdir)
     if opening.language is not None and opening.language not in exercise.sources:
         # The teacher's --language must be one of the exercise's (a student's file or line that
-        # chooses another is that student's fail: classroom.py).
+        # chooses another is that student's fail: grader.py).
         raise UsageError(f"--language {opening.language}: exercise {exercise.name!r} has no "
                          f"{opening.language} version (it has: {', '.join(exercise.sources)})")
     return [exercise], notes
