@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from pathlib import Path
 
-from ..checks import loops, regex, registry
+from ..checks import loops, registry
 from ..checks.directives import code_text
 from ..checks.score import points
 from ..checks.specs import Exercise

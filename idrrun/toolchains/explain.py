@@ -245,27 +245,6 @@ def _nvcc_arch(output: str, source: Source) -> str | None:
             f"does the same on its own: -gpu=cc{cc} there builds the nearest target ptxas accepts")
 
 
-_PREPROCESSOR_LINE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|else|elif|endif|define|include|undef)\b")
-
-
-def _fortran_cpp(output: str, source: Source) -> str | None:
-    if source.language != "fortran" or "Invalid character in name" not in output:
-        return None
-    lines = source.text.splitlines()
-    bad = []
-    for d in parse(output):
-        index = d.line - source.first_line
-        if "Invalid character in name" in d.message and 0 <= index < len(lines) and \
-                _PREPROCESSOR_LINE.match(lines[index]):
-            bad.append(d.line)
-    if not bad:
-        return None
-    at = ", ".join(str(n) for n in sorted(set(bad)))
-    return (f"line {at}: a preprocessor line (#ifdef, #endif, …) that gfortran read as Fortran. "
-            "gfortran runs the preprocessor only with -cpp (--options \"-cpp\", or a file named "
-            ".F90), and the `#` must be in column 1: no blank before it")
-
-
 # OpenACC 2.7's clauses that GCC 14 reads and GCC 12 and 13 stop at (each gives its own error:
 # "'readonly' undeclared", "'default' is not valid for '#pragma acc data'", "'host' is not valid
 # for '#pragma acc parallel'", gfortran's "Failed to match clause"), and what those read instead.
@@ -320,7 +299,7 @@ def _models_together(output: str, source: Source) -> str | None:
             "(-foffload=disable), where both run")
 
 
-_COMPILE_READERS: tuple[Callable[[str, Source], str | None], ...] = (_nvcc_arch, _fortran_cpp,
+_COMPILE_READERS: tuple[Callable[[str, Source], str | None], ...] = (_nvcc_arch,
                                                                      _openacc27, _models_together)
 
 
