@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +29,7 @@ from ..errors import UsageError, did_you_mean
 from ..model import Lanes, Language, Probe, RunRequest, Settings, Toolchain
 from ..pipeline import Job, prepare
 from ..request import config, policy
-from ..run import boundary, isolation, launch, lanes as lanes_mod, rooms
+from ..run import isolation, launch, lanes as lanes_mod, rooms
 from . import discover, exchange, state
 from .discover import Submission, exposed
 from . import rows
@@ -145,17 +143,7 @@ def cache_on_the_nodes(settings: Settings) -> list[str]:
     if settings.launcher.kind != "srun":
         return []
     folder = rooms.scratch_root(settings)
-    assert folder is not None  # (srun)
-    # A file of a fresh name, made through the folder's descriptor: a folder of the same path
-    # on a node's own disk (an earlier grading's, a node-local cache) would pass for shared.
-    mark = f".idrrun-seen-{secrets.token_hex(8)}"
-    fd = boundary.open_dir(folder)
-    try:
-        boundary.put(fd, mark, b"")
-        seen, where = launch.node_sees(settings, folder / mark)
-    finally:
-        boundary.discard(fd, mark)
-        os.close(fd)
+    seen, where = launch.node_sees(settings, folder)
     if seen is False:
         raise UsageError(CACHE_NOT_ON_THE_NODES.format(node=where, folder=folder,
                                                        cache=settings.cache_dir))

@@ -322,13 +322,11 @@ def compile_launch(request: RunRequest, settings: Settings, base_env: Mapping[st
 # How long the check that a node sees the cache may take, a wait in the queue included.
 SEES_TIMEOUT = 120.0
 # What the check prints on the node: the first word says whether the folder was there.
-_SEES = 'if [ -e "$1" ]; then echo idrrun-seen "$SLURMD_NODENAME"; else echo idrrun-unseen "$SLURMD_NODENAME"; fi'
+_SEES = 'if [ -d "$1" ]; then echo idrrun-seen "$SLURMD_NODENAME"; else echo idrrun-unseen "$SLURMD_NODENAME"; fi'
 
 
 def node_sees(settings: Settings, folder: Path) -> tuple[bool | None, str]:
-    """Whether a one-task job step sees `folder` (a file or folder just made here, of a name
-    nobody could have made on a node before: a folder of the same path on a node's own disk
-    says nothing of the file system the nodes share): (True, NODE), (False, NODE), or
+    """Whether a one-task job step sees `folder`, made here: (True, NODE), (False, NODE), or
     (None, why) when the step did not run to say. The builds and runs of a grading through
     srun happen in the cache, on the nodes: a cache on a file system they do not share (a
     login node's /tmp, a home the nodes do not mount) fails every row there, each as the
