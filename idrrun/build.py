@@ -188,19 +188,37 @@ def processor() -> str:
     return "\0".join(f"{k.strip()}={v.strip()}" for k, v in sorted(seen.items()))
 
 
+def _command_parts(request: RunRequest, toolchain: Toolchain, placed: bool) -> tuple[str, ...]:
+    """The source's text, the compiler and its command (with the source's folder, or, not
+    `placed`, without it): what a build's key hashes first."""
+    native = any(_NATIVE.fullmatch(f) for f in toolchain.flags)
+    where = str(request.source.origin_dir)
+    argv = compile_argv(request, toolchain)[1:]
+    return (padded_text(request.source), request.source.suffix, toolchain.compiler.path or "",
+            toolchain.compiler.version,
+            "\0".join(argv if placed else tuple(a.replace(where, ".") for a in argv)),
+            *((processor(),) if native else ()))
+
+
+def _feed(update: Callable[[bytes], None], parts: Sequence[str]) -> None:
+    for part in parts:
+        update(part.encode("utf-8", errors="surrogateescape"))
+        update(b"\0")
+
+
+def content_key(request: RunRequest, toolchain: Toolchain) -> str:
+    """What decides the build but where its source lies: build_key without the source's
+    folder (a graded build's is its room's, one per student), so that two identical
+    submissions compiled the same way have one. The files beside the source (its headers,
+    the objects it links) are the caller's to key by their content (checking's work key)."""
+    h = hashlib.sha256()
+    _feed(h.update, _command_parts(request, toolchain, placed=False))
+    return h.hexdigest()[:20]
+
+
 def build_key(request: RunRequest, toolchain: Toolchain) -> str:
     h = hashlib.sha256()
-    native = any(_NATIVE.fullmatch(f) for f in toolchain.flags)
-    for part in (
-        padded_text(request.source),
-        request.source.suffix,
-        toolchain.compiler.path or "",
-        toolchain.compiler.version,
-        "\0".join(compile_argv(request, toolchain)[1:]),
-        *((processor(),) if native else ()),
-    ):
-        h.update(part.encode("utf-8", errors="surrogateescape"))
-        h.update(b"\0")
+    _feed(h.update, _command_parts(request, toolchain, placed=True))
     for header in local_headers(request.source):
         h.update(str(header).encode())
         h.update(header.read_bytes())

@@ -240,8 +240,12 @@ def solution_times(job: Job, exercise: Exercise,
 def _timed_as(sol_job: Job, job: Job) -> Job:
     """The solution's run in a lane as the row's is: alone on its GPU when hers is timed (a
     solution's request is never timed by itself: resolve.for_solution)."""
-    return dataclasses.replace(sol_job, request=dataclasses.replace(sol_job.request,
-                                                                    timed=job.request.timed))
+    return _timed(sol_job, job.request.timed)
+
+
+def _timed(job: Job, timed: bool) -> Job:
+    """The same run, alone on its GPU (timed) or sharing it."""
+    return dataclasses.replace(job, request=dataclasses.replace(job.request, timed=timed))
 
 
 def _seconds(path: Path) -> float | None:
@@ -382,6 +386,8 @@ class Checked:
     exercise: Exercise
     hidden: bool  # graded: the hidden argument sets too, and the verdict as graded
     solution_seconds: float | None = None  # the solution's time, when it set the run's limit
+    # What decides its timed figures, when graded and timed (work_key): identical work's key.
+    work: tuple[str, ...] | None = None
     outcome: Outcome | None = None
     solution: SolutionRun | None = None
     host: HostComparison | None = None
@@ -402,7 +408,10 @@ class Checked:
 
 
 def _main_run(c: Checked) -> Checked:
-    return dataclasses.replace(c, outcome=pipeline.execute(c.job, wanted=c.exercise.solution_files))
+    """The program's run; one whose timed figures identical work of the grading measured
+    already (measured_before) shares its GPU: alone, it would measure what is known."""
+    job = _timed(c.job, False) if c.job.request.timed and measured_before(c) else c.job
+    return dataclasses.replace(c, outcome=pipeline.execute(job, wanted=c.exercise.solution_files))
 
 
 def _solution_run(c: Checked) -> Checked:
@@ -496,7 +505,8 @@ def _checking(job: Job, exercise: Exercise, hidden: bool) -> Checked:
         exercise = exercise.without_grading_only()
     copy_data_files(exercise, job.request.workdir)
     under, seconds = limited(job, exercise)
-    return Checked(under, job, exercise, hidden, seconds)
+    work = work_key(under, exercise) if under.request.timed else None
+    return Checked(under, job, exercise, hidden, seconds, work)
 
 
 def _checked_outcome(c: Checked) -> Outcome:
@@ -580,9 +590,14 @@ def _measured(c: Checked) -> Verdict:
         return _judged_timed(verdict, first, trace_kinds.unmeasured_result, timed)
     bounds = {label: bound for label, spec in timed.items()
               if (bound := trace_kinds.timed_bound(spec)) is not None}
-    measured = measure.repeat(first, again, bounds=bounds)
-    return dataclasses.replace(_judged_timed(verdict, measured, trace_kinds.measured_result, timed),
-                               run_times=tuple(times))
+
+    def repeated() -> Repeated:
+        return Repeated(measure.repeat(first, again, bounds=bounds), tuple(times))
+
+    record = repeated() if c.work is None else _SHARED_REPEATS.once(c.work, repeated)
+    assert record is not None
+    return dataclasses.replace(_judged_timed(verdict, record.figures, trace_kinds.measured_result,
+                                             timed), run_times=record.times)
 
 
 def _figures(timed: Mapping[str, CheckSpec], values: dict[str, float] | None) -> dict[str, Figure]:
@@ -607,6 +622,71 @@ def _judged_timed(verdict: Verdict, figures: Mapping[str, _F],
 # The solution's runs of this grading (this process), per build, arguments, GPU and driver.
 _SOLUTION_RUNS = relative.SolutionRuns()
 NO_SOLUTION_RUN = "the solution could not be run again here (a students' course has none)"
+
+
+class Judged(NamedTuple):
+    """The relative checks of one build as its runs decided them, and those runs' times."""
+
+    checks: dict[int, CheckResult]  # by the [[check]]'s index (relative.measured)
+    times: tuple[float, ...]
+
+
+class Repeated(NamedTuple):
+    """The timed figures of one build measured over its runs (measure.repeat), and their times."""
+
+    figures: dict[str, measure.Measured]
+    times: tuple[float, ...]
+
+
+# Identical work of this grading (this process) measured once (relative.Shared), by work_key:
+# identical submissions get one mark, and the GPU measures them once.
+_SHARED_RELATIVE: relative.Shared[Judged] = relative.Shared()
+_SHARED_REPEATS: relative.Shared[Repeated] = relative.Shared()
+
+
+def measured_before(c: Checked) -> bool:
+    """Identical work of the grading measured every timed figure this run's checks read: the
+    relative ones' (_relative) and the repeated ones' (_measured), where it has them."""
+    if c.work is None:
+        return False
+    timed = [relative.relative(spec) for spec in c.exercise.checks if trace_kinds.is_timed(spec)]
+    return bool(timed) and (not any(timed) or _SHARED_RELATIVE.known(c.work)) and \
+        (all(timed) or _SHARED_REPEATS.known(c.work))
+
+
+def work_key(job: Job, exercise: Exercise) -> tuple[str, ...] | None:
+    """What decides a graded run's timed figures, for identical work of the grading to share
+    them (STYLE.md 21: everything that decided it): the build but its room (build.content_key),
+    the files it runs beside, by content (its source's own file under one name: a renamed copy
+    is the same work), how it runs (arguments, limits, profiler, ranks, threads), the exercise,
+    and the solution's key (its file, the compiler, the GPUs and their driver). None for a run
+    not graded (a notebook's: its folder is the user's, and nothing is shared there)."""
+    request = job.request
+    if request.room is None:
+        return None
+    how = repr((request.threads, request.mpi_ranks, request.gpus, request.nodes, request.profile,
+                request.timeout, request.relative_timeout, request.limits, request.sandbox,
+                request.run_on_host, request.get_files, job.toolchain.target))
+    return ("work", exercise.name, str(exercise.path), build_mod.content_key(request, job.toolchain),
+            files_digest(request.workdir, Path(request.source.name).name), how,
+            *_solution_key(job, exercise))
+
+
+def files_digest(folder: Path, source_name: str) -> str:
+    """The tree of a graded run's folder (the grader's own copy, which a run gets a copy of)
+    by its names and contents, links by their targets; the file `source_name` under one name."""
+    h = hashlib.sha256()
+    for top, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names):
+            path = Path(top, name)
+            rel = path.relative_to(folder).as_posix()
+            shown = "<source>" if rel == source_name else rel
+            h.update(shown.encode("utf-8", "surrogateescape") + b"\0")
+            h.update(os.readlink(path).encode("utf-8", "surrogateescape") if path.is_symlink()
+                     else path.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
 
 
 def _run_of(toolchain: Toolchain, done: Outcome) -> relative.Run | str:
@@ -642,13 +722,19 @@ def _relative(c: Checked) -> Verdict:
             mine.append(got)
         return got
 
-    first = _run_of(job.toolchain, outcome)
-    assert not isinstance(first, str)
-    checks = relative.judged(exercise, verdict.checks, [first], again_yours,
-                             _SOLUTION_RUNS.runs(key), again_solution)
-    times = (first.seconds, *(r.seconds for r in mine))
-    return dataclasses.replace(verdict, checks=checks, run_times=times
-                               if len(times) > len(verdict.run_times) else verdict.run_times)
+    def judged() -> Judged:
+        first = _run_of(job.toolchain, outcome)
+        assert not isinstance(first, str)
+        found = relative.measured(exercise, verdict.checks, [first], again_yours,
+                                  _SOLUTION_RUNS.runs(key), again_solution)
+        return Judged(found, (first.seconds, *(r.seconds for r in mine)))
+
+    record = judged() if c.work is None else _SHARED_RELATIVE.once(c.work, judged)
+    assert record is not None
+    times = record.times
+    return dataclasses.replace(verdict, checks=relative.applied(verdict.checks, record.checks),
+                               run_times=times if len(times) > len(verdict.run_times)
+                               else verdict.run_times)
 
 
 def _solution_key(job: Job, exercise: Exercise) -> tuple[str, ...]:

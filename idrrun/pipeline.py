@@ -10,8 +10,13 @@ execute_cell), each a function (Job, Run) -> Run | Outcome over one record of wh
 profile's folder, a GPU lane) entered on one ExitStack and left once the rung they serve is
 done:
 
-    start -> box -> compile -> (object file) -> stage the program -> profile -> lane
-          -> plan the run -> run -> take out -> collect
+    start -> box -> compile -> (object file) -> stage the program -> profile
+          -> plan the run -> lane -> run -> after the run -> take out -> collect
+
+A GPU lane (run/lanes.py) is held for the program's run only: a timed run holds its GPU alone,
+and the class's other timed runs wait for it, so the run is planned before (its launch, its
+box, the libraries it loads placed for its user) and read after (the profiler's end, the
+regions it ran), each outside the hold.
 
 The run's plan is one value (RunPlan): its launch, its box (sandbox.box, as every box), its
 time limit. Its profile session (profile/running.py) is the record's, always one
@@ -47,6 +52,7 @@ from .model import (
     Failure,
     Preprocessing,
     Probe,
+    ProcResult,
     RunRequest,
     RunResult,
     SandboxSupport,
@@ -236,6 +242,8 @@ class Run:
     profiling: ProfileSession = NoProfile()  # the one profile session of the run
     held: Held | None = None  # the GPU lane it holds while it runs
     plan: RunPlan | None = None
+    ended: ProcResult | None = None  # the program's process as it ended (run_stage)
+    watch: int | None = None  # the profile session's watch of what the launch leaves
     ran: RunResult | None = None
     outputs: Path | None = None  # the files taken out of a graded run's folder
     report: ProfileReport | None = None
@@ -380,8 +388,8 @@ def profile_stage(job: Job, run: Run) -> Iterator[Run]:
 
 @contextlib.contextmanager
 def lane_stage(job: Job, run: Run) -> Iterator[Run]:
-    """A graded run on a GPU machine holds a lane while it runs (run/lanes.py): a timed one
-    waits for its GPU to be its own. Other runs hold none."""
+    """A graded run on a GPU machine holds a lane while its program runs (run/lanes.py), its
+    plan made: a timed one waits for its GPU to be its own. Other runs hold none."""
     request = job.request
     if request.lanes is None:
         yield run
@@ -391,9 +399,10 @@ def lane_stage(job: Job, run: Run) -> Iterator[Run]:
 
 
 def plan_run(job: Job, run: Run) -> Run:
-    """The run's launch and box, decided before it starts; its profile session placed for
-    its box's user."""
-    request, settings, staged, held = job.request, job.settings, run.staged, run.held
+    """The run's launch and box, decided before it starts (and before its lane: the lane's GPU
+    and CPUs are the run's at its start, run_stage); its profile session placed for its box's
+    user."""
+    request, settings, staged = job.request, job.settings, run.staged
     assert staged is not None
     tools_dir = request.room / "tools" if request.room is not None and run.uid >= 0 else None
     profiling = run.profiling.placed(tools_dir) if tools_dir is not None else run.profiling
@@ -402,7 +411,7 @@ def plan_run(job: Job, run: Run) -> Run:
     run = dataclasses.replace(run, profiling=profiling)
     counting = regions.counting(request, settings.cache_dir, staged.cwd, tools_dir)
     base_env = {**job.prepared.environ, **job.prepared.family.run_env(request, job.toolchain),
-                **counting.env, **(held.env if held is not None else {})}
+                **counting.env}
     launched = launch.command(request, staged.executable, settings, base_env,
                               regions.under_profiler(counting, profiling.argv_prefix),
                               profiling.env)
@@ -430,29 +439,40 @@ def run_box(job: Job, run: Run, launched: Launch,
 
 
 def run_stage(job: Job, run: Run) -> Run:
-    """The run itself, on the CPUs of the lane it holds (if any), its output shown as it comes
-    (the build's names renamed, a profiler's own messages filtered), the built-in tracer's file
-    read meanwhile by the profile session's follower; the regions it ran read after it, counted
-    against a graded run's ledger (its regions records first)."""
+    """The program's run, in the lane it holds (if any: its GPU and CPUs given to the plan,
+    Held.placed), its output shown as it comes (the build's names renamed, a profiler's own
+    messages filtered), the built-in tracer's file read meanwhile by the profile session's
+    follower. Nothing else happens while a timed run holds its GPU alone."""
     request, reporter, profiling = job.request, job.reporter, run.profiling
     plan, staged, held = run.plan, run.staged, run.held
     assert plan is not None and staged is not None
+    env, box = held.placed(plan.launch.env, plan.box) if held is not None else \
+        (plan.launch.env, plan.box)
     renamed = build_mod.Renamed(reporter.output, request.source)
     output = profiling.output_filter(renamed)
-    outside, inside = plan.launch.around_box() if plan.box is not None else ((), plan.launch.argv)
+    outside, inside = plan.launch.around_box() if box is not None else ((), plan.launch.argv)
     watch = profiling.watch()
     with profiling.follower or contextlib.nullcontext():
         p = proc.run(inside, what="run",
                      timeout=plan.timeout, spec=proc.ProcSpec(
-                         cwd=staged.cwd, env=plan.launch.env, on_output=output,
+                         cwd=staged.cwd, env=env, on_output=output,
                          on_tick=reporter.running, terminal=True,
                          max_output=request.max_output, protections=job.probe.protections,
                          limits=held.limits(request.limits) if held is not None else request.limits,
                          gpu_run=job.prepared.family.gpu_context(job.toolchain),
-                         box=plan.box, outer=outside, alone=request.hidden_args))
+                         box=box, outer=outside, alone=request.hidden_args))
     output.finish()
     renamed.finish()  # (what the profiler's filter let go when it finished)
-    p = profiling.stopped(p, staged.run_folder, watch)
+    return dataclasses.replace(run, ended=p, watch=watch)
+
+
+def after_run(job: Job, run: Run) -> Run:
+    """After the program's run, its lane given back: the run as its profiler tells it, where
+    it ran, and the regions it ran, counted against a graded run's ledger (its regions
+    records first)."""
+    request, plan, staged, held = job.request, run.plan, run.staged, run.held
+    assert plan is not None and staged is not None and run.ended is not None
+    p = run.profiling.stopped(run.ended, staged.run_folder, run.watch)
     run = run.noted(job, p.notes)
     nodes, placement = launch.after(plan.launch, p)
     if len(nodes) > 1:
@@ -463,7 +483,7 @@ def run_stage(job: Job, run: Run) -> Run:
                     regions=regions.collect(plan.counting, staged.cwd, run.uid,
                                             staged.executable, run.ledger),
                     lane=held.describe() if held is not None else "")
-    reporter.ran(request, ran)
+    job.reporter.ran(request, ran)
     return dataclasses.replace(run, ran=ran)
 
 
@@ -563,9 +583,10 @@ LADDER: tuple[Rung | Holding, ...] = (
     Rung("object file", object_file_stage),
     Holding("stage the program", stage_program, until="take out"),
     Holding("profile", profile_stage, until="collect"),
-    Holding("lane", lane_stage, until="run"),
     Rung("plan the run", plan_run),
+    Holding("lane", lane_stage, until="run"),
     Rung("run", run_stage),
+    Rung("after the run", after_run),
     Rung("take out", take_out),
     Rung("collect", collect_stage),
 )

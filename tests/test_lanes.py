@@ -5,6 +5,9 @@ a real gpu_busy check (incomplete on a host: its runs are timed all the same).""
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import itertools
 import json
 import os
 import re
@@ -12,12 +15,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import PYTHONPATH, ROOT, has_gpu
-from idrrun import toolchains
+from idrrun import checking, toolchains
 from idrrun.checks import specs
 from idrrun.grading import grader
 from idrrun.grading.discover import Submission
@@ -343,3 +348,204 @@ def test_a_timed_check_on_the_gpu_runs_alone_and_is_measured(tmp_path: Path) -> 
     assert re.fullmatch(r"\d+ % \(median of [3-7] runs: \d+–\d+ %\)", busy["got"]), busy
     [idle] = [c for c in rows["start"]["checks"] if c["name"] == "GPU busy"]
     assert idle["got"] == "0 %"  # nothing ran on the GPU: one run says it
+
+
+# ---------------------------------------------------------------------------------------------
+# What the timed runs hold: the program's run only, counted per GPU (issue 49)
+
+
+def test_timed_holds_are_counted_per_gpu(tmp_path: Path) -> None:
+    """Only a run alone on its GPU counts, on its GPU; a grading reads what it added."""
+    plan = _lanes(tmp_path, "3", "5")
+    before, started = lanes.held_alone(plan), time.monotonic()
+    assert before == {"3": 0.0, "5": 0.0}
+    with lanes.hold(plan, True) as held:
+        assert held is not None
+        time.sleep(0.2)
+    with lanes.hold(plan, False):
+        time.sleep(0.2)  # shared: not counted
+    use = lanes.use_since(plan, before, started)
+    assert use is not None and use.wall >= 0.4
+    [(gpu, seconds)] = [(g, s) for g, s in use.held.items() if s > 0]
+    assert gpu == held.gpus[0] and 0.2 <= seconds < use.wall - 0.15, use
+    said = use.describe()
+    assert said.startswith("GPUs held alone by the timed runs: GPU 3 ") and \
+        f"GPU {gpu} 0.2 s (" in said and said.endswith(f"of the {use.wall:.1f} s of grading"), said
+    assert use.as_dict()["wall_seconds"] == round(use.wall, 3)
+    assert lanes.use_since(None, {}, started) is None
+
+
+def test_a_timed_lane_is_held_for_the_programs_run_only(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of the ladder's rungs, only the run itself happens while a timed run holds its GPU
+    alone: its plan (launch, box, libraries placed) before, its reading after."""
+    from idrrun import pipeline
+
+    log = tmp_path / "runs.log"
+    examples = course(tmp_path, log)
+    inside: list[bool] = [False]
+    seen: list[tuple[str, bool]] = []
+    hold = lanes.hold
+
+    @contextlib.contextmanager
+    def watched(plan: Lanes | None, timed: bool, every: bool = False) -> Iterator[lanes.Held | None]:
+        with hold(plan, timed, every) as held:
+            inside[0] = timed
+            try:
+                yield held
+            finally:
+                inside[0] = False
+
+    def noting(rung: pipeline.Rung) -> pipeline.Rung:
+        def step(job: pipeline.Job, run: pipeline.Run) -> pipeline.Run | pipeline.Outcome:
+            seen.append((rung.name, inside[0]))
+            return rung.step(job, run)
+        return pipeline.Rung(rung.name, step)
+
+    monkeypatch.setattr(lanes, "hold", watched)
+    monkeypatch.setattr(pipeline, "LADDER", tuple(noting(r) if isinstance(r, pipeline.Rung) else r
+                                                  for r in pipeline.LADDER))
+    settings = config.load(tmp_path, environ={})
+    rows = grader.grade_all(Session(settings, toolchains.probe(settings, "gcc"), "none (test)",
+                                    _lanes(tmp_path, "0"), jobs=1),
+                            specs.load(examples / "lane_timed.toml"), submissions(tmp_path / "c", 1))
+    assert rows[0].lane == "GPU 0 alone, CPUs 1", rows
+    held = {name for name, alone in seen if alone}
+    assert held == {"run"}, seen
+    assert {"plan the run", "after the run", "collect"} <= {name for name, _ in seen}
+
+
+GPU_SMI = """#!/bin/sh
+# A fake nvidia-smi (no GPU here): one GPU, as `--query-gpu=name,compute_cap,driver_version`.
+echo "NVIDIA H200, 9.0, 580.159.04"
+"""
+
+
+def test_the_grading_says_how_long_its_timed_runs_held_the_gpu_with_a_fake_nvidia_smi(
+        tmp_path: Path) -> None:
+    """`idrrun grade` on a machine whose nvidia-smi lists a GPU (a fake; the builds for the
+    host): its summary line and its --json say each GPU's seconds held alone by the timed
+    runs, against the grading's wall time."""
+    log = tmp_path / "runs.log"
+    examples = course(tmp_path, log)
+    subs = [str(s.path) for s in submissions(tmp_path / "class", 2)]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(GPU_SMI)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, IDRRUN_EXAMPLES=str(examples),
+               IDRRUN_OFFLOAD="host", PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+               XDG_CACHE_HOME=str(tmp_path / "cache"), COLUMNS="300")
+    done = subprocess.run([sys.executable, "-m", "idrrun", "grade", "lane_timed", *subs, "-j", "2",
+                           "--json"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    use = json.loads(done.stdout)["lanes"]
+    [(gpu, held)] = use["held_alone_seconds"].items()
+    # Two timed runs of 300 ms each, alone on GPU 0; the grading's compiles beside them.
+    assert gpu == "0" and 0.6 <= held < use["wall_seconds"], use
+    shown = subprocess.run([sys.executable, "-m", "idrrun", "grade", "lane_timed", *subs],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert re.search(r"errors?; GPUs held alone by the timed runs: GPU 0 \d+\.\d s \(\d+ %\) of "
+                     r"the \d+\.\d s of grading", shown.stdout), shown.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# Identical work measured once (checking.work_key, relative.Shared): issue 49
+
+ITERATIONS_C = '#include <stdio.h>\nint main(void) { puts("iterations = 10"); return 0; }\n'
+RELATIVE_SPEC = """
+name = "same_work"
+[sources.c]
+exercise = "work.c"
+solution = "work.c"
+[args]
+host = ["1"]
+[[check]]
+kind = "exit_ok"
+[[check]]
+kind = "gpu_busy"
+label = "GPU busy"
+min_ratio = 0.7
+points = 2
+"""
+
+
+def _graded_with_faked_traces(folder: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str],
+                              jobs: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """A class graded in a (fake) lane, each run's GPU trace faked (no GPU here): the solution
+    busy 55 %, the students' runs in turn 50, 30, 52, 53, 51 % (the first two straddle 0.7 of
+    the solution's: more runs). Returns the rows by student and how many runs each made."""
+    folder.mkdir()
+    (folder / "work.c").write_text(ITERATIONS_C)
+    (folder / "same_work.toml").write_text(RELATIVE_SPEC)
+    feed = itertools.cycle((0.50, 0.30, 0.52, 0.53, 0.51))
+    seen: dict[int, dict[str, float]] = {}
+    alive: list[object] = []
+    made: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
+
+    def fake_trace(toolchain: object, outcome: Any) -> dict[str, float]:
+        with lock:
+            if id(outcome) not in seen:
+                alive.append(outcome)
+                name = Path(outcome.request.source.name).stem
+                made[name] += 1
+                busy = 0.55 if name == "work" else next(feed)
+                seen[id(outcome)] = {"gpu_busy": busy, "kernels": 4.0, "bytes_moved": 1e3}
+            return seen[id(outcome)]
+
+    monkeypatch.setattr(checking, "gpu_trace_values", fake_trace)
+    subs = []
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        subs.append(Submission(Path(name).stem, folder / name,
+                               source_mod.from_file(folder / name, "c", name)))
+    settings = config.load(folder, environ={})
+    rows = grader.grade_all(Session(settings, toolchains.probe(settings, "gcc"), "none (test)",
+                                    _lanes(folder, "0"), jobs=jobs),
+                            specs.load(folder / "same_work.toml"), subs)
+    return {r.student: r for r in rows}, dict(made)
+
+
+def _busy(row: Any) -> tuple[str, str, str]:
+    [check] = [c for c in row.checks if c.name == "GPU busy"]
+    return check.status, check.got, check.reason
+
+
+def test_identical_builds_share_their_timed_figures_with_faked_gpu_traces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three renamed copies and one other program: the first copy is measured (its runs
+    straddle the bound at first: several), the two others take its figures and its times
+    without a run of their own beyond the graded one, which then shares the GPU (nothing
+    left to measure alone); the other program is measured on its own runs."""
+    files = {"ann.c": ITERATIONS_C, "bob.c": ITERATIONS_C, "cid.c": ITERATIONS_C,
+             "dan.c": "/* mine */\n" + ITERATIONS_C}
+    rows, made = _graded_with_faked_traces(tmp_path / "j1", monkeypatch, files, jobs=1)
+    assert made["ann"] >= 3 and made["bob"] == made["cid"] == 1 and made["dan"] >= 3, made
+    assert _busy(rows["ann"]) == _busy(rows["bob"]) == _busy(rows["cid"]), rows
+    assert _busy(rows["ann"])[0] == "pass" and f"over {made['ann']} runs" in _busy(rows["ann"])[1]
+    assert rows["ann"].run_times == rows["bob"].run_times == rows["cid"].run_times
+    assert len(rows["ann"].run_times) == made["ann"]
+    assert rows["ann"].lane == rows["dan"].lane == "GPU 0 alone, CPUs 1"
+    assert rows["bob"].lane == rows["cid"].lane == "GPU 0", rows
+    assert {r.score for r in rows.values()} == {rows["ann"].score}
+    # At once (-j 3): the copies that come while the first is measured wait for its figures.
+    rows, made = _graded_with_faked_traces(tmp_path / "j3", monkeypatch,
+                                           {k: v for k, v in files.items() if k != "dan.c"}, jobs=3)
+    assert sum(made.get(s, 0) for s in ("ann", "bob", "cid")) <= 3 + 4, made  # one measure
+    assert _busy(rows["ann"]) == _busy(rows["bob"]) == _busy(rows["cid"]), rows
+
+
+def test_the_work_key_holds_what_decides_a_figure(tmp_path: Path) -> None:
+    """A renamed copy is the same work; a data file beside it, or a changed one, is not."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, name in ((a, "ann.c"), (b, "bob.c")):
+        folder.mkdir()
+        (folder / name).write_text(ITERATIONS_C)
+    assert checking.files_digest(a, "ann.c") == checking.files_digest(b, "bob.c")
+    assert checking.files_digest(a, "ann.c") != checking.files_digest(b, "other.c")
+    (b / "input.txt").write_text("1 2 3\n")
+    assert checking.files_digest(a, "ann.c") != checking.files_digest(b, "bob.c")
+    (a / "input.txt").write_text("1 2 4\n")
+    assert checking.files_digest(a, "ann.c") != checking.files_digest(b, "bob.c")

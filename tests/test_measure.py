@@ -92,8 +92,14 @@ def test_runs_clear_of_the_bound_stop_at_the_least_count() -> None:
     assert "all 3 runs are clear of the bound by more than ±10 %" in result.reason
     # Clear below the bound fails the same way: 3 runs, not 7.
     calls, again = run_of([0.1, 0.25, 0.05, 0.2])
-    got = measure.repeat({"GPU busy": Figure(0.15)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
+    got = measure.repeat({"GPU busy": Figure(0.25)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
     assert calls == [2] and trace_kinds.measured_result(BUSY, got).status == "fail"
+    # Far from the bound (a factor 3 beyond it), one run decides: 15 % against 50 %.
+    calls, again = run_of([0.1, 0.25, 0.05, 0.2])
+    got = measure.repeat({"GPU busy": Figure(0.15)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
+    assert calls == [0] and got.clear and got.samples == (0.15,)
+    result = trace_kinds.measured_result(BUSY, got)
+    assert result.status == "fail" and result.got == "15 %", result
     # Near the bound the runs go on until the figure settles: 0.52 is within ±10 % of 0.5.
     calls, again = run_of([0.70, 0.56, 0.57, 0.56, 0.9])
     got = measure.repeat({"GPU busy": Figure(0.52)}, again, bounds={"GPU busy": 0.5})["GPU busy"]
@@ -102,6 +108,15 @@ def test_runs_clear_of_the_bound_stop_at_the_least_count() -> None:
     calls, again = run_of([0.49, 0.63, 0.5, 0.6, 0.45, 0.66])
     got = measure.repeat({"GPU busy": Figure(0.61)}, again)["GPU busy"]
     assert calls == [6] and not got.clear
+
+
+def test_far_from_is_a_factor_beyond_the_bound_on_one_side() -> None:
+    how = Repeat()
+    assert measure.far_from([0.08], 0.25, how) and measure.far_from([0.8, 0.9], 0.25, how)
+    assert not measure.far_from([0.61], 0.25, how)  # 2.4x: within the factor 3
+    assert not measure.far_from([0.08, 0.9], 0.25, how)  # both sides
+    assert not measure.far_from([0.01], 0.02, how)  # near zero: within ±0.02 of it
+    assert not measure.far_from([], 0.25, how) and not measure.far_from([0.5], 0.0, how)
 
 
 def test_clear_of_needs_every_run_beyond_the_tolerance() -> None:

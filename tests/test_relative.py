@@ -43,6 +43,14 @@ def test_a_bound_as_a_ratio_is_decided_on_the_range_of_both_sides() -> None:
     assert ratio.decide((1.2, 1.25, 1.21), (1.0, 1.02, 0.99), ratio.Bound(1.5, "at_most")).status == "pass"
 
 
+def judged(exercise: specs.Exercise, checks: Sequence[CheckResult], yours: Sequence[relative.Run],
+           again_yours: relative.Again, solution: Sequence[relative.Run],
+           again_solution: relative.Again) -> tuple[CheckResult, ...]:
+    """The checks with the relative ones measured, as checking's _relative applies them."""
+    return relative.applied(checks, relative.measured(exercise, checks, yours, again_yours,
+                                                      solution, again_solution))
+
+
 def _exercise(tmp_path: Path, check: str) -> specs.Exercise:
     (tmp_path / "ex.c").write_text("int main(void) { return 0; }\n")
     (tmp_path / "sol.c").write_text("int main(void) { return 0; }\n")
@@ -71,7 +79,7 @@ def _graded(exercise: specs.Exercise, mine: Sequence[float], theirs: Sequence[fl
         return next(runs, "no more runs")
 
     first = next(yours)
-    [check] = relative.judged(exercise, (CheckResult("GPU busy", "pass", check=0),), [first],
+    [check] = judged(exercise, (CheckResult("GPU busy", "pass", check=0),), [first],
                               lambda: again("yours", yours), [],
                               lambda: again("solution", solution))
     return check, made["yours"], made["solution"]
@@ -122,7 +130,7 @@ def test_a_speed_check_is_scored_on_its_scale(tmp_path: Path) -> None:
     yours = [relative.Run(t, "iterations = 10\n", {"kernels": 1.0}) for t in (2.3, 2.31, 2.29)]
     theirs = [relative.Run(t, "iterations = 10\n", {"kernels": 1.0}) for t in (1.0, 1.01, 0.99)]
     more = iter(yours[1:])
-    [check] = relative.judged(ex, (CheckResult("run time", "pass", check=0),), yours[:1],
+    [check] = judged(ex, (CheckResult("run time", "pass", check=0),), yours[:1],
                               lambda: next(more, "no more"), theirs, lambda: "no more")
     assert check.status == "pass" and check.credit == 0.75, check
     assert check.reason.startswith("your run 2.30× the solution's: three quarters of the points "
@@ -137,6 +145,30 @@ def test_a_speed_check_is_scored_on_its_scale(tmp_path: Path) -> None:
     # Nine times slower: no points, a fail.
     slow = [relative.Run(9 * t, "iterations = 10\n", {"kernels": 1.0}) for t in (1.3, 1.31, 1.29)]
     rest = iter(slow[1:])
-    [check] = relative.judged(ex, (CheckResult("run time", "pass", check=0),), slow[:1],
+    [check] = judged(ex, (CheckResult("run time", "pass", check=0),), slow[:1],
                               lambda: next(rest, "no more"), theirs, lambda: "no more")
     assert check.status == "fail" and check.credit == 0.0 and "11.7×" in check.got, check
+
+
+def test_a_figure_far_from_its_bound_is_decided_on_one_run_with_faked_gpu_runs(tmp_path: Path) -> None:
+    """A factor 3 beyond its bound is no noise (measure.Repeat.far): one run of hers and one
+    of the solution's decide it, where a figure nearer the bound takes the least count."""
+    # The spinner as the H200 measured it (issue 47): 7 % against the solution's 54 %.
+    ex = _exercise(tmp_path, BUSY)
+    check, mine, theirs = _graded(ex, (0.07, 0.08, 0.07), (0.54, 0.55, 0.56))
+    assert check.status == "fail" and (mine, theirs) == (1, 1), (check, mine, theirs)
+    assert check.got == "7 % (0.13×, the solution's 54 %)", check.got
+    # 0.5x is not that far from 0.7x: three runs of each.
+    check, mine, theirs = _graded(ex, (0.27, 0.29, 0.28), (0.54, 0.55, 0.56))
+    assert check.status == "fail" and (mine, theirs) == (3, 3), (check, mine, theirs)
+    assert ratio.decide((0.5,), (0.2,), AT_LEAST).status == "pass"  # 2.5x: 3.6x beyond 0.7x
+    assert ratio.decide((0.4,), (0.2,), AT_LEAST).status == "again"  # 2x: under 3 x 0.7x
+    # A start file on the scale: 66x the solution's time, none of the points at one run each;
+    # 1.0x (all the points, but 2x would not be) takes three.
+    scale = ratio.Scale(1.5, 10.0)
+    far = ratio.scale_decide((6.6,), (0.1,), scale)
+    assert (far.status, far.credit) == ("pass", 0.0) and far.range is not None
+    assert far.range.shown() == "66.0×"
+    near = ratio.scale_decide((0.1,), (0.1,), scale)
+    assert near.status == "again" and near.more == "both"
+    assert ratio.scale_decide((0.04,), (0.1,), scale).credit == 1.0  # 0.4x: 3x under 1.5x

@@ -12,7 +12,10 @@ runs, and their ratio a range:
     range   the least and the most ratio those runs allow (the smallest of yours over the
             largest of the solution's, and the other way round)
 
-`decide` judges the range against the bound: wholly on one side, it is decided; across it, more
+`decide` judges the range against the bound: wholly on one side, it is decided once each side
+made `least` runs, or at once where the range lies far from it (widened by a factor `far` both
+ways, it is still on that side: a spinning port at 0.13x against 0.7x, a start file 66x the
+solution's time against the scale's 10x; measure.Repeat.far says why 3); across it, more
 runs are needed (`again`: of yours, of the solution's, or both, whichever spreads more) until
 `most` of each were made, and then the check is not judged, its range said: never a coin flip,
 and two copies of one program get one mark unless its figure is at the bound itself. A scale
@@ -64,6 +67,10 @@ class Range:
     low: float
     high: float
     runs: tuple[int, int]  # yours, the solution's
+
+    def widened(self, how: Repeat) -> tuple[float, float]:
+        """The range widened by the factor how.far both ways: what noise could not reach."""
+        return self.low / how.far, self.high * how.far
 
     def shown(self) -> str:
         """"2.3×"; over several runs "2.3× (2.1–2.5× over 3 runs and 5 of the solution's)"."""
@@ -121,6 +128,16 @@ def _more(yours: Sequence[float], solution: Sequence[float], how: Repeat) -> Mor
     return "yours" if _spread(yours, how) >= _spread(solution, how) else "solution"
 
 
+def _first(yours: Sequence[float], solution: Sequence[float]) -> More:
+    """Where a ratio has no range: the side without a run first (one of each may decide a
+    figure far from its bound), "" where both have runs (a solution's figure of 0)."""
+    if yours and solution:
+        return ""
+    if not yours and not solution:
+        return "both"
+    return "solution" if yours else "yours"
+
+
 @dataclass(frozen=True)
 class Decision:
     status: Status
@@ -135,11 +152,12 @@ def decide(yours: Sequence[float], solution: Sequence[float], bound: Bound,
     once), else more runs, else not judged."""
     found = ratio_range(yours, solution, how)
     if found is None:
-        more = _more(yours, solution, how) if not yours or not solution else ""
+        more = _first(yours, solution)
         return Decision("again", None, more) if more else Decision("not_judged", None)
     ends = {bound.holds(found.low), bound.holds(found.high)}
     more = _more(yours, solution, how)
-    if len(ends) == 1 and (exact or min(found.runs) >= how.least or not more):
+    far = {bound.holds(low) for low in found.widened(how)} == ends
+    if len(ends) == 1 and (exact or min(found.runs) >= how.least or not more or far):
         return Decision("pass" if ends == {True} else "fail", found)
     return Decision("again", found, more) if more else Decision("not_judged", found)
 
@@ -180,11 +198,12 @@ def scale_decide(yours: Sequence[float], solution: Sequence[float], scale: Scale
     of the range earn the same step, else more runs, else not judged."""
     found = ratio_range(yours, solution, how)
     if found is None:
-        more = _more(yours, solution, how) if not yours or not solution else ""
+        more = _first(yours, solution)
         return ScaleDecision("again", None, more=more) if more else ScaleDecision("not_judged", None)
     low, high = scale.credit(found.high), scale.credit(found.low)
     more = _more(yours, solution, how)
-    if low == high and (min(found.runs) >= how.least or more == ""):
+    far = {scale.credit(end) for end in found.widened(how)} == {low}
+    if low == high and (min(found.runs) >= how.least or more == "" or far):
         return ScaleDecision("pass", found, low)
     if more:
         return ScaleDecision("again", found, more=more)

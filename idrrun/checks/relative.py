@@ -7,7 +7,14 @@ per GPU and driver (`SolutionRuns`): every student of a class is held to the sam
 solution, made on the GPU at hand (never an H100's on an H200, nor another driver's), and more
 are made only when a student's figure needs them to be decided.
 
-    judged(exercise, checks, yours, solution) -> checks with the relative ones measured
+Identical work is measured once (`Shared`): the timed figures of a build that another row of
+the grading already measured (the same build, files, arguments, GPU and driver: the caller's
+key) are that row's, so that identical submissions get one mark and the GPU does not measure
+them again.
+
+    measured(exercise, checks, yours, again_yours, solution, again_solution)
+                                -> the relative checks measured, by their [[check]]'s index
+    applied(checks, measured)   -> the verdict's checks with those results (a Shared record's)
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
 from ..model import CheckResult
 from . import ratio, trace_kinds
@@ -67,6 +75,39 @@ class SolutionRuns:
     def add(self, key: tuple[str, ...], run: Run) -> None:
         with self._lock:
             self._runs.setdefault(key, []).append(run)
+
+
+T = TypeVar("T")
+
+
+class Shared(Generic[T]):
+    """What the first row of a key measured, for every row of that key (identical work: its
+    build, its files, its arguments, the GPU and its driver, as the caller keys it): the
+    first measures under the key's own lock; a row of the same key that comes meanwhile waits
+    for it (measuring again would make a second mark of the same work), and every later one
+    takes its record at once. A measure that gives None is not kept (the next row measures)."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, ...], T] = {}
+        self._locks: dict[tuple[str, ...], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def known(self, key: tuple[str, ...]) -> bool:
+        with self._guard:
+            return key in self._found
+
+    def once(self, key: tuple[str, ...], measure: Callable[[], T | None]) -> T | None:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._guard:
+                if key in self._found:
+                    return self._found[key]
+            made = measure()
+            if made is not None:
+                with self._guard:
+                    self._found[key] = made
+            return made
 
 
 
@@ -125,18 +166,22 @@ def _exact(side: _Side) -> bool:
     return values is not None and not values.get("kernels") and not values.get("bytes_moved")
 
 
-def judged(exercise: Exercise, checks: Sequence[CheckResult], yours: Sequence[Run],
-           again_yours: Again, solution: Sequence[Run], again_solution: Again,
-           how: Repeat = REPEAT) -> tuple[CheckResult, ...]:
-    """The verdict's checks with each relative one judged over runs of hers and of the
-    solution's, made until decided (checks/ratio.py): her first run's figures first, then her
+def measured(exercise: Exercise, checks: Sequence[CheckResult], yours: Sequence[Run],
+             again_yours: Again, solution: Sequence[Run], again_solution: Again,
+             how: Repeat = REPEAT) -> dict[int, CheckResult]:
+    """Each relative check judged over runs of hers and of the solution's, made until decided
+    (checks/ratio.py), by its [[check]]'s index: her first run's figures first, then her
     build's runs again and the solution's (both in their lanes, alone on their GPUs)."""
     mine = _Side(list(yours), again_yours)
     theirs = _Side(list(solution), again_solution)
     # A check her first run gives no figure for (no iteration count printed), or that only a
     # GPU can judge, stays as judged.
     kept = {c.check for c in checks if c.gpu_only and not c.hidden}
-    measured = {spec.index: _measure(spec, mine, theirs, how) for spec in exercise.checks
-                if relative(spec) and mine.figures(spec) and spec.index not in kept}
-    return tuple(replace(measured[c.check], name=c.name) if c.check in measured and not c.hidden
+    return {spec.index: _measure(spec, mine, theirs, how) for spec in exercise.checks
+            if relative(spec) and mine.figures(spec) and spec.index not in kept}
+
+
+def applied(checks: Sequence[CheckResult], found: Mapping[int, CheckResult]) -> tuple[CheckResult, ...]:
+    """The verdict's checks with each public relative one as `measured` judged it."""
+    return tuple(replace(found[c.check], name=c.name) if c.check in found and not c.hidden
                  else c for c in checks)

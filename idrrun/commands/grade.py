@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from ..grading import rows as rows_mod
 from ..grading.rows import late_by
 from ..model import Probe, Settings
 from ..request import options
+from ..run import lanes
+from ..run.lanes import LaneUse
 from ..toolchains import registry
 from .common import CONFIG_HELP, Parser, console as _console, jobs as _jobs, print_json, row_dict
 from .common import add_seed_options, deadline
@@ -118,9 +121,12 @@ def main(tokens: Sequence[str]) -> int:
     say(_before_grading(exercise, grading.probe, grading.settings))
     # Read before grading: a teacher's typo in it stops the command now, not after the class.
     adjustments = _adjustments(args.report)
+    before, started = lanes.held_alone(grading.lanes), time.monotonic()
     rows = _grade(args, console, grading)
     if rows is None:
         return EXIT_INTERRUPTED
+    # What bounds the grading's time on a GPU machine: its timed runs, one after the other.
+    use = lanes.use_since(grading.lanes, before, started)
     rows, said = _adjusted(args.report, adjustments, rows)
     for line in said:
         say(line)
@@ -130,9 +136,9 @@ def main(tokens: Sequence[str]) -> int:
     _board(args, rows, grading, say)
     counts = {v: sum(r.status == v for r in rows) for v in ("pass", "fail", "incomplete", "error")}
     if args.json:
-        _print_json(args, exercise, grading.sandbox, counts, grading.notes, summary, rows)
+        _print_json(args, exercise, grading.sandbox, counts, grading.notes, summary, rows, use)
     else:
-        _render(console, args, rows, counts, summary)
+        _render(console, args, rows, counts, summary, use)
     # Completed grading is a success whatever the students' verdicts (nbgrader, otter); rows the
     # grader could not judge at all are not.
     return EXIT_FAILED if counts["error"] else EXIT_OK
@@ -155,8 +161,9 @@ def _before_grading(exercise: Exercise, probe: Probe, settings: Settings) -> str
 
 def _print_json(args: argparse.Namespace, exercise: Exercise, level: str, counts: dict[str, int],
                 notes: Sequence[str], summary: stats.ClassStats,
-                rows: Sequence[rows_mod.GradeRow]) -> None:
+                rows: Sequence[rows_mod.GradeRow], use: LaneUse | None = None) -> None:
     print_json({"exercise": exercise.name, "sandbox": level, "counts": counts, "notes": list(notes),
+                "lanes": use.as_dict() if use is not None else None,
                 "report": str(args.report) if args.report is not None else None,
                 "feedback": str(args.feedback) if args.feedback is not None else None,
                 "stats": stats.as_dict(summary),
@@ -251,8 +258,8 @@ def _board(args: argparse.Namespace, rows: Sequence[rows_mod.GradeRow], grading:
         say(f"times board: {path}")
 
 def _render(console: Console, args: argparse.Namespace, rows: list[rows_mod.GradeRow],
-            counts: dict[str, int], summary: stats.ClassStats) -> None:
-    _summary(console, rows, counts)
+            counts: dict[str, int], summary: stats.ClassStats, use: LaneUse | None = None) -> None:
+    _summary(console, rows, counts, use)
     _class(console, summary)
     for line in (_placement(rows),
                  f"report: {args.report}" if args.report is not None else "",
@@ -292,7 +299,8 @@ def _placement(rows: Sequence[rows_mod.GradeRow]) -> str:
     return f"placement: runs {runs or 'none'}; builds {builds or 'none (cached)'}"
 
 
-def _summary(console: Console, rows: Sequence[rows_mod.GradeRow], counts: dict[str, int]) -> None:
+def _summary(console: Console, rows: Sequence[rows_mod.GradeRow], counts: dict[str, int],
+             use: LaneUse | None = None) -> None:
     table = Table(title="verdicts")
     on_nodes = any(r.node or r.build_node for r in rows)
     in_lanes = any(r.lane for r in rows)
@@ -314,7 +322,8 @@ def _summary(console: Console, rows: Sequence[rows_mod.GradeRow], counts: dict[s
     console.print(f"{counts['pass']} passed, " +
                   (f"{here} passed here (but for the checks that need a GPU), " if here else "") +
                   f"{counts['fail']} failed, {counts['incomplete'] - here} incomplete (could not be "
-                  f"judged), {plural(counts['error'], 'error')}", markup=False)
+                  f"judged), {plural(counts['error'], 'error')}" +
+                  (f"; {use.describe()}" if use is not None else ""), markup=False)
 
 
 def _class(console: Console, summary: stats.ClassStats) -> None:

@@ -20,6 +20,11 @@ same reason. So, on a grading machine with GPUs:
     split_cpus(cpus, lanes) / layout(gpus, cpus, folder) / visible(count, environ)   pure
     for_machine(count, settings, environ) -> (Lanes | None, notes)
     hold(lanes, timed, every) -> Held (a context manager: the lock is held inside it)
+    held_alone(lanes) / use_since(lanes, before, started) -> LaneUse   what timed runs held
+
+A grading says how long its timed runs held each GPU alone against its wall time (LaneUse):
+the class's timed runs go one after the other on a GPU, so that figure bounds the grading's
+time, and what the GPU was held beyond the programs' own runs is what a grading can still cut.
 """
 
 from __future__ import annotations
@@ -31,12 +36,14 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..model import Lanes, Limits, Settings
 from . import boundary, rooms
+from .sandbox import Box
 
 # CPUs a lane keeps for its timed runs: the program's own thread, the CUDA driver's threads
 # and the tracer's (CUPTI hands its buffers over on a thread of its own).
@@ -131,6 +138,12 @@ class Held:
     def limits(self, limits: Limits) -> Limits:
         return replace(limits, cpus=self.cpus)
 
+    def placed(self, env: Mapping[str, str], box: Box | None) -> tuple[dict[str, str], Box | None]:
+        """A run planned before its lane was held (its environment, its box) given this
+        lane's GPU: CUDA_VISIBLE_DEVICES, which a box keeps (sandbox.ENV_KEEP)."""
+        gpus = self.env
+        return {**env, **gpus}, replace(box, env={**box.env, **gpus}) if box is not None else None
+
     def describe(self) -> str:
         gpus = f"GPU {self.gpus[0]}" if len(self.gpus) == 1 else f"GPUs {','.join(self.gpus)}"
         return f"{gpus} alone, CPUs {cpu_list(self.cpus)}" if self.alone else gpus
@@ -181,6 +194,55 @@ def _take(lanes: Lanes, gpu: str, alone: bool, wait: bool) -> int | None:
         os.close(gate)
 
 
+# Seconds this process held each GPU alone (timed runs), by its lanes' folder and the GPU.
+_held_alone: dict[tuple[str, str], float] = {}
+_held_lock = threading.Lock()
+
+
+def _count_alone(lanes: Lanes, gpu: str, seconds: float) -> None:
+    with _held_lock:
+        key = (str(lanes.folder), gpu)
+        _held_alone[key] = _held_alone.get(key, 0.0) + seconds
+
+
+def held_alone(lanes: Lanes | None) -> dict[str, float]:
+    """Seconds this process's timed runs have held each of these lanes' GPUs alone, so far."""
+    if lanes is None:
+        return {}
+    with _held_lock:
+        return {gpu: _held_alone.get((str(lanes.folder), gpu), 0.0) for gpu in lanes.gpus}
+
+
+@dataclass(frozen=True)
+class LaneUse:
+    """What a grading's timed runs held of its GPUs: each GPU's seconds alone, against the
+    grading's wall time."""
+
+    wall: float
+    held: Mapping[str, float]  # GPU -> seconds held alone
+
+    def describe(self) -> str:
+        """"GPU 0 held alone by the timed runs 24.1 s of the 60.3 s (40 %)"."""
+        wall = max(self.wall, 1e-9)
+        each = ", ".join(f"GPU {gpu} {seconds:.1f} s ({100 * seconds / wall:.0f} %)"
+                         for gpu, seconds in self.held.items())
+        return f"GPUs held alone by the timed runs: {each} of the {self.wall:.1f} s of grading"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"wall_seconds": round(self.wall, 3),
+                "held_alone_seconds": {gpu: round(s, 3) for gpu, s in self.held.items()}}
+
+
+def use_since(lanes: Lanes | None, before: Mapping[str, float], started: float) -> LaneUse | None:
+    """What the timed runs held since `before` (held_alone's then) and `started` (a
+    time.monotonic()): None without lanes."""
+    if lanes is None or not lanes.gpus:
+        return None
+    now = held_alone(lanes)
+    return LaneUse(time.monotonic() - started,
+                   {gpu: now[gpu] - before.get(gpu, 0.0) for gpu in lanes.gpus})
+
+
 @contextlib.contextmanager
 def hold(lanes: Lanes | None, timed: bool, every: bool = False) -> Iterator[Held | None]:
     """Inside: a lane held for one run (None without lanes). timed: its GPU alone, on its
@@ -214,7 +276,12 @@ def hold(lanes: Lanes | None, timed: bool, every: bool = False) -> Iterator[Held
             assert fd is not None
             held.append(fd)
         cpus = lanes.cores[chosen] if timed else lanes.rest
-        yield Held((lanes.gpus[chosen],), cpus, timed)
+        taken = time.monotonic()
+        try:
+            yield Held((lanes.gpus[chosen],), cpus, timed)
+        finally:
+            if timed:
+                _count_alone(lanes, lanes.gpus[chosen], time.monotonic() - taken)
     finally:
         for fd in held:
             os.close(fd)
