@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench ladder-spin ladder-copies ladder-intro ladder-data ladder-more timed students students-lines diagnosis slurm classroom"
+SUITES="cell run jacobi grade similarity sandbox evidence annotate profile timelines course-gpu versus-host variants lanes-course lanes-verdicts lanes-bench ladder-spin ladder-copies ladder-intro ladder-data ladder-more class-speed timed students students-lines diagnosis slurm classroom"
 GROUPS_="host gpu all"
 describe() {
   case $1 in
@@ -44,6 +44,7 @@ describe() {
     ladder-spin) echo "GPU: profile_cg's host-spinning port fails its GPU busy, relative to the solution's (ladder_gpu.py spin; 2 min)" ;;
     ladder-copies) echo "GPU: five copies of profile_cg's solution at -j 8: one mark? (ladder_gpu.py copies; 3 min)" ;;
     ladder-intro|ladder-data|ladder-more) echo "GPU: the ladder of near-misses, a third of the exercises each (ladder_gpu.py ladder; 10 min)" ;;
+    class-speed) echo "GPU: a class of 30 per exercise (profile_cg, data_laplace: 6 kinds, renamed copies) at -j 8 and -j 1: wall time, GPU held alone by the timed runs, the same marks? (class_speed.py; 9 min)" ;;
     timed) echo "GPU: the timed checks' figures, solutions alone, as grading measures them (timed_figures.py; 2 min)" ;;
     students) echo "GPU: a students' copy from the wheel checks three solutions; data_laplace's feedback beside the solution (students_gpu.py; 1 min)" ;;
     students-lines) echo "GPU: every check cell of the students' notebooks, with its own flags, on the solution, C and Fortran (students_gpu.py --lines; 4 min)" ;;
@@ -224,6 +225,10 @@ run_suite() {
       local e
       for e in $part; do extra+=(--exercise "$e"); done
       step "$1" 580 "$PY" benchmarks/ladder_gpu.py ladder --record "${extra[@]}" ;;
+    class-speed)
+      gpu_only class-speed || return 0
+      (( quick )) && extra=(--students 6)
+      step class-speed 580 "$PY" benchmarks/class_speed.py --compare-j1 --budget 420 "${extra[@]}" ;;
     timed)
       gpu_only timed || return 0
       step timed 400 "$PY" benchmarks/timed_figures.py --runs "$(q 3 9)" ;;
