@@ -453,22 +453,7 @@ def test_the_grading_says_how_long_its_timed_runs_held_the_gpu_with_a_fake_nvidi
 # ---------------------------------------------------------------------------------------------
 # Identical work measured once (checking.work_key, relative.Shared): issue 49
 
-ITERATIONS_C = '#include <stdio.h>\nint main(void) { puts("iterations = 10"); return 0; }\n'
-RELATIVE_SPEC = """
-name = "same_work"
-[sources.c]
-exercise = "work.c"
-solution = "work.c"
-[args]
-host = ["1"]
-[[check]]
-kind = "exit_ok"
-[[check]]
-kind = "gpu_busy"
-label = "GPU busy"
-min_ratio = 0.7
-points = 2
-"""
+RELATIVE = '[[check]]\nkind = "gpu_busy"\nlabel = "GPU busy"\nmin_ratio = 0.7\npoints = 2\n'
 
 
 def _graded_with_faked_traces(folder: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str],
@@ -477,8 +462,9 @@ def _graded_with_faked_traces(folder: Path, monkeypatch: pytest.MonkeyPatch, fil
     busy 55 %, the students' runs in turn 50, 30, 52, 53, 51 % (the first two straddle 0.7 of
     the solution's: more runs). Returns the rows by student and how many runs each made."""
     folder.mkdir()
-    (folder / "work.c").write_text(ITERATIONS_C)
-    (folder / "same_work.toml").write_text(RELATIVE_SPEC)
+    (folder / "probe.c").write_text(PROBE_C)
+    (folder / "same_work.toml").write_text(SPEC.format(name="same_work", log=folder / "runs.log",
+                                                       ms=0, timed=RELATIVE))
     feed = itertools.cycle((0.50, 0.30, 0.52, 0.53, 0.51))
     seen: dict[int, dict[str, float]] = {}
     alive: list[object] = []
@@ -491,7 +477,7 @@ def _graded_with_faked_traces(folder: Path, monkeypatch: pytest.MonkeyPatch, fil
                 alive.append(outcome)
                 name = Path(outcome.request.source.name).stem
                 made[name] += 1
-                busy = 0.55 if name == "work" else next(feed)
+                busy = 0.55 if name == "probe" else next(feed)
                 seen[id(outcome)] = {"gpu_busy": busy, "kernels": 4.0, "bytes_moved": 1e3}
             return seen[id(outcome)]
 
@@ -519,8 +505,7 @@ def test_identical_builds_share_their_timed_figures_with_faked_gpu_traces(
     straddle the bound at first: several), the two others take its figures and its times
     without a run of their own beyond the graded one, which then shares the GPU (nothing
     left to measure alone); the other program is measured on its own runs."""
-    files = {"ann.c": ITERATIONS_C, "bob.c": ITERATIONS_C, "cid.c": ITERATIONS_C,
-             "dan.c": "/* mine */\n" + ITERATIONS_C}
+    files = {"ann.c": PROBE_C, "bob.c": PROBE_C, "cid.c": PROBE_C, "dan.c": "/* mine */\n" + PROBE_C}
     rows, made = _graded_with_faked_traces(tmp_path / "j1", monkeypatch, files, jobs=1)
     assert made["ann"] >= 3 and made["bob"] == made["cid"] == 1 and made["dan"] >= 3, made
     assert _busy(rows["ann"]) == _busy(rows["bob"]) == _busy(rows["cid"]), rows
@@ -542,7 +527,7 @@ def test_the_work_key_holds_what_decides_a_figure(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     for folder, name in ((a, "ann.c"), (b, "bob.c")):
         folder.mkdir()
-        (folder / name).write_text(ITERATIONS_C)
+        (folder / name).write_text(PROBE_C)
     assert checking.files_digest(a, "ann.c") == checking.files_digest(b, "bob.c")
     assert checking.files_digest(a, "ann.c") != checking.files_digest(b, "other.c")
     (b / "input.txt").write_text("1 2 3\n")
