@@ -30,7 +30,7 @@ from idrrun.grading.session import Session
 from idrrun.model import Lanes, Limits, Settings
 from idrrun.request import config
 from idrrun.request import source as source_mod
-from idrrun.run import boundary, lanes
+from idrrun.run import boundary, isolation, lanes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ from idrrun.grading import grader
 from idrrun.grading.discover import Submission
 from idrrun.grading.session import Session
 from idrrun.request import config, source
-from idrrun.run import boundary, lanes
+from idrrun.run import boundary, isolation, lanes
 
 examples, name, subs, lock, cpus, gpus = sys.argv[1:7]
 folder = Path(subs)
@@ -534,3 +534,42 @@ def test_the_work_key_holds_what_decides_a_figure(tmp_path: Path) -> None:
     assert checking.files_digest(a, "ann.c") != checking.files_digest(b, "bob.c")
     (a / "input.txt").write_text("1 2 4\n")
     assert checking.files_digest(a, "ann.c") != checking.files_digest(b, "bob.c")
+
+
+ENV_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) { const char *g = getenv("CUDA_VISIBLE_DEVICES"); printf("gpu = %s\n", g ? g : "none"); return 0; }
+"""
+ENV_SPEC = """
+name = "lane_env"
+[sources.c]
+exercise = "env.c"
+solution = "env.c"
+[args]
+host = ["1"]
+[[check]]
+kind = "value"
+pattern = 'gpu = (\\S+)'
+expected = 7
+abs_tol = 0
+""" + TIMED
+
+
+@pytest.mark.skipif(isolation.sandbox_support().level != "namespaces", reason="no namespaces here")
+def test_a_boxed_run_planned_before_its_lane_sees_the_lanes_gpu(tmp_path: Path) -> None:
+    """The run is planned before its lane is held: the box it runs in gets the lane's GPU
+    (Held.placed), as the program's own environment says."""
+    (tmp_path / "env.c").write_text(ENV_C)
+    (tmp_path / "lane_env.toml").write_text(ENV_SPEC)
+    (tmp_path / "sub.c").write_text(ENV_C)
+    tmp_path.chmod(0o755)
+    settings = config.load(tmp_path, environ={})
+    plan = lanes.layout(["7"], [0, 1], boundary.own_dir(tmp_path / "lanes", 0o700))
+    [row] = grader.grade_all(Session(settings, toolchains.probe(settings, "gcc"), "namespaces", plan),
+                             specs.load(tmp_path / "lane_env.toml"),
+                             [Submission("sub", tmp_path / "sub.c",
+                                         source_mod.from_file(tmp_path / "sub.c", "c", "sub.c"))])
+    assert row.lane == "GPU 7 alone, CPUs 1"
+    [gpu] = [c for c in row.checks if c.name == "gpu"]
+    assert (gpu.status, gpu.got) == ("pass", "7"), row.checks
