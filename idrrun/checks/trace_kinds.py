@@ -353,13 +353,61 @@ def _gpu_busy_fields(t: Table) -> dict[str, Any]:
 
 
 
+# What the trace of a run stopped at its time limit decides (Kind.so_far): a prefix of the run's
+# records holds at least its kernels, queues and bytes so far, and its time is at least the limit.
+def _ran_on_gpu_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    return _ran_on_gpu(spec, values, ev) if values.get("kernels", 0) >= 1 else None
+
+
+def _queues_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    judged = _queues(spec, values, ev)
+    return judged if judged.status == "pass" else None
+
+
+def _data_moved_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    """More than the whole run may move, already: per iteration, over the iterations the
+    solution makes with the same arguments (a stopped run prints no count of its own)."""
+    assert spec.max_bytes is not None
+    moved = values.get("bytes_moved", 0.0)
+    if spec.per_iteration is None:
+        return _data_moved(spec, values, ev) if moved > spec.max_bytes else None
+    count = iterations(spec, ev.solution_output or "")
+    if count is None or moved / count <= spec.max_bytes:
+        return None
+    each = human_bytes(moved / count)
+    return CheckResult(spec.label, "fail", f"≤ {human_bytes(spec.max_bytes)} per iteration",
+                       f"≥ {each}",
+                       f"{human_bytes(moved)} moved between host and device before the stop: at "
+                       f"least {each} per iteration over the solution's {count:g} iterations: "
+                       "keep the data on the device")
+
+
+def _speed_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    """Stopped at a time that is already past the scale's end, against the solution's longest
+    run with the same arguments (the same iterations: per iteration, the same ratio)."""
+    assert spec.scale is not None and ev.run is not None
+    solution = ev.solution_timed.get("seconds", ())
+    if not solution or max(solution) <= 0:
+        return None
+    at_least = ev.run.proc.seconds / max(solution)
+    if at_least < spec.scale[1]:
+        return None
+    return CheckResult(spec.label, "fail", _speed_expected(spec), f"≥ {ratio.times(at_least)}",
+                       f"your run at least {ratio.times(at_least)} the solution's: none of the "
+                       f"points ({ratio.Scale(*spec.scale).describe()}): see the profile's hints "
+                       "for where the time goes", check=spec.index, credit=0.0)
+
+
 # The trace kinds, one record each (checks/registry.py); registered in this order.
 TRACE = (
-    Kind("ran_on_gpu", "trace", "runs on the GPU", "kernels run on the GPU", trace=_ran_on_gpu),
+    Kind("ran_on_gpu", "trace", "runs on the GPU", "kernels run on the GPU", trace=_ran_on_gpu,
+         so_far=_ran_on_gpu_so_far),
     Kind("queues", "trace", "async queues", "{min} async queues run kernels", trace=_queues,
-         fields=lambda t: {"minimum": int(t.number("min", 1) or 1)}, keys=frozenset({"min"})),
+         fields=lambda t: {"minimum": int(t.number("min", 1) or 1)}, keys=frozenset({"min"}),
+         so_far=_queues_so_far),
     Kind("data_moved", "trace", "data moved", "the data stays on the device ({label})",
-         trace=_data_moved, fields=_data_moved_fields, keys=frozenset({"max_bytes", "per_iteration"})),
+         trace=_data_moved, fields=_data_moved_fields, keys=frozenset({"max_bytes", "per_iteration"}),
+         so_far=_data_moved_so_far),
     # A share of time: it depends on what else runs beside the program, so a run checked by one
     # waits for a GPU of its own and its figure is measured over several runs (checks/measure.py).
     Kind("gpu_busy", "trace", "GPU busy", "the GPU is busy enough ({label})", trace=_gpu_busy,
@@ -369,7 +417,8 @@ TRACE = (
     # (alone on its GPU, both measured over runs: idrrun/relative.py), judged on a GPU build.
     Kind("speed", "trace", "run time", "the run is about as fast as the solution's",
          trace=_speed, fields=_speed_fields, keys=frozenset({"full", "none", "per_iteration"}),
-         timed=TimedFigure("seconds", lambda spec: None, 1.0, " s"), scores_time=True),
+         timed=TimedFigure("seconds", lambda spec: None, 1.0, " s"), scores_time=True,
+         so_far=_speed_so_far),
 )
 for _declared in TRACE:
     registry.register(_declared)

@@ -9,7 +9,7 @@ one's own: checks/registry.py); here is what no kind decides alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..model import CheckResult, Verdict
@@ -64,7 +64,11 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
             # A program that dies with kernels queued (libgomp's fatal errors exit at once)
             # leaves a trace with or without them, as the GPU's timing has it: the same program
             # gave 0 kernels graded at -j 1 and 3 at -j 8 (an H100). Its verdict already fails
-            # on how it ended; these checks wait for a run that ends.
+            # on how it ended; these checks wait for a run that ends, but for what the trace of
+            # a run stopped at its time limit already decides.
+            decided = _so_far(spec, kind, ev.trace_values, ev)
+            if decided is not None:
+                return decided
             return CheckResult(spec.label, "incomplete", "", "",
                                CUT_SHORT.format(how=ev.run.proc.describe()))
         return judge_trace(spec, ev.trace_values, ev)
@@ -78,6 +82,26 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "incomplete", "", "", "the program was not run (-n)")
     assert kind.evaluate is not None
     return kind.evaluate(spec, ev)
+
+
+# A check judged on the trace of a run stopped at its time limit: what it says first.
+SO_FAR = "judged on the GPU trace until the run was stopped at {seconds} s: "
+
+
+def _so_far(spec: CheckSpec, kind: registry.Kind, values: Mapping[str, float],
+            ev: Evidence) -> CheckResult | None:
+    """What the trace so far of a run stopped at its time limit (not a crash, not the
+    student's interrupt) decides for this check: the tracer writes its records as they come,
+    so the trace of a stopped run holds at least what the run did until then, and a result
+    that this much already decides stands (the kind's `so_far`); None otherwise."""
+    assert ev.run is not None
+    proc = ev.run.proc
+    if not proc.timed_out or proc.interrupted or kind.so_far is None:
+        return None
+    decided = kind.so_far(spec, values, ev)
+    if decided is None:
+        return None
+    return replace(decided, reason=SO_FAR.format(seconds=f"{proc.seconds:.1f}") + decided.reason)
 
 
 # The verdict of a program that did not build: one row, the compiler's first error and the end
