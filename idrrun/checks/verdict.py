@@ -66,11 +66,8 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
             # gave 0 kernels graded at -j 1 and 3 at -j 8 (an H100). Its verdict already fails
             # on how it ended; these checks wait for a run that ends, but for what the trace of
             # a run stopped at its time limit already decides.
-            decided = _so_far(spec, kind, ev.trace_values, ev)
-            if decided is not None:
-                return decided
-            return CheckResult(spec.label, "incomplete", "", "",
-                               CUT_SHORT.format(how=ev.run.proc.describe()))
+            return _so_far(spec, kind, ev.trace_values, ev) or CheckResult(
+                spec.label, "incomplete", "", "", CUT_SHORT.format(how=ev.run.proc.describe()))
         return judge_trace(spec, ev.trace_values, ev)
     if ev.build is None or not ev.build.ok:
         if kind.judged_unbuilt:
