@@ -34,9 +34,10 @@ fixed run's paired with the slow run's nearest in time), and the host's waits fo
 kernel (how long after the kernel's end the wait returned). Their difference is not the fix's:
 pageable copies take what the host's memory gives them that time (two runs of intro_saxpy's
 solution on the H200: spans of 162 and 198 ms, 32 ms of it in the same four copies; the slow
-port's init copies to pages never touched took 286 ms in one run, 140 ms in another), and a
-wait returned 2.7 ms after its kernel ended in both sync ports of async_matmul one day, 10 µs
-after it the next. What the fix removes (a copy, a wait) has no pair and stays measured.
+port's init copies to pages never touched took 286 ms in one run, 140 ms in another), and the
+wait for async_matmul's product returned 2.7 ms after the kernel's end in both sync ports in one
+session, 15-20 µs after it in the next. What the fix removes (a copy, a wait) has no pair and
+stays measured.
 
 --host: a machine without a GPU. The runs fall back to the host; what the source, the compiler's
 remarks and the regions that ran show is diagnosed (the causes that need no trace), no gain.
@@ -433,9 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sol = solution_case(case.exercise, case.language, case.args)
         if sol.id not in fixed_runs:
             found = run(sol)
-            fixed_runs[sol.id] = solution_score(found) if found is not None else None
-            if found is not None:
-                _append(results, fixed_runs[sol.id])
+            row = solution_score(found) if found is not None else None
+            fixed_runs[sol.id] = row
+            if row is not None:
+                _append(results, row)
         return fixed_runs[sol.id]
 
     # Stopped by run.sh's timeout (SIGTERM): what was measured is still summed up and packed.
@@ -453,8 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if slow is None:
                 continue
             if case.solution:
-                fixed_runs[case.id] = solution_score(slow)
-                _append(results, fixed_runs[case.id])
+                row = solution_score(slow)
+                fixed_runs[case.id] = row
+                _append(results, row)
                 continue
             _append(results, score(case, slow, None if args.solutions == "none" else fixed(case)))
     except KeyboardInterrupt:
