@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from .loopfacts import at_line, body_of, carried_scalar, listed, time_loop
-from .model import DTOH, HTOD, Allocation, Cause, Gain, Kernel
+from .model import DTOH, HTOD, Allocation, Cause, Copy, Gain, Kernel
 from .program import ALLOCATING, MOVING, Construct, Directive, Loop, Program
 from .render import fmt_bytes, fmt_ns
 from .seen import REPEATS, CopyGroup, Seen, gain
@@ -351,23 +351,8 @@ def copy_not_needed(seen: Seen) -> list[Cause]:
         typical = _typical(seen, {d for how in instead.values() for d in _WASTED[how]})
         if not instead or (seen.measured and not typical):
             continue
-        wasted = Counter(d for how in instead.values() for d in _WASTED[how])
-        own = _own_copies(seen, c)
-        said = "; ".join(_WHY[how].format(name=name) for name, how in instead.items())
-        if own and all(own.get(d) for d in wasted):
-            said += "; the trace: " + ", ".join(
-                f"its copies {_DIRECTION[d]} take {_listed_ns(own[d])}" for d in wasted)
-            found = gain(seen, sum(_ends(own[d], n, min) for d, n in wasted.items()),
-                         sum(_ends(own[d], n, max) for d, n in wasted.items()),
-                         "its copies that would go (the trace does not say which array each "
-                         "moved: the smallest to the largest)")
-        elif typical:
-            said += "; the trace: " + ", ".join(
-                f"a copy {_DIRECTION[d]} takes {fmt_ns(int(v))}" for d, v in typical.items())
-            ns = sum(typical.get(d, 0.0) * n for d, n in wasted.items())
-            found = gain(seen, 0.7 * ns, 1.3 * ns, "the copies that would go")
-        else:
-            found = None
+        shown, found = _not_needed_gain(seen, c, instead, typical)
+        said = "; ".join(_WHY[how].format(name=name) for name, how in instead.items()) + shown
         kinds = " and ".join(dict.fromkeys(instead.values()))
         out.append(Cause(
             "copy_not_needed", c.line,
@@ -376,6 +361,28 @@ def copy_not_needed(seen: Seen) -> list[Cause]:
             + ", ".join(f"copy({name})" for name in instead),
             found))
     return out
+
+
+def _not_needed_gain(seen: Seen, c: Construct, instead: dict[str, str],
+                     typical: dict[str, float]) -> tuple[str, Gain | None]:
+    """(what the trace shows, what the copies that would go take): the construct's own copies
+    of each wasted way, the smallest to the largest (the trace does not say which array each
+    moved); the run's typical copy where the construct's kernels are not placed."""
+    wasted = Counter(d for how in instead.values() for d in _WASTED[how])
+    own = _own_copies(seen, c)
+    if own and all(own.get(d) for d in wasted):
+        return ("; the trace: " + ", ".join(f"its copies {_DIRECTION[d]} take {_listed_ns(own[d])}"
+                                            for d in wasted),
+                gain(seen, sum(_ends(own[d], n, min) for d, n in wasted.items()),
+                     sum(_ends(own[d], n, max) for d, n in wasted.items()),
+                     "its copies that would go (the trace does not say which array each moved: "
+                     "the smallest to the largest)"))
+    if not typical:
+        return "", None
+    ns = sum(typical.get(d, 0.0) * n for d, n in wasted.items())
+    return ("; the trace: " + ", ".join(f"a copy {_DIRECTION[d]} takes {fmt_ns(int(v))}"
+                                        for d, v in typical.items()),
+            gain(seen, 0.7 * ns, 1.3 * ns, "the copies that would go"))
 
 
 def _own_copies(seen: Seen, c: Construct) -> dict[str, list[list[int]]]:
@@ -390,17 +397,20 @@ def _own_copies(seen: Seen, c: Construct) -> dict[str, list[list[int]]]:
     launches = sorted(((k, run.line in inside) for run in seen.kernels for k in run.launches),
                       key=lambda pair: pair[0].start)
     copies = [cp for g in seen.copy_groups for cp in g.copies]
+    last_copy = max((cp.end for cp in copies), default=0)
     out: dict[str, list[list[int]]] = {HTOD: [], DTOH: []}
     for first, last in _runs(launches):
         after = launches[first - 1][0].end if first > 0 else 0
-        before = launches[last + 1][0].start if last + 1 < len(launches) else \
-            max((cp.end for cp in copies), default=0)
-        start, end = launches[first][0].start, launches[last][0].end
-        out[HTOD].append([cp.ns for cp in copies if cp.direction == HTOD
-                          and after <= cp.start and cp.end <= start])
-        out[DTOH].append([cp.ns for cp in copies if cp.direction == DTOH
-                          and end <= cp.start and cp.end <= before])
+        before = launches[last + 1][0].start if last + 1 < len(launches) else last_copy
+        out[HTOD].append(_within(copies, HTOD, after, launches[first][0].start))
+        out[DTOH].append(_within(copies, DTOH, launches[last][0].end, before))
     return {d: times for d, times in out.items() if times and all(times)}
+
+
+def _within(copies: Sequence[Copy], direction: str, start: int, end: int) -> list[int]:
+    """The durations of the copies in this direction between these moments."""
+    return [cp.ns for cp in copies if cp.direction == direction and start <= cp.start
+            and cp.end <= end]
 
 
 def _runs(launches: Sequence[tuple[Kernel, bool]]) -> list[tuple[int, int]]:
