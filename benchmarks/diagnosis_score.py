@@ -23,10 +23,21 @@ OUT/summary.md the table and the totals, rewritten from all the lines each time.
 
 Scoring: a case is named when a cause of its rule is found, placed when one is on one of its
 lines; its gain is judged when the solution's run and the slow one both ended: the fix
-measures (slow GPU span - solution's GPU span); the estimate passes when its range's geometric
-middle is within a factor of two of that. Where the fix measures less than the noise (3 % of
-the solution's span, at least 1 ms: two runs of one build differ by that much), the case costs
-little here, and the estimate passes when it said so too (its low end within twice the noise).
+measures (slow GPU span - solution's GPU span), less what both runs do alike but took longer
+in one (`alike_ns`); the estimate passes when its range's geometric middle is within a factor
+of two of that. Where the fix measures less than the noise (3 % of the solution's span, at
+least 1 ms), the case costs little here, and the estimate passes when it said so too (its low
+end within twice the noise).
+
+What both runs do alike: the copies of one size and direction that both make (each of the
+fixed run's paired with the slow run's nearest in time), and the host's waits for the same
+kernel (how long after the kernel's end the wait returned). Their difference is not the fix's:
+pageable copies take what the host's memory gives them that time (two runs of intro_saxpy's
+solution on the H200: spans of 162 and 198 ms, 32 ms of it in the same four copies; the slow
+port's init copies to pages never touched took 286 ms in one run, 140 ms in another), and the
+wait for async_matmul's product returned 2.7 ms after the kernel's end in both sync ports in one
+session, 15-20 µs after it in the next. What the fix removes (a copy, a wait) has no pair and
+stays measured.
 
 --host: a machine without a GPU. The runs fall back to the host; what the source, the compiler's
 remarks and the regions that ran show is diagnosed (the causes that need no trace), no gain.
@@ -34,6 +45,7 @@ remarks and the regions that ran show is diagnosed (the causes that need no trac
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import fnmatch
 import io
@@ -60,7 +72,7 @@ from idrrun.checks import compare, specs  # noqa: E402
 from idrrun.display import TextReporter  # noqa: E402
 from idrrun.pipeline import Outcome  # noqa: E402
 from idrrun.profile import diagnose, seen  # noqa: E402
-from idrrun.profile.model import Cause, RunShape  # noqa: E402
+from idrrun.profile.model import DTOH, HTOD, Cause, Kernel, RunShape, Trace  # noqa: E402
 from idrrun.request import config, options, source  # noqa: E402
 
 PORTS = bench.ROOT / "benchmarks" / "slowports"
@@ -214,16 +226,57 @@ def _matching(case: Case, causes: Sequence[Cause]) -> tuple[Cause | None, Cause 
     return (named[0] if named else None), (placed[0] if placed else None)
 
 
-def gain_verdict(found: Sequence[Cause], slow: Run,
-                 fixed_ns: int | None) -> tuple[str, float | None]:
+def alike(trace: Trace | None) -> dict[str, dict[str, list[int]]]:
+    """What another run of the same work would pair with (module docstring): the array copies'
+    durations by direction and size, the waits' lateness by the kernel waited for."""
+    if trace is None:
+        return {"copies": {}, "waits": {}}
+    copies: dict[str, list[int]] = {}
+    for c in trace.copies:
+        if c.direction in (HTOD, DTOH) and c.bytes >= seen.ARRAY_BYTES:
+            copies.setdefault(f"{c.direction} {c.bytes}", []).append(c.ns)
+    by_stream: dict[int, list[Kernel]] = {}
+    for k in sorted(trace.kernels, key=lambda k: k.start):
+        by_stream.setdefault(k.stream, []).append(k)
+    every = sorted(trace.kernels, key=lambda k: k.start)
+    waits: dict[str, list[int]] = {}
+    for w in trace.syncs:
+        ks = by_stream.get(w.stream, []) if w.stream >= 0 else every
+        i = bisect.bisect_right([k.start for k in ks], w.end) - 1
+        if i >= 0:
+            waited = max(ks[: i + 1], key=lambda k: k.end)
+            waits.setdefault(waited.name, []).append(max(0, w.end - max(waited.end, w.start)))
+    return {"copies": copies, "waits": waits}
+
+
+def alike_ns(slow: dict[str, dict[str, list[int]]], fixed: dict[str, dict[str, list[int]]]) -> int:
+    """How much longer the slow run took over what both runs do alike: each of the fixed run's
+    copies (waits) paired with the slow run's nearest of the same size and direction (kernel),
+    the pairs' differences summed."""
+    total = 0
+    for kind in ("copies", "waits"):
+        mine, theirs = slow.get(kind, {}), fixed.get(kind, {})
+        for key in mine.keys() & theirs.keys():
+            left = sorted(mine[key])
+            for ns in sorted(theirs[key]):
+                if not left:
+                    break
+                i = min(range(len(left)), key=lambda j: abs(left[j] - ns))
+                total += left.pop(i) - ns
+    return total
+
+
+def gain_verdict(found: Sequence[Cause], span_ns: int, complete: bool, fixed_ns: int | None,
+                 alike: int = 0) -> tuple[str, float | None]:
     """("within 2x", "off (3.1x)", "costs little, said so", ..., what the fix measures in ns).
     The estimate is the sum of the causes of the case's rule (one defect on two loop nests is
-    two causes; the fix, the solution, mends both)."""
-    if not fixed_ns or not slow.span_ns:
-        return "no fixed run", None
-    if not slow.complete:
+    two causes; the fix, the solution, mends both). `alike`: how much longer the slow run took
+    over what both do alike (alike_ns)."""
+    if not complete:
         return "slow run stopped", None
-    measured = slow.span_ns - fixed_ns
+    if not fixed_ns or not span_ns:
+        return "no fixed run", None
+    measured = span_ns - fixed_ns - alike
     noise = max(NOISE_SHARE * fixed_ns, NOISE_NS)
     estimate = _estimate(found)
     if estimate is None:
@@ -242,16 +295,20 @@ def _estimate(found: Sequence[Cause]) -> tuple[int, int] | None:
     return sum(g.low_ns for g in gains), sum(g.high_ns for g in gains)
 
 
-def score(case: Case, slow: Run, fixed_ns: int | None) -> dict[str, Any]:
+def score(case: Case, slow: Run, fixed: dict[str, Any] | None) -> dict[str, Any]:
+    """The case's row; `fixed`: the solution's row (its span, what it did alike)."""
     named, placed = _matching(case, slow.causes)
     same = [c for c in slow.causes if c.rule == case.cause]
-    verdict, measured = gain_verdict(same, slow, fixed_ns)
+    fixed_ns = fixed.get("span_ns") if fixed is not None else None
+    paired = alike_ns(alike(_trace(slow)), fixed["alike"]) \
+        if fixed is not None and fixed.get("alike") else 0
+    verdict, measured = gain_verdict(same, slow.span_ns, slow.complete, fixed_ns, paired)
     estimate = _estimate(same)
     return {
         "id": case.id, "exercise": case.exercise, "language": case.language, "cause": case.cause,
         "line": case.line, "named": named is not None, "placed": placed is not None,
         "found": [[c.rule, c.line] for c in slow.causes],
-        "gain": verdict, "measured_ns": measured,
+        "gain": verdict, "measured_ns": measured, "alike_ns": paired,
         "estimate_ns": list(estimate) if estimate is not None else None,
         "span_ns": slow.span_ns, "solution_span_ns": fixed_ns,
         "slowdown": round(slow.span_ns / fixed_ns, 2) if fixed_ns else None,
@@ -261,11 +318,17 @@ def score(case: Case, slow: Run, fixed_ns: int | None) -> dict[str, Any]:
     }
 
 
+def _trace(run: Run) -> Trace | None:
+    profile = run.outcome.profile
+    return profile.trace if profile is not None else None
+
+
 def solution_score(run: Run) -> dict[str, Any]:
     return {"id": run.case.id, "exercise": run.case.exercise, "language": run.case.language,
             "solution": True, "found": [[c.rule, c.line] for c in run.causes],
             "span_ns": run.span_ns, "seconds": round(run.seconds, 2),
-            "verdict": run.outcome.verdict.status if run.outcome.verdict else None}
+            "verdict": run.outcome.verdict.status if run.outcome.verdict else None,
+            "alike": alike(_trace(run))}
 
 
 def _ms(ns: float | None) -> str:
@@ -277,13 +340,15 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[str]:
     ports = [r for r in rows if not r.get("solution")]
     solutions = [r for r in rows if r.get("solution")]
     lines = ["| case | cause | line | named | placed | found | slowdown | fix measures (ms) | "
-             "estimate (ms) | gain |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "alike, slower (ms) | estimate (ms) | gain |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in ports:
         estimate = "–".join(_ms(x) for x in r["estimate_ns"]) if r["estimate_ns"] else ""
         found = ", ".join(f"{rule}@{line}" for rule, line in r["found"]) or "none"
         lines.append(f"| {r['id']} | {r['cause']} | {r['line']} | {'yes' if r['named'] else 'no'} | "
                      f"{'yes' if r['placed'] else 'no'} | {found} | {r['slowdown'] or ''} | "
-                     f"{_ms(r['measured_ns'])} | {estimate} | {r['gain']} |")
+                     f"{_ms(r['measured_ns'])} | {_ms(r.get('alike_ns'))} | {estimate} | "
+                     f"{r['gain']} |")
     judged = [r for r in ports if r["gain"] not in ("no fixed run", "slow run stopped")]
     good = [r for r in judged if r["gain"] in ("within 2x", "costs little, said so",
                                                "costs little, unmeasured")]
@@ -349,8 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo += [solution_case(e.name, language, ()) for e in sorted(
             specs.all_exercises(bench.EXAMPLES), key=lambda e: e.name) for language in e.sources]
     started = time.monotonic()
-    fixed_spans: dict[str, int | None] = {r["id"]: r.get("span_ns") for r in done.values()
-                                          if r.get("solution")}
+    fixed_runs: dict[str, dict[str, Any] | None] = {r["id"]: r for r in done.values()
+                                                    if r.get("solution")}
 
     def run(case: Case) -> Run | None:
         print(f"== {case.id}", file=sys.stderr, flush=True)
@@ -363,16 +428,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return None
         return found
 
-    def fixed(case: Case) -> int | None:
-        """The GPU span of the exercise's solution with the case's arguments: run once for all
-        its cases (and kept in results.jsonl for the next call)."""
+    def fixed(case: Case) -> dict[str, Any] | None:
+        """The row of the exercise's solution with the case's arguments (its GPU span, what it
+        did alike): run once for all its cases (and kept in results.jsonl for the next call)."""
         sol = solution_case(case.exercise, case.language, case.args)
-        if sol.id not in fixed_spans:
+        if sol.id not in fixed_runs:
             found = run(sol)
-            fixed_spans[sol.id] = found.span_ns if found is not None else None
-            if found is not None:
-                _append(results, solution_score(found))
-        return fixed_spans[sol.id]
+            row = solution_score(found) if found is not None else None
+            fixed_runs[sol.id] = row
+            if row is not None:
+                _append(results, row)
+        return fixed_runs[sol.id]
 
     # Stopped by run.sh's timeout (SIGTERM): what was measured is still summed up and packed.
     signal.signal(signal.SIGTERM, _stopped)
@@ -389,8 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if slow is None:
                 continue
             if case.solution:
-                fixed_spans[case.id] = slow.span_ns
-                _append(results, solution_score(slow))
+                row = solution_score(slow)
+                fixed_runs[case.id] = row
+                _append(results, row)
                 continue
             _append(results, score(case, slow, None if args.solutions == "none" else fixed(case)))
     except KeyboardInterrupt:

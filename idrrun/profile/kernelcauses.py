@@ -385,6 +385,8 @@ def atomic_reduction(seen: Seen) -> list[Cause]:
                     "turns on one address")
         if k is not None:
             evidence += f"; the kernel took {fmt_ns(k.total_ns)}"
+        elif seen.trace is not None and not seen.trace.complete:
+            evidence += "; the run was stopped at its limit before the kernel ended"
         out.append(Cause(
             "atomic_reduction", d.line, "a reduction done with atomics", evidence,
             f"reduction({op}:{name}) on the loop in place of the atomic: "
