@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from . import build as build_mod
 from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, StackFrame, Target
 from .run import allowance
+from .run.stack import size_text
 from .toolchains import explain
 from .toolchains.diagnostics import student_symbol
 
@@ -81,8 +82,8 @@ def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
     and the stack too where the frame sizes are unknown or only known at run time."""
     big = [f for f in frames if stack is not None and f.size >= stack // 2]
     if big:
-        where = ", ".join(f"{_function(f)} keeps {_fmt_size(f.size)}" for f in big[:3])
-        return STACK_OVERFLOW.format(where=where, stack=_fmt_size(stack or 0))
+        where = ", ".join(f"{_function(f)} keeps {size_text(f.size)}" for f in big[:3])
+        return STACK_OVERFLOW.format(where=where, stack=size_text(stack or 0))
     dynamic = [f for f in frames if f.dynamic]
     if not frames or dynamic:
         sized = f" ({', '.join(_function(f) for f in dynamic[:3])} size arrays at run time)" \
@@ -94,15 +95,6 @@ def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
 def _function(frame: StackFrame) -> str:
     name = student_symbol(frame.function) or frame.function
     return f"{name} (line {frame.line})" if frame.line is not None else name
-
-
-def _fmt_size(n: int) -> str:
-    """1073741824 -> "1 GiB", 3200000016 -> "3.0 GiB", 200 -> "200 B"."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} B"
 
 
 # A program sized for a GPU, its regions run on the host's cores instead: the course's timings

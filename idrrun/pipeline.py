@@ -45,6 +45,7 @@ from .model import (
     BuildResult,
     DependencyList,
     Failure,
+    Limits,
     Preprocessing,
     Probe,
     RunRequest,
@@ -60,7 +61,7 @@ from .profile import stages as profile
 from .profile.model import ExportBox, ProfileReport
 from .profile.running import NoProfile, ProfileSession
 from .errors import UsageError
-from .run import allowance, boundary, isolation, lanes, launch, proc, sandbox
+from .run import allowance, boundary, isolation, lanes, launch, proc, sandbox, stack
 from .run.allowance import Ledger
 from .run.lanes import Held
 from .run.launch import Launch
@@ -220,6 +221,7 @@ class RunPlan:
     box: Box | None
     timeout: float
     counting: regions.Counting = regions.Counting()
+    limits: Limits = Limits()  # the request's, its stack raised where the frames need it
 
 
 @dataclass(frozen=True)
@@ -409,8 +411,11 @@ def plan_run(job: Job, run: Run) -> Run:
                               profiling.env)
     run = run.noted(job, launched.notes)
     box = run_box(job, run, launched, counting) if job.prepared.support is not None else None
+    limits, raised = stack.raised(request.limits, run.built.frames if run.built else (),
+                                  stack.memory())
+    run = run.noted(job, [raised] if raised else [])
     return dataclasses.replace(run, plan=RunPlan(launched, box, request.timeout + profiling.grace,
-                                                 counting))
+                                                 counting, limits))
 
 
 def run_box(job: Job, run: Run, launched: Launch,
@@ -448,7 +453,7 @@ def run_stage(job: Job, run: Run) -> Run:
                          cwd=staged.cwd, env=plan.launch.env, on_output=output,
                          on_tick=reporter.running, terminal=True,
                          max_output=request.max_output, protections=job.probe.protections,
-                         limits=held.limits(request.limits) if held is not None else request.limits,
+                         limits=held.limits(plan.limits) if held is not None else plan.limits,
                          gpu_run=job.prepared.family.gpu_context(job.toolchain),
                          box=plan.box, outer=outside, alone=request.hidden_args))
     output.finish()
@@ -539,7 +544,10 @@ def finished(job: Job, run: Run) -> Outcome:
     ran = dataclasses.replace(run.ran, outputs=run.outputs)
     if run.ledger is not None and run.ledger.refused:
         ran = dataclasses.replace(ran, refused=run.ledger.refused)
-    failure = failures.run_failure(ran, job.request, run.built.frames, job.toolchain.target) \
+    # Its failure told of the stack it had (raised from its frames, where they needed it).
+    request = job.request if run.plan is None else dataclasses.replace(job.request,
+                                                                        limits=run.plan.limits)
+    failure = failures.run_failure(ran, request, run.built.frames, job.toolchain.target) \
         if ran.failed else None
     return Outcome(job.request, job.toolchain, run.built, ran, failure, notes=run.notes,
                    profile=run.report)

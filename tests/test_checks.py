@@ -209,9 +209,8 @@ def test_trace_checks_do_not_judge_a_run_that_did_not_end_normally() -> None:
     machine: one program, 0 kernels graded alone, 3 beside seven others): the trace checks are
     incomplete, the same whatever else ran; the exit check fails it."""
     gpu = {"ran_on_gpu": 1.0, "kernels": 3.0, "queues": 3.0, "bytes_moved": 1e3, "gpu_busy": 0.4}
-    for rc, timed_out, how in ((1, False, "exit code 1"), (-11, False, "killed by SIGSEGV"),
-                               (None, True, "timed out")):
-        died = dataclasses.replace(ev(rc=rc, timed_out=timed_out), trace_values=gpu)
+    for rc, how in ((1, "exit code 1"), (-11, "killed by SIGSEGV")):
+        died = dataclasses.replace(ev(rc=rc), trace_values=gpu)
         for spec in (CheckSpec("ran_on_gpu", "gpu"), CheckSpec("queues", "queues", minimum=3),
                      CheckSpec("data_moved", "data", max_bytes=1.0),
                      CheckSpec("gpu_busy", "busy", min_share=0.25)):
@@ -222,6 +221,44 @@ def test_trace_checks_do_not_judge_a_run_that_did_not_end_normally() -> None:
     ended = dataclasses.replace(ev(), trace_values=gpu)
     assert evaluate_one(CheckSpec("queues", "queues", minimum=3), ended).status == "pass"
     assert evaluate_one(CheckSpec("data_moved", "data", max_bytes=1.0), ended).status == "fail"
+
+
+def test_a_run_stopped_at_its_limit_is_judged_on_its_trace_so_far() -> None:
+    """The tracer writes its records as they come: the trace of a run stopped at its time
+    limit holds at least what it did until then. What that much decides stands, said so
+    (kernels seen, more data than the whole run may move, a time past the speed scale's end);
+    the rest stays incomplete, and an interrupted run (the student's Ctrl-C) is not judged."""
+    per_it = CheckSpec("data_moved", "data", max_bytes=64e6, per_iteration=r"iterations\s*=\s*(\d+)")
+    speed = CheckSpec("speed", "run time", scale=(1.5, 10.0), per_iteration=r"iterations\s*=\s*(\d+)")
+    gpu = {"kernels": 40.0, "queues": 1.0, "bytes_moved": 20e9, "gpu_busy": 0.1}
+
+    def stopped(values: dict[str, float], seconds: float = 12.0, solution_s: float = 1.0,
+                interrupted: bool = False) -> Evidence:
+        proc = ProcResult(("prog",), None, timed_out=True, interrupted=interrupted, seconds=seconds)
+        return dataclasses.replace(ev(solution="error = 1e-3\niterations = 100\n"),
+                                   run=RunResult(("prog",), proc), trace_values=values,
+                                   solution_timed={"seconds": (solution_s * 0.9, solution_s)})
+
+    said = "judged on the GPU trace until the run was stopped at 12.0 s: "
+    r = evaluate_one(CheckSpec("ran_on_gpu", "gpu"), stopped(gpu))
+    assert (r.status, r.reason) == ("pass", said + "40 kernels ran on the GPU"), r
+    r = evaluate_one(per_it, stopped(gpu))
+    assert (r.status, r.got) == ("fail", "≥ 200 MB"), r
+    assert r.reason.startswith(said + "20 GB moved between host and device before the stop"), r
+    assert "over the solution's 100 iterations" in r.reason, r.reason
+    r = evaluate_one(speed, stopped(gpu))
+    assert (r.status, r.credit, r.got) == ("fail", 0.0, "≥ 12.0×"), r
+    assert r.reason.startswith(said + "your run at least 12.0× the solution's: none of the points")
+    # Not decided by what it did so far: incomplete, as a run cut short.
+    little = {"kernels": 0.0, "queues": 0.0, "bytes_moved": 1e6, "gpu_busy": 0.0}
+    for spec in (CheckSpec("ran_on_gpu", "gpu"), per_it, CheckSpec("queues", "queues", minimum=3),
+                 CheckSpec("gpu_busy", "busy", min_share=0.25)):
+        r = evaluate_one(spec, stopped(little))
+        assert (r.status, r.reason) == ("incomplete", CUT_SHORT.format(how="timed out")), r
+    r = evaluate_one(speed, stopped(gpu, seconds=5.0))
+    assert r.status == "incomplete", r  # stopped at 5× of a 1 s solution: 5× or more, not decided
+    r = evaluate_one(CheckSpec("ran_on_gpu", "gpu"), stopped(gpu, interrupted=True))
+    assert (r.status, r.reason) == ("incomplete", CUT_SHORT.format(how="interrupted")), r
 
 
 def test_a_program_that_could_not_start_is_not_judged_on_its_run() -> None:

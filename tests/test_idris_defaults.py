@@ -260,3 +260,47 @@ def test_the_sigsegv_hint_without_frame_sizes_mentions_the_stack_too() -> None:
     assert "--stack" not in hint(StackFrame("main", 3, 4096))
     assert hint(StackFrame("MAIN__", 1, 3_200_000_016)).startswith(
         "the stack overflowed, most likely: the main program (line 1) keeps 3.0 GiB on the stack")
+
+
+# A frame past the default 1 GiB stack (IDRIS's nvfortran cells keep such arrays under
+# `ulimit -s unlimited`): 1.2 GiB, of which two pages are touched (no stack probes: the
+# machine's memory is not needed).
+HUGE_FRAME_C = r"""#include <stdio.h>
+#define N 160000000L
+int main(void) {
+    volatile double a[N];
+    a[0] = 1.0; a[N - 1] = 2.0;
+    printf("sum = %g\n", a[0] + a[N - 1]);
+    return 0;
+}
+"""
+
+
+def test_the_stack_is_raised_from_the_frames_the_compiler_measured(tmp_path: Path) -> None:
+    """A main whose arrays would not fit the default stack runs with one that holds them, said
+    in a note; a stack the line chose is kept (and the overflow explained)."""
+    (tmp_path / "huge.c").write_text(HUGE_FRAME_C)
+    flags = ("--options", "-fno-stack-clash-protection")
+    r = idrrun("run", *flags, "huge.c", cwd=tmp_path)
+    assert r.returncode == 0 and "sum = 3" in r.stdout, r.stdout + r.stderr
+    assert ("stack raised to 1.3 GiB for this run: main (line 3) keeps 1.2 GiB on the stack, as "
+            "the compiler measured it, more than the default 1 GiB (--stack SIZE sets it "
+            "yourself)") in r.stdout + r.stderr, r.stdout + r.stderr
+    r = idrrun("run", *flags, "--stack", "512MiB", "huge.c", cwd=tmp_path)
+    assert r.returncode == 3 and "killed by SIGSEGV" in r.stderr, r.stdout + r.stderr
+    assert "main (line 3) keeps 1.2 GiB on the stack" in r.stderr and "stack raised" not in r.stderr
+
+
+def test_the_stack_raise_is_pure_and_bounded_by_the_machine() -> None:
+    from idrrun.model import Limits, StackFrame
+    from idrrun.run import stack
+
+    big = StackFrame("MAIN__", 1, 3_200_000_016)
+    limits, note = stack.raised(Limits(), (StackFrame("f", 9, 4096), big), 64 << 30)
+    assert limits.stack == 3_267_362_816 and limits.stack % (1 << 20) == 0
+    assert note.startswith("stack raised to 3.0 GiB for this run: the main program (line 1) keeps 3.0 GiB")
+    assert stack.raised(Limits(), (StackFrame("f", 9, 900 << 20),), 64 << 30) == (Limits(), "")
+    assert stack.raised(Limits(stack=None), (big,), 64 << 30) == (Limits(stack=None), "")
+    same, why = stack.raised(Limits(), (big,), 2 << 30)
+    assert same == Limits() and why.endswith("more than this machine's memory (2 GiB); allocate "
+                                             "these arrays (malloc, ALLOCATABLE)")

@@ -140,3 +140,41 @@ def test_a_speed_check_is_scored_on_its_scale(tmp_path: Path) -> None:
     [check] = relative.judged(ex, (CheckResult("run time", "pass", check=0),), slow[:1],
                               lambda: next(rest, "no more"), theirs, lambda: "no more")
     assert check.status == "fail" and check.credit == 0.0 and "11.7×" in check.got, check
+
+
+def test_a_speed_check_on_the_gpu_work_times_the_span_of_its_gpu_operations(tmp_path: Path) -> None:
+    """`measure = "gpu"`: where the CUDA start and the host's set-up are most of the run (an
+    H200: the histogram loop left to one device thread, its run as long as the solution's), the
+    figure is the time from the run's first GPU operation to its last; a run that put nothing
+    on the GPU has no such time, and fails."""
+    ex = _exercise(tmp_path, '[[check]]\nkind = "speed"\nfull = 1.5\nnone = 10\npoints = 2\n'
+                             'measure = "gpu"\n')
+    [speed] = ex.checks
+    assert speed.measure == "gpu"
+
+    def run(span: float) -> relative.Run:
+        return relative.Run(0.5, "", {"kernels": 1.0, "gpu_span_s": span})
+
+    theirs = [run(s) for s in (0.010, 0.011, 0.0105)]
+    slow = [run(s) for s in (0.200, 0.205, 0.198)]  # the same 0.5 s runs, 20x the GPU work
+    rest = iter(slow[1:])
+    [check] = relative.judged(ex, (CheckResult("run time", "pass", check=0),), slow[:1],
+                              lambda: next(rest, "no more"), theirs, lambda: "no more")
+    assert check.status == "fail" and check.credit == 0.0, check
+    assert check.reason.startswith("your GPU time 19.0× the solution's: none of the points"), check
+    assert check.expected == "≤ 1.5× the solution's GPU time (no points at ≥ 10×)"
+    # Nothing on the GPU: no figure, so the check stays as one run judged it: failed.
+    from idrrun.checks.verdict import evaluate_one
+    from test_checks import ev
+
+    host = evaluate_one(speed, __import__("dataclasses").replace(
+        ev(), trace_values={"kernels": 0.0, "gpu_span_s": 0.0}))
+    assert (host.status, host.got) == ("fail", "no GPU work"), host
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    try:
+        _exercise(bad, '[[check]]\nkind = "speed"\nfull = 1.5\nnone = 10\nmeasure = "wall"\n')
+    except specs.SpecError as e:
+        assert "expected \"run\" (the run's time) or \"gpu\"" in str(e), e
+    else:
+        raise AssertionError("measure = 'wall' was accepted")

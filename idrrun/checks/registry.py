@@ -86,6 +86,10 @@ class Kind:
     judges_the_end: bool = False
     names_the_hot_loop: bool = False
     scores_time: bool = False
+    # What the trace of a run stopped at its time limit already decides (a trace kind): the
+    # result the rest of the run could not change (kernels seen, more data moved than the whole
+    # run may move, a time past the scale's end), None where only the whole run can say.
+    so_far: Callable[[CheckSpec, Mapping[str, float], Evidence], CheckResult | None] | None = None
 
     @property
     def needs_trace(self) -> bool:

@@ -41,7 +41,7 @@ class Run:
         """This run's figure for the check: its time (per iteration where the spec counts
         them), its share of GPU time; None where it has none."""
         if spec.kind == "speed":
-            return trace_kinds.per_run(spec, self.seconds, self.output)
+            return trace_kinds.per_run(spec, self.seconds, self.output, self.values)
         if self.values is None:
             return None
         return self.values.get("gpu_busy", 0.0)

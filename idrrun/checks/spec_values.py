@@ -38,6 +38,9 @@ class CheckSpec:
     # ratios of the run's time to the solution's (checks/ratio.py).
     min_ratio: float | None = None
     scale: tuple[float, float] | None = None
+    # speed: what is timed: "run" (the run's wall time) or "gpu" (its GPU work, from its first
+    # GPU operation to its last: where the CUDA start and the host's set-up dwarf the work).
+    measure: str = "run"
     # image: a picture the program writes, compared with the solution's (images.image_check)
     file: str | None = None
     min_psnr: float | None = None

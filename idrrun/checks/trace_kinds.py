@@ -255,9 +255,14 @@ def _speed(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) ->
     solution's with the same arguments, one run of each (a notebook's --check; grading
     measures both: idrrun/relative.py)."""
     assert ev is not None and ev.run is not None
-    yours = per_run(spec, ev.run.proc.seconds, ev.run.proc.output)
-    theirs = per_run(spec, 1.0, ev.solution_output or "")
-    solution = tuple(s * theirs for s in ev.solution_timed.get("seconds", ())) if theirs else ()
+    yours = per_run(spec, ev.run.proc.seconds, ev.run.proc.output, values)
+    theirs = per_run(spec, 1.0, ev.solution_output or "", {GPU_SPAN: 1.0})
+    timed = ev.solution_timed.get(GPU_SPAN if spec.measure == "gpu" else "seconds", ())
+    solution = tuple(s * theirs for s in timed) if theirs else ()
+    if yours is None and spec.measure == "gpu":
+        return CheckResult(spec.label, "fail", _speed_expected(spec), "no GPU work",
+                           "nothing ran on the GPU: no GPU time to compare with the solution's",
+                           check=spec.index)
     if yours is None:
         what = output_line("", spec.per_iteration or "", "the iteration count")
         return CheckResult(spec.label, "fail", _speed_expected(spec), "no iteration count",
@@ -266,9 +271,19 @@ def _speed(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) ->
     return speed_result(spec, (yours,), solution, ONE_RUN)
 
 
-def per_run(spec: CheckSpec, seconds: float, output: str) -> float | None:
-    """A run's time as the speed check compares it: per iteration where the spec counts them
-    (None: the output has no count), else the whole run."""
+# The trace's figure a speed check with `measure = "gpu"` times (profile/summary.trace_values).
+GPU_SPAN = "gpu_span_s"
+
+
+def per_run(spec: CheckSpec, seconds: float, output: str,
+            values: Mapping[str, float] | None = None) -> float | None:
+    """A run's time as the speed check compares it: the run's, or its GPU work's (`measure =
+    "gpu"`: None without GPU work), per iteration where the spec counts them (None: the
+    output has no count)."""
+    if spec.measure == "gpu":
+        seconds = (values or {}).get(GPU_SPAN, 0.0)
+        if seconds <= 0:
+            return None
     if spec.per_iteration is None:
         return seconds
     count = iterations(spec, output)
@@ -278,7 +293,8 @@ def per_run(spec: CheckSpec, seconds: float, output: str) -> float | None:
 def _speed_expected(spec: CheckSpec) -> str:
     assert spec.scale is not None
     each = " per iteration" if spec.per_iteration is not None else ""
-    return f"≤ {spec.scale[0]:g}× the solution's time{each} (no points at ≥ {spec.scale[1]:g}×)"
+    time = "GPU time" if spec.measure == "gpu" else "time"
+    return f"≤ {spec.scale[0]:g}× the solution's {time}{each} (no points at ≥ {spec.scale[1]:g}×)"
 
 
 _SHARES = {1.0: "all the points", 0.75: "three quarters of the points", 0.5: "half the points",
@@ -301,7 +317,7 @@ def speed_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[flo
         return CheckResult(spec.label, "incomplete", expected, "", "the solution's time is 0",
                            check=spec.index)
     got = found.shown() if max(found.runs) > 1 else ratio.times(found.ratio)
-    said = f"your run {ratio.times(found.ratio)} the solution's"
+    said = f"your {'GPU time' if spec.measure == 'gpu' else 'run'} {ratio.times(found.ratio)} the solution's"
     if decision.status != "pass":
         why = NOT_DECIDED.format(got=said + f" ({got})", bound="a step of the scale",
                                  tolerance=how.describe())
@@ -321,6 +337,11 @@ def _speed_fields(t: Table) -> dict[str, Any]:
         raise t.err("full", "a speed check needs full and none, ratios of the run's time to "
                             "the solution's with 0 < full < none (e.g. full = 1.5, none = 10)")
     fields: dict[str, Any] = {"scale": (full, none)}
+    measure = t.raw.get("measure", "run")
+    if measure not in ("run", "gpu"):
+        raise t.err("measure", 'expected "run" (the run\'s time) or "gpu" (its GPU work, from '
+                               f'its first GPU operation to its last), got {measure!r}')
+    fields["measure"] = measure
     if "per_iteration" in t.raw:
         fields["per_iteration"] = t.pattern("per_iteration", "count")
     return fields
@@ -353,13 +374,61 @@ def _gpu_busy_fields(t: Table) -> dict[str, Any]:
 
 
 
+# What the trace of a run stopped at its time limit decides (Kind.so_far): a prefix of the run's
+# records holds at least its kernels, queues and bytes so far, and its time is at least the limit.
+def _ran_on_gpu_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    return _ran_on_gpu(spec, values, ev) if values.get("kernels", 0) >= 1 else None
+
+
+def _queues_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    judged = _queues(spec, values, ev)
+    return judged if judged.status == "pass" else None
+
+
+def _data_moved_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    """More than the whole run may move, already: per iteration, over the iterations the
+    solution makes with the same arguments (a stopped run prints no count of its own)."""
+    assert spec.max_bytes is not None
+    moved = values.get("bytes_moved", 0.0)
+    if spec.per_iteration is None:
+        return _data_moved(spec, values, ev) if moved > spec.max_bytes else None
+    count = iterations(spec, ev.solution_output or "")
+    if count is None or moved / count <= spec.max_bytes:
+        return None
+    each = human_bytes(moved / count)
+    return CheckResult(spec.label, "fail", f"≤ {human_bytes(spec.max_bytes)} per iteration",
+                       f"≥ {each}",
+                       f"{human_bytes(moved)} moved between host and device before the stop: at "
+                       f"least {each} per iteration over the solution's {count:g} iterations: "
+                       "keep the data on the device")
+
+
+def _speed_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
+    """Stopped at a time that is already past the scale's end, against the solution's longest
+    run with the same arguments (the same iterations: per iteration, the same ratio)."""
+    assert spec.scale is not None and ev.run is not None
+    solution = ev.solution_timed.get("seconds", ()) if spec.measure == "run" else ()
+    if not solution or max(solution) <= 0:
+        return None
+    at_least = ev.run.proc.seconds / max(solution)
+    if at_least < spec.scale[1]:
+        return None
+    return CheckResult(spec.label, "fail", _speed_expected(spec), f"≥ {ratio.times(at_least)}",
+                       f"your run at least {ratio.times(at_least)} the solution's: none of the "
+                       f"points ({ratio.Scale(*spec.scale).describe()}): see the profile's hints "
+                       "for where the time goes", check=spec.index, credit=0.0)
+
+
 # The trace kinds, one record each (checks/registry.py); registered in this order.
 TRACE = (
-    Kind("ran_on_gpu", "trace", "runs on the GPU", "kernels run on the GPU", trace=_ran_on_gpu),
+    Kind("ran_on_gpu", "trace", "runs on the GPU", "kernels run on the GPU", trace=_ran_on_gpu,
+         so_far=_ran_on_gpu_so_far),
     Kind("queues", "trace", "async queues", "{min} async queues run kernels", trace=_queues,
-         fields=lambda t: {"minimum": int(t.number("min", 1) or 1)}, keys=frozenset({"min"})),
+         fields=lambda t: {"minimum": int(t.number("min", 1) or 1)}, keys=frozenset({"min"}),
+         so_far=_queues_so_far),
     Kind("data_moved", "trace", "data moved", "the data stays on the device ({label})",
-         trace=_data_moved, fields=_data_moved_fields, keys=frozenset({"max_bytes", "per_iteration"})),
+         trace=_data_moved, fields=_data_moved_fields, keys=frozenset({"max_bytes", "per_iteration"}),
+         so_far=_data_moved_so_far),
     # A share of time: it depends on what else runs beside the program, so a run checked by one
     # waits for a GPU of its own and its figure is measured over several runs (checks/measure.py).
     Kind("gpu_busy", "trace", "GPU busy", "the GPU is busy enough ({label})", trace=_gpu_busy,
@@ -368,8 +437,10 @@ TRACE = (
     # The run's time against the solution's on the same GPU, points on the spec's scale: timed
     # (alone on its GPU, both measured over runs: idrrun/relative.py), judged on a GPU build.
     Kind("speed", "trace", "run time", "the run is about as fast as the solution's",
-         trace=_speed, fields=_speed_fields, keys=frozenset({"full", "none", "per_iteration"}),
-         timed=TimedFigure("seconds", lambda spec: None, 1.0, " s"), scores_time=True),
+         trace=_speed, fields=_speed_fields,
+         keys=frozenset({"full", "none", "per_iteration", "measure"}),
+         timed=TimedFigure("seconds", lambda spec: None, 1.0, " s"), scores_time=True,
+         so_far=_speed_so_far),
 )
 for _declared in TRACE:
     registry.register(_declared)

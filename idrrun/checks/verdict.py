@@ -9,7 +9,7 @@ one's own: checks/registry.py); here is what no kind decides alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..model import CheckResult, Verdict
@@ -42,8 +42,6 @@ CUT_SHORT = ("not judged: the run did not end normally ({how}), and the GPU trac
              "stops early can miss work still in flight on the GPU; judged once it ends normally")
 
 
-# Complexity: the cases no kind decides alone (not started, no build, no trace, cut short), one
-# branch each, in the order they take precedence.
 def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     kind = registry.get(spec.kind)
     assert kind is not None, spec.kind  # specs accept registered kinds only
@@ -54,20 +52,7 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "incomplete", "", "not run",
                            f"not judged: {how_it_ended(ev.run.proc)}, so it did not run")
     if kind.needs_trace:
-        if ev.trace_values is None and ev.target not in (None, "gpu"):
-            # Built for the host: only a GPU can say; the verdict names it (PASSED_HERE).
-            return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
-        if ev.trace_values is None:
-            return CheckResult(spec.label, "incomplete", "", "",
-                               NO_TRACE.format(why=ev.trace_problem or NO_GPU_HERE))
-        if ev.run is not None and not ev.run.proc.ok:
-            # A program that dies with kernels queued (libgomp's fatal errors exit at once)
-            # leaves a trace with or without them, as the GPU's timing has it: the same program
-            # gave 0 kernels graded at -j 1 and 3 at -j 8 (an H100). Its verdict already fails
-            # on how it ended; these checks wait for a run that ends.
-            return CheckResult(spec.label, "incomplete", "", "",
-                               CUT_SHORT.format(how=ev.run.proc.describe()))
-        return judge_trace(spec, ev.trace_values, ev)
+        return _judged_on_trace(spec, kind, ev)
     if ev.build is None or not ev.build.ok:
         if kind.judged_unbuilt:
             assert kind.evaluate is not None
@@ -78,6 +63,46 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
         return CheckResult(spec.label, "incomplete", "", "", "the program was not run (-n)")
     assert kind.evaluate is not None
     return kind.evaluate(spec, ev)
+
+
+def _judged_on_trace(spec: CheckSpec, kind: registry.Kind, ev: Evidence) -> CheckResult:
+    """A trace kind's check: not judged without a trace (a host build, no GPU), nor on the
+    trace of a run cut short but for what its trace so far decides."""
+    if ev.trace_values is None and ev.target not in (None, "gpu"):
+        # Built for the host: only a GPU can say; the verdict names it (PASSED_HERE).
+        return CheckResult(spec.label, "incomplete", "", "", GPU_ONLY, gpu_only=True)
+    if ev.trace_values is None:
+        return CheckResult(spec.label, "incomplete", "", "",
+                           NO_TRACE.format(why=ev.trace_problem or NO_GPU_HERE))
+    if ev.run is not None and not ev.run.proc.ok:
+        # A program that dies with kernels queued (libgomp's fatal errors exit at once)
+        # leaves a trace with or without them, as the GPU's timing has it: the same program
+        # gave 0 kernels graded at -j 1 and 3 at -j 8 (an H100). Its verdict already fails
+        # on how it ended; these checks wait for a run that ends, but for what the trace of
+        # a run stopped at its time limit already decides.
+        return _so_far(spec, kind, ev.trace_values, ev) or CheckResult(
+            spec.label, "incomplete", "", "", CUT_SHORT.format(how=ev.run.proc.describe()))
+    return judge_trace(spec, ev.trace_values, ev)
+
+
+# A check judged on the trace of a run stopped at its time limit: what it says first.
+SO_FAR = "judged on the GPU trace until the run was stopped at {seconds} s: "
+
+
+def _so_far(spec: CheckSpec, kind: registry.Kind, values: Mapping[str, float],
+            ev: Evidence) -> CheckResult | None:
+    """What the trace so far of a run stopped at its time limit (not a crash, not the
+    student's interrupt) decides for this check: the tracer writes its records as they come,
+    so the trace of a stopped run holds at least what the run did until then, and a result
+    that this much already decides stands (the kind's `so_far`); None otherwise."""
+    assert ev.run is not None
+    proc = ev.run.proc
+    if not proc.timed_out or proc.interrupted or kind.so_far is None:
+        return None
+    decided = kind.so_far(spec, values, ev)
+    if decided is None:
+        return None
+    return replace(decided, reason=SO_FAR.format(seconds=f"{proc.seconds:.1f}") + decided.reason)
 
 
 # The verdict of a program that did not build: one row, the compiler's first error and the end

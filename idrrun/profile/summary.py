@@ -154,6 +154,8 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
         "bytes_moved": float(h2d + d2h),
         "kernel_ns": float(sum(k.ns for k in t.kernels)),
         "copy_ns": float(sum(c.ns for c in t.copies)),
+        # From the first GPU operation to the last (a speed check's `measure = "gpu"`).
+        "gpu_span_s": span / 1e9,
         "gpu_busy": sum(end - start for start, end in busy) / span if span > 0 else 0.0,
     }
     shares = gpu_shares(t)
