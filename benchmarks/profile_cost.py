@@ -6,11 +6,12 @@
     python3 benchmarks/profile_cost.py phases    [...] [--rounds 5] [--checks] [--bare]
     python3 benchmarks/profile_cost.py where     [...] [--top 40]
     python3 benchmarks/profile_cost.py timelines [--n 4096] [--out DIR] [--docs DIR]
+    python3 benchmarks/profile_cost.py after     [--trace FILE] [--rounds 9] [--run-ms 900] ...
 
 The program is the Jacobi solution of data_laplace (4096 x 1000) unless --source/--args say
 otherwise, built once with gcc's nvptx offloading. Rounds are interleaved; figures are medians.
-Each command needs a GPU; --host builds for the host instead and runs without one, to check the
-driver itself (its figures then measure nothing).
+Each command but `after` needs a GPU; --host builds for the host instead and runs without one, to
+check the driver itself (its figures then measure nothing).
 - steps: the program bare, traced with the trace read after the run (flushed every 500 ms) and
   traced with it followed during the run (every 100 ms, as idrrun does); then what idrrun does
   after a followed run (session.collect), and each step of it on the whole trace. Read
@@ -35,6 +36,16 @@ driver itself (its figures then measure nothing).
   hint and that a killed run's partial trace still reads. Pictures, trace.json and trace.jsonl
   go to --out (default $OUT, else a temporary folder), and with --docs to that folder as
   NAME_h100.png (the GPU's short name). Exits 1 when a check fails.
+- after: what the student waits for after the program's end, without a GPU: `idrrun run
+  --profiler builtin` (in-process) of a stand-in program that writes a recorded trace (--trace,
+  default a synthetic one of the Jacobi run's shape, 9000 lines) as the tracer does: in pieces
+  every 100 ms over --run-ms, then its last records and the mark of its context's end, then
+  --destroy-ms later (CUDA destroying the context) its end record, then --teardown-ms later
+  (CUDA's teardown) it exits. The defaults are what the H200 showed for the Jacobi run (last
+  records 122-165 ms before the exit, the end record 56-93 ms before it). Each round starts as
+  a resident worker does, the fixed texts of the picture rendered, the others not. Prints
+  "after the program's end: X ms before the text, Y ms before the picture" (medians), and the
+  whole command after the end.
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ import contextlib
 import cProfile
 import functools
 import io
+import itertools
 import json
 import os
 import pstats
@@ -364,6 +376,187 @@ def where(args: argparse.Namespace, work: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# after
+
+STAND_IN = r"""
+/* Stands in for a GPU program under the built-in tracer (profile_cost.py after; no GPU needed):
+   writes the trace argv[1] to IDRRUN_TRACE_FILE as the tracer does -- its header, then its
+   records in pieces every 100 ms for argv[2] ms, then the mark of its context's end (when the
+   trace has one), argv[3] ms later the rest (its end record), argv[4] ms later it says when it
+   ended and exits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static void pause_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+int main(int argc, char **argv)
+{
+    const char *path = getenv("IDRRUN_TRACE_FILE");
+    FILE *in = argc == 5 ? fopen(argv[1], "rb") : NULL;
+    if (path == NULL || in == NULL)
+        return 2;
+    fseek(in, 0, SEEK_END);
+    long n = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    char *text = malloc(n + 1);
+    if (text == NULL || fread(text, 1, n, in) != (size_t)n)
+        return 2;
+    text[n] = 0;
+    long run = atol(argv[2]), destroy = atol(argv[3]), teardown = atol(argv[4]);
+    char *mark = strstr(text, "{\"type\":\"context_end\"");
+    char *end = strstr(text, "{\"type\":\"end\"");
+    long head = strchr(text, '\n') - text + 1;
+    long last = mark != NULL ? mark - text : end != NULL ? end - text : n;
+    long marked = mark != NULL ? strchr(mark, '\n') - text + 1 : last;
+    FILE *out = fopen(path, "wb");
+    fwrite(text, 1, head, out);
+    fflush(out);
+    long pieces = run / 100 > 0 ? run / 100 : 1;
+    for (long i = 0; i < pieces; i++) {
+        long a = head + (last - head) * i / pieces, b = head + (last - head) * (i + 1) / pieces;
+        pause_ms(run / pieces);
+        fwrite(text + a, 1, b - a, out);
+        fflush(out);
+    }
+    fwrite(text + last, 1, marked - last, out);
+    fflush(out);
+    pause_ms(destroy);
+    fwrite(text + marked, 1, n - marked, out);
+    fclose(out);
+    pause_ms(teardown);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    printf("ended at %lld\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+    return 0;
+}
+"""
+
+
+def jacobi_trace(iterations: int = 1000) -> list[str]:
+    """A trace of the Jacobi solution's shape (4096² on an H200 with GCC, as tests/
+    test_profile_views.py's jacobi_solution): A in and out once, per iteration four small
+    argument copies, two kernels each waited for, the reduction's 8 bytes back; the mark of the
+    context's end after the last record, then the frees, the device and the end record."""
+    t = 1_000_000_000_000
+    records: list[dict[str, Any]] = [
+        {"type": "header", "format": "idrrun-trace", "version": 3, "pid": 4242,
+         "cupti_api": 130001, "start": t - 300_000_000},
+        {"type": "queue", "context": 1, "stream": 7, "correlation": 1, "queue": -2,
+         "runtime": "libgomp"}]
+    correlation = itertools.count(1)
+    block = 4096 * 4096 * 8
+
+    def op(kind: str, ns: int, gap: int, **fields: Any) -> None:
+        nonlocal t
+        records.append({"type": kind, "start": t, "end": t + ns, "device": 0, "context": 1,
+                        "stream": 7, "correlation": next(correlation), **fields})
+        t += ns + gap
+
+    def copy(direction: str, size: int, ns: int, gap: int) -> None:
+        src, dst = ("pageable", "device") if direction == "HtoD" else ("device", "pageable")
+        op("memcpy", ns, gap, bytes=size, copy=direction, src=src, dst=dst, **{"async": 0})
+
+    def kernel(name: str) -> None:
+        nonlocal t
+        op("kernel", 110_500, 0, grid=[4096, 1, 1], block=[128, 1, 1], name=name)
+        records.append({"type": "sync", "start": t - 110_500, "end": t + 1_000, "context": 1,
+                        "stream": 7, "correlation": next(correlation), "sync": "stream"})
+        t += 10_000
+
+    for _ in range(2):
+        records.append({"type": "alloc", "at": t, "device": 0, "context": 1, "op": "alloc",
+                        "bytes": block, "memory": "device"})
+    copy("HtoD", block, 16_500_000, 20_000)
+    for _ in range(iterations):
+        for _ in range(4):
+            copy("HtoD", 24, 500, 8_000)
+        kernel("main$_omp_fn$0")
+        copy("DtoH", 8, 2_800, 8_000)
+        kernel("main$_omp_fn$1")
+    copy("DtoH", block, 5_900_000, 0)
+    records.append({"type": "context_end", "context": 1})
+    for _ in range(2):
+        records.append({"type": "alloc", "at": t, "device": 0, "context": 1, "op": "free",
+                        "bytes": block, "memory": "device"})
+    records.append({"type": "device", "device": 0, "name": "NVIDIA H200", "cc": [9, 0],
+                    "sms": 132, "memory": 150_000_000_000, "memory_clock_khz": 2_619_000,
+                    "memory_bus_bits": 6144, "integrated": 0})
+    records.append({"type": "end", "records": len(records) - 1, "dropped": 0})
+    return [json.dumps(r, separators=(",", ":")) + "\n" for r in records]
+
+
+class Clocked(io.TextIOBase):
+    """A stdout that notes when each piece of text was written (time.monotonic_ns: the clock
+    the stand-in's CLOCK_MONOTONIC reads)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[int, str]] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append((time.monotonic_ns(), text))
+        return len(text)
+
+    def first(self, needle: str) -> int | None:
+        return next((at for at, text in self.writes if needle in text), None)
+
+
+def after(args: argparse.Namespace, work: Path) -> list[str]:
+    lines = args.trace.read_text().splitlines(keepends=True) if args.trace else jacobi_trace()
+    trace, unmarked = work / "stand-in.jsonl", work / "unmarked.jsonl"
+    trace.write_text("".join(lines))
+    unmarked.write_text("".join(line for line in lines if '"type":"context_end"' not in line))
+    source = work / "stand_in.c"
+    source.write_text(STAND_IN)
+    placeholder = work / "no-tracer.so"  # (no CUPTI needed: the stand-in writes the trace)
+    placeholder.touch()
+    session.build_tracer = lambda *a, **k: (placeholder, "")  # type: ignore[assignment]
+    # (its trace, from its last records to its end record, from that to its exit)
+    cases = {"as on the H200": (trace, args.destroy_ms, args.teardown_ms),
+             "no mark of the context's end (an older tracer)": (unmarked, args.destroy_ms,
+                                                                 args.teardown_ms),
+             "no teardown": (trace, 0, 0)}
+    found: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in cases}
+    for round_ in range(args.rounds + 1):  # the first builds the stand-in and warms up
+        for name, (written, destroy, teardown) in cases.items():
+            argv = ["run", "--profiler", "builtin", "--cliopts",
+                    f"{written} {args.run_ms} {destroy} {teardown}", str(source)]
+            # As a resident worker starts: the fixed texts of the picture rendered, no others.
+            timeline._lettering.cache_clear()
+            timeline.warm()
+            out = Clocked()
+            with contextlib.redirect_stdout(out):
+                code = cli.run_in_process(argv)
+            done = time.monotonic_ns()
+            said = "".join(text for _, text in out.writes)
+            ended = re.search(r"ended at (\d+)", said)
+            text_at, picture_at = out.first("GPU profile"), out.first("timeline: ")
+            if code != 0 or ended is None or text_at is None or picture_at is None:
+                sys.exit(f"profile_cost after: exit {code}, no profile or no picture:\n{said[-3000:]}")
+            if round_:
+                end = int(ended.group(1))
+                for key, at in (("text", text_at), ("picture", picture_at), ("done", done)):
+                    found[name][key].append((at - end) / 1e6)
+    out_lines = [f"{args.trace.name if args.trace else 'a synthetic Jacobi trace'}: {len(lines)} "
+                 f"lines; the stand-in writes them over {args.run_ms} ms; {args.rounds} rounds, "
+                 "medians (ms after the program's end)"]
+    for name, (_, destroy, teardown) in cases.items():
+        got = {key: bench.median(values) for key, values in found[name].items()}
+        out_lines += [
+            f"  {name} (its end record {destroy} ms after its last records, its exit "
+            f"{teardown} ms after that):",
+            f"    after the program's end: {got['text']:.1f} ms before the text, "
+            f"{got['picture']:.1f} ms before the picture; the command returns after "
+            f"{got['done']:.1f} ms",
+            f"    rounds (text): {bench.spread(found[name]['text'], digits=1)}"]
+    return out_lines
+
+
+# ---------------------------------------------------------------------------------------------
 # timelines
 
 KINDS = ("kernel", "h2d", "d2h", "memset")
@@ -513,8 +706,11 @@ def main() -> int:
         "phases": add("phases", "`idrrun run` with and without --profile, stage by stage."),
         "where": add("where", "`idrrun run --profile` in-process under cProfile."),
         "timelines": add("timelines", "The course's runs under the tracer: shares, hints, checks."),
+        "after": add("after", "What the student waits for after the program's end (no GPU needed)."),
     }
     for name, sub in subs.items():
+        if name == "after":
+            continue
         sub.add_argument("--host", action="store_true",
                          help="build for the host, no GPU needed (checks the driver, measures nothing)")
         if name != "timelines":
@@ -526,8 +722,17 @@ def main() -> int:
     subs["timelines"].add_argument("--n", type=int, default=4096, help="the grid's side (default 4096)")
     subs["timelines"].add_argument("--out", type=Path, help="where the pictures and traces go")
     subs["timelines"].add_argument("--docs", type=Path, help="also the pictures, as NAME_h100.png")
+    subs["after"].add_argument("--trace", type=Path,
+                               help="a recorded trace.jsonl (default: a synthetic Jacobi trace)")
+    subs["after"].add_argument("--rounds", type=int, default=9, help="rounds (default 9)")
+    subs["after"].add_argument("--run-ms", type=int, default=900,
+                               help="how long the stand-in writes its records (default 900)")
+    subs["after"].add_argument("--destroy-ms", type=int, default=65,
+                               help="from its last records to its end record (default 65)")
+    subs["after"].add_argument("--teardown-ms", type=int, default=60,
+                               help="from its end record to its exit (default 60)")
     args = p.parse_args()
-    if not args.host:
+    if args.command != "after" and not args.host:
         bench.require_gpu(f"profile_cost.py {args.command}")
     work = Path(tempfile.mkdtemp(prefix=f"idrrun-profile-{args.command}-"))
     for name in ("source", "out", "docs"):  # before the chdir below
@@ -545,6 +750,9 @@ def main() -> int:
                      record=args.record)
     elif args.command == "where":
         bench.report("idrrun run --profile under cProfile", where(args, work), record=args.record)
+    elif args.command == "after":
+        bench.report("what the student waits for after the program's end", after(args, work),
+                     record=args.record)
     else:
         out = args.out or Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="idrrun-timelines-"))
         out.mkdir(parents=True, exist_ok=True)

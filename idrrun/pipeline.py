@@ -382,7 +382,8 @@ def profile_stage(job: Job, run: Run) -> Iterator[Run]:
                             drawn=request.show_profile)
         # A box's trace is read after the run, through run/boundary.py: no follower.
         yield dataclasses.replace(run, profiling=ProfileSession.start(
-            plan, follow=staged.run_folder is None, show_profile=request.show_profile))
+            plan, follow=staged.run_folder is None, show_profile=request.show_profile,
+            work=_work(job)))
     finally:
         if quiet is not None:
             boundary.remove(quiet)
@@ -534,15 +535,22 @@ def _export_box(job: Job, run: Run) -> ExportBox | None:
                      environ=prepared.environ, hidden=box.hidden)
 
 
+def _work(job: Job) -> profile.Work:
+    """What the run's profile is told beside its trace: the source's name, the GPU's."""
+    probe = job.probe
+    return profile.Work(gpu=probe.gpus[0].name if probe.gpus else "",
+                        source_name=job.request.source.name)
+
+
 def collect_stage(job: Job, run: Run) -> Run:
     """The run's profile, read after it and shown when asked: the one call after the run into
     profile/stages.py."""
-    profiling, probe = run.profiling, job.probe
+    profiling = run.profiling
     if not profiling.reported:
         return run
-    report = profile.collect(profiling.plan, timeout=120, source_name=job.request.source.name,
-                             gpu=probe.gpus[0].name if probe.gpus else "",
-                             follower=profiling.follower, ledger=run.ledger,
+    work = _work(job)
+    report = profile.collect(profiling.plan, timeout=120, source_name=work.source_name,
+                             gpu=work.gpu, follower=profiling.follower, ledger=run.ledger,
                              boxed=_export_box(job, run))
     if profiling.show_profile:
         job.reporter.profile(report)

@@ -45,7 +45,7 @@ def test_every_driver_and_subcommand_answers_help() -> None:
         if name != "bench.py":  # the helper's own commands are not drivers
             assert "--record" in r.stdout, (name, sub)  # the figures can reach RESULTS.md
     found = {name: sorted(sub for n, sub in calls if n == name) for name in DRIVERS}
-    assert found["profile_cost.py"] == ["phases", "steps", "timelines", "tracer", "where"]
+    assert found["profile_cost.py"] == ["after", "phases", "steps", "timelines", "tracer", "where"]
     assert found["run_overhead.py"] == ["files", "jacobi", "where"]
     assert found["course_gpu.py"] == ["class", "table", "variants", "versus-host"]
 

@@ -301,11 +301,12 @@ def test_trace_values_for_the_exercise_checks() -> None:
     assert busy == pytest.approx(26.9 / 27.3)  # busy_ns / span_ns of the summary test below
     assert values == {"ran_on_gpu": 1.0, "kernels": 4.0, "queues": 4.0, "bytes_h2d": 64e6,
                       "bytes_d2h": 32e6, "bytes_moved": 96e6, "kernel_ns": 21.5e6,
-                      "copy_ns": 8e6, "bytes_per_iteration": 48e6}
+                      "copy_ns": 8e6, "bytes_per_iteration": 48e6,
+                      "gpu_span_s": pytest.approx(27.3e-3)}  # the span of the busy figure
     assert "bytes_per_iteration" not in trace_values(trace)
     assert trace_values(None) == {"ran_on_gpu": 0.0, "kernels": 0.0, "queues": 0.0, "bytes_h2d": 0.0,
                                   "bytes_d2h": 0.0, "bytes_moved": 0.0, "kernel_ns": 0.0,
-                                  "copy_ns": 0.0, "gpu_busy": 0.0}
+                                  "copy_ns": 0.0, "gpu_span_s": 0.0, "gpu_busy": 0.0}
 
 
 def test_a_cut_last_line_is_accepted(tmp_path: Path) -> None:
@@ -898,23 +899,32 @@ int main(int argc, char **argv) {
 """
 
 
-@needs_cupti
-def test_idrrun_run_profile_reads_a_trace_written_during_the_run_by_a_program_that_writes_its_own_trace(
-        tmp_path: Path) -> None:
-    """`idrrun run --profiler builtin` end to end (the pipeline runs the program inside the
-    follower): the report and trace.json are those of the trace the program wrote."""
+def run_writer(tmp_path: Path, work: Path, program: str,
+               recorded: Path) -> subprocess.CompletedProcess[str]:
+    """`idrrun run --profiler builtin writer.c` in `work` of a program that writes its own
+    trace (`program`, the recorded trace `recorded` its argument), in a fresh process; it must
+    succeed."""
     from conftest import PYTHONPATH
 
-    work = tmp_path / "work"
     work.mkdir()
-    (work / "writer.c").write_text(WRITES_ITS_OWN_TRACE)
-    recorded = DATA / "async_trace_h200.jsonl"
+    (work / "writer.c").write_text(program)
     env = {**os.environ, "PYTHONPATH": PYTHONPATH, "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "IDRRUN_RESIDENT": "0", "IDRRUN_OFFLOAD": "host", "COLUMNS": "200"}
     done = subprocess.run([sys.executable, "-m", "idrrun", "run", "--profiler", "builtin",
                            "--cliopts", str(recorded), "writer.c"], cwd=work, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+@needs_cupti
+def test_idrrun_run_profile_reads_a_trace_written_during_the_run_by_a_program_that_writes_its_own_trace(
+        tmp_path: Path) -> None:
+    """`idrrun run --profiler builtin` end to end (the pipeline runs the program inside the
+    follower): the report and trace.json are those of the trace the program wrote."""
+    work = tmp_path / "work"
+    recorded = DATA / "async_trace_h200.jsonl"
+    done = run_writer(tmp_path, work, WRITES_ITS_OWN_TRACE, recorded)
     assert "done" in done.stdout
     expected = read_trace(recorded)
     assert expected is not None

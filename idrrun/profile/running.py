@@ -4,7 +4,7 @@ always one: a run nothing profiles has NoProfile, the null session.
 
     folder, quiet = profile_folder(workdir, label, show_profile)  # a run outside a box's
     profiling = ProfileSession.start(session.plan(choice, folder, cache_dir, ...),
-                                     follow=..., show_profile=...)
+                                     follow=..., show_profile=..., work=session.Work(...))
     ... the run: profiling.argv_prefix, .env, .grace; .output_filter(sink), .follower,
         .watch() and .stopped(...) around it; a box shows it .readable ...
     profiling = profiling.placed(tools_dir)          # a graded run's: for its box's user
@@ -15,8 +15,9 @@ It owns what the run needs of its profiler: the command prefix, the environment,
 libraries of idrrun's own the program loads (placed where a box's user can load them), the
 profiler's installation that a box shows, the grace the profiler may take after the
 program's time limit; what happens while the program runs: nsys's progress bars kept out of
-the program's output, the built-in tracer's file read as it is written, the launch mark that
-tells nsys failing from the program failing; and which files of a box are the profile's.
+the program's output, the built-in tracer's file read as it is written and its report made as
+soon as the file says the trace is whole (stages.Ahead: during CUDA's teardown, before the
+program's end), the launch mark that tells nsys failing from the program failing; and which files of a box are the profile's.
 Each kind of plan is a small class (SESSION_KINDS): what differs between the built-in tracer,
 nsys, a profiler that cannot be taken and one idrrun does not read is in their methods, not in
 tests of the plan's kind.
@@ -40,6 +41,7 @@ from ..run.allowance import Ledger
 from . import nsys as nsys_mod
 from . import perfetto
 from .model import ProfilePlan
+from .stages import Ahead, Work
 from .tracefile import Follower
 
 PROFILE_DIR = "idrrun-profile"  # profiled runs keep their report here, in the working directory
@@ -100,13 +102,17 @@ class ProfileSession:
     show_profile: bool = True  # shown (--profile); False: a trace for the checks only
 
     @classmethod
-    def start(cls, plan: ProfilePlan, *, follow: bool, show_profile: bool) -> ProfileSession:
+    def start(cls, plan: ProfilePlan, *, follow: bool, show_profile: bool,
+              work: Work = Work()) -> ProfileSession:
         """The session of `plan`, of its kind; follow: read the built-in tracer's file during
-        the run."""
-        return SESSION_KINDS.get(plan.kind, ProfileSession).started(plan, follow, show_profile)
+        the run, and make its report as soon as it is whole, for `work` (what collect() will
+        be told: the report made then is used only for the same)."""
+        return SESSION_KINDS.get(plan.kind, ProfileSession).started(plan, follow, show_profile,
+                                                                    work)
 
     @classmethod
-    def started(cls, plan: ProfilePlan, follow: bool, show_profile: bool) -> ProfileSession:
+    def started(cls, plan: ProfilePlan, follow: bool, show_profile: bool,
+                work: Work) -> ProfileSession:
         return cls(plan, None, show_profile)
 
     @property
@@ -234,10 +240,13 @@ class Tracer(ProfileSession):
     """The built-in CUPTI tracer: its trace file, read as it is written outside a box."""
 
     @classmethod
-    def started(cls, plan: ProfilePlan, follow: bool, show_profile: bool) -> ProfileSession:
-        follower = Follower(plan.output, perfetto.Prepared() if plan.drawn else None) \
-            if follow and plan.output is not None else None
-        return cls(plan, follower, show_profile)
+    def started(cls, plan: ProfilePlan, follow: bool, show_profile: bool,
+                work: Work) -> ProfileSession:
+        if not follow or plan.output is None:
+            return cls(plan, None, show_profile)
+        prepared = perfetto.Prepared() if plan.drawn else None
+        return cls(plan, Follower(plan.output, prepared, ahead=Ahead(plan, work, prepared)),
+                   show_profile)
 
     @property
     def leaves_files(self) -> bool:

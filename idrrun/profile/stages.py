@@ -199,12 +199,38 @@ class Work:
     bytes_per_iteration: float | None = None
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """A trace's timeline picture and trace.json, each a path or None (then a note says why)."""
+
+    png: Path | None = None
+    trace_json: Path | None = None
+    notes: tuple[str, ...] = ()
+
+
+def _draw(plan: ProfilePlan, trace: Trace, prepared: perfetto.Prepared | None) -> Drawn:
+    drawn = draw_timeline(trace, plan.run_dir / TIMELINE_FILE,
+                          title=f"GPU timeline ({len(trace.kernels)} kernels, "
+                                f"{len(trace.copies)} copies)")
+    written = perfetto.write(trace, plan.run_dir / TRACE_JSON_FILE, prepared)
+    return Drawn(png=drawn if isinstance(drawn, Path) else None,
+                 trace_json=written if isinstance(written, Path) else None,
+                 notes=tuple(n for n in (drawn, written) if isinstance(n, str)))
+
+
+def _drawing(trace: Trace) -> tuple[object, ...]:
+    """What the picture and trace.json are made of (timeline.py, perfetto.py): two traces
+    alike in these draw the same, whatever else they say (devices, frees, the end record)."""
+    return (trace.kernels, trace.copies, trace.memsets, trace.syncs, trace.stream_queues,
+            trace.started)
+
+
 # Complexity: each part of the report (trace, summary, tables, picture, notes) present or not,
 # assembled once.
 def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             tables: tuple[Table, ...], report_file: Path | None, notes: list[str],
             work: Work, message: str = "",
-            prepared: perfetto.Prepared | None = None) -> ProfileReport:
+            prepared: perfetto.Prepared | None = None, drawn: Drawn | None = None) -> ProfileReport:
     png: Path | None = None
     trace_json: Path | None = None
     found_rates: Rates | None = None
@@ -216,18 +242,9 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
             notes.append("the tracer could not start: " + "; ".join(trace.errors[:3])
                          + ("; …" if len(trace.errors) > 3 else ""))
     elif plan.drawn:  # a trace for the checks only is read for its figures (trace_values)
-        drawn = draw_timeline(trace, plan.run_dir / TIMELINE_FILE,
-                              title=f"GPU timeline ({len(trace.kernels)} kernels, "
-                                    f"{len(trace.copies)} copies)")
-        if isinstance(drawn, Path):
-            png = drawn
-        else:
-            notes.append(drawn)
-        written = perfetto.write(trace, plan.run_dir / TRACE_JSON_FILE, prepared)
-        if isinstance(written, Path):
-            trace_json = written
-        else:
-            notes.append(written)
+        drawn = drawn or _draw(plan, trace, prepared)
+        png, trace_json = drawn.png, drawn.trace_json
+        notes.extend(drawn.notes)
         if summary is not None:
             found_rates = achieved_rates(trace, summary, gpu=work.gpu,
                                          source_name=work.source_name,
@@ -278,16 +295,81 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
         return ProfileReport(kind="command", trace=None, summary=None, notes=tuple(notes),
                              message=f"ran under {' '.join(plan.argv_prefix)}; see its output above")
     if plan.kind == "builtin":
-        assert plan.output is not None
-        trace = read_trace(plan.output, follower, ledger=ledger)
-        if ledger is not None and ledger.refused:
-            return _refused(ledger)
-        summary = summarize(trace, source_name=source_name) if trace is not None else None
-        report_file = trace.files[0] if trace is not None and trace.files else None
-        # the events formatted during the run belong to this trace only if it was the follower's
-        prepared = follower.prepared if follower is not None and follower.used else None
-        return _finish(plan, trace, summary, (), report_file, notes, work, prepared=prepared)
+        return _collect_builtin(plan, work, follower, ledger)
     return _collect_nsys(plan, timeout, notes, work, boxed, ledger)
+
+
+def _collect_builtin(plan: ProfilePlan, work: Work, follower: Follower | None,
+                     ledger: Ledger | None) -> ProfileReport:
+    """The built-in tracer's files read (the follower's, given what it read during the run),
+    and the report made, or taken from what the follower made of the same trace (Ahead)."""
+    assert plan.output is not None
+    trace = read_trace(plan.output, follower, ledger=ledger)
+    if ledger is not None and ledger.refused:
+        return _refused(ledger)
+    if follower is None or not follower.used:  # (what was made during the run: not of this trace)
+        return _builtin_report(plan, trace, work, None, None)
+    ahead = follower.ahead
+    if isinstance(ahead, Ahead) and trace is not None:
+        made = ahead.report_of(plan, trace, work) if ledger is None else None
+        return made or _builtin_report(plan, trace, work, follower.prepared,
+                                       ahead.drawn_for(plan, trace))
+    return _builtin_report(plan, trace, work, follower.prepared, None)
+
+
+def _builtin_report(plan: ProfilePlan, trace: Trace | None, work: Work,
+                    prepared: perfetto.Prepared | None, drawn: Drawn | None) -> ProfileReport:
+    """The built-in tracer's report of `trace` (None: no process wrote one)."""
+    summary = summarize(trace, source_name=work.source_name) if trace is not None else None
+    report_file = trace.files[0] if trace is not None and trace.files else None
+    return _finish(plan, trace, summary, (), report_file, list(plan.notes), work,
+                   prepared=prepared, drawn=drawn)
+
+
+class Ahead:
+    """collect()'s report of a followed trace, made on the follower's thread as soon as the
+    trace says it is whole (tracefile.Follower: the tracer's mark of its contexts' end, or its
+    end record), while CUDA destroys the program's context and tears it down: on the H200 the
+    Jacobi run's last records came 120-165 ms before its exit, and collect took 40-100 ms after
+    it. collect() takes the report when it was made of the very trace it read (one process's
+    file, nothing written after), for the same plan and work; else the picture and trace.json
+    when the operations are the same (a device record or the frees came after the mark), and
+    makes the rest.
+    A class, not a stage: what was made ahead, written on the follower's thread, read on the
+    caller's once the follower has stopped (Follower.finish joined it)."""
+
+    def __init__(self, plan: ProfilePlan, work: Work,
+                 prepared: perfetto.Prepared | None = None) -> None:
+        self.plan = plan
+        self.work = work
+        self.prepared = prepared  # the follower's, which formats its events as they come
+        self._drawn: tuple[tuple[object, ...], Drawn] | None = None
+        self._made: ProfileReport | None = None
+
+    def whole(self, trace: Trace) -> None:
+        """On the follower's thread: the report of `trace`, the picture drawn again only when
+        its operations changed since the last one."""
+        try:
+            drawn = self.drawn_for(self.plan, trace)
+            if drawn is None and self.plan.drawn and not trace.empty:
+                drawn = _draw(self.plan, trace, self.prepared)
+                self._drawn = (_drawing(trace), drawn)
+            self._made = _builtin_report(self.plan, trace, self.work, self.prepared, drawn)
+        except Exception:  # noqa: BLE001 (a fault of ours shows where collect() makes it again)
+            self._drawn = self._made = None
+
+    def drawn_for(self, plan: ProfilePlan, trace: Trace) -> Drawn | None:
+        """The picture and trace.json made ahead, if of these operations and this plan."""
+        if self._drawn is None or plan != self.plan or self._drawn[0] != _drawing(trace):
+            return None
+        return self._drawn[1]
+
+    def report_of(self, plan: ProfilePlan, trace: Trace, work: Work) -> ProfileReport | None:
+        """The report made ahead, if of this very trace, plan and work."""
+        made = self._made
+        if made is None or plan != self.plan or work != self.work or made.trace != trace:
+            return None
+        return made
 
 
 def _refused(ledger: Ledger) -> ProfileReport:

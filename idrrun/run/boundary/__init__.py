@@ -38,7 +38,7 @@ all the way down; nothing here starts a process (proc.py does). One module per p
 importing only those above it:
 
     reading.py      names resolved beneath a folder's descriptor, files taken out (rule 3)
-    watching.py     what the kernel saw made in a box's folder
+    watching.py     what the kernel saw made in a box's folder; writes to wake a reader on
     own_folders.py  the grader's own folders, checked, published, filled, removed (rules 2, 4, 5)
     copying.py      a tree nobody vouches for copied into the grader's own (rule 1)
     box_folders.py  a request's room: a box's fresh folder, the sealed executable (rules 1, 2)
@@ -77,13 +77,13 @@ from .reading import (
     take_to,
     usage,
 )
-from .watching import made, watch_made
+from .watching import drain, made, watch_made, watch_written
 
 __all__ = [
     "BoundaryError", "Budget", "Copied", "DIR_FLAGS", "NotOwnFolder", "READ_FLAGS", "Taken",
-    "box_folder", "box_folders", "check_own", "copy_tree", "copying", "discard", "fresh",
+    "box_folder", "box_folders", "check_own", "copy_tree", "copying", "discard", "drain", "fresh",
     "hand_over", "is_file", "made", "names", "open_beneath", "open_dir", "open_folder",
     "open_guarded", "open_published", "own_dir", "own_dir_at", "own_folders", "put", "reading",
     "remove", "remove_entry", "seal", "sealed_folder", "take", "take_to", "usage", "walk",
-    "watch_made", "watching", "way_refused",
+    "watch_made", "watch_written", "watching", "way_refused",
 ]

@@ -1,5 +1,6 @@
 """What the kernel saw made in a box's folder (inotify): a box can remove a file it made, never
-the event. A watch is set before anything of the box runs, and read once after it.
+the event. A watch is set before anything of the box runs, and read once after it. And the
+writes into a folder, for a reader to wake on (profile/tracefile.Follower) rather than poll.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from pathlib import Path
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
+_IN_MODIFY = 0x02
+_IN_CLOSE_WRITE = 0x08
 _IN_MOVED_TO = 0x80
 _IN_CREATE = 0x100
 _IN_Q_OVERFLOW = 0x4000
@@ -30,6 +33,29 @@ def watch_made(folder: Path) -> int | None:
         os.close(fd)
         return None
     return int(fd)
+
+
+def watch_written(folder: Path) -> int | None:
+    """A watch (an inotify descriptor, non-blocking) of the files written, closed or made in
+    `folder`, to wait on with select(); None where the kernel gives none. drain() empties it."""
+    fd = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    if fd < 0:
+        return None
+    mask = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_CREATE | _IN_MOVED_TO | _IN_ONLYDIR | \
+        _IN_DONT_FOLLOW
+    if _libc.inotify_add_watch(fd, os.fsencode(folder), mask) < 0:
+        os.close(fd)
+        return None
+    return int(fd)
+
+
+def drain(watch: int) -> None:
+    """The watch's events read away (what they were does not matter: something was written)."""
+    try:
+        while os.read(watch, 1 << 16):
+            pass
+    except (BlockingIOError, OSError):
+        pass
 
 
 def made(watch: int, name: str) -> bool:
