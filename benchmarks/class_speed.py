@@ -198,6 +198,9 @@ def one(args: argparse.Namespace, env: dict[str, str], work: Path, ex: str,
                      f"{first['points']}  runs {'/'.join(str(runs_of(r)) for r in graded[:6])}"
                      f"{'...' if len(graded) > 6 else ''}  lane {first.get('lane') or '-'}  "
                      + ("one mark" if len(marks) == 1 else f"{len(marks)} MARKS"))
+    # Shown at once: a device call's limit that stops the -j 1 grading keeps this one's figures.
+    print("\n".join(lines), flush=True)
+    shown_already = len(lines)
     if args.compare_j1 and spent(args, started):
         lines.append(f"  -j 1: not graded, the budget ({args.budget:.0f} s) is spent")
     elif args.compare_j1:
@@ -215,6 +218,7 @@ def one(args: argparse.Namespace, env: dict[str, str], work: Path, ex: str,
     if held:
         lines.append(f"  held / wall: {100 * held / took:.0f} % (the rest: compiles, untimed runs and "
                      "the grader's own work beside the timed runs, or a GPU left idle)")
+    print("\n".join(lines[shown_already:]), flush=True)
     return lines, same
 
 
@@ -247,7 +251,6 @@ def main() -> int:
                 lines.append(f"{ex}, {students} students: not graded, the budget ({args.budget:.0f} s) is spent")
                 continue
             found, same = one(args, env, work, ex, students, started)
-            print("\n".join(found), flush=True)
             lines += found
             ok &= same
     bench.report("a class graded at the speed of its GPU", lines, record=args.record)
