@@ -158,6 +158,10 @@ def test_course_check_ladder_fails_a_spec_whose_marks_break_the_order(tmp_path: 
     assert shares["solution"] == 1.0 and shares["start"] == 0.0
     assert shares["solution"] >= shares["slow"] > shares["half"] > shares["wrong"] > \
         shares["trivial"] > shares["start"], shares
+    # Each rung's checks that did not pass, with why: what a figure not judged is told by.
+    unpassed = {r["rung"]: r["unpassed"] for r in row["ladder"] if "rung" in r}
+    assert unpassed["solution"] == [] or all(c["status"] == "incomplete" for c in unpassed["solution"])
+    assert any(c["status"] == "fail" and c["reason"] for c in unpassed["wrong"]), unpassed["wrong"]
     old = spec.replace('counts_in_part = ["the init loop", "the saxpy loop"]',
                        'counts_when = ["the saxpy loop", "compute regions run"]')
     (examples / "intro_saxpy.toml").write_text("wrong_result = 1.0\n" + old)

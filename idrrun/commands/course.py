@@ -219,9 +219,17 @@ def _ladder_dicts(r: course.CourseRow) -> list[dict[str, object]]:
         {"rung": g.rung.name, "how": g.rung.how, "made": g.row is not None,
          "score": _score_dict(g.row) if g.row is not None else None, "share": g.share,
          "not_judged": ladder.unlike(r.checked, g)
-         if g.rung.name != "solution" and r.checked is not None else ""}
+         if g.rung.name != "solution" and r.checked is not None else "",
+         "unpassed": _unpassed(g.row) if g.row is not None else []}
         for g in rungs]
     return out + [{"findings": list(judged.findings), "notes": list(judged.notes)}]
+
+
+def _unpassed(row: GradeRow) -> list[dict[str, object]]:
+    """A rung's checks that did not pass, with what they measured and why: what tells a rung
+    that breaks the order from a figure that was not judged."""
+    return [{"check": c.name, "status": c.status, "got": c.got, "reason": c.reason[:400],
+             "credit": c.credit} for c in row.checks if c.status != "pass"]
 
 
 def _ladder_cell(r: course.CourseRow, g: ladder.Graded) -> Text:
