@@ -109,6 +109,10 @@ def ladder(args: argparse.Namespace) -> int:
                      " ".join(f"{_cell(rungs[n]) if n in rungs else '-':>8}" for n in RUNGS) +
                      ("  held" if not judged["findings"] else "  BROKEN"))
         lines += [f"    {said}" for said in judged["findings"]]
+        # What a rung's evaluated share leaves out: its checks not judged, and why.
+        lines += [f"    not judged in {name}: {c['check']}: {c['reason'][:200]}"
+                  for name, x in rungs.items() for c in x.get("unpassed", ())
+                  if c["status"] == "incomplete" and judged["findings"]]
         lines += [f"    note: {said}" for said in judged.get("notes", [])]
     lines.append(f"{len(data['rows']) - broken} of {len(data['rows'])} ladders held "
                  "(a share of the points evaluated here; * not judged: the rung is not what it "
