@@ -224,7 +224,7 @@ run_suite() {
       esac
       local e
       for e in $part; do extra+=(--exercise "$e"); done
-      step "$1" 580 "$PY" benchmarks/ladder_gpu.py ladder --record "${extra[@]}" ;;
+      step "$1" 580 "$PY" benchmarks/ladder_gpu.py ladder --record --budget 420 "${extra[@]}" ;;
     class-speed)
       gpu_only class-speed || return 0
       (( quick )) && extra=(--students 6)
