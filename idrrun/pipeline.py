@@ -539,7 +539,8 @@ def _work(job: Job) -> profile.Work:
     """What the run's profile is told beside its trace: the source's name, the GPU's."""
     probe = job.probe
     return profile.Work(gpu=probe.gpus[0].name if probe.gpus else "",
-                        source_name=job.request.source.name)
+                        source_name=job.request.source.name,
+                        launch_cost=job.prepared.family.launch_cost(job.toolchain))
 
 
 def collect_stage(job: Job, run: Run) -> Run:
@@ -551,7 +552,7 @@ def collect_stage(job: Job, run: Run) -> Run:
     work = _work(job)
     report = profile.collect(profiling.plan, timeout=120, source_name=work.source_name,
                              gpu=work.gpu, follower=profiling.follower, ledger=run.ledger,
-                             boxed=_export_box(job, run))
+                             boxed=_export_box(job, run), launch_cost=work.launch_cost)
     if profiling.show_profile:
         job.reporter.profile(report)
     return dataclasses.replace(run, report=report)

@@ -557,6 +557,37 @@ def test_host_waits_fire_on_synchronous_regions_in_a_loop() -> None:
     assert "host_waits" not in _rules(no_waits)
 
 
+def test_the_compilers_share_of_the_launches_is_named_as_the_compilers() -> None:
+    """A GCC 12 build on a GPU (Family.launch_cost, read from its release) whose GPU idles
+    between many kernels: part of that is GCC 12's runtime at each launch, said as the
+    compiler's, not the student's; nothing is said for another compiler, or a busy GPU."""
+    from idrrun.model import CompilerInfo, Toolchain
+    from idrrun.toolchains import registry
+
+    gcc = registry.get("gcc")
+    assert gcc is not None
+
+    def cost(version: str, target: str = "gpu") -> str:
+        toolchain = Toolchain("gcc", "c", CompilerInfo("gcc", "/usr/bin/gcc", version), (), (),
+                              target)  # type: ignore[arg-type]
+        return gcc.launch_cost(toolchain)
+
+    said = cost("gcc (Debian 12.2.0-14+deb12u1) 12.2.0")
+    assert said.startswith("GCC 12's OpenACC runtime allocates, copies and frees each launch's "
+                           "argument table around the launch"), said
+    assert cost("gcc (Debian 14.2.0-19) 14.2.0") == "" and cost("gcc 12.2.0", "host") == ""
+    trace = idle_trace()
+    s = summarize(trace)
+    [hint] = [h for h in find_hints(trace, s, launch_cost=said) if h.rule == "compiler_launches"]
+    assert hint.message.startswith("part of the GPU's idle time between kernels is the "
+                                   "compiler's, not your code's: GCC 12's OpenACC runtime"), hint
+    assert hint.figure == ("20 kernels, the GPU idle 59 % of the time between its first and last "
+                           "operation (median gap 150.0 µs)")
+    assert "compiler_launches" not in _rules(trace)  # no launch cost known: nothing said
+    busy = find_hints(jacobi_solution(), summarize(jacobi_solution()), launch_cost=said)
+    assert "compiler_launches" not in {h.rule for h in busy}  # idle 19 %
+
+
 def test_one_queue_fires_when_copies_and_kernels_could_overlap() -> None:
     found = _rules(one_queue_trace())
     hint = found["one_queue"]

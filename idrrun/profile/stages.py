@@ -197,6 +197,8 @@ class Work:
     iterations: int | None = None  # the run's iteration count (parsed from its output)
     # The bytes the kernels must move in device memory per iteration (the exercise's figure).
     bytes_per_iteration: float | None = None
+    # What the compiler's runtime adds to each launch (Family.launch_cost), "" when nothing known.
+    launch_cost: str = ""
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,7 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
                                          source_name=work.source_name,
                                          bytes_per_iteration=work.bytes_per_iteration,
                                          iterations=work.iterations)
-            found_hints = find_hints(trace, summary, found_rates)
+            found_hints = find_hints(trace, summary, found_rates, launch_cost=work.launch_cost)
     if trace is not None:
         if not trace.complete and plan.kind == "builtin" and trace.files and not trace.truncated:
             notes.append("the trace stops early: the program did not reach its normal end "
@@ -271,7 +273,7 @@ def _finish(plan: ProfilePlan, trace: Trace | None, summary: Summary | None,
 def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "", gpu: str = "",
             iterations: int | None = None, bytes_per_iteration: float | None = None,
             follower: Follower | None = None, ledger: Ledger | None = None,
-            boxed: ExportBox | None = None) -> ProfileReport:
+            boxed: ExportBox | None = None, launch_cost: str = "") -> ProfileReport:
     """After the run: read what the profiler left in plan.run_dir, sum it up, draw it, export
     it, and say what could be better.
 
@@ -286,7 +288,7 @@ def collect(plan: ProfilePlan, timeout: float = 120.0, *, source_name: str = "",
     nsys's export and stats run in (never outside a box on a report a box wrote).
     """
     work = Work(gpu=gpu, iterations=iterations, bytes_per_iteration=bytes_per_iteration,
-                source_name=source_name)
+                source_name=source_name, launch_cost=launch_cost)
     notes = list(plan.notes)
     if plan.kind == "none":
         return ProfileReport(kind="none", trace=None, summary=None,

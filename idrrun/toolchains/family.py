@@ -173,6 +173,11 @@ class Family(Protocol):
         (gcc's -fstack-usage: NAME.su beside the product, build.FRAMES); () when it cannot."""
         ...
 
+    def launch_cost(self, toolchain: Toolchain) -> str:
+        """What the compiler's own runtime adds to each compute region's launch, in words a
+        profile's hint names as the compiler's (not the student's); "" when nothing known."""
+        ...
+
     def gpu_context(self, toolchain: Toolchain) -> bool:
         """Whether the program may create a CUDA context (which maps ~13 GiB of address space,
         so no address-space limit may be put on it)."""
@@ -238,6 +243,9 @@ class CommandFamily:
 
     def stack_usage(self, toolchain: Toolchain) -> tuple[str, ...]:
         return ()
+
+    def launch_cost(self, toolchain: Toolchain) -> str:
+        return ""
 
     def compiler_lines(self, settings: Settings, active: bool) -> list[DoctorLine]:
         """A doctor line per language (C and Fortran): found, or how to install it. Only the

@@ -61,6 +61,10 @@ LINE_TABLES = ("-g1",)
 STACK_USAGE = ("-fstack-usage",)
 # The nvptx mkoffload of GCC 12, 13 and 14 takes -fopenacc or -fopenmp, never both ("either
 # '-fopenacc' or '-fopenmp' must be set"): refused before the build, the version named.
+# What GCC 12's OpenACC runtime adds to each synchronous launch (gccversions.Release.launch_table).
+LAUNCH_TABLE = ("GCC {major}'s OpenACC runtime allocates, copies and frees each launch's argument "
+                "table around the launch and waits for the kernel (GCC 14's launches without the "
+                "table's allocation and copy)")
 MODELS_APART = ("GCC {major} cannot offload OpenACC and OpenMP in one program (its nvptx offload "
                 "compiler takes -fopenacc or -fopenmp, not both): use -a for OpenACC or -t for "
                 "OpenMP target regions")
@@ -666,6 +670,12 @@ class GccFamily(CommandFamily):
         # program whose main keeps 3 GB of arrays on a 1 GiB stack is a stack overflow, and
         # the hint says so (failures.py). It leaves the code as it was.
         return STACK_USAGE if toolchain.language in ("c", "c++", "fortran") else ()
+
+    def launch_cost(self, toolchain: Toolchain) -> str:
+        release, _ = gccversions.release(toolchain.compiler.version)
+        if toolchain.target != "gpu" or not release.launch_table:
+            return ""
+        return LAUNCH_TABLE.format(major=release.major)
 
     def doctor(self, settings: Settings, active: bool) -> list[DoctorLine]:
         lines = self.compiler_lines(settings, active)
