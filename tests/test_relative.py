@@ -6,13 +6,16 @@ GPU's own runs are benchmarks/ladder_gpu.py's."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from idrrun.checks import ratio, relative, score, specs
 from idrrun.checks.measure import Repeat
+from idrrun.checks.verdict import evaluate_one
 from idrrun.model import CheckResult
+from test_checks import ev
 
 AT_LEAST = ratio.Bound(0.7, "at_least")
 # profile_cg's GPU busy on an H200 (issue 47): the C solution 51–63 % over 7 runs, a port that
@@ -196,10 +199,7 @@ def test_a_speed_check_on_the_gpu_work_times_the_span_of_its_gpu_operations(tmp_
     assert check.reason.startswith("your GPU time 19.0× the solution's: none of the points"), check
     assert check.expected == "≤ 1.5× the solution's GPU time (no points at ≥ 10×)"
     # Nothing on the GPU: no figure, so the check stays as one run judged it: failed.
-    from idrrun.checks.verdict import evaluate_one
-    from test_checks import ev
-
-    host = evaluate_one(speed, __import__("dataclasses").replace(
+    host = evaluate_one(speed, dataclasses.replace(
         ev(), trace_values={"kernels": 0.0, "gpu_span_s": 0.0}))
     assert (host.status, host.got) == ("fail", "no GPU work"), host
     bad = tmp_path / "bad"
