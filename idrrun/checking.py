@@ -356,8 +356,11 @@ def _timed_figures(solution: SolutionRun | None) -> dict[str, tuple[float, ...]]
     out: dict[str, tuple[float, ...]] = {}
     if solution is not None and solution.seconds is not None:
         out["seconds"] = (solution.seconds,)
-    if solution is not None and solution.figures is not None and solution.figures.traced:
-        out["gpu_busy"] = (solution.figures.gpu_busy,)
+    figures = solution.figures if solution is not None else None
+    if figures is not None and figures.traced:
+        out["gpu_busy"] = (figures.gpu_busy,)
+        if figures.shape is not None and figures.shape.span_ns > 0:
+            out[trace_kinds.GPU_SPAN] = (figures.shape.span_ns / 1e9,)
     return out
 
 

@@ -202,6 +202,12 @@ def test_a_speed_check_on_the_gpu_work_times_the_span_of_its_gpu_operations(tmp_
     host = evaluate_one(speed, dataclasses.replace(
         ev(), trace_values={"kernels": 0.0, "gpu_span_s": 0.0}))
     assert (host.status, host.got) == ("fail", "no GPU work"), host
+    # One run of each (a notebook's --check): the solution's GPU time from its figures.
+    one = evaluate_one(speed, dataclasses.replace(
+        ev(), trace_values={"kernels": 4.0, "gpu_span_s": 0.05},
+        solution_timed={"seconds": (0.5,), "gpu_span_s": (0.01,)}))
+    assert (one.status, one.credit) == ("pass", 0.25), one
+    assert one.reason.startswith("your GPU time 5.00× the solution's: a quarter of the points"), one
     bad = tmp_path / "bad"
     bad.mkdir()
     try:
@@ -210,3 +216,17 @@ def test_a_speed_check_on_the_gpu_work_times_the_span_of_its_gpu_operations(tmp_
         assert "expected \"run\" (the run's time) or \"gpu\"" in str(e), e
     else:
         raise AssertionError("measure = 'wall' was accepted")
+
+
+def test_the_solutions_gpu_time_reaches_a_one_run_speed_check() -> None:
+    """A notebook's --check compares one run of each: the solution's GPU time comes from its
+    figures (its trace's span, kept with its cached output), as its run's time does."""
+    from idrrun.checking import SolutionRun, _timed_figures
+    from idrrun.checks.compare import RunFigures
+    from idrrun.profile.model import RunShape
+
+    run = SolutionRun("ok\n", seconds=0.5,
+                      figures=RunFigures(traced=True, gpu_busy=0.4, shape=RunShape(span_ns=10_000_000)))
+    assert _timed_figures(run) == {"seconds": (0.5,), "gpu_busy": (0.4,), "gpu_span_s": (0.01,)}
+    idle = SolutionRun("ok\n", seconds=0.5, figures=RunFigures(traced=True, shape=None))
+    assert "gpu_span_s" not in _timed_figures(idle)

@@ -256,9 +256,9 @@ def _speed(spec: CheckSpec, values: Mapping[str, float], ev: Evidence | None) ->
     measures both: idrrun/relative.py)."""
     assert ev is not None and ev.run is not None
     yours = per_run(spec, ev.run.proc.seconds, ev.run.proc.output, values)
-    theirs = per_run(spec, 1.0, ev.solution_output or "", {GPU_SPAN: 1.0})
+    count = iterations(spec, ev.solution_output or "") if spec.per_iteration is not None else 1.0
     timed = ev.solution_timed.get(GPU_SPAN if spec.measure == "gpu" else "seconds", ())
-    solution = tuple(s * theirs for s in timed) if theirs else ()
+    solution = tuple(s / count for s in timed) if count else ()
     if yours is None and spec.measure == "gpu":
         return CheckResult(spec.label, "fail", _speed_expected(spec), "no GPU work",
                            "nothing ran on the GPU: no GPU time to compare with the solution's",
