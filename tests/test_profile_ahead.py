@@ -219,3 +219,29 @@ def test_idrrun_run_profile_draws_the_timeline_before_the_program_ends(tmp_path:
     assert "GPU profile (built-in CUPTI tracer): 4 queues" in done.stdout, done.stdout
     assert f"timeline: {trace_file.parent / TIMELINE_FILE}" in done.stdout
     assert (trace_file.parent / TRACE_JSON_FILE).read_text() == perfetto.text(written)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # (its fault)
+def test_a_follower_whose_thread_ended_writes_to_no_reused_descriptor(tmp_path: Path) -> None:
+    """A follower thread that ends early (a fault of ours while reading) has closed what is
+    its own; the run's end then wakes nobody and writes into no file that took a freed
+    descriptor's number."""
+    from idrrun.profile.tracefile import Follower
+
+    class Failing(Follower):
+        def poll(self) -> None:
+            raise RuntimeError("a fault of ours")
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("")
+    follower = Failing(trace)
+    follower.__enter__()
+    follower._done.wait(5)
+    time.sleep(0.05)  # (its descriptors closed after done)
+    victims = [open(tmp_path / f"victim{i}", "wb") for i in range(4)]  # noqa: SIM115
+    try:
+        follower.__exit__(None, None, None)
+    finally:
+        for f in victims:
+            f.close()
+    assert all((tmp_path / f"victim{i}").read_bytes() == b"" for i in range(4))

@@ -10,6 +10,7 @@ Trace.skipped and otherwise ignored. A file without its "end" record makes Trace
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -466,8 +467,14 @@ class Follower:
 
     def __exit__(self, *exc: object) -> None:
         if self._wake is not None:
-            os.write(self._wake[1], b"x")  # (before stop: the thread closes the pipe after it)
+            # The write end is this side's own: the thread closes only its read end and the
+            # watch, so that no write here can reach a descriptor number reused meanwhile; a
+            # thread that already ended (a fault of ours) has closed its end: nothing to wake.
+            with contextlib.suppress(BrokenPipeError):
+                os.write(self._wake[1], b"x")
         self._stop.set()
+        if self._wake is not None:
+            os.close(self._wake[1])
         if self._thread.is_alive():
             self._done.wait()
 
@@ -481,7 +488,7 @@ class Follower:
             self._done.set()
             # Closing an inotify descriptor waits for the kernel (7-16 ms here, sometimes):
             # done is said first, so that nobody waits for it.
-            for fd in (self._watch, *(self._wake or ())):
+            for fd in (self._watch, self._wake[0] if self._wake is not None else None):
                 if fd is not None:
                     os.close(fd)
 

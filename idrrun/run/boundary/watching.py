@@ -25,25 +25,22 @@ _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (t
 def watch_made(folder: Path) -> int | None:
     """A watch (an inotify descriptor) of the names made in `folder`, set before anything of a
     box runs there; None where the kernel gives none. made() reads it once."""
-    fd = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-    if fd < 0:
-        return None
-    mask = _IN_CREATE | _IN_MOVED_TO | _IN_ONLYDIR | _IN_DONT_FOLLOW
-    if _libc.inotify_add_watch(fd, os.fsencode(folder), mask) < 0:
-        os.close(fd)
-        return None
-    return int(fd)
+    return _watch(folder, _IN_CREATE | _IN_MOVED_TO)
 
 
 def watch_written(folder: Path) -> int | None:
     """A watch (an inotify descriptor, non-blocking) of the files written, closed or made in
     `folder`, to wait on with select(); None where the kernel gives none. drain() empties it."""
+    return _watch(folder, _IN_MODIFY | _IN_CLOSE_WRITE | _IN_CREATE | _IN_MOVED_TO)
+
+
+def _watch(folder: Path, events: int) -> int | None:
+    """A non-blocking inotify descriptor watching `events` in the folder itself (never through
+    a link to another), or None."""
     fd = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
     if fd < 0:
         return None
-    mask = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_CREATE | _IN_MOVED_TO | _IN_ONLYDIR | \
-        _IN_DONT_FOLLOW
-    if _libc.inotify_add_watch(fd, os.fsencode(folder), mask) < 0:
+    if _libc.inotify_add_watch(fd, os.fsencode(folder), events | _IN_ONLYDIR | _IN_DONT_FOLLOW) < 0:
         os.close(fd)
         return None
     return int(fd)
