@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from . import build as build_mod
 from .model import BuildResult, Failure, FailureKind, RunRequest, RunResult, StackFrame, Target
 from .run import allowance
-from .run.stack import size_text
+from .run.stack import DEFAULT as DEFAULT_STACK, Stack, size_text
 from .toolchains import explain
 from .toolchains.diagnostics import student_symbol
 
@@ -90,6 +90,26 @@ def _segv_hint(frames: Sequence[StackFrame], stack: int | None) -> str:
             if dynamic else ""
         return f"{_SIGNAL_HINTS['SIGSEGV']}; or its stack overflowed{sized}: --stack raises the limit"
     return _SIGNAL_HINTS["SIGSEGV"]
+
+
+# What a run's stack raised from its frames (run/stack.py) is told, in a note.
+STACK_RAISED = ("stack raised to {size} for this run: {where} on the stack, as the compiler "
+                "measured it, more than the default {default} (--stack SIZE sets it yourself)")
+STACK_PAST_MEMORY = ("{where} on the stack, as the compiler measured it: more than this "
+                     "machine's memory ({memory}); allocate these arrays (malloc, ALLOCATABLE)")
+
+
+def stack_note(stack: Stack, memory: int) -> str:
+    """The note of a stack raised from the frames, or of a frame nothing could hold; "" when
+    the stack is the request's."""
+    frame = stack.frame
+    if frame is None:
+        return ""
+    where = f"{_function(frame)} keeps {size_text(frame.size)}"
+    if not stack.fits:
+        return STACK_PAST_MEMORY.format(where=where, memory=size_text(memory))
+    return STACK_RAISED.format(size=size_text(stack.limits.stack or 0), where=where,
+                               default=size_text(DEFAULT_STACK or 0))
 
 
 def _function(frame: StackFrame) -> str:

@@ -420,11 +420,12 @@ def plan_run(job: Job, run: Run) -> Run:
                               profiling.env)
     run = run.noted(job, launched.notes)
     box = run_box(job, run, launched, counting) if job.prepared.support is not None else None
-    limits, raised = stack.raised(request.limits, run.built.frames if run.built else (),
-                                  stack.memory())
-    run = run.noted(job, [raised] if raised else [])
+    memory = stack.memory()
+    raised = stack.raised(request.limits, run.built.frames if run.built else (), memory)
+    note = failures.stack_note(raised, memory)
+    run = run.noted(job, [note] if note else [])
     return dataclasses.replace(run, plan=RunPlan(launched, box, request.timeout + profiling.grace,
-                                                 counting, limits))
+                                                 counting, raised.limits))
 
 
 def run_box(job: Job, run: Run, launched: Launch,

@@ -292,15 +292,23 @@ def test_the_stack_is_raised_from_the_frames_the_compiler_measured(tmp_path: Pat
 
 
 def test_the_stack_raise_is_pure_and_bounded_by_the_machine() -> None:
+    from idrrun.failures import stack_note
     from idrrun.model import Limits, StackFrame
     from idrrun.run import stack
 
+    def raised(limits: Limits, frames: tuple[StackFrame, ...], memory: int) -> tuple[Limits, str]:
+        found = stack.raised(limits, frames, memory)
+        return found.limits, stack_note(found, memory)
+
     big = StackFrame("MAIN__", 1, 3_200_000_016)
-    limits, note = stack.raised(Limits(), (StackFrame("f", 9, 4096), big), 64 << 30)
+    limits, note = raised(Limits(), (StackFrame("f", 9, 4096), big), 64 << 30)
     assert limits.stack == 3_267_362_816 and limits.stack % (1 << 20) == 0
     assert note.startswith("stack raised to 3.0 GiB for this run: the main program (line 1) keeps 3.0 GiB")
-    assert stack.raised(Limits(), (StackFrame("f", 9, 900 << 20),), 64 << 30) == (Limits(), "")
-    assert stack.raised(Limits(stack=None), (big,), 64 << 30) == (Limits(stack=None), "")
-    same, why = stack.raised(Limits(), (big,), 2 << 30)
+    assert raised(Limits(), (StackFrame("f", 9, 900 << 20),), 64 << 30) == (Limits(), "")
+    assert raised(Limits(stack=None), (big,), 64 << 30) == (Limits(stack=None), "")
+    same, why = raised(Limits(), (big,), 2 << 30)
     assert same == Limits() and why.endswith("more than this machine's memory (2 GiB); allocate "
                                              "these arrays (malloc, ALLOCATABLE)")
+    # A Fortran module procedure is named as its student wrote it (failures' words).
+    _, named = raised(Limits(), (StackFrame("__heat_MOD_step", 12, 2 << 30),), 64 << 30)
+    assert "step (line 12) keeps 2 GiB on the stack" in named, named

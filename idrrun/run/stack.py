@@ -1,16 +1,17 @@
 """The stack a run gets from what its compiler measured: a program whose functions keep more on
 the stack than the default limit (IDRIS's Fortran cells with big automatic arrays, written for
-an nvfortran run under `ulimit -s unlimited`) gets a stack that holds them, said in a note.
-Pure: the frames come from the build (gcc's -fstack-usage, BuildResult.frames).
+an nvfortran run under `ulimit -s unlimited`) gets a stack that holds them. Pure: the frames
+come from the build (gcc's -fstack-usage, BuildResult.frames); what is said of it is
+failures.stack_note's.
 
-    raised(limits, frames, memory) -> (Limits, note or "")
+    raised(limits, frames, memory) -> Stack
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..model import Limits, StackFrame
 
@@ -19,10 +20,16 @@ from ..model import Limits, StackFrame
 MARGIN = 64 << 20
 # Only a stack left at its default is raised: one a line or a setting chose is that person's.
 DEFAULT = Limits().stack
-RAISED = ("stack raised to {size} for this run: {where} on the stack, as the compiler measured "
-          "it, more than the default {default} (--stack SIZE sets it yourself)")
-TOO_BIG = ("{where} on the stack, as the compiler measured it: more than this machine's memory "
-           "({memory}); allocate these arrays (malloc, ALLOCATABLE)")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The run's limits, and the frame that made them differ from the request's (None: they
+    do not). fits: the frame got a stack that holds it; not: it is past the machine's memory."""
+
+    limits: Limits
+    frame: StackFrame | None = None
+    fits: bool = True
 
 
 def memory() -> int:
@@ -33,27 +40,21 @@ def memory() -> int:
         return 0
 
 
-def raised(limits: Limits, frames: Sequence[StackFrame], machine: int) -> tuple[Limits, str]:
+def raised(limits: Limits, frames: Sequence[StackFrame], machine: int) -> Stack:
     """The run's limits with a stack that holds its largest measured frame (rounded up to a
     whole MiB above it plus MARGIN), where the stack is at its default and that frame would not
     fit in it; unchanged otherwise. A frame past the machine's memory gets no stack (a stack
-    is reserved, not used, but nothing could hold it): the note says to allocate instead."""
-    if limits.stack != DEFAULT or DEFAULT is None or not frames:
-        return limits, ""
+    is reserved, not used, but nothing could hold it)."""
+    current = limits.stack
+    if current is None or current != DEFAULT or not frames:
+        return Stack(limits)
     biggest = max(frames, key=lambda f: f.size)
-    if biggest.size + MARGIN <= DEFAULT:
-        return limits, ""
-    where = f"{_name(biggest)} keeps {size_text(biggest.size)}"
+    if biggest.size + MARGIN <= current:
+        return Stack(limits)
     if machine and biggest.size + MARGIN > machine:
-        return limits, TOO_BIG.format(where=where, memory=size_text(machine))
+        return Stack(limits, biggest, fits=False)
     size = -(-(biggest.size + MARGIN) // (1 << 20)) << 20
-    return replace(limits, stack=size), RAISED.format(size=size_text(size), where=where,
-                                                      default=size_text(DEFAULT))
-
-
-def _name(frame: StackFrame) -> str:
-    name = "the main program" if frame.function == "MAIN__" else frame.function
-    return f"{name} (line {frame.line})" if frame.line is not None else name
+    return Stack(replace(limits, stack=size), biggest)
 
 
 def size_text(n: int) -> str:
