@@ -261,6 +261,28 @@ def test_a_run_stopped_at_its_limit_is_judged_on_its_trace_so_far() -> None:
     assert (r.status, r.reason) == ("incomplete", CUT_SHORT.format(how="interrupted")), r
 
 
+def test_a_gpu_timed_speed_check_of_a_run_stopped_in_a_kernel() -> None:
+    """`measure = "gpu"`: a run stopped while its one long kernel runs has almost no GPU time
+    in its records (the copies before it); the tracer's tick says the GPU was still at work,
+    and that much decides (profile/summary.trace_values' gpu_span_at_least_s)."""
+    speed = CheckSpec("speed", "run time", scale=(1.5, 10.0), measure="gpu")
+
+    def stopped(at_least: float) -> Evidence:
+        proc = ProcResult(("prog",), None, timed_out=True, seconds=6.0)
+        values = {"kernels": 0.0, "gpu_span_s": 0.002, "gpu_span_at_least_s": at_least}
+        return dataclasses.replace(ev(solution="total = 4\n"), run=RunResult(("prog",), proc),
+                                   trace_values=values,
+                                   solution_timed={"seconds": (0.5, 0.55), "gpu_span_s": (0.01, 0.012)})
+
+    r = evaluate_one(speed, stopped(5.2))
+    assert (r.status, r.credit, r.got) == ("fail", 0.0, "≥ 433.3×"), r
+    assert r.reason.startswith("judged on the GPU trace until the run was stopped at 6.0 s: your "
+                               "GPU time at least 433.3× the solution's: none of the points"), r.reason
+    # What its records hold alone (no tick: its kernels all ended) decides nothing here.
+    r = evaluate_one(speed, stopped(0.002))
+    assert r.status == "incomplete", r
+
+
 def test_a_program_that_could_not_start_is_not_judged_on_its_run() -> None:
     """Its launcher, a profiler or the box failed: the checks of what a run shows are
     incomplete, saying why; the ones on the source still judge."""

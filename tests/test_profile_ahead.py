@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from idrrun.profile import perfetto, tracefile
+from idrrun.profile import perfetto, summary, tracefile
 from idrrun.profile.model import ProfilePlan
 from idrrun.profile.render import ProfileView
 from idrrun.profile.stages import TIMELINE_FILE, TRACE_JSON_FILE, Ahead, Work, collect
@@ -245,3 +245,25 @@ def test_a_follower_whose_thread_ended_writes_to_no_reused_descriptor(tmp_path: 
         for f in victims:
             f.close()
     assert all((tmp_path / f"victim{i}").read_bytes() == b"" for i in range(4))
+
+
+def test_a_tick_after_the_last_kernel_record_says_the_gpu_was_still_at_work() -> None:
+    """Format 5: the tracer's helper thread writes a tick (CUPTI's clock, the launches until
+    then) while launches are ahead of the kernel records. A run stopped in a long kernel: fewer
+    kernel records than launches before the last tick, so the GPU was at work then (its GPU
+    time at least until the tick); every launch recorded, the tick says nothing more."""
+    copy = ('{"type":"memcpy","start":1000,"end":3000,"device":0,"context":1,"stream":7,'
+            '"correlation":1,"bytes":64,"copy":"HtoD","src":"pageable","dst":"device","async":0}\n')
+    kernel = ('{"type":"kernel","start":4000,"end":5000,"device":0,"context":1,"stream":7,'
+              '"correlation":2,"grid":[1,1,1],"block":[1,1,1],"name":"main$_omp_fn$0"}\n')
+    tick = '{"type":"tick","at":9001000,"launched":%d}\n'
+    stopped, _ = tracefile.parse_lines([copy, kernel, tick % 2])
+    assert stopped.busy_after == 9_001_000 and not stopped.complete
+    values = summary.trace_values(stopped)
+    assert values["gpu_span_s"] == pytest.approx(4e-6)
+    assert values["gpu_span_at_least_s"] == pytest.approx(9e-3)
+    ended, _ = tracefile.parse_lines([copy, kernel, tick % 1])
+    assert ended.busy_after == 0
+    assert summary.trace_values(ended)["gpu_span_at_least_s"] == pytest.approx(4e-6)
+    merged = tracefile.merge([ended, stopped])
+    assert merged.busy_after == 9_001_000

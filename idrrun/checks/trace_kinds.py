@@ -405,16 +405,21 @@ def _data_moved_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidenc
 
 def _speed_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) -> CheckResult | None:
     """Stopped at a time that is already past the scale's end, against the solution's longest
-    run with the same arguments (the same iterations: per iteration, the same ratio)."""
+    run with the same arguments (the same iterations: per iteration, the same ratio). With
+    `measure = "gpu"`, the GPU time so far: at least until the GPU was last seen at work (a run
+    stopped in a kernel: the tracer's tick, profile/summary.trace_values)."""
     assert spec.scale is not None and ev.run is not None
-    solution = ev.solution_timed.get("seconds", ()) if spec.measure == "run" else ()
+    gpu = spec.measure == "gpu"
+    solution = ev.solution_timed.get(GPU_SPAN if gpu else "seconds", ())
     if not solution or max(solution) <= 0:
         return None
-    at_least = ev.run.proc.seconds / max(solution)
+    yours = values.get("gpu_span_at_least_s", 0.0) if gpu else ev.run.proc.seconds
+    at_least = yours / max(solution)
     if at_least < spec.scale[1]:
         return None
+    said = "GPU time" if gpu else "run"
     return CheckResult(spec.label, "fail", _speed_expected(spec), f"≥ {ratio.times(at_least)}",
-                       f"your run at least {ratio.times(at_least)} the solution's: none of the "
+                       f"your {said} at least {ratio.times(at_least)} the solution's: none of the "
                        f"points ({ratio.Scale(*spec.scale).describe()}): see the profile's hints "
                        "for where the time goes", check=spec.index, credit=0.0)
 

@@ -256,6 +256,10 @@ class Trace:
     truncated: bool = False  # longer than idrrun reads (tracefile.MAX_TRACE_BYTES): cut there
     # Device allocations and frees, where the tracer recorded them (its `alloc` records).
     allocations: tuple[Allocation, ...] = ()
+    # A time (the tracer's clock) when the GPU still had work this trace holds no record of: a
+    # kernel launched before the tracer's last tick never recorded (a run stopped in a kernel);
+    # 0: none known.
+    busy_after: int = 0
 
     @property
     def empty(self) -> bool:

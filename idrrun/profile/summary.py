@@ -154,8 +154,10 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
         "bytes_moved": float(h2d + d2h),
         "kernel_ns": float(sum(k.ns for k in t.kernels)),
         "copy_ns": float(sum(c.ns for c in t.copies)),
-        # From the first GPU operation to the last (a speed check's `measure = "gpu"`).
+        # From the first GPU operation to the last (a speed check's `measure = "gpu"`), and at
+        # least until the GPU is known to have had work (a run stopped in a kernel: the tick).
         "gpu_span_s": span / 1e9,
+        "gpu_span_at_least_s": max(span, t.busy_after - t.origin if busy and t.busy_after else 0) / 1e9,
         "gpu_busy": sum(end - start for start, end in busy) / span if span > 0 else 0.0,
     }
     shares = gpu_shares(t)

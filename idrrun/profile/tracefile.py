@@ -1,9 +1,10 @@
 """Reading the built-in tracer's files ("idrrun-trace" JSON lines, docs/profiling.md).
 
 One JSON object per line, told apart by "type": header, kernel, memcpy, memset, sync, queue,
-device, alloc, context_end, dropped, error, end. Unknown types and fields are ignored (newer
+device, alloc, context_end, tick, dropped, error, end. Unknown types and fields are ignored (newer
 tracers may add some); version 1 files (no queue or device records), version 2 files (no alloc
-records) and version 3 files (no context_end records) read the same. A line that is
+records), version 3 files (no context_end records) and version 4 files (no tick records) read
+the same. A line that is
 not JSON -- the last one when the program was killed while the tracer wrote -- is counted in
 Trace.skipped and otherwise ignored. A file without its "end" record makes Trace.complete False.
 """
@@ -125,6 +126,8 @@ class _Parser:
         self.contexts_ended: set[int] = set()  # the contexts whose records are all read
         self.started = 0
         self.truncated = False  # the file was longer than what could be read of it
+        self.kernel_records = 0  # kernel records seen, timed or not
+        self.last_tick: tuple[int, int] = (0, 0)  # the last tick's (at, launched)
 
     def feed(self, records: Iterable[object]) -> None:
         bookkeeping, operations = self._BOOKKEEPING, _OPERATIONS
@@ -143,11 +146,14 @@ class _Parser:
 
     def _operation(self, kind: str, record: dict[str, Any]) -> None:
         start, end = _int(record, "start"), _int(record, "end")
+        if kind == "kernel" and (start <= 0 or end < start):
+            self.kernel_records += 1  # a launch that ended, untimed: not one still running
         if start <= 0 or end < start:
             self.skipped += 1  # CUPTI gives 0 when it could not time an operation
             return
         stream, process = _int(record, "stream", -1), self.process
         if kind == "kernel":
+            self.kernel_records += 1
             self.kernels.append(_kernel(record, start, end, stream, process))
         elif kind == "memcpy":
             self.copies.append(_copy(record, start, end, stream, process))
@@ -165,6 +171,17 @@ class _Parser:
 
     def _context_end(self, record: dict[str, Any]) -> None:
         self.contexts_ended.add(_int(record, "context"))
+
+    def _tick(self, record: dict[str, Any]) -> None:
+        self.last_tick = (_int(record, "at"), _int(record, "launched"))
+
+    @property
+    def busy_after(self) -> int:
+        """When the GPU still had work this file never recorded: the last tick, when fewer
+        kernels are recorded than were launched before it (a run stopped in a kernel); 0
+        otherwise."""
+        at, launched = self.last_tick
+        return at if at > 0 and launched > self.kernel_records and not self.truncated else 0
 
     @property
     def whole(self) -> bool:
@@ -199,7 +216,7 @@ class _Parser:
     # The records that are not GPU operations, by type.
     _BOOKKEEPING: ClassVar[dict[str, Callable[[_Parser, dict[str, Any]], None]]] = {
         "header": _header, "end": _end, "dropped": _dropped, "error": _error, "queue": _queue,
-        "device": _device, "alloc": _alloc, "context_end": _context_end}
+        "device": _device, "alloc": _alloc, "context_end": _context_end, "tick": _tick}
 
     def trace(self) -> tuple[Trace, int]:
         kernels, copies, memsets = self.kernels, self.copies, self.memsets
@@ -213,7 +230,7 @@ class _Parser:
                       syncs=tuple(self.syncs), stream_queues=named, devices=tuple(self.devices),
                       complete=self.ended, dropped=self.dropped, errors=tuple(self.errors),
                       skipped=self.skipped, started=self.started, truncated=self.truncated,
-                      allocations=tuple(self.allocations))
+                      allocations=tuple(self.allocations), busy_after=self.busy_after)
         return trace, self.process
 
 
@@ -310,6 +327,7 @@ def merge(traces: Iterable[Trace], files: tuple[Path, ...] = ()) -> Trace:
         files=files,
         started=min((t.started for t in parts if t.started), default=0),
         truncated=any(t.truncated for t in parts),
+        busy_after=max((t.busy_after for t in parts), default=0),
     )
 
 

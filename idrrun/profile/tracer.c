@@ -5,7 +5,7 @@
  * recompilation: it works the same for nvc-, nvfortran- and gcc-built OpenACC programs.
  *
  * It records kernels, memory copies, memsets, host synchronisations and device allocations
- * (CUDA 11.2 and later), and writes them as JSON lines (format "idrrun-trace" version 4,
+ * (CUDA 11.2 and later), and writes them as JSON lines (format "idrrun-trace" version 5,
  * described in docs/profiling.md and parsed by
  * idrrun/profile/tracefile.py) to the file named by IDRRUN_TRACE_FILE (default
  * idrrun-trace.jsonl in the working directory). When that file already exists -- a second
@@ -17,7 +17,10 @@
  * - What CUPTI has delivered is written at once and flushed, and a helper thread asks CUPTI for
  *   completed records every IDRRUN_TRACE_FLUSH_MS milliseconds (500; 0: never): a program
  *   killed by a signal or a timeout leaves a trace that stops at most that long before its
- *   end. Its last line may be cut; the parser accepts that.
+ *   end. Its last line may be cut; the parser accepts that. While kernel launches are ahead of
+ *   the kernel records written, each of those flushes is followed by a "tick" record (CUPTI's
+ *   clock before the flush, the launches until then): a run stopped in a long kernel shows
+ *   that the GPU was still at work at its last tick.
  * - Records are flushed when a CUDA context is about to be destroyed (libgomp destroys its
  *   context in an atexit handler that may run before ours), then a "context_end" record says
  *   that context's records are all written; at exit an "end" record marks a complete trace.
@@ -96,7 +99,7 @@ SAME_FIELD(CUpti_ActivityMemory2, CUpti_ActivityMemory4, contextId);
 #define HAVE_MEMORY2 1
 #endif
 
-#define TRACE_VERSION 4
+#define TRACE_VERSION 5
 /* 4 MiB per buffer: a few thousand records; CUPTI asks for more when it needs them. */
 #define BUFFER_SIZE ((size_t)4 << 20)
 #define BUFFER_ALIGN 8
@@ -106,6 +109,10 @@ static pid_t owner;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long written;
 static unsigned long long dropped;
+/* Kernel launches entered (the driver-API callback) and kernel records written: while the first
+ * is ahead, a kernel is on the GPU (or queued) and the helper thread writes "tick" records. */
+static unsigned long long launches;
+static unsigned long long kernels_written;
 static int started;
 /* CUPTI took our buffers and records at least one kind: only then is there anything to flush.
  * Flushing after a failed start crashes in CUPTI where the driver is older than CUPTI (CUPTI
@@ -223,6 +230,7 @@ static void put_record(const CUpti_Activity *record)
                 k->blockX, k->blockY, k->blockZ);
         put_string(k->name);
         fputs("}\n", out);
+        kernels_written++;
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -529,6 +537,7 @@ static void on_driver_call(CUpti_CallbackId id, const CUpti_CallbackData *call)
     switch (id) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
         stream = ((const cuLaunchKernel_params *)call->functionParams)->hStream;
+        __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED);
         break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
         stream = ((const cuMemcpyHtoDAsync_v2_params *)call->functionParams)->hStream;
@@ -551,6 +560,19 @@ static void on_driver_call(CUpti_CallbackId id, const CUpti_CallbackData *call)
 /* ------------------------------------------------------------------------------------- */
 /* Flushing: periodically, before a context goes away, at exit */
 
+/* Only while launches are ahead of the kernel records written: a trace gets no ticks when its
+ * kernels are short. */
+static void tick(uint64_t now, unsigned long long launched)
+{
+    pthread_mutex_lock(&out_lock);
+    if (out != NULL && getpid() == owner && launched > kernels_written) {
+        fprintf(out, "{\"type\":\"tick\",\"at\":%llu,\"launched\":%llu}\n",
+                (unsigned long long)now, launched);
+        fflush(out);
+    }
+    pthread_mutex_unlock(&out_lock);
+}
+
 static void *flush_loop(void *arg)
 {
     (void)arg;
@@ -569,7 +591,14 @@ static void *flush_loop(void *arg)
             break;
         pthread_mutex_unlock(&flusher_lock);
         describe_devices();
+        /* The clock and the launches before the flush: a launch counted here whose record the
+         * file never gets was still on the GPU at that flush, so the GPU had work at `at` (a
+         * run stopped in a long kernel: its GPU time is at least until then). */
+        uint64_t now = 0;
+        cuptiGetTimestamp(&now);
+        unsigned long long launched = __atomic_load_n(&launches, __ATOMIC_RELAXED);
         cuptiActivityFlushAll(0);
+        tick(now, launched);
         pthread_mutex_lock(&flusher_lock);
     }
     pthread_mutex_unlock(&flusher_lock);
