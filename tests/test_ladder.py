@@ -63,6 +63,26 @@ def test_every_exercise_has_a_ladder_made_from_its_own_solution(exercise: specs.
             assert half.how, exercise.name
 
 
+def test_the_slow_rung_copies_where_it_costs_or_makes_the_hot_construct_serial() -> None:
+    """On the H200 the copy before the first construct in a loop earned every point twice:
+    life_swap's population construct runs at its pictures only (the copy was there already),
+    async_matmul's product runs once (one copy of A: 1.0x). The copy goes before a hot construct
+    in its loop; without one, the hot construct is made serial."""
+    by_name = {e.name: e for e in COURSE}
+    life = {r.name: r for r in ladder.rungs(by_name["life_swap"], "c")}["slow"]
+    assert life.text is not None
+    solution = by_name["life_swap"].sources["c"].solution
+    assert solution is not None
+    before, after = solution.read_text().split("\n"), life.text.split("\n")
+    at = next(i for i, (a, b) in enumerate(zip(before, after)) if a != b)
+    assert after[at].strip() == "#pragma acc update self(cur[0:cells])" and after[at + 1:] == before[at:]
+    hot = after[at + 1]
+    assert "parallel loop" in hot and "reduction" not in hot, hot  # the generation's stencil
+    matmul = {r.name: r for r in ladder.rungs(by_name["async_matmul"], "c")}["slow"]
+    assert matmul.how == "the construct at line 53 made serial (one device thread)", matmul.how
+    assert matmul.text is not None and "#pragma acc serial loop collapse(2) present(A[0:n]" in matmul.text
+
+
 def test_the_half_port_brings_its_arrays_to_the_host_and_back() -> None:
     """data_laplace: the copy loop left on the host, the arrays it reads updated around it (its
     stencil, a loop_on_device of the spec, stays on the device); intro_saxpy: of its two hot

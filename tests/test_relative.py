@@ -177,6 +177,21 @@ def test_a_figure_far_from_its_bound_is_decided_on_one_run_with_faked_gpu_runs(t
     assert ratio.scale_decide((0.04,), (0.1,), scale).credit == 1.0  # 0.4x: 3x under 1.5x
 
 
+def test_a_speed_range_across_one_step_of_the_scale_earns_the_better_step() -> None:
+    """The H200's atomic_histogram serial port (C): 5.71–7.65× over 3 runs of each, no more
+    runs to make (the runs spread more than the tolerance), across the step at 6.2× of the
+    scale 1.5–10×: the better step's quarter, said so. Across two steps: not judged."""
+    scale = ratio.Scale(1.5, 10.0)
+    how = ratio.REPEAT
+    solution = (0.010, 0.0105, 0.011)
+    found = ratio.scale_decide(tuple(r * 0.0105 for r in (5.71, 7.26, 7.65)), solution, scale)
+    assert (found.status, found.credit, found.across) == ("pass", 0.25, True), found
+    wide = ratio.scale_decide(tuple(r * 0.0105 for r in (3.0, 5.0, 8.0, 3.0, 5.0, 8.0, 3.0)),
+                              solution, scale)  # as many runs as a figure gets
+    assert wide.status == "not_judged", wide
+    assert how.least == 3
+
+
 def test_a_speed_check_on_the_gpu_work_times_the_span_of_its_gpu_operations(tmp_path: Path) -> None:
     """`measure = "gpu"`: where the CUDA start and the host's set-up are most of the run (an
     H200: the histogram loop left to one device thread, its run as long as the solution's), the

@@ -190,12 +190,14 @@ class ScaleDecision:
     range: Range | None
     credit: float = 0.0
     more: More = ""
+    across: bool = False  # the range crosses one step of the scale: the better one's credit
 
 
 def scale_decide(yours: Sequence[float], solution: Sequence[float], scale: Scale,
                  how: Repeat = REPEAT) -> ScaleDecision:
     """The credit of yours on the scale, relative to the solution's: decided once both ends
-    of the range earn the same step, else more runs, else not judged."""
+    of the range earn the same step, else more runs; when the runs are done, a range across
+    one step earns the better step; else not judged."""
     found = ratio_range(yours, solution, how)
     if found is None:
         more = _first(yours, solution)
@@ -207,6 +209,10 @@ def scale_decide(yours: Sequence[float], solution: Sequence[float], scale: Scale
         return ScaleDecision("pass", found, low)
     if more:
         return ScaleDecision("again", found, more=more)
+    if high - low <= 1.0 / scale.steps + 1e-9 and min(found.runs) >= how.least:
+        # The runs are done and their range crosses one step: the better step's points (noise
+        # never costs points; two steps or more apart is no figure), said so (across).
+        return ScaleDecision("pass", found, high, across=True)
     return ScaleDecision("not_judged", found)
 
 

@@ -324,6 +324,10 @@ def speed_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[flo
         return CheckResult(spec.label, "incomplete", expected, got,
                            why + (f" ({stopped})" if stopped else ""), check=spec.index)
     share = _SHARES.get(decision.credit, f"{100 * decision.credit:.0f} % of the points")
+    if decision.across:
+        said = (f"your {'GPU time' if spec.measure == 'gpu' else 'run'} "
+                f"{ratio.times(found.low).rstrip('×')}–{ratio.times(found.high)} the solution's, "
+                f"across a step of the scale: the better step's points")
     status: CheckStatus = "pass" if decision.credit > 0 else "fail"
     hint = "" if decision.credit >= 1 else ": see the profile's hints for where the time goes"
     return CheckResult(spec.label, status, expected, got,
