@@ -67,7 +67,7 @@ def test_the_slow_rung_copies_where_it_costs_or_makes_the_hot_construct_serial()
     """On the H200 the copy before the first construct in a loop earned every point twice:
     life_swap's population construct runs at its pictures only (the copy was there already),
     async_matmul's product runs once (one copy of A: 1.0x). The copy goes before a hot construct
-    in its loop; without one, the hot construct is made serial."""
+    in a loop or in a function called in one; without one, the hot construct is made serial."""
     by_name = {e.name: e for e in COURSE}
     life = {r.name: r for r in ladder.rungs(by_name["life_swap"], "c")}["slow"]
     assert life.text is not None
@@ -81,6 +81,9 @@ def test_the_slow_rung_copies_where_it_costs_or_makes_the_hot_construct_serial()
     matmul = {r.name: r for r in ladder.rungs(by_name["async_matmul"], "c")}["slow"]
     assert matmul.how == "the construct at line 53 made serial (one device thread)", matmul.how
     assert matmul.text is not None and "#pragma acc serial loop collapse(2) present(A[0:n]" in matmul.text
+    # profile_cg's construct is in a function its iteration loop calls: the copy at each call.
+    cg = {r.name: r for r in ladder.rungs(by_name["profile_cg"], "c")}["slow"]
+    assert cg.how == "#pragma acc update self(p[0:w*w]) before the construct at line 31, at each call"
 
 
 def test_the_half_port_brings_its_arrays_to_the_host_and_back() -> None:

@@ -383,6 +383,21 @@ def _in_loop(text: str, language: str, line: int) -> bool:
     return loops.enclosing_loop(code_text(text, language), line, language) is not None
 
 
+def _called_in_loop(text: str, language: str, line: int) -> bool:
+    """The function holding `line` is called (by its name, as written) inside a loop: its
+    constructs run at every iteration of that loop."""
+    code = code_text(text, language)
+    name = loops.enclosing_function(code, line, language)
+    if name is None or name.lower() == "main":
+        return False
+    call = re.compile(rf"\b{re.escape(name)}\s*\(", re.IGNORECASE if language == "fortran" else 0)
+    for n, written in enumerate(code.split("\n"), 1):
+        if call.search(written) and loops.enclosing_function(code, n, language) != name and \
+                loops.enclosing_loop(code, n, language) is not None:
+            return True
+    return False
+
+
 def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
     """The solution, correct but slow: an array the device holds copied back to the host before
     a hot compute construct in a loop (at every iteration); else its hot construct made
@@ -390,8 +405,8 @@ def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
     cs = constructs(text, language, model)
     hot = {h.directive.first for line in _hot_lines(text, language, exercise)
            if (h := _holding(cs, line)) is not None}
-    # Where the copy costs: in the loop of a hot construct (at every iteration). A construct
-    # in a loop that is not hot may run at a few iterations only (life_swap's population, at
+    # Where the copy costs: before a hot construct in a loop, or in a function called in one
+    # (at every iteration). A construct in a loop that is not hot may run at a few iterations only (life_swap's population, at
     # its pictures: the copy was there already), and one copy per call of a construct that
     # runs once costs next to nothing (async_matmul: 1.0x on the H200): then the hot
     # construct made serial.
@@ -400,7 +415,8 @@ def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
     # Without a hot loop named (no loop_on_device check), or where no construct can be made
     # serial (OpenMP): the first such construct, one in a loop first, as it is.
     if hot and model == "openacc":
-        held = [c for c in held if c.directive.first in hot and _in_loop(text, language, c.directive.first)]
+        held = [c for c in held if c.directive.first in hot and (
+            _in_loop(text, language, c.directive.first) or _called_in_loop(text, language, c.directive.first))]
     lines = text.split("\n")
     if held:
         c = held[0]
