@@ -480,7 +480,8 @@ def test_nvhpc_record_with_lines_parses_without_nvc() -> None:
 
 
 BAD_RECORDS = [
-    b"", b"\n", b"idrrun-regions 2\nE 0 0\n", b"idrrun-regions 1\nC 1105 0 0 - -\nE 1 0\n",
+    b"", b"\n", b"idrrun-regions 3\nE 0 0\n", b"idrrun-regions 2\nS 1105 0 -\n",
+    b"idrrun-regions 2\nC 1105 0 3 - -\nS 1105 0 - -\nE 1 0\n", b"idrrun-regions 1\nC 1105 0 0 - -\nE 1 0\n",
     b"idrrun-regions 1\nC 1105 0 3 - -\nE 2 0\n", b"idrrun-regions 1\nE 0 0\nC 1105 0 3 - -\n",
     b"idrrun-regions 1\nC 1105 0 3 - -\nE 1 0\nE 1 0\n", b"idrrun-regions 1\nC zz 0 3 - -\nE 1 0\n",
     b"idrrun-regions 1\nC 1105 0 3 -\nE 1 0\n", b"idrrun-regions 1\nC 1105 0 3 - - x\nE 1 0\n",
@@ -495,6 +496,74 @@ BAD_RECORDS = [
 def test_anything_else_is_not_a_record(data: bytes) -> None:
     assert parse_record(data) is None
     assert summarise([parse_record(data)], None).state == "unreadable"
+
+
+def test_a_record_of_a_stopped_run_says_which_constructs_it_saw_start() -> None:
+    """Version 2: each construct's line as it first starts (no count), the counts at exit. A
+    program stopped before its exit leaves the first lines (the last one perhaps cut as it was
+    written): unfinished, with the constructs it is known to have run."""
+    seen = parse_record(b"idrrun-regions 2\nS 1105 0 - -\nS 1145 0 - -\nS 11")
+    assert seen == Record((), 0, False, (ConstructRan(1, site=0x1105), ConstructRan(1, site=0x1145)))
+    ran = summarise([seen], None)
+    assert (ran.state, ran.why, ran.distinct) == ("unfinished", regions.UNFINISHED, 2)
+    ended = parse_record(b"idrrun-regions 2\nS 1105 0 - -\nC 1105 0 7 - -\nE 1 0\n")
+    assert ended == Record((ConstructRan(7, site=0x1105),), 0, True)  # the counts say it all
+    assert summarise([ended], None).constructs == (ConstructRan(7, site=0x1105),)
+
+
+STOPPED = """\
+#include <stdio.h>
+#include <unistd.h>
+#define N 1000
+int main(void)
+{
+    static double a[N];
+#pragma acc parallel loop
+    for (int i = 0; i < N; i++)
+        a[i] = 2.0 * i;
+    printf("a = %f\\n", a[N - 1]);
+    fflush(stdout);
+    for (;;)
+        sleep(1);
+#pragma acc parallel loop
+    for (int i = 0; i < N; i++)
+        a[i] += 1.0;
+    return 0;
+}
+"""
+
+
+def test_a_run_stopped_at_its_limit_is_judged_on_the_regions_it_saw_start(tmp_path: Path,
+                                                                          library: Path) -> None:
+    """A real gcc build stopped while it waits after its first construct: that construct ran
+    (uses OpenACC, its loop on the device: said judged so far); two constructs run is not
+    decided; the same record of a program that crashed is not judged."""
+    prog = Run(tmp_path, STOPPED)
+    counting = prog.counting(library)
+    env = {**os.environ, "ACC_DEVICE_TYPE": "host", **counting.env}
+    with pytest.raises(subprocess.TimeoutExpired) as stopped:
+        subprocess.run([str(prog.executable)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=2)
+    prog.output = (stopped.value.stdout or b"").decode() if isinstance(stopped.value.stdout, bytes) \
+        else (stopped.value.stdout or "")
+    ran = regions.collect(counting, tmp_path, -1, prog.executable)
+    assert ran is not None and (ran.state, ran.distinct) == ("unfinished", 1), ran
+    assert ran.constructs[0].line == line_of(STOPPED, "#pragma acc parallel loop"), ran
+    proc = ProcResult(("prog",), None, output=prog.output, timed_out=True, seconds=2.0)
+    timed_out = dataclasses.replace(prog.evidence(ran), run=RunResult(("prog",), proc, regions=ran))
+    said = "judged on the compute regions seen until the run was stopped at 2.0 s: "
+    result = evaluate_one(USES, timed_out)
+    assert (result.status, result.reason) == ("pass", said + "1 compute region ran (counted as "
+                                              "they ran, OpenACC profiling interface)"), result
+    loop = CheckSpec("loop_on_device", "the doubling", pattern=r"a\[i\] = 2\.0 \* i")
+    result = evaluate_one(loop, timed_out)
+    assert result.status == "pass" and result.reason.startswith(said), result
+    later = CheckSpec("loop_on_device", "the increment", pattern=r"a\[i\] \+= 1\.0")
+    assert evaluate_one(later, timed_out).status == "incomplete"
+    assert evaluate_one(ran_check(2), timed_out).status == "incomplete"
+    crashed = dataclasses.replace(timed_out, run=RunResult(("prog",), ProcResult(("prog",), -11)))
+    result = evaluate_one(USES, crashed)
+    assert (result.status, result.reason) == ("incomplete", regions.UNFINISHED)
 
 
 def test_record_without_its_closing_line_is_unfinished() -> None:

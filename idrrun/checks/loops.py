@@ -90,6 +90,18 @@ def enclosing_function(code: str, line: int, language: str) -> str | None:
     return _c_function(code, start, start + len(lines[line - 1]))
 
 
+def called_in_loop(code: str, line: int, language: str) -> bool:
+    """The function holding `line` is called (by its name, as written) inside a loop of
+    another function: what it runs, it runs at every iteration of that loop."""
+    name = enclosing_function(code, line, language)
+    if name is None or name.lower() == "main":
+        return False
+    call = re.compile(rf"\b{re.escape(name)}\s*\(", re.IGNORECASE if _fortran(language) else 0)
+    return any(call.search(written) and enclosing_function(code, n, language) != name and
+               enclosing_loop(code, n, language) is not None
+               for n, written in enumerate(code.split("\n"), 1))
+
+
 def _c_marks(code: str) -> Iterator[tuple[int, str]]:
     """(offset, character) of each brace and semicolon of C code, strings, characters and
     preprocessor lines left out."""

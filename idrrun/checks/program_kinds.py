@@ -264,7 +264,7 @@ def _regions_fields(t: Table) -> dict[str, Any]:
 # The program kinds, one record each (checks/registry.py); registered in this order.
 PROGRAM = (
     Kind("uses_openacc", "program", "uses OpenACC", "OpenACC compute regions run", _uses_openacc,
-         model="openacc", report_rows=frozenset({"regions"})),
+         model="openacc", report_rows=frozenset({"regions"}), reads_regions=True),
     Kind("no_implicit_data", "program", "data clauses",
          "every array in a compute region has a data clause", _no_implicit_data,
          report_rows=frozenset({"regions", "implicit"})),
@@ -277,10 +277,11 @@ PROGRAM = (
          keys=frozenset({"min"}), model="openmp", report_rows=frozenset({"omp_targets"})),
     Kind("regions_ran", "program", "compute regions run", "{min} compute regions run",
          _regions_ran, fields=_regions_fields, keys=frozenset({"min"}), needs_run=True,
-         model="openacc"),
+         model="openacc", reads_regions=True),
     Kind("loop_on_device", "program", "loop on the device", "{label} runs in a compute region",
          _loop_on_device, fields=lambda t: {"pattern": t.pattern("pattern")},
-         keys=frozenset({"pattern"}), needs_run=True, model="openacc", names_the_hot_loop=True),
+         keys=frozenset({"pattern"}), needs_run=True, model="openacc", names_the_hot_loop=True,
+         reads_regions=True),
 )
 for _declared in PROGRAM:
     registry.register(_declared)

@@ -90,6 +90,9 @@ class Kind:
     # result the rest of the run could not change (kernels seen, more data moved than the whole
     # run may move, a time past the scale's end), None where only the whole run can say.
     so_far: Callable[[CheckSpec, Mapping[str, float], Evidence], CheckResult | None] | None = None
+    # It reads the compute regions the run executed (Evidence.regions): a run stopped at its
+    # time limit is judged on those its record saw start (checks/verdict._regions_so_far).
+    reads_regions: bool = False
 
     @property
     def needs_trace(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..model import CheckResult, Verdict
+from ..model import CheckResult, RegionsRan, Verdict
 from . import registry
 from .evidence import Evidence, how_it_ended
 from .specs import BUILD_ROW, Exercise
@@ -62,7 +62,31 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     if kind.needs_run and ev.run is None:
         return CheckResult(spec.label, "incomplete", "", "", "the program was not run (-n)")
     assert kind.evaluate is not None
-    return kind.evaluate(spec, ev)
+    result = kind.evaluate(spec, ev)
+    if result.status == "incomplete" and kind.reads_regions:
+        return _regions_so_far(spec, kind, ev) or result
+    return result
+
+
+# A region check judged on the constructs a run stopped at its time limit saw start.
+REGIONS_SO_FAR = "judged on the compute regions seen until the run was stopped at {seconds} s: "
+
+
+def _regions_so_far(spec: CheckSpec, kind: registry.Kind, ev: Evidence) -> CheckResult | None:
+    """A run stopped at its time limit (not a crash, not the student's interrupt) did run
+    every construct its record saw start (regions.c writes each as it first starts): a check
+    that those already pass stands, said so; None otherwise (what ran later is not known)."""
+    ran = ev.regions
+    if ev.run is None or ran is None or ran.state != "unfinished" or not ran.constructs:
+        return None
+    proc = ev.run.proc
+    if not proc.timed_out or proc.interrupted:
+        return None
+    assert kind.evaluate is not None
+    seen = kind.evaluate(spec, replace(ev, regions=RegionsRan("counted", ran.constructs)))
+    if seen.status != "pass":
+        return None
+    return replace(seen, reason=REGIONS_SO_FAR.format(seconds=f"{proc.seconds:.1f}") + seen.reason)
 
 
 def _judged_on_trace(spec: CheckSpec, kind: registry.Kind, ev: Evidence) -> CheckResult:

@@ -383,21 +383,6 @@ def _in_loop(text: str, language: str, line: int) -> bool:
     return loops.enclosing_loop(code_text(text, language), line, language) is not None
 
 
-def _called_in_loop(text: str, language: str, line: int) -> bool:
-    """The function holding `line` is called (by its name, as written) inside a loop: its
-    constructs run at every iteration of that loop."""
-    code = code_text(text, language)
-    name = loops.enclosing_function(code, line, language)
-    if name is None or name.lower() == "main":
-        return False
-    call = re.compile(rf"\b{re.escape(name)}\s*\(", re.IGNORECASE if language == "fortran" else 0)
-    for n, written in enumerate(code.split("\n"), 1):
-        if call.search(written) and loops.enclosing_function(code, n, language) != name and \
-                loops.enclosing_loop(code, n, language) is not None:
-            return True
-    return False
-
-
 def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
     """The solution, correct but slow: an array the device holds copied back to the host before
     a hot compute construct in a loop (at every iteration); else its hot construct made
@@ -416,7 +401,7 @@ def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
     # serial (OpenMP): the first such construct, one in a loop first, as it is.
     if hot and model == "openacc":
         held = [c for c in held if c.directive.first in hot and (
-            _in_loop(text, language, c.directive.first) or _called_in_loop(text, language, c.directive.first))]
+            _in_loop(text, language, c.directive.first) or loops.called_in_loop(code_text(text, language), c.directive.first, language))]
     lines = text.split("\n")
     if held:
         c = held[0]

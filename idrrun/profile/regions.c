@@ -3,7 +3,8 @@
  * The OpenACC runtime loads it from ACC_PROFLIB (OpenACC 2.6, section 5.3: the profiling
  * interface) and calls acc_register_library, which asks for acc_ev_compute_construct_start:
  * one event per construct executed (parallel, kernels, serial), on the GPU or on the host.
- * Nothing is written while the program runs; at exit, one record per distinct construct goes
+ * While the program runs, one line per distinct construct the first time it starts (no count);
+ * at exit, one record per distinct construct, counted, goes
  * to the file named by IDRRUN_ACC_REGIONS, with ".<pid>" appended (one file per process: the
  * ranks of an MPI run). The file is created when the library registers (O_EXCL: never one that
  * is already there), so a file without its closing line is a program that did not end through
@@ -19,7 +20,8 @@
  *   function and a source line in the executable it built.
  *
  * Record (text, one line each; strings %XX-escaped but for [A-Za-z0-9_./:+@~], "-" when empty):
- *   idrrun-regions 1
+ *   idrrun-regions 2
+ *   S <site in hex, or -> <line, 0: unknown> <function> <source file>   (first seen, as it runs)
  *   C <site in hex, or -> <line, 0: unknown> <count> <function> <source file>
  *   E <constructs> <lost: starts not recorded because the table was full>
  *
@@ -145,6 +147,8 @@ static uintptr_t call_site(void) {
   }
 }
 
+static void write_line(char kind, const struct construct *c);
+
 static void on_compute_start(acc_prof_info *info, void *event, void *api) {
   (void)event;
   (void)api;
@@ -170,6 +174,7 @@ static void on_compute_start(acc_prof_info *info, void *event, void *api) {
       table[hit].line = line;
       memcpy(table[hit].func, func, sizeof func);
       memcpy(table[hit].file, file, sizeof file);
+      write_line('S', &table[hit]);
     }
     if (hit >= 0) {
       table[hit].count++;
@@ -213,22 +218,29 @@ static void escape(char *dest, size_t size, const char *src) {
   dest[n] = '\0';
 }
 
+/* One construct's line (callers hold the lock): 'S' when it is first seen (no count: a run
+   stopped before its exit still says which constructs ran), 'C' with its count at exit. */
+static void write_line(char kind, const struct construct *c) {
+  if (out_fd < 0 || getpid() != owner) return;
+  char line[64 + 3 * MAX_FUNC + 3 * MAX_FILE];
+  char func[3 * MAX_FUNC], file[3 * MAX_FILE];
+  escape(func, sizeof func, c->func);
+  escape(file, sizeof file, c->file);
+  char site[32] = "-";
+  if (c->site != 0) snprintf(site, sizeof site, "%lx", (unsigned long)c->site);
+  int n = kind == 'S' ? snprintf(line, sizeof line, "S %s %d %s %s\n", site, c->line, func, file)
+                      : snprintf(line, sizeof line, "C %s %d %llu %s %s\n", site, c->line,
+                                 c->count, func, file);
+  if (n > 0) write_all(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
 static void write_record(void) {
   /* A forked child inherits this handler and the descriptor: the record is its parent's. */
   if (out_fd < 0 || getpid() != owner) return;
   pthread_mutex_lock(&lock);
   finished = 1;
-  char line[64 + 3 * MAX_FUNC + 3 * MAX_FILE];
-  char func[3 * MAX_FUNC], file[3 * MAX_FILE];
-  for (int i = 0; i < used; i++) {
-    escape(func, sizeof func, table[i].func);
-    escape(file, sizeof file, table[i].file);
-    char site[32] = "-";
-    if (table[i].site != 0) snprintf(site, sizeof site, "%lx", (unsigned long)table[i].site);
-    int n = snprintf(line, sizeof line, "C %s %d %llu %s %s\n", site, table[i].line,
-                     table[i].count, func, file);
-    if (n > 0) write_all(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-  }
+  char line[64];
+  for (int i = 0; i < used; i++) write_line('C', &table[i]);
   int n = snprintf(line, sizeof line, "E %d %llu\n", used, lost);
   if (n > 0) write_all(line, (size_t)n);
   pthread_mutex_unlock(&lock);
@@ -275,7 +287,7 @@ void acc_register_library(acc_prof_reg reg, acc_prof_reg unreg, acc_prof_lookup_
   /* The unwinder is loaded on first use: here, not inside the first event. */
   void *frames[2];
   backtrace(frames, 2);
-  static const char header[] = "idrrun-regions 1\n";
+  static const char header[] = "idrrun-regions 2\n";
   write_all(header, sizeof header - 1);
   atexit(write_record);
   reg(acc_ev_compute_construct_start, on_compute_start, 0);

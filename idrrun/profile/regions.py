@@ -138,11 +138,17 @@ class Record:
     constructs: tuple[ConstructRan, ...]
     lost: int
     finished: bool  # its closing line is there: the program ended through exit()
+    # The constructs it saw start while it ran (count 1: at least once), in a record of
+    # version 2: what a program stopped before its exit is known to have run.
+    seen: tuple[ConstructRan, ...] = ()
 
 
-_HEADER = "idrrun-regions 1"
+_HEADERS = ("idrrun-regions 1", "idrrun-regions 2")
 _CONSTRUCT = re.compile(r"C (?P<site>-|[0-9a-f]{1,16}) (?P<line>\d{1,9}) (?P<count>\d{1,20}) "
                         r"(?P<func>\S{1,2000}) (?P<file>\S{1,2000})")
+_SEEN = re.compile(r"S (?P<site>-|[0-9a-f]{1,16}) (?P<line>\d{1,9}) "
+                   r"(?P<func>\S{1,2000}) (?P<file>\S{1,2000})")
+_CUT_SEEN = re.compile(r"S [!-~ ]{0,4200}")  # the start of a seen line, printable
 _END = re.compile(r"E (?P<constructs>\d{1,9}) (?P<lost>\d{1,20})")
 _ESCAPE = re.compile(r"%([0-9A-F]{2})")
 
@@ -163,30 +169,44 @@ def parse_record(data: bytes) -> Record | None:
     except UnicodeDecodeError:
         return None
     lines = text.split("\n")
-    if lines[0] != _HEADER:
+    if lines[0] not in _HEADERS:
         return None
-    if lines[-1] == "":
+    cut = lines[-1] != ""  # no newline at its end: a line cut by a kill, or garbled
+    if not cut:
         lines.pop()
+    return _record(lines[1:], cut)
+
+
+def _record(lines: Sequence[str], cut: bool) -> Record | None:
+    """The lines after the header (the last one without its newline when `cut`)."""
     constructs: list[ConstructRan] = []
-    for i, line in enumerate(lines[1:], 1):
+    seen: list[ConstructRan] = []
+    for i, line in enumerate(lines):
         end = _END.fullmatch(line)
         if end is not None:
             if i != len(lines) - 1 or int(end.group("constructs")) != len(constructs):
                 return None
             return Record(tuple(constructs), int(end.group("lost")), True)
+        first = _SEEN.fullmatch(line)
+        if first is not None and not constructs and len(seen) < MAX_CONSTRUCTS:
+            seen.append(_construct_of(first, 1))
+            continue
         m = _CONSTRUCT.fullmatch(line)
-        if m is None or len(constructs) >= MAX_CONSTRUCTS:
+        if m is None and cut and i == len(lines) - 1 and not constructs and _CUT_SEEN.fullmatch(line):
+            break  # the stopped program's last line, cut as it wrote it
+        if m is None or len(constructs) >= MAX_CONSTRUCTS or int(m.group("count")) < 1:
             return None
-        count, line_no = int(m.group("count")), int(m.group("line"))
-        site = None if m.group("site") == "-" else int(m.group("site"), 16)
-        if count < 1:
-            return None
-        constructs.append(ConstructRan(count=count, line=line_no or None,
-                                       function=_unescape(m.group("func")),
-                                       file=_unescape(m.group("file")), site=site))
-    # No closing line: the program never reached exit(). A half-written last line was already
-    # refused above, so what was read is whole, but not the whole story.
-    return Record(tuple(constructs), 0, False)
+        constructs.append(_construct_of(m, int(m.group("count"))))
+    # No closing line: the program never reached exit(). What was read is whole (a line cut
+    # at the end of what it saw aside), but not the whole story.
+    return Record(tuple(constructs), 0, False, tuple(seen))
+
+
+def _construct_of(m: re.Match[str], count: int) -> ConstructRan:
+    site = None if m.group("site") == "-" else int(m.group("site"), 16)
+    return ConstructRan(count=count, line=int(m.group("line")) or None,
+                        function=_unescape(m.group("func")), file=_unescape(m.group("file")),
+                        site=site)
 
 
 def _identity(c: ConstructRan) -> tuple[str, int | str]:
@@ -231,7 +251,11 @@ def summarise(records: Sequence[Record | None], executable: Path | None) -> Regi
         return RegionsRan("unreadable", why=UNREADABLE.format(why="it is not a record (garbled)"))
     whole = [r for r in records if r is not None]
     if not all(r.finished for r in whole):
-        return RegionsRan("unfinished", why=UNFINISHED)
+        # What each process saw start before it was stopped (checks/verdict: a check these
+        # already pass stands for a run stopped at its time limit).
+        seen = _placed([c for r in whole for c in (r.constructs if r.finished else r.seen)],
+                       executable)
+        return RegionsRan("unfinished", _merge(seen), why=UNFINISHED)
     constructs = _placed([c for r in whole for c in r.constructs], executable)
     return RegionsRan("counted", _merge(constructs), lost=sum(r.lost for r in whole))
 
