@@ -267,3 +267,6 @@ def test_a_tick_after_the_last_kernel_record_says_the_gpu_was_still_at_work() ->
     assert summary.trace_values(ended)["gpu_span_at_least_s"] == pytest.approx(4e-6)
     merged = tracefile.merge([ended, stopped])
     assert merged.busy_after == 9_001_000
+    # Records lost for another reason (CUPTI dropped some) say nothing of a kernel still running.
+    dropped, _ = tracefile.parse_lines([copy, kernel, '{"type":"dropped","count":3}\n', tick % 2])
+    assert dropped.busy_after == 0

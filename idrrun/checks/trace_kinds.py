@@ -290,6 +290,11 @@ def per_run(spec: CheckSpec, seconds: float, output: str,
     return seconds / count if count else None
 
 
+def _speed_times(spec: CheckSpec) -> str:
+    """What a speed check times, as "your ..." says it."""
+    return "GPU time" if spec.measure == "gpu" else "run"
+
+
 def _speed_expected(spec: CheckSpec) -> str:
     assert spec.scale is not None
     each = " per iteration" if spec.per_iteration is not None else ""
@@ -317,7 +322,7 @@ def speed_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[flo
         return CheckResult(spec.label, "incomplete", expected, "", "the solution's time is 0",
                            check=spec.index)
     got = found.shown() if max(found.runs) > 1 else ratio.times(found.ratio)
-    said = f"your {'GPU time' if spec.measure == 'gpu' else 'run'} {ratio.times(found.ratio)} the solution's"
+    said = f"your {_speed_times(spec)} {ratio.times(found.ratio)} the solution's"
     if decision.status != "pass":
         why = NOT_DECIDED.format(got=said + f" ({got})", bound="a step of the scale",
                                  tolerance=how.describe())
@@ -325,8 +330,8 @@ def speed_result(spec: CheckSpec, yours: Sequence[float], solution: Sequence[flo
                            why + (f" ({stopped})" if stopped else ""), check=spec.index)
     share = _SHARES.get(decision.credit, f"{100 * decision.credit:.0f} % of the points")
     if decision.across:
-        said = (f"your {'GPU time' if spec.measure == 'gpu' else 'run'} "
-                f"{ratio.times(found.low).rstrip('×')}–{ratio.times(found.high)} the solution's, "
+        said = (f"your {_speed_times(spec)} {ratio.times(found.low).rstrip('×')}–"
+                f"{ratio.times(found.high)} the solution's, "
                 f"across a step of the scale: the better step's points")
     status: CheckStatus = "pass" if decision.credit > 0 else "fail"
     hint = "" if decision.credit >= 1 else ": see the profile's hints for where the time goes"
@@ -421,11 +426,11 @@ def _speed_so_far(spec: CheckSpec, values: Mapping[str, float], ev: Evidence) ->
     at_least = yours / max(solution)
     if at_least < spec.scale[1]:
         return None
-    said = "GPU time" if gpu else "run"
     return CheckResult(spec.label, "fail", _speed_expected(spec), f"≥ {ratio.times(at_least)}",
-                       f"your {said} at least {ratio.times(at_least)} the solution's: none of the "
-                       f"points ({ratio.Scale(*spec.scale).describe()}): see the profile's hints "
-                       "for where the time goes", check=spec.index, credit=0.0)
+                       f"your {_speed_times(spec)} at least {ratio.times(at_least)} the "
+                       f"solution's: none of the points ({ratio.Scale(*spec.scale).describe()}): "
+                       "see the profile's hints for where the time goes", check=spec.index,
+                       credit=0.0)
 
 
 # The trace kinds, one record each (checks/registry.py); registered in this order.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..model import CheckResult, RegionsRan, Verdict
+from ..model import CheckResult, ProcResult, RegionsRan, Verdict
 from . import registry
 from .evidence import Evidence, how_it_ended
 from .specs import BUILD_ROW, Exercise
@@ -68,6 +68,13 @@ def evaluate_one(spec: CheckSpec, ev: Evidence) -> CheckResult:
     return result
 
 
+def _stopped_at_limit(ev: Evidence) -> ProcResult | None:
+    """The run's process where its time limit stopped it (not a crash, not the student's
+    interrupt): what it did until then stands; None otherwise."""
+    proc = ev.run.proc if ev.run is not None else None
+    return proc if proc is not None and proc.timed_out and not proc.interrupted else None
+
+
 # A region check judged on the constructs a run stopped at its time limit saw start.
 REGIONS_SO_FAR = "judged on the compute regions seen until the run was stopped at {seconds} s: "
 
@@ -76,11 +83,8 @@ def _regions_so_far(spec: CheckSpec, kind: registry.Kind, ev: Evidence) -> Check
     """A run stopped at its time limit (not a crash, not the student's interrupt) did run
     every construct its record saw start (regions.c writes each as it first starts): a check
     that those already pass stands, said so; None otherwise (what ran later is not known)."""
-    ran = ev.regions
-    if ev.run is None or ran is None or ran.state != "unfinished" or not ran.constructs:
-        return None
-    proc = ev.run.proc
-    if not proc.timed_out or proc.interrupted:
+    ran, proc = ev.regions, _stopped_at_limit(ev)
+    if proc is None or ran is None or ran.state != "unfinished" or not ran.constructs:
         return None
     assert kind.evaluate is not None
     seen = kind.evaluate(spec, replace(ev, regions=RegionsRan("counted", ran.constructs)))
@@ -119,9 +123,8 @@ def _so_far(spec: CheckSpec, kind: registry.Kind, values: Mapping[str, float],
     student's interrupt) decides for this check: the tracer writes its records as they come,
     so the trace of a stopped run holds at least what the run did until then, and a result
     that this much already decides stands (the kind's `so_far`); None otherwise."""
-    assert ev.run is not None
-    proc = ev.run.proc
-    if not proc.timed_out or proc.interrupted or kind.so_far is None:
+    proc = _stopped_at_limit(ev)
+    if proc is None or kind.so_far is None:
         return None
     decided = kind.so_far(spec, values, ev)
     if decided is None:

@@ -385,23 +385,24 @@ def _in_loop(text: str, language: str, line: int) -> bool:
 
 def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
     """The solution, correct but slow: an array the device holds copied back to the host before
-    a hot compute construct in a loop (at every iteration); else its hot construct made
-    serial."""
+    a hot compute construct that runs at every iteration (in a loop, or in a function called in
+    one); else its hot construct made serial."""
     cs = constructs(text, language, model)
     hot = {h.directive.first for line in _hot_lines(text, language, exercise)
            if (h := _holding(cs, line)) is not None}
-    # Where the copy costs: before a hot construct in a loop, or in a function called in one
-    # (at every iteration). A construct in a loop that is not hot may run at a few iterations only (life_swap's population, at
-    # its pictures: the copy was there already), and one copy per call of a construct that
-    # runs once costs next to nothing (async_matmul: 1.0x on the H200): then the hot
-    # construct made serial.
     held = [c for c in cs if _on_device(c, model) and not c.directive.says(r"\basync\b")]
     held.sort(key=lambda c: not _in_loop(text, language, c.directive.first))
-    # Without a hot loop named (no loop_on_device check), or where no construct can be made
-    # serial (OpenMP): the first such construct, one in a loop first, as it is.
     if hot and model == "openacc":
+        # Only where the copy costs. A construct in a loop that is not hot may run at a few
+        # iterations only (life_swap's population, at its pictures: the copy was there
+        # already), and a copy before a construct that runs once costs next to nothing
+        # (async_matmul's product: 1.0x on the H200): then the hot construct made serial.
+        # Without a hot loop named (no loop_on_device check), or where nothing can be made
+        # serial (OpenMP): the first such construct, one in a loop first.
+        code = code_text(text, language)
         held = [c for c in held if c.directive.first in hot and (
-            _in_loop(text, language, c.directive.first) or loops.called_in_loop(code_text(text, language), c.directive.first, language))]
+            _in_loop(text, language, c.directive.first)
+            or loops.called_in_loop(code, c.directive.first, language))]
     lines = text.split("\n")
     if held:
         c = held[0]

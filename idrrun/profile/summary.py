@@ -157,7 +157,8 @@ def trace_values(trace: Trace | None, iterations: int | None = None) -> dict[str
         # From the first GPU operation to the last (a speed check's `measure = "gpu"`), and at
         # least until the GPU is known to have had work (a run stopped in a kernel: the tick).
         "gpu_span_s": span / 1e9,
-        "gpu_span_at_least_s": max(span, t.busy_after - t.origin if busy and t.busy_after else 0) / 1e9,
+        "gpu_span_at_least_s": max(span, t.busy_after - t.origin if busy and t.busy_after
+                                   else 0) / 1e9,
         "gpu_busy": sum(end - start for start, end in busy) / span if span > 0 else 0.0,
     }
     shares = gpu_shares(t)

@@ -146,14 +146,13 @@ class _Parser:
 
     def _operation(self, kind: str, record: dict[str, Any]) -> None:
         start, end = _int(record, "start"), _int(record, "end")
-        if kind == "kernel" and (start <= 0 or end < start):
-            self.kernel_records += 1  # a launch that ended, untimed: not one still running
+        if kind == "kernel":
+            self.kernel_records += 1  # timed or not (CUPTI's 0): a launch that ended
         if start <= 0 or end < start:
             self.skipped += 1  # CUPTI gives 0 when it could not time an operation
             return
         stream, process = _int(record, "stream", -1), self.process
         if kind == "kernel":
-            self.kernel_records += 1
             self.kernels.append(_kernel(record, start, end, stream, process))
         elif kind == "memcpy":
             self.copies.append(_copy(record, start, end, stream, process))
@@ -179,9 +178,11 @@ class _Parser:
     def busy_after(self) -> int:
         """When the GPU still had work this file never recorded: the last tick, when fewer
         kernels are recorded than were launched before it (a run stopped in a kernel); 0
-        otherwise."""
+        otherwise, and where records are missing for another reason (CUPTI dropped some, the
+        file was cut where idrrun stops reading)."""
         at, launched = self.last_tick
-        return at if at > 0 and launched > self.kernel_records and not self.truncated else 0
+        missing = launched > self.kernel_records and not self.truncated and not self.dropped
+        return at if at > 0 and missing else 0
 
     @property
     def whole(self) -> bool:
