@@ -245,7 +245,6 @@ class Run:
     held: Held | None = None  # the GPU lane it holds while it runs
     plan: RunPlan | None = None
     ended: ProcResult | None = None  # the program's process as it ended (run_stage)
-    watch: int | None = None  # the profile session's watch of what the launch leaves
     ran: RunResult | None = None
     outputs: Path | None = None  # the files taken out of a graded run's folder
     report: ProfileReport | None = None
@@ -449,7 +448,20 @@ def run_stage(job: Job, run: Run) -> Run:
     """The program's run, in the lane it holds (if any: its GPU and CPUs given to the plan,
     Held.placed), its output shown as it comes (the build's names renamed, a profiler's own
     messages filtered), the built-in tracer's file read meanwhile by the profile session's
-    follower. Nothing else happens while a timed run holds its GPU alone."""
+    follower; then the run as its profiler tells it (ProfileSession.stopped: a stat of its
+    launch mark), and once more where the profiler failed before it started the program for a
+    reason of its own that passes (ProfileSession.start_again: nsys's daemon). Nothing else
+    happens while a timed run holds its GPU alone."""
+    p = _run_once(job, run)
+    again = run.profiling.start_again(p)
+    if again is not None:
+        run = run.noted(job, [again])
+        p = _run_once(job, run)
+    return dataclasses.replace(run, ended=p)
+
+
+def _run_once(job: Job, run: Run) -> ProcResult:
+    """One start of the planned run, as its profiler tells it."""
     request, reporter, profiling = job.request, job.reporter, run.profiling
     plan, staged, held = run.plan, run.staged, run.held
     assert plan is not None and staged is not None
@@ -470,7 +482,7 @@ def run_stage(job: Job, run: Run) -> Run:
                          box=box, outer=outside, alone=request.hidden_args))
     output.finish()
     renamed.finish()  # (what the profiler's filter let go when it finished)
-    return dataclasses.replace(run, ended=p, watch=watch)
+    return profiling.stopped(p, staged.run_folder, watch)
 
 
 def after_run(job: Job, run: Run) -> Run:
@@ -479,7 +491,7 @@ def after_run(job: Job, run: Run) -> Run:
     records first)."""
     request, plan, staged, held = job.request, run.plan, run.staged, run.held
     assert plan is not None and staged is not None and run.ended is not None
-    p = run.profiling.stopped(run.ended, staged.run_folder, run.watch)
+    p = run.ended
     run = run.noted(job, p.notes)
     nodes, placement = launch.after(plan.launch, p)
     if len(nodes) > 1:

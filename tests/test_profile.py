@@ -377,7 +377,8 @@ def fake_nsys_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     log = tmp_path / "nsys-argv.jsonl"
     monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
-    for var in ("FAKE_NSYS_OLD", "FAKE_NSYS_SKIP", "FAKE_NSYS_DATA", "FAKE_NSYS_EXPORT_FAILS"):
+    for var in ("FAKE_NSYS_OLD", "FAKE_NSYS_SKIP", "FAKE_NSYS_DATA", "FAKE_NSYS_EXPORT_FAILS",
+                "FAKE_NSYS_UNREACHABLE"):
         monkeypatch.delenv(var, raising=False)
     return log
 
@@ -420,6 +421,48 @@ def test_nsys_command_line_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
                                                  "cuda_gpu_mem_size_sum", "openacc_sum"]
     kern = report.tables[0]
     assert kern.header[-1] == "Name" and kern.rows[0][-1] == "main$_omp_fn$0"
+
+
+@pytest.mark.parametrize("failures", [1, 2])
+def test_nsys_that_cannot_reach_its_daemon_is_started_once_more_with_fake_nsys(
+        tmp_path: Path, fake_nsys_env: Path, monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
+    """nsys 2022.4 now and then fails before the program with "Local Endpoint is not
+    available" when other sessions run beside it (about one start in ten on CI's loaded cores):
+    the run is started once more, said in a note; a second such failure is the run's (it
+    could not start), and nsys is not started a third time."""
+    from conftest import PYTHONPATH
+
+    counter = tmp_path / "unreachable"
+    counter.write_text(str(failures))
+    monkeypatch.setenv("FAKE_NSYS_UNREACHABLE", str(counter))
+    (tmp_path / "hello.c").write_text('#include <stdio.h>\nint main(void) { puts("it ran"); return 0; }\n')
+    r = subprocess.run([sys.executable, "-m", "idrrun", "run", "-c", "gcc", "--profile", "--profiler",
+                        "nsys", "hello.c"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": PYTHONPATH})
+    profiled = [c for c in _logged(fake_nsys_env) if c[1] == "profile"]
+    assert len(profiled) == 2, profiled
+    assert "could not reach its own daemon" in r.stdout + r.stderr
+    if failures == 1:
+        assert r.returncode == 0 and "it ran" in r.stdout, r.stdout + r.stderr
+    else:
+        assert r.returncode != 0 and "before it started the program" in r.stderr, r.stdout + r.stderr
+        assert "it ran" not in r.stdout
+
+
+def test_a_program_saying_nsys_daemon_words_is_not_started_again_with_fake_nsys(
+        tmp_path: Path, fake_nsys_env: Path) -> None:
+    """A program that nsys started (its launch mark made) and that prints nsys's message and
+    fails is the program's failure: it is run once."""
+    from conftest import PYTHONPATH
+
+    (tmp_path / "liar.c").write_text('#include <stdio.h>\nint main(void) { '
+                                     'puts("Local Endpoint is not available."); return 1; }\n')
+    r = subprocess.run([sys.executable, "-m", "idrrun", "run", "-c", "gcc", "--profile", "--profiler",
+                        "nsys", "liar.c"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": PYTHONPATH})
+    assert r.returncode != 0 and "exit code 1" in r.stderr, r.stdout + r.stderr
+    assert len([c for c in _logged(fake_nsys_env) if c[1] == "profile"]) == 1
+    assert "could not reach its own daemon" not in r.stdout + r.stderr
 
 
 SLEEPER = r"""#include <stdio.h>

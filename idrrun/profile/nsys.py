@@ -70,6 +70,17 @@ _OURS = {"-o", "--output", "-f", "--force-overwrite", "--stats", "-d", "--durati
 # timeout without a profiler ends (a program cannot ignore it). nsys then exits 128 + 9.
 KILL = "sigkill"
 KILLED_STATUS = 128 + 9
+# nsys's own message when its client cannot reach the daemon it starts (2022.4, with other
+# sessions beside it, about one start in ten on 2 loaded cores): it fails before the program,
+# and the same command started again works.
+DAEMON_UNREACHABLE = "Local Endpoint is not available"
+STARTED_AGAIN = (f"nsys could not reach its own daemon before it started the program "
+                 f"(\"{DAEMON_UNREACHABLE}\"): started again")
+
+
+def daemon_unreachable(output: str) -> bool:
+    """Whether nsys's output says it could not reach its daemon."""
+    return DAEMON_UNREACHABLE in output
 
 
 def is_nsys(command: Sequence[str]) -> bool:

@@ -52,6 +52,8 @@ NOT_LAUNCHED = ("nsys ended ({how}) before it started the program, so the progra
                 "(nsys's own messages are in the run's output: a full disk, a TMPDIR it cannot "
                 "write, an option it does not know?)")
 
+_NOT_LAUNCHED_START = NOT_LAUNCHED.split("{", 1)[0]
+
 
 def run_dir_name(label: str) -> str:
     """The name of one profiled run's folder: LABEL-YYYYmmdd-HHMMSS."""
@@ -177,6 +179,12 @@ class ProfileSession:
         """The run as it ended, as the profiler tells it (Nsys); as it is for the others."""
         return result
 
+    def start_again(self, result: ProcResult) -> str | None:
+        """Why the run, as stopped() tells it, is started once more (the note saying so):
+        the profiler failed before it started the program for a reason that passes; None
+        for every other run (Nsys says otherwise)."""
+        return None
+
     def taken_from(self, box_folder: int, relative: str, into: Path,
                    owners: tuple[int, ...], ledger: Ledger | None) -> ProfileSession:
         """After a graded run: the profiler's files (the built-in tracer's trace.jsonl of each
@@ -295,6 +303,15 @@ class Nsys(ProfileSession):
                 result.returncode != nsys_mod.KILLED_STATUS or result.seconds < plan.duration:
             return result
         return dataclasses.replace(result, timed_out=True)
+
+    def start_again(self, result: ProcResult) -> str | None:
+        """nsys that could not reach its own daemon before it started the program (2022.4,
+        now and then, with other nsys sessions beside it: "Local Endpoint is not available")
+        is started once more; the program had not run (no launch mark: stopped())."""
+        if result.start_error is None or not result.start_error.startswith(_NOT_LAUNCHED_START) \
+                or not nsys_mod.daemon_unreachable(result.output):
+            return None
+        return nsys_mod.STARTED_AGAIN
 
 
 # Each kind of plan's session (a kind not named here: ProfileSession, as "command").
