@@ -426,9 +426,9 @@ def test_nsys_command_line_with_fake_nsys(tmp_path: Path, fake_nsys_env: Path,
 @pytest.mark.parametrize("failures", [1, 2])
 def test_nsys_that_cannot_reach_its_daemon_is_started_once_more_with_fake_nsys(
         tmp_path: Path, fake_nsys_env: Path, monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
-    """nsys 2022.4 now and then fails before the program with "Local Endpoint is not
-    available" when other sessions run beside it (about one start in ten on CI's loaded cores):
-    the run is started once more, said in a note; a second such failure is the run's (it
+    """nsys 2022.4 now and then fails before the program ("Local Endpoint is not available",
+    "End of file") when other sessions run beside it (4 of 52 loaded runs of the real-nsys
+    tests): the run is started once more, said in a note; a second failure is the run's (it
     could not start), and nsys is not started a third time."""
     from conftest import PYTHONPATH
 
@@ -441,7 +441,7 @@ def test_nsys_that_cannot_reach_its_daemon_is_started_once_more_with_fake_nsys(
                        env={**os.environ, "PYTHONPATH": PYTHONPATH})
     profiled = [c for c in _logged(fake_nsys_env) if c[1] == "profile"]
     assert len(profiled) == 2, profiled
-    assert "could not reach its own daemon" in r.stdout + r.stderr
+    assert "nsys ended before it started the program (Local Endpoint is not available.): started once more" in r.stdout + r.stderr
     if failures == 1:
         assert r.returncode == 0 and "it ran" in r.stdout, r.stdout + r.stderr
     else:
@@ -462,7 +462,7 @@ def test_a_program_saying_nsys_daemon_words_is_not_started_again_with_fake_nsys(
                        env={**os.environ, "PYTHONPATH": PYTHONPATH})
     assert r.returncode != 0 and "exit code 1" in r.stderr, r.stdout + r.stderr
     assert len([c for c in _logged(fake_nsys_env) if c[1] == "profile"]) == 1
-    assert "could not reach its own daemon" not in r.stdout + r.stderr
+    assert "started once more" not in r.stdout + r.stderr
 
 
 SLEEPER = r"""#include <stdio.h>

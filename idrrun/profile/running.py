@@ -305,13 +305,13 @@ class Nsys(ProfileSession):
         return dataclasses.replace(result, timed_out=True)
 
     def start_again(self, result: ProcResult) -> str | None:
-        """nsys that could not reach its own daemon before it started the program (2022.4,
-        now and then, with other nsys sessions beside it: "Local Endpoint is not available")
-        is started once more; the program had not run (no launch mark: stopped())."""
-        if result.start_error is None or not result.start_error.startswith(_NOT_LAUNCHED_START) \
-                or not nsys_mod.daemon_unreachable(result.output):
+        """nsys that ended before it started the program (no launch mark: stopped()) is
+        started once more: 2022.4 loses its own daemon now and then with other sessions beside
+        it. A profiler that cannot run here fails the same way twice; a program that ran is
+        never run again."""
+        if result.start_error is None or not result.start_error.startswith(_NOT_LAUNCHED_START):
             return None
-        return nsys_mod.STARTED_AGAIN
+        return nsys_mod.started_again(result.output)
 
 
 # Each kind of plan's session (a kind not named here: ProfileSession, as "command").
