@@ -1,6 +1,7 @@
 """Issue 47 on the GPU machine: marks that mean the port on every GPU.
 
     python3 benchmarks/ladder_gpu.py ladder [-j 8] [--exercise NAME]... [-l c|fortran] [--budget S]
+                                            [--deadline S] [--parallel K]
     python3 benchmarks/ladder_gpu.py copies [-j 8] [--exercise profile_cg] [--copies 5]
     python3 benchmarks/ladder_gpu.py spin   [-j 8]
 
@@ -26,12 +27,15 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import concurrent.futures
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,11 +60,21 @@ def environment(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def idrrun(env: dict[str, str], cwd: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def idrrun(env: dict[str, str], cwd: Path, *argv: str,
+           timeout: float = 3600.0) -> tuple[subprocess.CompletedProcess[str], float]:
+    """One idrrun command in its own session: at `timeout` the whole session is killed (its
+    builds and runs too, which would otherwise hold the GPU) and TimeoutExpired raised."""
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "idrrun", *argv], env=env, cwd=cwd,
-                       capture_output=True, text=True, check=False, timeout=3600)
-    return r, time.monotonic() - start
+    argv = (sys.executable, "-m", "idrrun", *argv)
+    with subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=max(1.0, timeout))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), time.monotonic() - start
 
 
 def keep(name: str, text: str) -> None:
@@ -93,33 +107,58 @@ def _cell(rung: dict[str, Any]) -> str:
 def ladder(args: argparse.Namespace) -> int:
     """The ladder of every exercise asked, as course check grades it here: one `course check
     --ladder` per exercise, its rows shown as soon as it ends (a device call's limit keeps what
-    finished; one call over several exercises kept nothing when stopped), until --budget."""
+    finished; one call over several exercises kept nothing when stopped), until --budget.
+    --parallel K runs K of them at once (each at -j J): one exercise's builds and untimed runs
+    go on the CPUs while another's timed runs hold the GPU (the lanes are locks shared by every
+    grading of the machine, so timed runs stay alone). --deadline stops a course check still
+    running then: said, and counted as not graded."""
     work = _work()
     names = args.exercise or sorted(p.stem for p in EXAMPLES.glob("*.toml"))
     languages = [a for lang in args.language or () for a in ("-l", lang)]
     started = time.monotonic()
-    lines, rows, broken, left = [], 0, 0, []
-    for name in names:
-        if args.budget and time.monotonic() - started > args.budget:
-            left.append(name)
-            continue
-        r, took = idrrun(environment(args), work, "course", "check", "--ladder", "-j", str(args.j),
-                         "--json", "--exercise", name, *languages)
+    lines: list[str] = []
+    counts = {"rows": 0, "broken": 0}
+    left: list[str] = []
+    lock = threading.Lock()
+
+    def one(name: str) -> None:
+        spent = time.monotonic() - started
+        if args.budget and spent > args.budget:
+            with lock:
+                left.append(name)
+            return
+        limit = args.deadline - spent if args.deadline else 3600.0
+        try:
+            r, took = idrrun(environment(args), work, "course", "check", "--ladder", "-j",
+                             str(args.j), "--json", "--exercise", name, *languages, timeout=limit)
+        except subprocess.TimeoutExpired:
+            with lock:
+                left.append(f"{name} (stopped at the deadline, {args.deadline:.0f} s)")
+                print(f"{name}: stopped at the deadline ({args.deadline:.0f} s)", flush=True)
+            return
         keep(f"ladder-{name}.json", r.stdout)
         data = _json(r, f"course check --ladder --exercise {name}")
-        shown = [f"{name}: {data['where']}, -j {args.j}: {len(data['rows'])} rows in {took:.0f} s"]
-        for row in data["rows"]:
-            found, held = _ladder_lines(row)
-            shown += found
-            rows += 1
-            broken += not held
-        print("\n".join(shown), flush=True)
-        lines += shown
+        shown = [f"{name}: {data['where']}, -j {args.j}: {len(data['rows'])} rows in {took:.0f} s"
+                 f" (ended at {time.monotonic() - started:.0f} s)"]
+        with lock:
+            for row in data["rows"]:
+                found, held = _ladder_lines(row)
+                shown += found
+                counts["rows"] += 1
+                counts["broken"] += not held
+            print("\n".join(shown), flush=True)
+            lines.extend(shown)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        list(pool.map(one, names))
+    rows, broken = counts["rows"], counts["broken"]
     header = f"{'exercise':18} {'lang':8} " + " ".join(f"{n:>8}" for n in RUNGS) + "  order"
     lines = [header, *lines, f"{rows - broken} of {rows} ladders held (a share of the points "
-             "evaluated here; * not judged: the rung is not what it claims; - not made)"]
+             "evaluated here; * not judged: the rung is not what it claims; - not made); "
+             f"{time.monotonic() - started:.0f} s, {args.parallel} at once at -j {args.j}"]
     if left:
-        lines.append(f"not graded (the budget of {args.budget:.0f} s was spent): {', '.join(left)}")
+        lines.append(f"not graded (the budget of {args.budget:.0f} s was spent, or the deadline "
+                     f"came): {', '.join(left)}")
     bench.report("the ladder of near-misses on the GPU", lines, record=args.record)
     return 0 if broken == 0 and not left else 1
 
@@ -213,6 +252,10 @@ def main() -> int:
                              help="only this language (repeat for both; default: both)")
             sub.add_argument("--budget", type=float, default=0.0, metavar="S",
                              help="start no exercise once S seconds have gone (a device call's limit)")
+            sub.add_argument("--deadline", type=float, default=0.0, metavar="S",
+                             help="stop a course check still running S seconds after the start")
+            sub.add_argument("--parallel", type=int, default=1, metavar="K",
+                             help="K course checks at once (default 1)")
         if name == "copies":
             sub.add_argument("--exercise", default="profile_cg", help="(default profile_cg)")
             sub.add_argument("--copies", type=int, default=5, help="how many (default 5)")
