@@ -250,12 +250,18 @@ def main(args: list[str]) -> int:
         probe(config.load(Path.cwd()))
     except IdrrunError:
         pass  # the worker says why, to its caller
-    # and what a --profile run loads on first use: Pillow and the timeline's fonts
-    from PIL import Image, ImageDraw  # noqa: F401
+    # and what a --profile run loads on first use: Pillow and the timeline's fonts. Only a
+    # warm-up: a Python without Pillow (an interpreter other than the one idrrun was installed
+    # for) still gets its server, whose runs say what a missing Pillow costs as an in-process
+    # run would (on the H200, a server that died here left every call in-process: +0.4 s each).
+    try:
+        from PIL import Image, ImageDraw  # noqa: F401
 
-    from .profile import timeline
+        from .profile import timeline
 
-    timeline.warm()
+        timeline.warm()
+    except ImportError as exc:
+        log(f"the pictures' warm-up left out ({exc}): --profile pictures load Pillow at first use")
     # Every object so far is left to the workers as is: a collection in a worker would write to
     # all of them and copy the server's pages one by one (the gc docs' advice for pre-fork servers).
     gc.freeze()

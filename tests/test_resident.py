@@ -435,3 +435,30 @@ def test_a_lone_call_leaves_no_server_and_a_second_one_starts_it(tmp_path: Path)
     assert served.returncode == 0 and logs(tmp_path).count("worker ") == 1
     for pid in server_pids(tmp_path):
         os.kill(pid, signal.SIGTERM)
+
+
+def test_a_python_without_pillow_still_gets_its_server(tmp_path: Path) -> None:
+    """The server warms up --profile's pictures (Pillow, the fonts) before it forks; where that
+    Python has no Pillow (an interpreter other than the one idrrun was installed for: the GPU
+    machine's /usr/bin/python3), the warm-up is left out, said in its log, and the calls are
+    still served (a server that died there left every call in-process: +0.4 s each)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "p.c").write_text(PROGRAM)
+    (work / "data.txt").write_text("x\n")
+    no_pillow = tmp_path / "no-pillow" / "PIL"
+    no_pillow.mkdir(parents=True)
+    (no_pillow / "__init__.py").write_text('raise ImportError("no Pillow for this Python")\n')
+    env = env_for(tmp_path, PYTHONPATH=os.pathsep.join([str(no_pillow.parent), PYTHONPATH]))
+    try:
+        for _ in range(2):  # the second call within BURST_SECONDS starts the server
+            first = idrrun(tmp_path, "--notime", "p.c", env=env)
+            assert first.returncode == 0, first.stderr
+        wait_for_server(tmp_path)
+        assert "the pictures' warm-up left out (no Pillow for this Python)" in logs(tmp_path)
+        served = idrrun(tmp_path, "--notime", "p.c", env=env)
+        assert served.returncode == 0 and "greeting=" in served.stdout, served.stderr
+        assert logs(tmp_path).count("worker ") == 1
+    finally:
+        for pid in server_pids(tmp_path):
+            os.kill(pid, signal.SIGTERM)
