@@ -84,6 +84,12 @@ def test_the_slow_rung_copies_where_it_costs_or_makes_the_hot_construct_serial()
     # profile_cg's construct is in a function its iteration loop calls: the copy at each call.
     cg = {r.name: r for r in ladder.rungs(by_name["profile_cg"], "c")}["slow"]
     assert cg.how == "#pragma acc update self(p[0:w*w]) before the construct at line 31, at each call"
+    # compute_scan's hot construct (the block sums) runs once, after the time loop: made serial
+    # it cost 1.0x on the H200; the copy goes before a construct the loop runs (the smoothing).
+    for language, how in (("c", "#pragma acc update self(in[0:n]) before the construct at line 41"),
+                          ("fortran", "!$acc update self(in) before the construct at line 85")):
+        scan = {r.name: r for r in ladder.rungs(by_name["compute_scan"], language)}["slow"]
+        assert scan.how == f"{how}, at each call", scan.how
 
 
 def test_the_half_port_brings_its_arrays_to_the_host_and_back() -> None:
@@ -132,6 +138,25 @@ def test_the_judge_holds_marks_to_the_order_and_the_bounds(tmp_path: Path) -> No
     on_gpu = ladder.judge(timed, [_graded(n, s) for n, s in shares.items()], on_gpu=True)
     assert on_gpu.findings == ("the order breaks: the solution made slow (correct) earns 100 %, "
                                "the solution 100 % (the slow rung; it earns 10 of 10: y_last 10)",)
+    # ...unless that check earned all its points: the rung is not slow here (its marks are
+    # right), not judged, with the figure; a part of the points only judges it.
+    def timed_slow(credit: float | None) -> ladder.Graded:
+        g = _graded("slow", 1.0)
+        assert g.row is not None
+        speed = CheckResult("run time", "pass", got="1.02× (0.98–1.05× over 3 runs)", check=2,
+                            kind="speed", credit=credit)
+        return dataclasses.replace(g, row=dataclasses.replace(g.row, checks=(*g.row.checks, speed)))
+    fast = ladder.judge(timed, [timed_slow(None) if n == "slow" else _graded(n, s)
+                                for n, s in shares.items()], on_gpu=True)
+    assert fast.findings == () and fast.notes == (
+        "the solution made slow (correct): not judged: it is not slow here (run time 1.02× "
+        "(0.98–1.05× over 3 runs): every point of its speed): the slow rung",), fast
+    part = ladder.judge(timed, [timed_slow(0.75) if n == "slow" else _graded(n, s)
+                                for n, s in shares.items()], on_gpu=True)
+    assert part.findings == on_gpu.findings and part.notes == ()
+    on_host = ladder.judge(timed, [timed_slow(None) if n == "slow" else _graded(n, s)
+                                   for n, s in shares.items()], on_gpu=False)
+    assert on_host.findings == () and not any("not slow" in n for n in on_host.notes)
     # ...and where none does, the ladder says so.
     unseen = ladder.judge(exercise, [_graded(n, s) for n, s in shares.items()], on_gpu=True)
     assert unseen.findings == () and unseen.notes == (ladder.UNSEEN_SPEED,)

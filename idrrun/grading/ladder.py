@@ -400,9 +400,14 @@ def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
         # Without a hot loop named (no loop_on_device check), or where nothing can be made
         # serial (OpenMP): the first such construct, one in a loop first.
         code = code_text(text, language)
-        held = [c for c in held if c.directive.first in hot and (
-            _in_loop(text, language, c.directive.first)
-            or loops.called_in_loop(code, c.directive.first, language))]
+        looped = [c for c in held if _in_loop(text, language, c.directive.first)
+                  or loops.called_in_loop(code, c.directive.first, language)]
+        # Where the hot construct runs once (compute_scan's block sums, after the time loop:
+        # made serial, 1.0x the solution's GPU time on the H200, every point of the speed
+        # check), the copy goes before a construct of the loop itself: the slow port the
+        # exercise's loop makes.
+        held = [c for c in looped if c.directive.first in hot] or \
+            ([] if _hot_in_loop(text, language, cs, hot) else looped)
     lines = text.split("\n")
     if held:
         c = held[0]
@@ -412,6 +417,14 @@ def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
         return Rung("slow", _with_lines(text, {c.directive.first: [update]}),
                     f"{update.strip()} before the construct at line {c.directive.first}, {where}")
     return _serial_construct(text, language, model, cs, exercise)
+
+
+def _hot_in_loop(text: str, language: str, cs: Sequence[Construct], hot: set[int]) -> bool:
+    """A hot construct runs in a loop, or in a function called in one."""
+    code = code_text(text, language)
+    return any(_in_loop(text, language, c.directive.first)
+               or loops.called_in_loop(code, c.directive.first, language)
+               for c in cs if c.directive.first in hot)
 
 
 _SIZES = re.compile(r"\s*\b(num_gangs|num_workers|vector_length)\s*\([^)]*\)", re.IGNORECASE)
@@ -668,6 +681,24 @@ def unlike(exercise: Exercise, graded: Graded) -> str:
     return ""
 
 
+def not_slow(exercise: Exercise, graded: Graded) -> str:
+    """Why the slow rung is not slow ("" when it is, or when nothing here says): on a GPU,
+    every check that scores its time earned all its points, as the solution's (the rung's
+    defect costs less than the speed scale's first step at the course's size: compute_scan's
+    block sums made serial, which run once, 1.0x the solution's GPU time on the H200). Its
+    marks are then right, and the rung says nothing of the order: not judged, with figures."""
+    row = graded.row
+    if graded.rung.name != "slow" or row is None or row.score is None:
+        return ""
+    timed = [c for c in row.checks if c.hidden == 0 and (spec := exercise.check_at(c.check))
+             is not None and _record(spec.kind).scores_time]
+    if not timed or any(c.status != "pass" or (c.credit is not None and c.credit < 1 - _EPSILON)
+                        for c in timed):
+        return ""
+    figures = "; ".join(f"{c.name} {c.got}" for c in timed)
+    return f"it is not slow here ({figures}: every point of its speed): {graded.rung.how}"
+
+
 @dataclass(frozen=True)
 class Judged:
     """What the ladder's marks say: where they break the order or a bound (findings), and
@@ -734,9 +765,13 @@ def judge(exercise: Exercise, graded: Sequence[Graded], on_gpu: bool) -> Judged:
     does where nothing sees speed: on a host, or an exercise without a speed check, said in a
     note) and the bounds (BOUNDS, shares of the points evaluated here)."""
     by_name = {g.rung.name: g for g in graded}
+
+    def why_not(g: Graded) -> str:
+        return unlike(exercise, g) or (not_slow(exercise, g) if on_gpu else "")
+
     notes = [f"{WHAT[g.rung.name]}: not judged: {why}" for g in graded
-             if g.rung.name != "solution" and (why := unlike(exercise, g))]
+             if g.rung.name != "solution" and (why := why_not(g))]
     judged = [by_name[name] for name in ORDER if name in by_name and by_name[name].share is not None
-              and not unlike(exercise, by_name[name])]
+              and not why_not(by_name[name])]
     findings, more = _order(exercise, judged, on_gpu)
     return Judged(tuple(findings + _bounds(exercise, graded)), tuple(notes + more))
