@@ -136,3 +136,32 @@ def test_the_guard_runs_the_program_on_the_cpus_of_its_limits() -> None:
     r = proc.run(["true"], what="run", timeout=10,
                  spec=proc.ProcSpec(protections=protections, limits=limits))
     assert r.ok and "cannot run on CPUs 1000" in r.output
+
+
+def _interpreter(binary: Path) -> bool:
+    """Whether an ELF file names a dynamic loader (a PT_INTERP program header)."""
+    data = binary.read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2, binary  # 64-bit
+    phoff, phentsize, phnum = (int.from_bytes(data[32:40], "little"),
+                               int.from_bytes(data[54:56], "little"), int.from_bytes(data[56:58], "little"))
+    return any(int.from_bytes(data[phoff + i * phentsize:phoff + i * phentsize + 4], "little") == 3
+               for i in range(phnum))
+
+
+def test_the_guard_is_linked_statically_where_it_can_be_else_as_the_system_links(tmp_path: Path) -> None:
+    """It is started twice per compiled cell: static, it starts without the dynamic loader. A C
+    compiler that cannot link statically (no static C library) gives the dynamic guard."""
+    guard_path, why = isolation.build_guard(tmp_path / "static", None)
+    assert guard_path is not None, why
+    assert not _interpreter(guard_path)
+    r = proc.run([str(guard_path), "--bogus=1", "--", "true"], what="probe", timeout=10)
+    assert r.returncode == 125, r.output
+    cc = tmp_path / "cc-without-static"
+    cc.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = -static ] && { echo "cannot find -lc" >&2; exit 1; }; done\n'
+                  'exec gcc "$@"\n')
+    cc.chmod(0o755)
+    guard_path, why = isolation.build_guard(tmp_path / "dynamic", str(cc))
+    assert guard_path is not None, why
+    assert _interpreter(guard_path)
+    r = proc.run([str(guard_path), "--bogus=1", "--", "true"], what="probe", timeout=10)
+    assert r.returncode == 125, r.output
