@@ -73,7 +73,6 @@ KILLED_STATUS = 128 + 9
 # nsys 2022.4 now and then fails before it starts the program when other sessions run beside
 # it, its client losing its own daemon ("Local Endpoint is not available", "End of file": 4 of
 # 52 loaded runs of the real-nsys tests); the same command started again works.
-DAEMON_UNREACHABLE = "Local Endpoint is not available"
 STARTED_AGAIN = "nsys ended before it started the program ({said}): started once more"
 
 

@@ -123,8 +123,8 @@ def _v2_parent(point: Path, own: dict[str, str]) -> Cgroups | None:
 
 
 # The guard is started twice per compiled cell: linked statically it starts without the dynamic
-# loader, ~0.4 ms less per start on the 2-core development machine (benchmarks/RESULTS.md,
-# 2026-12-03); dynamically where no static C library is installed.
+# loader, ~0.3 ms less per start on the 2-core development machine (1.66 against 1.95 ms,
+# benchmarks/RESULTS.md, 2026-12-03 11:25); dynamically where no static C library is installed.
 GUARD_FLAGS = (("-O2", "-static"), ("-O2",))
 
 
