@@ -85,7 +85,8 @@ def test_the_slow_rung_copies_where_it_costs_or_makes_the_hot_construct_serial()
     cg = {r.name: r for r in ladder.rungs(by_name["profile_cg"], "c")}["slow"]
     assert cg.how == "#pragma acc update self(p[0:w*w]) before the construct at line 31, at each call"
     # compute_scan's hot construct (the block sums) runs once, after the time loop: made serial
-    # it cost 1.0x on the H200; the copy goes before a construct the loop runs (the smoothing).
+    # it earned every speed point on the H200; the copy goes before a construct the loop runs
+    # (the smoothing).
     for language, how in (("c", "#pragma acc update self(in[0:n]) before the construct at line 41"),
                           ("fortran", "!$acc update self(in) before the construct at line 85")):
         scan = {r.name: r for r in ladder.rungs(by_name["compute_scan"], language)}["slow"]

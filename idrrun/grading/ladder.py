@@ -242,14 +242,16 @@ def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
         # Without a hot loop named (no loop_on_device check), or where nothing can be made
         # serial (OpenMP): the first such construct, one in a loop first.
         code = code_text(text, language)
-        looped = [c for c in held if _in_loop(text, language, c.directive.first)
-                  or loops.called_in_loop(code, c.directive.first, language)]
+
+        def looped(c: Construct) -> bool:
+            return _in_loop(text, language, c.directive.first) or \
+                loops.called_in_loop(code, c.directive.first, language)
+
         # Where the hot construct runs once (compute_scan's block sums, after the time loop:
-        # made serial, 1.0x the solution's GPU time on the H200, every point of the speed
-        # check), the copy goes before a construct of the loop itself: the slow port the
-        # exercise's loop makes.
-        held = [c for c in looped if c.directive.first in hot] or \
-            ([] if _hot_in_loop(text, language, cs, hot) else looped)
+        # made serial it earned every point of the GPU-timed speed check on the H200), the
+        # copy goes before a construct of the loop itself: the slow port its loop makes.
+        hot_looped = any(looped(c) for c in cs if c.directive.first in hot)
+        held = [c for c in held if looped(c) and (c.directive.first in hot or not hot_looped)]
     lines = text.split("\n")
     if held:
         c = held[0]
@@ -259,14 +261,6 @@ def slow(text: str, language: str, model: str, exercise: Exercise) -> Rung:
         return Rung("slow", _with_lines(text, {c.directive.first: [update]}),
                     f"{update.strip()} before the construct at line {c.directive.first}, {where}")
     return _serial_construct(text, language, model, cs, exercise)
-
-
-def _hot_in_loop(text: str, language: str, cs: Sequence[Construct], hot: set[int]) -> bool:
-    """A hot construct runs in a loop, or in a function called in one."""
-    code = code_text(text, language)
-    return any(_in_loop(text, language, c.directive.first)
-               or loops.called_in_loop(code, c.directive.first, language)
-               for c in cs if c.directive.first in hot)
 
 
 _SIZES = re.compile(r"\s*\b(num_gangs|num_workers|vector_length)\s*\([^)]*\)", re.IGNORECASE)
@@ -527,7 +521,7 @@ def not_slow(exercise: Exercise, graded: Graded) -> str:
     """Why the slow rung is not slow ("" when it is, or when nothing here says): on a GPU,
     every check that scores its time earned all its points, as the solution's (the rung's
     defect costs less than the speed scale's first step at the course's size: compute_scan's
-    block sums made serial, which run once, 1.0x the solution's GPU time on the H200). Its
+    block sums made serial, which run once, earned every point of it on the H200). Its
     marks are then right, and the rung says nothing of the order: not judged, with figures."""
     row = graded.row
     if graded.rung.name != "slow" or row is None or row.score is None:
