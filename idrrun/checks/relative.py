@@ -81,41 +81,10 @@ class SolutionRuns:
 T = TypeVar("T")
 
 
-class Shared(Generic[T]):
-    """What the first row of a key measured, for every row of that key (identical work: its
-    build, its files, its arguments, the GPU and its driver, as the caller keys it): the
-    first measures under the key's own lock; a row of the same key that comes meanwhile waits
-    for it (measuring again would make a second mark of the same work), and every later one
-    takes its record at once. A measure that gives None is not kept (the next row measures)."""
-
-    def __init__(self) -> None:
-        self._found: dict[tuple[str, ...], T] = {}
-        self._locks: dict[tuple[str, ...], threading.Lock] = {}
-        self._guard = threading.Lock()
-
-    def known(self, key: tuple[str, ...]) -> bool:
-        with self._guard:
-            return key in self._found
-
-    def once(self, key: tuple[str, ...], measure: Callable[[], T | None]) -> T | None:
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            with self._guard:
-                if key in self._found:
-                    return self._found[key]
-            made = measure()
-            if made is not None:
-                with self._guard:
-                    self._found[key] = made
-            return made
-
-
-
 class Turns:
-    """One row at a time per key, through its timed steps: identical work of a grading is
-    measured by the first row that comes, and a row of the same key that comes meanwhile
-    waits for it (then finds its figures: Shared). None: no turn (work nothing shares)."""
+    """One holder at a time per key: a grading's rows of identical work go through their timed
+    steps in turn (checking.py), the first measuring, a later one finding its figures (Shared,
+    whose measures take the same turns). None: no turn (work nothing shares)."""
 
     def __init__(self) -> None:
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
@@ -130,6 +99,34 @@ class Turns:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             yield
+
+
+class Shared(Generic[T]):
+    """What the first row of a key measured, for every row of that key (identical work: its
+    build, its files, its arguments, the GPU and its driver, as the caller keys it): the
+    first measures under the key's own lock; a row of the same key that comes meanwhile waits
+    for it (measuring again would make a second mark of the same work), and every later one
+    takes its record at once. A measure that gives None is not kept (the next row measures)."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, ...], T] = {}
+        self._turns = Turns()
+        self._guard = threading.Lock()
+
+    def known(self, key: tuple[str, ...]) -> bool:
+        with self._guard:
+            return key in self._found
+
+    def once(self, key: tuple[str, ...], measure: Callable[[], T | None]) -> T | None:
+        with self._turns.turn(key):
+            with self._guard:
+                if key in self._found:
+                    return self._found[key]
+            made = measure()
+            if made is not None:
+                with self._guard:
+                    self._found[key] = made
+            return made
 
 
 @dataclass
