@@ -287,8 +287,8 @@ def host_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _under_real_nsys(p: ProfilePlan, program: Path, cwd: Path,
                      session: ProfileSession | None = None) -> tuple[ProcResult, Shown]:
-    """argv run under real nsys, started once more where nsys could not reach its daemon, as
-    the pipeline does where nsys ended before the program (ProfileSession.start_again: nsys
+    """argv run under real nsys, started once more where nsys ended before the program (its
+    launch mark not made), as the pipeline does (ProfileSession.start_again: nsys
     2022.4 loses its daemon now and then with other sessions beside it, "Local Endpoint is not
     available", "End of file"); with `session`, what its output filter showed of the run that
     counts."""
