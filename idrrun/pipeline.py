@@ -448,20 +448,24 @@ def run_stage(job: Job, run: Run) -> Run:
     """The program's run, in the lane it holds (if any: its GPU and CPUs given to the plan,
     Held.placed), its output shown as it comes (the build's names renamed, a profiler's own
     messages filtered), the built-in tracer's file read meanwhile by the profile session's
-    follower; then the run as its profiler tells it (ProfileSession.stopped: a stat of its
-    launch mark), and once more where the profiler failed before it started the program for a
-    reason of its own that passes (ProfileSession.start_again: nsys's daemon). Nothing else
-    happens while a timed run holds its GPU alone."""
-    p = _run_once(job, run)
-    again = run.profiling.start_again(p)
+    follower; then the run as its profiler tells it (ProfileSession.stopped: its launch mark,
+    watched by the kernel, else looked for), and once more where the profiler failed before it
+    started the program for a reason of its own that passes (ProfileSession.start_again:
+    nsys's daemon), only where the kernel watched the mark's folder: without a watch, a mark
+    not found is a name the program could have removed, and a program that ran is never run
+    twice (its second run would find what its first left). Nothing else happens while a timed
+    run holds its GPU alone."""
+    p, watched = _run_once(job, run)
+    again = run.profiling.start_again(p) if watched else None
     if again is not None:
         run = run.noted(job, [again])
-        p = _run_once(job, run)
+        p, _ = _run_once(job, run)
     return dataclasses.replace(run, ended=p)
 
 
-def _run_once(job: Job, run: Run) -> ProcResult:
-    """One start of the planned run, as its profiler tells it."""
+def _run_once(job: Job, run: Run) -> tuple[ProcResult, bool]:
+    """One start of the planned run, as its profiler tells it, and whether the kernel watched
+    its launch mark's folder."""
     request, reporter, profiling = job.request, job.reporter, run.profiling
     plan, staged, held = run.plan, run.staged, run.held
     assert plan is not None and staged is not None
@@ -482,7 +486,7 @@ def _run_once(job: Job, run: Run) -> ProcResult:
                          box=box, outer=outside, alone=request.hidden_args))
     output.finish()
     renamed.finish()  # (what the profiler's filter let go when it finished)
-    return profiling.stopped(p, staged.run_folder, watch)
+    return profiling.stopped(p, staged.run_folder, watch), watch is not None
 
 
 def after_run(job: Job, run: Run) -> Run:

@@ -449,6 +449,29 @@ def test_nsys_that_cannot_reach_its_daemon_is_started_once_more_with_fake_nsys(
         assert "it ran" not in r.stdout
 
 
+def test_nsys_is_not_started_again_where_the_kernel_did_not_watch_its_launch_mark_with_fake_nsys(
+        tmp_path: Path, fake_nsys_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the kernel's watch of the profile's folder, a launch mark not found is a name the
+    program could have removed after it ran: nsys failing before the program is then the run's
+    failure, never a second start (which would find what a first run left)."""
+    from idrrun import cli
+    from idrrun.run import boundary
+
+    counter = tmp_path / "unreachable"
+    counter.write_text("1")
+    monkeypatch.setenv("FAKE_NSYS_UNREACHABLE", str(counter))
+    monkeypatch.setenv("IDRRUN_RESIDENT", "0")
+    monkeypatch.setattr(boundary, "watch_made", lambda folder: None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hello.c").write_text('#include <stdio.h>\nint main(void) { puts("it ran"); return 0; }\n')
+    code = cli.main(["run", "-c", "gcc", "--profile", "--profiler", "nsys", "hello.c"])
+    out = capsys.readouterr()
+    assert code != 0 and "before it started the program" in out.err, out
+    assert "started once more" not in out.out + out.err and "it ran" not in out.out
+    assert len([c for c in _logged(fake_nsys_env) if c[1] == "profile"]) == 1
+
+
 def test_a_program_saying_nsys_daemon_words_is_not_started_again_with_fake_nsys(
         tmp_path: Path, fake_nsys_env: Path) -> None:
     """A program that nsys started (its launch mark made) and that prints nsys's message and
