@@ -28,7 +28,8 @@ from . import annotate
 from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
-from .checks import compare, measure, reference, relative, specs, trace_kinds, visibility
+from .checks import (compare, measure, reference, relative, score, specs, trace_kinds,
+                     visibility, words)
 from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
 from .checks.specs import Exercise
@@ -741,7 +742,8 @@ def _relative(c: Checked) -> Verdict:
         first = _run_of(job.toolchain, outcome)
         assert not isinstance(first, str)
         found = relative.measured(exercise, verdict.checks, [first], again_yours,
-                                  _SOLUTION_RUNS.runs(key), again_solution)
+                                  _SOLUTION_RUNS.runs(key), again_solution,
+                                  uncounted=_uncounted(exercise, verdict))
         return Judged(found, (first.seconds, *(r.seconds for r in mine)))
 
     record = judged() if c.work is None else _SHARED_RELATIVE.once(c.work, judged)
@@ -750,6 +752,15 @@ def _relative(c: Checked) -> Verdict:
     return dataclasses.replace(verdict, checks=relative.applied(verdict.checks, record.checks),
                                run_times=times if len(times) > len(verdict.run_times)
                                else verdict.run_times)
+
+
+def _uncounted(exercise: Exercise, verdict: Verdict) -> dict[int, str]:
+    """The relative checks whose points cannot count on this run (score.cannot_count), with
+    the checks that keep them from counting in words: not measured further. A start file held
+    the GPU alone for three runs of 6.5 s each to measure a speed that could earn nothing
+    (profile_cg, a class of 30 on the H200, 2026-12-03)."""
+    return {index: words.listing([words.holds(d.kind, d.label, d.minimum) for d in failing])
+            for index, failing in score.cannot_count(exercise, verdict.checks).items()}
 
 
 def _solution_key(job: Job, exercise: Exercise) -> tuple[str, ...]:

@@ -457,14 +457,14 @@ RELATIVE = '[[check]]\nkind = "gpu_busy"\nlabel = "GPU busy"\nmin_ratio = 0.7\np
 
 
 def _graded_with_faked_traces(folder: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str],
-                              jobs: int) -> tuple[dict[str, Any], dict[str, int]]:
+                              jobs: int, timed: str = RELATIVE) -> tuple[dict[str, Any], dict[str, int]]:
     """A class graded in a (fake) lane, each run's GPU trace faked (no GPU here): the solution
     busy 55 %, the students' runs in turn 50, 30, 52, 53, 51 % (the first two straddle 0.7 of
     the solution's: more runs). Returns the rows by student and how many runs each made."""
     folder.mkdir()
     (folder / "probe.c").write_text(PROBE_C)
     (folder / "same_work.toml").write_text(SPEC.format(name="same_work", log=folder / "runs.log",
-                                                       ms=0, timed=RELATIVE))
+                                                       ms=0, timed=timed))
     feed = itertools.cycle((0.50, 0.30, 0.52, 0.53, 0.51))
     seen: dict[int, dict[str, float]] = {}
     alive: list[object] = []
@@ -524,6 +524,30 @@ def test_identical_builds_share_their_timed_figures_with_faked_gpu_traces(
     assert sorted(made[s] for s in copies)[:2] == [1, 1] and max(made.values()) >= 3, made
     assert sorted(rows[s].lane for s in copies) == ["GPU 0", "GPU 0", "GPU 0 alone, CPUs 1"], rows
     assert _busy(rows["ann"]) == _busy(rows["bob"]) == _busy(rows["cid"]), rows
+
+
+# The GPU busy's points count once the program uses OpenACC, which the probe does not.
+GATED = ('[[check]]\nkind = "uses_openacc"\nlabel = "the port"\npoints = 1\n'
+         + RELATIVE + 'counts_in_part = ["the port"]\n')
+
+
+def test_a_timed_figure_whose_points_cannot_count_is_not_measured_with_faked_gpu_traces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two programs that fail the check the GPU busy's points count in: each makes its graded
+    run only (its first run's figure stands, said so), none held the GPU again to measure a
+    figure that could earn nothing; the same programs measured over several runs once their
+    points can count."""
+    files = {"ann.c": PROBE_C, "dan.c": "/* mine */\n" + PROBE_C}
+    rows, made = _graded_with_faked_traces(tmp_path / "gated", monkeypatch, files, jobs=1,
+                                           timed=GATED)
+    assert made["ann"] == made["dan"] == 1, made
+    for row in rows.values():
+        status, got, reason = _busy(row)
+        assert "not measured further, its points count only once OpenACC compute regions run" \
+            in reason and "(one run)" not in got, (status, got, reason)
+        assert [i.outcome for i in row.score.items if i.label == "GPU busy"] == ["lost"], row.score
+    rows, made = _graded_with_faked_traces(tmp_path / "counted", monkeypatch, files, jobs=1)
+    assert made["ann"] >= 3 and made["dan"] >= 3, made
 
 
 def test_the_work_key_holds_what_decides_a_figure(tmp_path: Path) -> None:

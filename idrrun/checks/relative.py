@@ -184,19 +184,42 @@ def _exact(side: _Side) -> bool:
     return values is not None and not values.get("kernels") and not values.get("bytes_moved")
 
 
+def _no_more() -> str:
+    return "not run again: its points cannot count"
+
+
+# Said of a relative check whose points cannot count on this run (score.cannot_count).
+NOT_COUNTED = ("one run: not measured further, its points count only once {which}, which "
+               "failed here")
+
+
 def measured(exercise: Exercise, checks: Sequence[CheckResult], yours: Sequence[Run],
              again_yours: Again, solution: Sequence[Run], again_solution: Again,
-             how: Repeat = REPEAT) -> dict[int, CheckResult]:
+             how: Repeat = REPEAT,
+             uncounted: Mapping[int, str] | None = None) -> dict[int, CheckResult]:
     """Each relative check judged over runs of hers and of the solution's, made until decided
     (checks/ratio.py), by its [[check]]'s index: her first run's figures first, then her
-    build's runs again and the solution's (both in their lanes, alone on their GPUs)."""
+    build's runs again and the solution's (both in their lanes, alone on their GPUs).
+    `uncounted`: the checks whose points cannot count on this run, by index, with the failed
+    checks that keep them from counting in words: they stay as her first run judged them,
+    said so (runs alone on the GPU could not change her marks)."""
     mine = _Side(list(yours), again_yours)
     theirs = _Side(list(solution), again_solution)
     # A check her first run gives no figure for (no iteration count printed), or that only a
     # GPU can judge, stays as judged.
     kept = {c.check for c in checks if c.gpu_only and not c.hidden}
-    return {spec.index: _measure(spec, mine, theirs, how) for spec in exercise.checks
-            if relative(spec) and mine.figures(spec) and spec.index not in kept}
+    out: dict[int, CheckResult] = {}
+    for spec in exercise.checks:
+        if not relative(spec) or not mine.figures(spec) or spec.index in kept:
+            continue
+        if uncounted and spec.index in uncounted:
+            # Her first run against one of the solution's (the grading's, shared by the class).
+            once = _measure(spec, _Side(mine.runs[:1], _no_more), theirs, trace_kinds.ONE_RUN)
+            note = NOT_COUNTED.format(which=uncounted[spec.index])
+            out[spec.index] = replace(once, reason=f"{once.reason} ({note})" if once.reason else note)
+            continue
+        out[spec.index] = _measure(spec, mine, theirs, how)
+    return out
 
 
 def applied(checks: Sequence[CheckResult], found: Mapping[int, CheckResult]) -> tuple[CheckResult, ...]:

@@ -145,6 +145,25 @@ def _gate(exercise: Exercise, spec: CheckSpec, main: Mapping[int, CheckResult]) 
                  tuple(dict.fromkeys(d for p in parts for d in p.unknowns)))
 
 
+def cannot_count(exercise: Exercise, checks: Sequence[CheckResult]) -> dict[int, tuple[CheckSpec, ...]]:
+    """The checks none of whose points can count on this main run, whatever they measure: by
+    [[check]] index, the checks that failed and keep them from counting (a counts_when or every
+    counts_in_part failed, none of them a timed check, whose figure more runs could change).
+    Grading does not measure those further (checking.py's _relative): a start file's speed
+    earns nothing while its loops are not on the device, however long it takes."""
+    main = {r.check: r for r in checks if r.check >= 0 and not r.hidden}
+    out: dict[int, tuple[CheckSpec, ...]] = {}
+    for spec in exercise.checks:
+        if not spec.counts_when and not spec.counts_in_part:
+            continue
+        gate = _gate(exercise, spec, main)
+        timed = registry.timed_names()
+        if gate.holds <= _EPSILON and gate.unknown <= _EPSILON and gate.failing and \
+                not any(d.kind in timed for d in gate.failing):
+            out[spec.index] = gate.failing
+    return out
+
+
 def _counts_once(part: float, worth: float, label: str, waits: Sequence[CheckSpec],
                  unknown: bool) -> str:
     """"3 points for pi count once the pi loop runs in a compute region"; "1.5 of the 3 points
