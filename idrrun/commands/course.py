@@ -220,7 +220,11 @@ def _ladder_dicts(r: course.CourseRow) -> list[dict[str, object]]:
          "score": _score_dict(g.row) if g.row is not None else None, "share": g.share,
          "not_judged": ladder.unlike(r.checked, g)
          if g.rung.name != "solution" and r.checked is not None else "",
-         "unpassed": _unpassed(g.row) if g.row is not None else []}
+         "unpassed": _unpassed(g.row) if g.row is not None else [],
+         # Where a ladder's time goes: each rung's runs and the lane they had.
+         "run_seconds": g.row.run_seconds if g.row is not None else None,
+         "run_times": list(g.row.run_times) if g.row is not None else [],
+         "lane": g.row.lane if g.row is not None else ""}
         for g in rungs]
     return out + [{"findings": list(judged.findings), "notes": list(judged.notes)}]
 
