@@ -67,6 +67,7 @@ from .profile import stages as profile
 from .profile.model import ExportBox, ProfileReport
 from .profile.running import NoProfile, ProfileSession
 from .errors import UsageError
+from .checks import directives
 from .run import allowance, boundary, isolation, lanes, launch, proc, sandbox, stack
 from .run.allowance import Ledger
 from .run.lanes import Held
@@ -395,6 +396,11 @@ def lane_stage(job: Job, run: Run) -> Iterator[Run]:
     request = job.request
     if request.lanes is None:
         yield run
+        return
+    source = request.source
+    if request.lanes.gpus and not directives.reaches_gpu(source.text, source.language,
+                                                          source.headers):
+        yield dataclasses.replace(run, held=lanes.without_gpu(request.lanes))
         return
     with lanes.hold(request.lanes, request.timed, (request.mpi_ranks or 1) > 1) as held:
         yield dataclasses.replace(run, held=held)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from idrrun.checks import directives
 from idrrun.checks.directives import code_text, has_directives
 
 
@@ -29,3 +30,23 @@ from idrrun.checks.directives import code_text, has_directives
 ])
 def test_source_has_directives(text: str, language: str, expected: bool) -> None:
     assert has_directives(code_text(text, language), language) is expected
+
+
+def test_a_program_reaches_the_gpu_unless_its_code_has_nothing_that_could() -> None:
+    """directives.reaches_gpu: a lane's GPU is held only by programs that may use it; any doubt
+    is a yes (a header of its own not read with it, a language not read here)."""
+    assert not directives.reaches_gpu('#include <stdio.h>\nint main(void) {\n'
+                                      '    /* #pragma acc parallel loop */\n'
+                                      '    puts(getenv("CUDA_VISIBLE_DEVICES")); return 0; }\n', "c")
+    assert not directives.reaches_gpu("#pragma omp parallel for\nfor (;;) t = omp_get_wtime();", "c")
+    for code in ("#pragma acc kernels\n{}", "#pragma omp target teams\n{}", "_Pragma(\"acc parallel\")",
+                 "n = acc_get_num_devices(acc_device_nvidia);", "cudaMalloc(&p, n);",
+                 "cublasDgemm(h);", "#include <openacc.h>", '#include "mine.h"\n'):
+        assert directives.reaches_gpu(code, "c"), code
+    assert not directives.reaches_gpu('#include "mine.h"\n', "c", (("mine.h", "int f(void);"),))
+    assert directives.reaches_gpu('#include "mine.h"\n', "c", (("mine.h", "#pragma acc routine\n"),))
+    assert not directives.reaches_gpu("program p\n! !$acc kernels\nprint *, 'cuda'\nend program\n", "fortran")
+    for code in ("  !$acc kernels\n", "use openacc\n", "!$omp target\n", "call CUBLASDGEMM(h)\n"):
+        assert directives.reaches_gpu(f"program p\n{code}end program\n", "fortran"), code
+    assert directives.reaches_gpu("int main() {}", "c++") is False
+    assert directives.reaches_gpu("print('x')", "python")

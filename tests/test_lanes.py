@@ -142,6 +142,7 @@ def test_runs_spread_over_the_lanes_and_wait_only_when_all_are_held(tmp_path: Pa
 
 PROBE_C = r"""
 #define _GNU_SOURCE
+#include <openacc.h> /* a program that may use the GPU (directives.reaches_gpu), as a port does */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,7 +172,7 @@ int main(int argc, char **argv)
             snprintf(cpus + strlen(cpus), sizeof cpus - strlen(cpus), "%s%d", cpus[0] ? "," : "", c);
     const char *gpu = getenv("CUDA_VISIBLE_DEVICES");
     FILE *log = fopen(argv[1], "a");
-    fprintf(log, "%s %.6f %.6f %s %s\n", argv[2], start, end, gpu ? gpu : "-", cpus);
+    fprintf(log, "%s %.6f %.6f %s %s\n", argv[2], start, end, gpu ? (*gpu ? gpu : "hidden") : "-", cpus);
     fclose(log);
     printf("done\n");
     return 0;
@@ -550,6 +551,36 @@ def test_a_timed_figure_whose_points_cannot_count_is_not_measured_with_faked_gpu
     assert made["ann"] >= 3 and made["dan"] >= 3, made
 
 
+def test_a_program_without_gpu_code_holds_no_gpu_and_never_waits_for_one(tmp_path: Path) -> None:
+    """Graded at once with two timed runs of ports (GPU code: each waits for the GPU alone, one
+    after the other), a start file (no GPU code) runs beside them on the shared CPUs, its GPUs
+    hidden, holding nothing: before, it held the GPU alone for its timed run too."""
+    log = tmp_path / "runs.log"
+    (tmp_path / "probe.c").write_text(PROBE_C)
+    (tmp_path / "lane_timed.toml").write_text(SPEC.format(name="lane_timed", log=log, ms=400,
+                                                          timed=TIMED))
+    host_only = PROBE_C.replace("#include <openacc.h>", "")
+    files = {"ann.c": PROBE_C, "bob.c": "/* bob */\n" + PROBE_C, "start.c": host_only}
+    subs = []
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        subs.append(Submission(Path(name).stem, tmp_path / name,
+                               source_mod.from_file(tmp_path / name, "c", name)))
+    settings = config.load(tmp_path, environ={})
+    rows = {r.student: r for r in grader.grade_all(
+        Session(settings, toolchains.probe(settings, "gcc"), "none (test)", _lanes(tmp_path, "0"),
+                jobs=3), specs.load(tmp_path / "lane_timed.toml"), subs)}
+    assert rows["start"].lane == lanes.NO_GPU_CODE, rows["start"]
+    assert rows["ann"].lane == rows["bob"].lane == "GPU 0 alone, CPUs 1", rows
+    runs = [line.split() for line in log.read_text().splitlines()]
+    mine = [r for r in runs if r[3] == "hidden"]
+    ports = [(float(r[1]), float(r[2])) for r in runs if r[3] == "0"]
+    assert len(mine) == 1 and len(ports) >= 3, runs  # the solution's run and the two ports'
+    start, end = float(mine[0][1]), float(mine[0][2])
+    # It ran while a port held the GPU alone.
+    assert any(a < end and start < b for a, b in ports), runs
+
+
 def test_the_work_key_holds_what_decides_a_figure(tmp_path: Path) -> None:
     """A renamed copy is the same work; a data file beside it, or a changed one, is not."""
     a, b = tmp_path / "a", tmp_path / "b"
@@ -565,6 +596,7 @@ def test_the_work_key_holds_what_decides_a_figure(tmp_path: Path) -> None:
 
 
 ENV_C = r"""
+#include <openacc.h> /* a program that may use the GPU (directives.reaches_gpu) */
 #include <stdio.h>
 #include <stdlib.h>
 int main(void) { const char *g = getenv("CUDA_VISIBLE_DEVICES"); printf("gpu = %s\n", g ? g : "none"); return 0; }

@@ -12,6 +12,7 @@ over the whole text) and never raises: a submission's source may be anything.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 # Directive lines, matched one line at a time (linear).
 _C_PRAGMA = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+acc\b|_Pragma[ \t]*\([ \t]*"[ \t]*acc\b')
@@ -128,3 +129,44 @@ def has_directives(code: str, language: str) -> bool:
     both = lang not in (*C_LIKE, "fortran")
     return any(pattern.search(line) or (both and _F_SENTINEL.search(line))
                for line in code.split("\n"))
+
+
+# What can put work on a GPU besides an OpenACC directive: OpenMP's target constructs and
+# device routines, the OpenACC, CUDA and NVIDIA libraries' calls, their headers and modules.
+_OMP_TARGET = re.compile(r"^[ \t]*(?:#[ \t]*pragma[ \t]+omp\b|!\$omp\b).*\btarget\b|"
+                         r"_Pragma[ \t]*\([ \t]*\"[ \t]*omp\b[^\"]*\btarget\b", re.IGNORECASE)
+_NAMES = (r"\b(?:acc_\w+|omp_target\w*|omp_(?:get|set)_\w*device\w*|omp_is_initial_device"
+          r"|cuda\w*|cu[A-Z]\w*|cublas\w*|cufft\w*|cusparse\w*|cusolver\w*|nvtx\w*"
+          r"|openacc|cudafor)\b")
+_GPU_NAMES = {"c": re.compile(_NAMES), "fortran": re.compile(_NAMES, re.IGNORECASE)}
+# String literals, whose words are data (getenv("CUDA_VISIBLE_DEVICES")), not names.
+_STRINGS = {"c": re.compile(r'"(?:\\.|[^"\\\n])*"'),
+            "fortran": re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")}
+
+
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"|^[ \t]*include[ \t]*[\'"]([^\'"]+)',
+                            re.IGNORECASE | re.MULTILINE)
+
+
+def reaches_gpu(text: str, language: str, headers: tuple[tuple[str, str], ...] = ()) -> bool:
+    """Whether a program built from this source (and its own headers) may use a GPU: an
+    OpenACC directive, an OpenMP target construct, a name of the OpenACC or OpenMP device
+    API, CUDA or an NVIDIA library in its code. False only where none is there, in a language
+    read here: a start file, its directives in comments. Conservative: any doubt is True."""
+    lang = language.strip().lower()
+    if lang not in (*C_LIKE, "fortran"):
+        return True
+    known = {Path(name).name for name, _ in headers}
+    for body in (text, *(h for _, h in headers)):
+        # A file of its own it includes and that was not read with it: it could hold anything.
+        if any(Path(a or b).name not in known for a, b in _LOCAL_INCLUDE.findall(body)):
+            return True
+        code = code_text(body, language)
+        if not code.strip() and body.strip():
+            return True  # could not be read (code_text never raises: it gave nothing)
+        kind = "fortran" if lang == "fortran" else "c"
+        names = _STRINGS[kind].sub('""', code)
+        if has_directives(code, language) or _GPU_NAMES[kind].search(names) or \
+                any(_OMP_TARGET.search(line) for line in code.split("\n")):
+            return True
+    return False

@@ -145,6 +145,8 @@ class Held:
         return {**env, **gpus}, replace(box, env={**box.env, **gpus}) if box is not None else None
 
     def describe(self) -> str:
+        if not self.gpus:
+            return NO_GPU_CODE
         gpus = f"GPU {self.gpus[0]}" if len(self.gpus) == 1 else f"GPUs {','.join(self.gpus)}"
         return f"{gpus} alone, CPUs {cpu_list(self.cpus)}" if self.alone else gpus
 
@@ -241,6 +243,19 @@ def use_since(lanes: Lanes | None, before: Mapping[str, float], started: float) 
     now = held_alone(lanes)
     return LaneUse(time.monotonic() - started,
                    {gpu: now[gpu] - before.get(gpu, 0.0) for gpu in lanes.gpus})
+
+
+# A run whose build has no GPU code (checks/directives.reaches_gpu) holds no GPU: it runs on
+# the CPUs every other graded process shares, its GPUs hidden, and never keeps a timed run of
+# another program waiting (a class's start files, on the GPU arguments, ran 6.5 s each alone on
+# the H200's GPU; a ladder's serial rungs 10-20 s each).
+NO_GPU_CODE = "no GPU (no GPU code in the program)"
+
+
+def without_gpu(lanes: Lanes) -> Held:
+    """The hold of a run whose program has no GPU code: no GPU (CUDA_VISIBLE_DEVICES empty),
+    the shared CPUs."""
+    return Held((), lanes.rest, False)
 
 
 @contextlib.contextmanager
