@@ -8,6 +8,7 @@ an executable that could run, and two notebooks building at once never clobber e
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import hashlib
@@ -38,6 +39,8 @@ _MARKER = "build.json"
 # source file; a cached build shows them with the name of the cell that runs it now ("cell[7]",
 # not the "cell[3]" that first built it).
 _COMPILER_OUTPUT = "compiler_output"
+# ... and the largest stack frames the compile measured (read_frames), read back with it.
+_FRAMES = "frames"
 
 # An include line: C's `#include "x.h"` and `#include <x.h>` (the compile's -I is the source's
 # own folder, so a <x.h> found there is the student's file), Fortran's `include 'x'`. One
@@ -100,12 +103,18 @@ def local_headers(source: Source) -> list[Path]:
     """Headers and Fortran include files the source pulls from its own folder, transitively:
     regular files of a sensible size only (a header that is a link to /dev/zero must not hang
     idrrun, which reads them to key the build)."""
-    origin = source.origin_dir.resolve()
     paths: dict[str, Path] = {}
 
     def read(rel: str) -> str | None:
+        # Most names a source includes are the system's (<stdio.h>), not in its folder: one
+        # stat says so, before the folder and the name are resolved (what stat does not find
+        # there, by any link, the compile does not find either).
+        try:
+            os.stat(source.origin_dir / rel)
+        except OSError:
+            return None
         path = (source.origin_dir / rel).resolve()
-        if origin not in path.parents:
+        if source.origin_dir.resolve() not in path.parents:
             return None
         try:
             if not path.is_file() or path.stat().st_size > MAX_HEADER_BYTES:
@@ -358,9 +367,11 @@ class _Job:
         return (*self.preprocess.compile_flags, *self.stack_usage)
 
     def result(self, proc_result: ProcResult | None, output: str, start: float,
-               ok: bool = True, refused: str = "") -> BuildResult:
+               ok: bool = True, refused: str = "",
+               frames: tuple[StackFrame, ...] | None = None) -> BuildResult:
         """The build's result; output: the compiler's words, naming the temporary source file
-        (the result names the request's source instead)."""
+        (the result names the request's source instead); frames: its largest stack frames
+        when known (its marker's), else read from its folder."""
         output = rename_paths(output, self.request.source)
         if not ok:
             return BuildResult(ok=False, command=self.argv, proc=proc_result, output=output,
@@ -373,7 +384,8 @@ class _Job:
             executable=None if request.object_only else self.final / EXECUTABLE,
             object_file=self.final / OBJECT if request.object_only else None,
             seconds=time.monotonic() - start if proc_result is not None else 0.0,
-            frames=read_frames(self.final, request.source) if self.stack_usage else ())
+            frames=() if not self.stack_usage else
+            frames if frames is not None else read_frames(self.final, request.source))
 
 
 # What -fstack-usage writes (gcc and clang): one NAME.su per compiled source, a line per
@@ -441,18 +453,41 @@ def build(request: RunRequest, toolchain: Toolchain, cache_dir: Path,
     return _build_in_room(job) if request.room is not None else _build_here(job)
 
 
-def _cached(job: _Job) -> BuildResult | None:
-    final = job.final
-    if not (final / _MARKER).is_file() or not (final / job.product).is_file() or \
-            (job.preprocess.saved and not (final / PREPROCESSED).is_file()):
+def _read_marker(final: Path) -> object:
+    """The build's marker as written (None when there is none, or it cannot be read: a folder
+    in its place does not read either)."""
+    try:
+        fd = os.open(final / _MARKER, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return None
     try:
-        recorded = json.loads((final / _MARKER).read_text())
+        with os.fdopen(fd, "rb") as fh:
+            return json.loads(fh.read())
     except (OSError, ValueError):
-        return None  # unreadable marker: build again
+        return None
+
+
+def _marker_frames(recorded: dict[str, object]) -> tuple[StackFrame, ...] | None:
+    """The frames a marker kept (None: a marker written before it kept them)."""
+    kept = recorded.get(_FRAMES)
+    if not isinstance(kept, list):
+        return None
+    try:
+        return tuple(StackFrame(**f) for f in kept)
+    except TypeError:
+        return None
+
+
+def _cached(job: _Job) -> BuildResult | None:
+    final = job.final
+    recorded = _read_marker(final)
     if not isinstance(recorded, dict) or not isinstance(recorded.get(_COMPILER_OUTPUT), str):
-        return None  # an older marker, which kept the output with the first cell's name in it
-    return job.result(None, recorded[_COMPILER_OUTPUT], 0.0)
+        return None  # none, unreadable, or older, with the output naming the first cell
+    if not (final / job.product).is_file() or \
+            (job.preprocess.saved and not (final / PREPROCESSED).is_file()):
+        return None
+    return job.result(None, recorded[_COMPILER_OUTPUT], 0.0,
+                      frames=_marker_frames(recorded) if job.stack_usage else ())
 
 
 def _compile(job: _Job, argv: tuple[str, ...], work: Path, box: Box | None,
@@ -468,13 +503,18 @@ def _compile(job: _Job, argv: tuple[str, ...], work: Path, box: Box | None,
                                        job.launcher))
 
 
-def _keep(job: _Job, folder: Path, output: str) -> None:
-    """The finished build folder into the cache, under its key."""
-    (folder / _MARKER).write_text(json.dumps({"command": list(job.argv), _COMPILER_OUTPUT: output}))
+def _keep(job: _Job, folder: Path, output: str) -> tuple[StackFrame, ...]:
+    """The finished build folder into the cache, under its key; its largest stack frames, which
+    its marker keeps too (a cached build's result reads them there, not from its FRAMES)."""
+    frames = read_frames(folder, job.request.source) if job.stack_usage else ()
+    (folder / _MARKER).write_text(json.dumps({
+        "command": list(job.argv), _COMPILER_OUTPUT: output,
+        _FRAMES: [dataclasses.asdict(f) for f in frames]}))
     if job.request.force and job.final.exists():
         _replace_dir(folder, job.final)
     else:
         _publish(folder, job.final)
+    return frames
 
 
 def _build_here(job: _Job) -> BuildResult:
@@ -510,9 +550,8 @@ def _build_here(job: _Job) -> BuildResult:
             if not ok:
                 output += (f"idrrun: the compiler left no {job.preprocess.saved} (its "
                            "preprocessed source, for the source checks)\n")
-        if ok:
-            _keep(job, work, output)
-        return job.result(result, output, start, ok)
+        frames = _keep(job, work, output) if ok else ()
+        return job.result(result, output, start, ok, frames=frames)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
@@ -569,8 +608,8 @@ def _build_in_room(job: _Job) -> BuildResult:
         if said.failed or said.refused:
             boundary.remove(taken)
             return job.result(result, output, start, ok=False, refused=said.refused)
-        _keep(job, taken, output)
-        return job.result(result, output, start)
+        frames = _keep(job, taken, output)
+        return job.result(result, output, start, frames=frames)
     finally:
         boundary.remove(work)
 

@@ -242,3 +242,30 @@ def test_the_program_s_output_is_renamed_as_it_comes_even_cut_in_the_name() -> N
     assert "".join(shown) == "At line 7 of file cell[7]\nFortran runtime error\nat cell[7]:7\nends in "
     renamed.finish()
     assert "".join(shown).endswith("ends in s")
+
+
+BIG_FRAME = ("int work(int n)\n{\n    volatile char big[300000];\n    big[n] = 1;\n    return big[n];\n}\n"
+             "int main(void) { return work(3) - 1; }\n")
+
+
+def test_a_cached_build_has_the_frames_its_compile_measured(tmp_path: Path) -> None:
+    """The largest stack frames of a build (-fstack-usage) are kept in its marker: a cached
+    build has the ones its compile measured, without reading its FRAMES files again; a marker
+    written before it kept them still gives them, read from those files."""
+    request, toolchain = setup(tmp_path, BIG_FRAME)
+    first = build.build(request, toolchain, tmp_path / "cache", stack_usage=("-fstack-usage",))
+    assert first.ok and [(f.function, f.line) for f in first.frames[:1]] == [("work", 2)]
+    assert first.frames[0].size > 250000  # (the cell's line 1 is its %%idrrun line)
+    assert first.build_dir is not None
+    for su in first.build_dir.glob(build.FRAMES):
+        su.unlink()  # what a cached build shows now is its marker's
+    second = build.build(request, toolchain, tmp_path / "cache", stack_usage=("-fstack-usage",))
+    assert second.cached and second.frames == first.frames
+    older = build.build(dataclasses.replace(request, force=True), toolchain, tmp_path / "cache",
+                        stack_usage=("-fstack-usage",))
+    assert older.build_dir is not None
+    marker = older.build_dir / "build.json"
+    marker.write_text(re.sub(r', "frames": \[.*\]\}$', "}", marker.read_text()))
+    assert "frames" not in marker.read_text()
+    third = build.build(request, toolchain, tmp_path / "cache", stack_usage=("-fstack-usage",))
+    assert third.cached and third.frames == first.frames
