@@ -17,19 +17,20 @@ import functools
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 from ..model import Cgroups, ProcResult, Protections, SandboxSupport
 from . import proc, sandbox, tools
 from .guard import SOURCE as GUARD_SOURCE
-from .jail import try_write
+from .jail import read, try_write
 
 
 def _own_cgroup_paths() -> dict[str, str]:
     """controller -> path of this process's cgroup ("" key for v2)."""
     out: dict[str, str] = {}
     try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
+        for line in read("/proc/self/cgroup").splitlines():
             _, controllers, path = line.split(":", 2)
             for c in controllers.split(",") if controllers else [""]:
                 out[c] = path
@@ -128,11 +129,29 @@ def _v2_parent(point: Path, own: dict[str, str]) -> Cgroups | None:
 GUARD_FLAGS = (("-O2", "-static"), ("-O2",))
 
 
+# guard.c's digest (with GUARD_FLAGS), by the identity of the file it was read from: a stat
+# at every call instead of a read and a hash (tools.py's rule: a file changed within the
+# clock's tick of its last change may keep its identity, so a fresh one is read every time).
+_source_digest: dict[tuple[int, ...], str] = {}
+
+
+def guard_digest() -> str:
+    """What names the guard's build: guard.c's bytes and GUARD_FLAGS."""
+    st = os.stat(GUARD_SOURCE)
+    seen = tools.identity(st)
+    digest = _source_digest.get(seen)
+    if digest is None:
+        digest = hashlib.sha256(GUARD_SOURCE.read_bytes() + repr(GUARD_FLAGS).encode()).hexdigest()[:12]
+        if time.time() - st.st_ctime > tools.FRESH:
+            _source_digest.clear()
+            _source_digest[seen] = digest
+    return digest
+
+
 def build_guard(cache_dir: Path, cc: str | None) -> tuple[Path | None, str]:
     """Compile guard.c once per source version (checked before every use: tools.py); (None,
     why) when it cannot be built."""
-    digest = hashlib.sha256(GUARD_SOURCE.read_bytes() + repr(GUARD_FLAGS).encode()).hexdigest()[:12]
-    target = cache_dir / "guard" / f"idrrun-guard-{digest}"
+    target = cache_dir / "guard" / f"idrrun-guard-{guard_digest()}"
     if tools.checked(target):
         return target, ""
     compiler = tools.c_compiler(None, cc)

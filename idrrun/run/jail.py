@@ -76,19 +76,19 @@ def _make_cgroups(cg: Cgroups, run_id: str, limits: Limits) -> tuple[Path, ...]:
 
 def _limit_v1(d: Path, controller: str, limits: Limits) -> None:
     if controller == "memory" and limits.memory:
-        (d / "memory.limit_in_bytes").write_text(str(limits.memory))
+        write(d / "memory.limit_in_bytes", str(limits.memory))
         try_write(d / "memory.memsw.limit_in_bytes", str(limits.memory))
     if controller == "pids" and limits.tasks:
-        (d / "pids.max").write_text(str(limits.tasks))
+        write(d / "pids.max", str(limits.tasks))
 
 
 def _limit_v2(d: Path, limits: Limits) -> None:
     """Both limits in the one cgroup, where its parent enabled the controller."""
     if limits.memory and (d / "memory.max").exists():
-        (d / "memory.max").write_text(str(limits.memory))
+        write(d / "memory.max", str(limits.memory))
         try_write(d / "memory.swap.max", "0")
     if limits.tasks and (d / "pids.max").exists():
-        (d / "pids.max").write_text(str(limits.tasks))
+        write(d / "pids.max", str(limits.tasks))
 
 
 def _guard_args(protections: Protections, limits: Limits, cg: Cgroups | None,
@@ -131,11 +131,40 @@ def _cgroups_pay(protections: Protections, limits: Limits) -> bool:
     return protections.root or bool(limits.memory)
 
 
+def write(path: Path, text: str) -> None:
+    """`text` written to a control file of the kernel's (a cgroup's, /proc's): one open, one
+    write, as the kernel takes it (a file object's buffering and its probes of the file
+    cost four system calls more, at every run)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def try_write(path: Path, text: str) -> None:
     try:
-        path.write_text(text)
+        write(path, text)
     except OSError:
         pass
+
+
+def read(path: str | Path) -> str:
+    """A kernel's control or status file (a cgroup's, /proc's) whole, "" when it cannot be
+    read: opened and read as write() writes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        parts = []
+        while chunk := os.read(fd, 65536):
+            parts.append(chunk)
+        return b"".join(parts).decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _user_process_count() -> int:
@@ -208,19 +237,12 @@ def close_jail(jail: Jail, returncode: int | None) -> tuple[str | None, tuple[st
     return hit, tuple(notes)
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
 def _cgroup_oom(d: Path, version: int) -> bool:
     if version == 2:
-        text = _read(d / "memory.events")
+        text = read(d / "memory.events")
     else:
-        text = _read(d / "memory.oom_control")
-        if not text and _read(d / "memory.failcnt").strip() not in ("", "0"):
+        text = read(d / "memory.oom_control")
+        if not text and read(d / "memory.failcnt").strip() not in ("", "0"):
             return True
     for line in text.splitlines():
         key, _, value = line.partition(" ")
@@ -230,7 +252,7 @@ def _cgroup_oom(d: Path, version: int) -> bool:
 
 
 def _cgroup_pids_max_hit(d: Path, version: int) -> bool:
-    for line in _read(d / "pids.events").splitlines():
+    for line in read(d / "pids.events").splitlines():
         key, _, value = line.partition(" ")
         if key == "max" and value.strip() not in ("", "0"):
             return True
@@ -241,7 +263,7 @@ def _kill_cgroup(d: Path) -> None:
     if (d / "cgroup.kill").exists():
         try_write(d / "cgroup.kill", "1")
         return
-    for pid in _read(d / "cgroup.procs").split():
+    for pid in read(d / "cgroup.procs").split():
         try:
             os.kill(int(pid), signal.SIGKILL)
         except (OSError, ValueError):
@@ -284,7 +306,7 @@ def remove_orphan_cgroups() -> list[str]:
         except OSError:
             continue
         for d in candidates:
-            if d.is_dir() and not _read(d / "cgroup.procs").strip():
+            if d.is_dir() and not read(d / "cgroup.procs").strip():
                 try:
                     d.rmdir()
                     removed.append(str(d))

@@ -46,7 +46,7 @@ _hashed: set[tuple[int, ...]] = set()
 FRESH = 2.0
 
 
-def _identity(st: os.stat_result) -> tuple[int, ...]:
+def identity(st: os.stat_result) -> tuple[int, ...]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
@@ -62,7 +62,7 @@ def checked(target: Path) -> bool:
         rst = os.lstat(recorded)
         if not stat.S_ISREG(rst.st_mode) or rst.st_uid != os.geteuid() or rst.st_mode & 0o022:
             return False
-        seen = (*_identity(st), *_identity(rst))
+        seen = (*identity(st), *identity(rst))
         if seen in _hashed:
             return True
         if recorded.read_text().strip() != digest_of(target):

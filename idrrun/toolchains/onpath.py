@@ -68,7 +68,7 @@ def view(search: str | None = None) -> View:
     except OSError:  # a working directory that is gone: nothing to keep it under
         key = None
     now = time.time_ns()
-    stamp = tuple(_stamp(f) for f in folders)
+    stamp = tuple(_stamp(f) for f in dict.fromkeys(folders))  # a folder named twice: one look
     kept = _views.get(key) if key is not None else None
     if kept is not None and kept.stamp == stamp:
         return kept

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..files import temp_beside
 from ..model import CompilerInfo, GpuInfo, Settings
+from ..run import jail
 from . import onpath
 
 MAX_AGE = 24 * 3600.0
@@ -77,11 +78,8 @@ def key(family: str, commands: Iterable[str], settings: Settings,
     parts = [FORMAT, family, view.search, json.dumps(settings.compilers, sort_keys=True, default=str)]
     parts += [_identity(view.which(c)) for c in sorted(commands)]
     parts += [_identity(view.which(tool)) for tool in ("nvidia-smi", "ptxas")]
-    for path in _DRIVER:
-        try:
-            parts.append(Path(path).read_text()[:400])
-        except OSError:
-            parts.append("-")
+    # (an empty file is as good as none: a driver's version is never empty)
+    parts += [jail.read(path)[:400] or "-" for path in _DRIVER]
     parts.append(",".join(_gpu_devices()))
     for part in parts:
         h.update(part.encode("utf-8", "surrogateescape") + b"\0")
