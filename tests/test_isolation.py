@@ -95,3 +95,16 @@ def test_fake_bwrap_that_cannot_mount_proc_names_the_container_flag(
         isolation.sandbox_support.cache_clear()
     assert support.level in ("uid", "none")
     assert "Can't mount proc" in support.why and "--security-opt systempaths=unconfined" in support.why
+
+
+def test_the_guard_s_name_follows_its_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """guard.c's digest names the guard; it is remembered by the source's identity (a stat per
+    call), and a changed source (another size, mtime, ctime) is read and hashed again."""
+    source = tmp_path / "guard.c"
+    source.write_text(isolation.GUARD_SOURCE.read_text())
+    monkeypatch.setattr(isolation, "GUARD_SOURCE", source)
+    monkeypatch.setattr(isolation.tools, "FRESH", -1.0)  # remembered however young the file
+    first = isolation.guard_digest()
+    assert isolation.guard_digest() == first
+    source.write_text(source.read_text() + "/* changed */\n")
+    assert isolation.guard_digest() != first
