@@ -13,6 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from ..model import Cgroups, Limits, Protections
 from .guard import GuardArgs
@@ -29,6 +30,16 @@ class Jail:
     cgroup_version: int
     limits: Limits
     started: float = field(default_factory=time.time)
+    # Where they were made (None: unknown, every controller's files are read at the end)
+    cgroups: Cgroups | None = None
+
+    def controls(self, d: Path, controller: Literal["memory", "pids"]) -> bool:
+        """Whether the run's cgroup `d` was made under the controller's parent: on cgroup v1 a
+        pids cgroup has no memory files to read at the end, nor the other way round."""
+        if self.cgroups is None:
+            return True
+        parent = self.cgroups.memory_parent if controller == "memory" else self.cgroups.pids_parent
+        return d.parent == parent
 
     @property
     def env(self) -> dict[str, str]:
@@ -45,7 +56,8 @@ def open_jail(protections: Protections, limits: Limits, workdir: Path, gpu_run: 
     args = _guard_args(protections, limits, cg, made, gpu_run) \
         if protections.guard is not None else None
     return Jail(run_id=run_id, workdir=workdir, guard=protections.guard, guard_args=args,
-                cgroup_dirs=made, cgroup_version=cg.version if cg else 0, limits=limits)
+                cgroup_dirs=made, cgroup_version=cg.version if cg else 0, limits=limits,
+                cgroups=cg)
 
 
 def _make_cgroups(cg: Cgroups, run_id: str, limits: Limits) -> tuple[Path, ...]:
@@ -213,9 +225,9 @@ def close_jail(jail: Jail, returncode: int | None) -> tuple[str | None, tuple[st
     hit: str | None = None
     notes: list[str] = []
     for d in jail.cgroup_dirs:
-        if _cgroup_oom(d, jail.cgroup_version):
+        if jail.controls(d, "memory") and _cgroup_oom(d, jail.cgroup_version):
             hit = "memory"
-        if _cgroup_pids_max_hit(d, jail.cgroup_version):
+        if jail.controls(d, "pids") and _cgroup_pids_max_hit(d, jail.cgroup_version):
             hit = hit or "tasks"
     if returncode == -signal.SIGXFSZ:
         hit = "file size"
