@@ -314,3 +314,45 @@ def test_a_checked_cell_shows_its_source_annotated_after_the_verdict(kernel: Ker
     plain = next(d["text/plain"] for d in r.displays if "idrrun-annotated" in d.get("text/html", ""))
     assert re.search(rf"^{directive}\s+#pragma acc parallel loop.*\n\s+// \^ check failed: data "
                      "clauses", plain, re.MULTILINE), plain
+
+
+WHICH_X = '#include <stdio.h>\nint main(void) { printf("x=%d\\n", X); return 0; }\n'
+WRAPPER = '#!/bin/sh\n[ "$1" = --version ] && {{ echo "gcc (wrapper {n}) 12.2.0"; exit 0; }}\nexec {gcc} -DX={n} "$@"\n'
+
+
+def test_each_input_changed_between_two_cells_is_seen(kernel: Kernel, tmp_path: Path) -> None:
+    """What a kernel keeps between cells (PATH's lookups, the probe's answers, the builds, the
+    guard's name) never hides a change: the source, an option, the project's config file, a
+    compiler put first on PATH, and that compiler changed in place each give the next cell's
+    program its own build."""
+    def x(code: str) -> str:
+        r = kernel.run(code)
+        assert r.status == "ok", r.stdout + r.error_text
+        return re.findall(r"^x=(\S+)$", r.stdout, re.MULTILINE)[-1]
+
+    cwd = Path(kernel.run("import os; print(os.getcwd())").stdout.strip())
+    gcc = shutil.which("gcc")
+    assert gcc is not None
+    assert x("%%idrrun --options -DX=1\n" + WHICH_X) == "1"
+    assert x("%%idrrun --options -DX=1\n" + WHICH_X.replace("x=%d", "x=%d!")) == "1!"  # source
+    assert x("%%idrrun --options -DX=2\n" + WHICH_X) == "2"  # option
+    try:
+        (cwd / "idrrun.toml").write_text('[compilers.gcc]\nflags = ["-DX=3"]\n')
+        assert x("%%idrrun\n" + WHICH_X) == "3"  # config file
+    finally:
+        (cwd / "idrrun.toml").unlink()
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    wrapper = folder / "gcc"
+    saved = kernel.run("import os; _path = os.environ['PATH']; print(_path)").stdout.strip()
+    try:
+        wrapper.write_text(WRAPPER.format(n=4, gcc=gcc))
+        wrapper.chmod(0o755)
+        time.sleep(1.1)  # PATH's folder is no longer "racily clean" (onpath.py): it is kept
+        kernel.run(f"os.environ['PATH'] = {str(folder)!r} + os.pathsep + _path")
+        assert x("%%idrrun\n" + WHICH_X) == "4"  # PATH
+        wrapper.write_text(WRAPPER.format(n=5, gcc=gcc))  # the compiler changed in place
+        assert x("%%idrrun\n" + WHICH_X) == "5"
+    finally:
+        kernel.run("os.environ['PATH'] = _path")
+    assert saved and x("%%idrrun --options -DX=6\n" + WHICH_X) == "6"
