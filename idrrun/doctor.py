@@ -213,7 +213,8 @@ def course_needs(notebooks: Path, exercises: Mapping[str, Exercise]) -> CourseNe
             exercise = exercises.get(opts.check) if opts.check else None
             if opts.mpi_ranks is not None or (exercise is not None and exercise.ranks):
                 mpi.add(path.stem)
-            if exercise is not None and exercise.needs_trace:
+            # What the notebook's --check evaluates: not the checks grading alone runs.
+            if exercise is not None and exercise.without_grading_only().needs_trace:
                 gpu.add(path.stem)
     return CourseNeeds(tuple(sorted(mpi)), tuple(sorted(gpu)))
 

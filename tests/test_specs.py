@@ -157,11 +157,15 @@ def test_timed_checks_are_declared_with_their_kind() -> None:
     course = {ex.name: ex for ex in specs.all_exercises(ROOT / "examples")}
     assert "speed" in specs.TIMED_KINDS
     # Every exercise of the course whose marks a host cannot judge fully already (a GPU-trace
-    # check) has a speed check too (its run's time against the solution's): it is timed.
+    # check) has a speed check too (its run's time against the solution's): it is timed; so do
+    # those whose lesson is speed (tiling, loop clauses: issue 47's slow ports passed every
+    # other check at 26.6x and 54x the solution's), graded only (a notebook's --check leaves it).
     assert course["profile_cg"].timed and not course["intro_saxpy"].timed
     assert {name for name, ex in course.items() if ex.timed} == \
         {name for name, ex in course.items() if any(c.kind in ("gpu_busy", "speed") for c in ex.checks)}
     for name, ex in course.items():
         gpu_only = [c for c in ex.checks if c.kind in (*specs.TRACE_KINDS, "agrees_with_host")
                     and c.kind != "speed"]
-        assert bool(gpu_only) == any(c.kind == "speed" for c in ex.checks), name
+        speed = [c for c in ex.checks if c.kind == "speed"]
+        assert bool(speed) == (bool(gpu_only) or name in ("tiling_laplace", "loops_matvec")), name
+        assert all(c.grading_only for c in speed), name
