@@ -50,3 +50,21 @@ def test_a_program_reaches_the_gpu_unless_its_code_has_nothing_that_could() -> N
         assert directives.reaches_gpu(f"program p\n{code}end program\n", "fortran"), code
     assert directives.reaches_gpu("int main() {}", "c++") is False
     assert directives.reaches_gpu("print('x')", "python")
+
+
+def test_a_program_that_could_reach_the_driver_unnamed_reaches_the_gpu() -> None:
+    """A program with no GPU code holds no GPU and has its GPUs hidden: one that could find them
+    again (its environment rewritten, a library loaded by name, libgomp's entry points, another
+    program, the kernel called directly, C from Fortran) counts as GPU code."""
+    for code in ('unsetenv("CUDA_VISIBLE_DEVICES");', 'void *h = dlopen(name, RTLD_NOW);',
+                 "GOACC_parallel_keyed(0);", 'system("./a");', "syscall(16, fd, 0, 0);",
+                 '__asm__("syscall");', "extern char **environ;", 'execv(p, argv);'):
+        assert directives.reaches_gpu(f"int main(void) {{ {code} return 0; }}", "c"), code
+    for code in ("call execute_command_line('x')", "interface\n function f() bind(C)\n end function\nend interface"):
+        assert directives.reaches_gpu(f"program p\n{code}\nend program\n", "fortran"), code
+    # Words in strings and comments are data.
+    assert not directives.reaches_gpu('int main(void) { puts("system: dlopen"); /* setenv */ return 0; }', "c")
+    # MPI may bring CUDA with it; Fortran's words are not told by their case ("cur" is no cuInit).
+    assert directives.reaches_gpu("#include <mpi.h>\nint main(void) { MPI_Init(0, 0); }", "c")
+    assert directives.reaches_gpu("program p\nuse mpi\nend program\n", "fortran")
+    assert not directives.reaches_gpu("program p\ninteger :: cur, cube\ncur = 1\nend program\n", "fortran")

@@ -552,33 +552,44 @@ def test_a_timed_figure_whose_points_cannot_count_is_not_measured_with_faked_gpu
 
 
 def test_a_program_without_gpu_code_holds_no_gpu_and_never_waits_for_one(tmp_path: Path) -> None:
-    """Graded at once with two timed runs of ports (GPU code: each waits for the GPU alone, one
-    after the other), a start file (no GPU code) runs beside them on the shared CPUs, its GPUs
-    hidden, holding nothing: before, it held the GPU alone for its timed run too."""
+    """While another grading holds the GPU alone (a timed run), a class of start files (no GPU
+    code, nor in the solution this spec runs them beside) is graded to its end: its runs hold
+    no GPU, share the other CPUs and see no GPU. A port is graded only once the GPU is free.
+    Before, each start file's timed run waited for the GPU and held it alone."""
     log = tmp_path / "runs.log"
-    (tmp_path / "probe.c").write_text(PROBE_C)
-    (tmp_path / "lane_timed.toml").write_text(SPEC.format(name="lane_timed", log=log, ms=400,
-                                                          timed=TIMED))
     host_only = PROBE_C.replace("#include <openacc.h>", "")
-    files = {"ann.c": PROBE_C, "bob.c": "/* bob */\n" + PROBE_C, "start.c": host_only}
-    subs = []
+    (tmp_path / "probe.c").write_text(host_only)
+    (tmp_path / "lane_timed.toml").write_text(SPEC.format(name="lane_timed", log=log, ms=100,
+                                                          timed=TIMED))
+    files = {"ann.c": host_only, "bob.c": "/* bob */\n" + host_only, "port.c": PROBE_C}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-        subs.append(Submission(Path(name).stem, tmp_path / name,
-                               source_mod.from_file(tmp_path / name, "c", name)))
     settings = config.load(tmp_path, environ={})
-    rows = {r.student: r for r in grader.grade_all(
-        Session(settings, toolchains.probe(settings, "gcc"), "none (test)", _lanes(tmp_path, "0"),
-                jobs=3), specs.load(tmp_path / "lane_timed.toml"), subs)}
-    assert rows["start"].lane == lanes.NO_GPU_CODE, rows["start"]
-    assert rows["ann"].lane == rows["bob"].lane == "GPU 0 alone, CPUs 1", rows
+    plan = _lanes(tmp_path, "0")
+    rows: dict[str, Any] = {}
+
+    def grade(*names: str) -> None:
+        subs = [Submission(Path(n).stem, tmp_path / n, source_mod.from_file(tmp_path / n, "c", n))
+                for n in names]
+        rows.update({r.student: r for r in grader.grade_all(
+            Session(settings, toolchains.probe(settings, "gcc"), "none (test)", plan, jobs=2),
+            specs.load(tmp_path / "lane_timed.toml"), subs)})
+
+    with lanes.hold(plan, True):
+        starts = threading.Thread(target=grade, args=("ann.c", "bob.c"))
+        starts.start()
+        starts.join(120)
+        assert not starts.is_alive(), "a program without GPU code waited for the GPU"
+        port = threading.Thread(target=grade, args=("port.c",))
+        port.start()
+        port.join(1.5)
+        assert port.is_alive() and "port" not in rows  # a port waits for the GPU
+    port.join(120)
+    assert rows["ann"].lane == rows["bob"].lane == lanes.NO_GPU_CODE, rows
+    assert rows["port"].lane == "GPU 0 alone, CPUs 1", rows["port"]
     runs = [line.split() for line in log.read_text().splitlines()]
-    mine = [r for r in runs if r[3] == "hidden"]
-    ports = [(float(r[1]), float(r[2])) for r in runs if r[3] == "0"]
-    assert len(mine) == 1 and len(ports) >= 3, runs  # the solution's run and the two ports'
-    start, end = float(mine[0][1]), float(mine[0][2])
-    # It ran while a port held the GPU alone.
-    assert any(a < end and start < b for a, b in ports), runs
+    assert {r[3] for r in runs if r[4] == "0"} == {"hidden"}, runs  # the shared CPUs, no GPU
+    assert [r[3] for r in runs if r[3] != "hidden"] == ["0"], runs  # the port's run, on GPU 0
 
 
 def test_the_work_key_holds_what_decides_a_figure(tmp_path: Path) -> None:

@@ -136,9 +136,18 @@ def has_directives(code: str, language: str) -> bool:
 _OMP_TARGET = re.compile(r"^[ \t]*(?:#[ \t]*pragma[ \t]+omp\b|!\$omp\b).*\btarget\b|"
                          r"_Pragma[ \t]*\([ \t]*\"[ \t]*omp\b[^\"]*\btarget\b", re.IGNORECASE)
 _NAMES = (r"\b(?:acc_\w+|omp_target\w*|omp_(?:get|set)_\w*device\w*|omp_is_initial_device"
-          r"|cuda\w*|cu[A-Z]\w*|cublas\w*|cufft\w*|cusparse\w*|cusolver\w*|nvtx\w*"
-          r"|openacc|cudafor)\b")
-_GPU_NAMES = {"c": re.compile(_NAMES), "fortran": re.compile(_NAMES, re.IGNORECASE)}
+          r"|GOACC_\w+|GOMP_\w+"
+          r"|cuda\w*|cublas\w*|cufft\w*|cusparse\w*|cusolver\w*|nvtx\w*"
+          r"|openacc|cudafor|mpi|MPI_\w+|mpi_f08"
+          # ...and what reaches the driver without naming it: a library loaded by name, another
+          # program started, the kernel called directly, its environment rewritten (the GPUs it
+          # was not given would be found again), C called from Fortran.
+          r"|dlopen|dlsym|dlvsym|dlmopen|exec[lv]\w*|fexecve|posix_spawn\w*|system|popen"
+          r"|execute_command_line|syscall|ioctl|asm|__asm__|setenv|unsetenv|putenv|environ"
+          r"|bind\s*\(\s*c)\b")
+# C's names are case-sensitive: the CUDA driver's (cuInit, cuMemAlloc) are told by their case;
+# Fortran's are not, and reach the driver only through bind(C), which the names above hold.
+_GPU_NAMES = {"c": re.compile(_NAMES + r"|\bcu[A-Z]\w*"), "fortran": re.compile(_NAMES, re.IGNORECASE)}
 # String literals, whose words are data (getenv("CUDA_VISIBLE_DEVICES")), not names.
 _STRINGS = {"c": re.compile(r'"(?:\\.|[^"\\\n])*"'),
             "fortran": re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")}
