@@ -29,7 +29,7 @@ from . import build as build_mod
 from .files import write_atomic
 from . import pipeline
 from .checks import (compare, measure, reference, relative, score, specs, trace_kinds,
-                     visibility, words)
+                     visibility)
 from .checks.evidence import Evidence, HostComparison
 from .checks.measure import Figure
 from .checks.specs import Exercise
@@ -759,7 +759,7 @@ def _uncounted(exercise: Exercise, verdict: Verdict) -> dict[int, str]:
     the checks that keep them from counting in words: not measured further. A start file held
     the GPU alone for three runs of 6.5 s each to measure a speed that could earn nothing
     (profile_cg, a class of 30 on the H200, 2026-12-03)."""
-    return {index: words.listing([words.holds(d.kind, d.label, d.minimum) for d in failing])
+    return {index: score.waits_said(failing)
             for index, failing in score.cannot_count(exercise, verdict.checks).items()}
 
 

@@ -229,6 +229,9 @@ class RunPlan:
     timeout: float
     counting: regions.Counting = regions.Counting()
     limits: Limits = Limits()  # the request's, its stack raised where the frames need it
+    # A graded run on a GPU machine whose program has no GPU code (without_gpu): no GPU held,
+    # none in its box.
+    gpu_free: bool = False
 
 
 @dataclass(frozen=True)
@@ -397,13 +400,26 @@ def lane_stage(job: Job, run: Run) -> Iterator[Run]:
     if request.lanes is None:
         yield run
         return
-    source = request.source
-    if request.lanes.gpus and not directives.reaches_gpu(source.text, source.language,
-                                                          source.headers):
+    if run.plan is not None and run.plan.gpu_free:
         yield dataclasses.replace(run, held=lanes.without_gpu(request.lanes))
         return
     with lanes.hold(request.lanes, request.timed, (request.mpi_ranks or 1) > 1) as held:
         yield dataclasses.replace(run, held=held)
+
+
+def without_gpu(job: Job, run: Run) -> bool:
+    """A graded run on a GPU machine whose program has no GPU code (directives.reaches_gpu,
+    over its source, its headers and what its compile read): it holds no GPU (lane_stage) and
+    its box shows no GPU device (run_box), so that whatever the reading missed runs on the
+    host, never on a GPU beside another program's timed run."""
+    request = job.request
+    if request.lanes is None or not request.lanes.gpus:
+        return False
+    source, built = request.source, run.built
+    pre = built.build_dir / build_mod.PREPROCESSED if built is not None and built.build_dir else None
+    # The grader's own cache (no box sees it), written by the grader: build.PREPROCESSED_CAP.
+    compiled = pre.read_text(errors="replace") if pre is not None and pre.is_file() else None
+    return not directives.reaches_gpu(source.text, source.language, source.headers, compiled)
 
 
 def plan_run(job: Job, run: Run) -> Run:
@@ -424,17 +440,18 @@ def plan_run(job: Job, run: Run) -> Run:
                               regions.under_profiler(counting, profiling.argv_prefix),
                               profiling.env)
     run = run.noted(job, launched.notes)
-    box = run_box(job, run, launched, counting) if job.prepared.support is not None else None
+    gpu_free = without_gpu(job, run)
+    box = run_box(job, run, launched, counting, gpu_free) if job.prepared.support is not None else None
     memory = stack.memory()
     raised = stack.raised(request.limits, run.built.frames if run.built else (), memory)
     note = failures.stack_note(raised, memory)
     run = run.noted(job, [note] if note else [])
     return dataclasses.replace(run, plan=RunPlan(launched, box, request.timeout + profiling.grace,
-                                                 counting, raised.limits))
+                                                 counting, raised.limits, gpu_free))
 
 
 def run_box(job: Job, run: Run, launched: Launch,
-            counting: regions.Counting = regions.Counting()) -> Box:
+            counting: regions.Counting = regions.Counting(), gpu_free: bool = False) -> Box:
     """What the program's box shows (sandbox.box, as every box): its folder read-write;
     its executable, idrrun's libraries it loads, the profiler's and the compiler's
     installations, the libraries on its path, all read-only; nothing else of the machine but
@@ -446,7 +463,8 @@ def run_box(job: Job, run: Run, launched: Launch,
                        extra_env={**run.profiling.env, **counting.env},
                        readable=readable, installations=[Path(p) for p in toolchain.prefixes],
                        hidden=request.hide, cache=job.settings.cache_dir,
-                       gpu=prepared.family.gpu_context(toolchain), room=request.room,
+                       gpu=prepared.family.gpu_context(toolchain) and not gpu_free,
+                       room=request.room,
                        protections=job.probe.protections)
 
 

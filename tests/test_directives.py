@@ -68,3 +68,12 @@ def test_a_program_that_could_reach_the_driver_unnamed_reaches_the_gpu() -> None
     assert directives.reaches_gpu("#include <mpi.h>\nint main(void) { MPI_Init(0, 0); }", "c")
     assert directives.reaches_gpu("program p\nuse mpi\nend program\n", "fortran")
     assert not directives.reaches_gpu("program p\ninteger :: cur, cube\ncur = 1\nend program\n", "fortran")
+
+
+def test_a_directive_a_macro_makes_is_found_in_what_the_compiler_read() -> None:
+    """`#define PRAGMA(x) _Pragma(#x)` then `PRAGMA(acc parallel loop)`: no directive in the
+    text, one in the compile's preprocessed source (build.PREPROCESSED), which decides."""
+    text = "#define PRAGMA(x) _Pragma(#x)\nint main(void) {\n    PRAGMA(acc parallel loop)\n    for (;;);\n}\n"
+    assert not directives.reaches_gpu(text, "c")
+    assert directives.reaches_gpu(text, "c", compiled='int main(void) {\n#pragma acc parallel loop\n for (;;);\n}\n')
+    assert not directives.reaches_gpu(text, "c", compiled="int main(void) {\n for (;;);\n}\n")

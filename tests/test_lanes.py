@@ -644,3 +644,39 @@ def test_a_boxed_run_planned_before_its_lane_sees_the_lanes_gpu(tmp_path: Path) 
     assert row.lane == "GPU 7 alone, CPUs 1"
     [gpu] = [c for c in row.checks if c.name == "gpu"]
     assert (gpu.status, gpu.got) == ("pass", "7"), row.checks
+
+
+def test_the_box_of_a_program_without_gpu_code_shows_no_gpu(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU machine (the family's GPU context faked: no GPU here) a boxed graded run of a
+    program without GPU code is planned with no GPU device in its box, so that what the
+    reading of its source missed could only run on the host; a port's box has the GPU."""
+    from idrrun import pipeline
+    from idrrun.toolchains import gcc
+
+    monkeypatch.setattr(gcc.GccFamily, "gpu_context", lambda self, toolchain: True)
+    made: list[tuple[str, bool]] = []
+    box = pipeline.sandbox.box
+
+    def spied(kind: str, *args: Any, **kwargs: Any) -> Any:
+        if kind == "run":
+            made.append((str(kwargs.get("readable", [""])[0]), bool(kwargs.get("gpu"))))
+        return box(kind, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline.sandbox, "box", spied)
+    host_only = ENV_C.replace("#include <openacc.h>", "")
+    (tmp_path / "env.c").write_text(host_only)
+    (tmp_path / "lane_env.toml").write_text(ENV_SPEC)
+    (tmp_path / "start.c").write_text(host_only)
+    (tmp_path / "port.c").write_text(ENV_C)
+    tmp_path.chmod(0o755)
+    settings = config.load(tmp_path, environ={})
+    plan = lanes.layout(["7"], [0, 1], boundary.own_dir(tmp_path / "lanes", 0o700))
+    rows = {r.student: r for r in grader.grade_all(
+        Session(settings, toolchains.probe(settings, "gcc"), "namespaces", plan),
+        specs.load(tmp_path / "lane_env.toml"),
+        [Submission(n, tmp_path / f"{n}.c", source_mod.from_file(tmp_path / f"{n}.c", "c", f"{n}.c"))
+         for n in ("start", "port")])}
+    assert rows["start"].lane == lanes.NO_GPU_CODE and rows["port"].lane == "GPU 7 alone, CPUs 1", rows
+    # The solution (no GPU code) and the start file: boxes without the GPU; the port's with it.
+    assert sorted(gpu for _, gpu in made) == [False, False, True], made

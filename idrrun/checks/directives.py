@@ -157,13 +157,24 @@ _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"|^[ \t]*includ
                             re.IGNORECASE | re.MULTILINE)
 
 
-def reaches_gpu(text: str, language: str, headers: tuple[tuple[str, str], ...] = ()) -> bool:
+def _directive_lines(code: str, language: str) -> bool:
+    """An OpenACC directive or an OpenMP target construct in code (code_text, or preprocessed)."""
+    return has_directives(code, language) or any(_OMP_TARGET.search(line) for line in code.split("\n"))
+
+
+def reaches_gpu(text: str, language: str, headers: tuple[tuple[str, str], ...] = (),
+                compiled: str | None = None) -> bool:
     """Whether a program built from this source (and its own headers) may use a GPU: an
     OpenACC directive, an OpenMP target construct, a name of the OpenACC or OpenMP device
-    API, CUDA or an NVIDIA library in its code. False only where none is there, in a language
-    read here: a start file, its directives in comments. Conservative: any doubt is True."""
+    API, CUDA or an NVIDIA library in its code, or what reaches the driver without naming it.
+    `compiled`: the source as the compiler read it (build.PREPROCESSED), where the build kept
+    it: a directive a macro makes (`_Pragma(#x)`) is there. False only where none is there, in
+    a language read here: a start file, its directives in comments. Conservative: any doubt
+    is True."""
     lang = language.strip().lower()
     if lang not in (*C_LIKE, "fortran"):
+        return True
+    if compiled is not None and _directive_lines(compiled, language):
         return True
     known = {Path(name).name for name, _ in headers}
     for body in (text, *(h for _, h in headers)):
@@ -172,10 +183,8 @@ def reaches_gpu(text: str, language: str, headers: tuple[tuple[str, str], ...] =
             return True
         code = code_text(body, language)
         if not code.strip() and body.strip():
-            return True  # could not be read (code_text never raises: it gave nothing)
+            return True  # nothing read but comments, or code_text failed (it never raises)
         kind = "fortran" if lang == "fortran" else "c"
-        names = _STRINGS[kind].sub('""', code)
-        if has_directives(code, language) or _GPU_NAMES[kind].search(names) or \
-                any(_OMP_TARGET.search(line) for line in code.split("\n")):
+        if _directive_lines(code, language) or _GPU_NAMES[kind].search(_STRINGS[kind].sub('""', code)):
             return True
     return False

@@ -152,23 +152,28 @@ def cannot_count(exercise: Exercise, checks: Sequence[CheckResult]) -> dict[int,
     Grading does not measure those further (checking.py's _relative): a start file's speed
     earns nothing while its loops are not on the device, however long it takes."""
     main = {r.check: r for r in checks if r.check >= 0 and not r.hidden}
+    timed = registry.timed_names()
     out: dict[int, tuple[CheckSpec, ...]] = {}
     for spec in exercise.checks:
         if not spec.counts_when and not spec.counts_in_part:
             continue
         gate = _gate(exercise, spec, main)
-        timed = registry.timed_names()
         if gate.holds <= _EPSILON and gate.unknown <= _EPSILON and gate.failing and \
                 not any(d.kind in timed for d in gate.failing):
             out[spec.index] = gate.failing
     return out
 
 
+def waits_said(waits: Sequence[CheckSpec]) -> str:
+    """What a check's points wait for, in words: "the saxpy loop runs in a compute region"."""
+    return words.listing([words.holds(d.kind, d.label, d.minimum) for d in waits])
+
+
 def _counts_once(part: float, worth: float, label: str, waits: Sequence[CheckSpec],
                  unknown: bool) -> str:
     """"3 points for pi count once the pi loop runs in a compute region"; "1.5 of the 3 points
     for y_last count once the saxpy loop runs in a compute region"."""
-    said = words.listing([words.holds(d.kind, d.label, d.minimum) for d in waits])
+    said = waits_said(waits)
     one = part == 1
     share = "" if abs(part - worth) < _EPSILON else f" of the {points(worth)}"
     text = (f"{points(part)}{share} {'point' if one and not share else 'points'} for {label} "
