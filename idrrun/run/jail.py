@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..files import read_whole
 from ..model import Cgroups, Limits, Protections
 from .guard import GuardArgs
 
@@ -163,20 +164,9 @@ def try_write(path: Path, text: str) -> None:
 
 def read(path: str | Path) -> str:
     """A kernel's control or status file (a cgroup's, /proc's) whole, "" when it cannot be
-    read: opened and read as write() writes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return ""
-    try:
-        parts = []
-        while chunk := os.read(fd, 65536):
-            parts.append(chunk)
-        return b"".join(parts).decode(errors="replace")
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
+    read."""
+    data = read_whole(path)
+    return data.decode(errors="replace") if data is not None else ""
 
 
 def _user_process_count() -> int:
