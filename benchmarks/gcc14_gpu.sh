@@ -157,11 +157,61 @@ jacobi() {  # NAME RUNNER...: one row per program into $RESULTS/jacobi-NAME.txt
   done
   for src in examples/C/data_laplace_solution.c examples/Fortran/data_laplace_solution.f90; do
     local compiler=gcc && [[ $src == *.f90 ]] && compiler=gfortran
-    "$@" "$compiler" -O2 "${offload[@]}" -o "$build/laplace" "$src" -lm
-    line=$("$@" "$build/laplace" "$N" "$ITERATIONS" | sed -n 's/^time per iteration = *\([0-9.]*\) ms/\1/p')
+    "$@" "$compiler" -O2 "${offload[@]}" -o "$build/laplace-${src##*.}" "$src" -lm
+    line=$("$@" "$build/laplace-${src##*.}" "$N" "$ITERATIONS" | sed -n 's/^time per iteration = *\([0-9.]*\) ms/\1/p')
     echo "data_laplace_${src##*.} ms_per_iter $line" >>"$out"
   done
   say "Jacobi under $name: $out"
+  calls "$name" "$@"
+}
+
+# The CUDA driver calls per iteration of the course's Jacobi solution: each build run under
+# benchmarks/driver_calls.c (a CUPTI injection counting every driver call) with ITERATIONS and
+# twice as many; the difference over ITERATIONS is what one iteration calls, by function.
+calls() {  # NAME RUNNER...: $RESULTS/calls-NAME-{c,f90}-{1,2}.txt, then the table
+  local name=$1 ext twice=$(( 2 * ITERATIONS )) so=$RESULTS/driver_calls.so
+  shift
+  if [[ ! -f $so ]]; then
+    local cuda
+    cuda=$(readlink -f /usr/local/cuda)
+    gcc -O2 -shared -fPIC -I"$cuda/include" -o "$so" benchmarks/driver_calls.c \
+      -L"$cuda/lib64" -Wl,-rpath,/usr/local/cuda/lib64 -lcupti \
+      || { say "driver_calls.so not built (no CUPTI?): no calls counted"; return 0; }
+  fi
+  for ext in c f90; do
+    "$@" env CUDA_INJECTION64_PATH="$so" DRIVER_CALLS_OUT="$RESULTS/calls-$name-$ext-1.txt" \
+      "$RESULTS/build-$name/laplace-$ext" "$N" "$ITERATIONS" >/dev/null
+    "$@" env CUDA_INJECTION64_PATH="$so" DRIVER_CALLS_OUT="$RESULTS/calls-$name-$ext-2.txt" \
+      "$RESULTS/build-$name/laplace-$ext" "$N" "$twice" >/dev/null
+  done
+  calls_table "$name" | tee "$RESULTS/calls-$name.txt"
+}
+
+calls_table() {  # NAME: per iteration, by driver function, from the two runs of each build
+  python3 - "$RESULTS" "$1" "$ITERATIONS" <<'EOF'
+import sys
+from pathlib import Path
+results, name, iterations = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+def read(path):
+    rows = {}
+    for line in path.read_text().splitlines() if path.exists() else ():
+        if not line.startswith("#"):
+            calls, ns, function = line.split()
+            rows[function] = (int(calls), int(ns))
+    return rows
+for ext in ("c", "f90"):
+    once, twice = (read(results / f"calls-{name}-{ext}-{k}.txt") for k in (1, 2))
+    if not once or not twice:
+        print(f"{name} data_laplace.{ext}: no counts (the injection did not load?)")
+        continue
+    per = {f: ((twice[f][0] - once.get(f, (0, 0))[0]) / iterations,
+               (twice[f][1] - once.get(f, (0, 0))[1]) / iterations / 1e3) for f in twice}
+    per = {f: v for f, v in per.items() if v[0] >= 0.5}
+    total = sum(c for c, _ in per.values()), sum(us for _, us in per.values())
+    print(f"{name} data_laplace.{ext}: {total[0]:.1f} driver calls per iteration, {total[1]:.1f} us in them")
+    for f, (c, us) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {f:34s} {c:6.2f} calls {us:9.1f} us")
+EOF
 }
 
 # The root as gcc14_root.sh makes it has no MPI: the exercises whose spec runs MPI ranks

@@ -77,6 +77,17 @@ find "$root/usr/lib/gcc/x86_64-linux-gnu/14" -maxdepth 1 \
   \( -name 'lib[atl]san*' -o -name 'libhwasan*' -o -name 'libubsan*' -o -name 'libgfortran.a' \
      -o -name 'libstdc++*.a' -o -name 'libsupc++.a' -o -name 'libitm.a' -o -name 'libgomp.a' \) -delete
 rm -f "$lib"/lib{asan,tsan,lsan,hwasan,ubsan}.so*
+if [[ ${GCC14_ROOT_MPI:-0} == 1 ]]; then
+  # Debian 13's Open MPI brings UCX's ROCm transports, and with them HIP, HSA, comgr, LLVM 17 and
+  # Z3 (240 MiB): only those plugins load them (readelf -d: no other library needs them), and
+  # UCX skips a transport whose plugin is absent. The -dev packages' static libraries go too,
+  # except glibc's (its libpthread.a, libdl.a... are what -lpthread links against since 2.34).
+  rm -f "$lib"/ucx/*rocm* "$lib"/libLLVM-*.so* "$lib"/libamd_comgr.so* "$lib"/libamdhip64.so* \
+    "$lib"/libhsa-runtime64.so* "$lib"/libz3.so*
+  find "$lib" -name '*.a' -type f -print | sed "s|^$root||" \
+    | grep -vxF -f <(grep '\.a$' "$root"/var/lib/dpkg/info/libc6-dev:amd64.list) \
+    | sed "s|^|$root|" | xargs -r rm -f
+fi
 find "$root/usr/lib/python3" "$root/usr/lib/python3.13" "$root/opt/idrrun-site" -name __pycache__ -type d -prune -exec rm -rf {} +
 
 echo "gcc14_root.sh: $(du -sh --apparent-size "$root" | cut -f1) unpacked"
