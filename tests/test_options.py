@@ -8,6 +8,7 @@ import pytest
 
 from conftest import ROOT
 from idrrun.errors import UsageError
+from idrrun.request import options
 from idrrun.request.options import FlagSpec, Options, parse_line, specs
 
 
@@ -182,3 +183,25 @@ def test_a_row_missing_from_the_readme_table_is_found() -> None:
     assert faults[0] == "--sandbox is not in the table", faults
     extra = readme.replace("| `--notime` |", "| `--notime`, `--quiet` |")
     assert "--quiet is in the table, no FlagSpec has it" in table_faults(readme_flag_table(extra))
+
+
+def test_a_line_read_once_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A notebook's cells repeat their lines: a line's Options are kept, argparse reads it once
+    (~0.1 ms a cell); a line that asks for the help prints it every time, a wrong one raises
+    every time."""
+    first = options.parse_line("-a --force --timeout 7")
+    assert first is not None and first.timeout == 7.0 and first.force
+    parser = options._parser("%%idrrun", False)
+
+    def parse_args(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(parser, "parse_args", parse_args)
+    assert options.parse_line("-a --force --timeout 7") is first
+    monkeypatch.undo()
+    for _ in range(2):
+        assert options.parse_line("--help") is None
+        assert "--timeout" in capsys.readouterr().out
+        with pytest.raises(UsageError):
+            options.parse_line("-a --timeout")

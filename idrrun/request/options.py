@@ -504,8 +504,20 @@ def _parser(prog: str, with_file: bool) -> argparse.ArgumentParser:
     return _parsers[key]
 
 
+# The Options of the lines already read, by (tokens, prog, with_file, family names): a line's
+# Options depend on nothing else (its parser's defaults are the specs'), and a notebook runs the
+# same few lines again and again (argparse: ~0.1 ms a cell). A line that asks for the help, or
+# is wrong, is read again each time: it prints, or raises.
+_read: dict[tuple[tuple[str, ...], str, bool, tuple[str, ...]], Options] = {}
+_READ_KEPT = 256
+
+
 def parse_tokens(tokens: Sequence[str], prog: str, with_file: bool,
                  show_help: bool = True) -> Options | None:
+    key = (tuple(tokens), prog, with_file, registry.names())
+    known = _read.get(key)
+    if known is not None:
+        return known
     parser = _parser(prog, with_file)
     glued = glue_word_lists(tokens)
     check_one_dash(parser, glued)
@@ -514,7 +526,11 @@ def parse_tokens(tokens: Sequence[str], prog: str, with_file: bool,
     except _HelpAsked:
         _help_asked(parser, show_help)
         return None
-    return from_namespace(ns)
+    opts = from_namespace(ns)
+    if len(_read) >= _READ_KEPT:
+        _read.clear()
+    _read[key] = opts
+    return opts
 
 
 def _help_asked(parser: argparse.ArgumentParser, show_help: bool) -> None:

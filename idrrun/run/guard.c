@@ -42,9 +42,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +213,18 @@ static void join_by_procs(const char *file)
         close(fd);
 }
 
+/* clone3's arguments come with the kernel's headers, which glibc's include path has and musl's
+ * (the guard's first build, isolation.py) has not: there they are Linux 5.7's, declared here. */
+#if __has_include(<linux/sched.h>)
+#include <linux/sched.h>
+#elif defined(SYS_clone3)
+#define CLONE_INTO_CGROUP 0x200000000ULL
+struct clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+        set_tid_size, cgroup;
+};
+#endif
+
 #if defined(CLONE_INTO_CGROUP) && defined(SYS_clone3)
 #define HAVE_CLONE_INTO_CGROUP 1
 #endif
@@ -263,7 +275,7 @@ static pid_t fork_into(void)
         memset(&args, 0, sizeof args);
         args.flags = CLONE_INTO_CGROUP;
         args.exit_signal = SIGCHLD;
-        args.cgroup = (__u64)v2_fd;
+        args.cgroup = (uint64_t)v2_fd;
         long pid = syscall(SYS_clone3, &args, sizeof args);
         if (pid == 0)
             return 0; /* the child: v2_fd closes at exec */

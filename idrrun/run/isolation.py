@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..model import Cgroups, ProcResult, Protections, SandboxSupport
@@ -123,46 +124,66 @@ def _v2_parent(point: Path, own: dict[str, str]) -> Cgroups | None:
     return None
 
 
-# The guard is started twice per compiled cell: linked statically it starts without the dynamic
-# loader, ~0.3 ms less per start on the 2-core development machine (1.66 against 1.95 ms,
-# benchmarks/RESULTS.md, 2026-12-03 11:25); dynamically where no static C library is installed.
-GUARD_FLAGS = (("-O2", "-static"), ("-O2",))
+# How the guard is built: the first of these that links. It is started twice per compiled
+# cell, once per cached one. With musl's C library (Debian's musl-tools, where installed) its
+# start costs ~0.15 ms on the 2-core development machine, against ~0.7 ms linked statically
+# with glibc, whose start asks the CPU of its features and caches some 70 times (cpuid, a trap
+# to the hypervisor in a virtual machine: 6.8 us each there; benchmarks/RESULTS.md, 2026-12-03
+# 16:00); statically with the system's C library, without the dynamic loader, ~0.3 ms less than
+# linked dynamically (1.66 against 1.95 ms, 2026-12-03 11:25), which is what is left where no
+# static C library is installed. None: the C compiler (tools.c_compiler).
+MUSL_GCC = "musl-gcc"
+GUARD_BUILDS: tuple[tuple[str | None, tuple[str, ...]], ...] = (
+    (MUSL_GCC, ("-O2", "-static")),
+    (None, ("-O2", "-static")),
+    (None, ("-O2",)),
+)
 
 
-# guard.c's digest (with GUARD_FLAGS), by the identity of the file it was read from: a stat
-# at every call instead of a read and a hash (tools.py's rule: a file changed within the
-# clock's tick of its last change may keep its identity, so a fresh one is read every time).
-_source_digest: dict[tuple[int, ...], str] = {}
+# guard.c's digest (with GUARD_BUILDS and the musl compiler found), by the identity of the file
+# it was read from: a stat at every call instead of a read and a hash (tools.py's rule: a file
+# changed within the clock's tick of its last change may keep its identity, so a fresh one is
+# read every time).
+_source_digest: dict[tuple[object, ...], str] = {}
 
 
-def guard_digest() -> str:
-    """What names the guard's build: guard.c's bytes and GUARD_FLAGS."""
+def guard_digest(musl: str | None = None) -> str:
+    """What names the guard's build: guard.c's bytes, GUARD_BUILDS and whether it is built with
+    musl (`musl`: its compiler, None where there is none): a musl installed since gives a
+    guard of its own."""
     st = os.stat(GUARD_SOURCE)
-    seen = tools.identity(st)
+    seen = (*tools.identity(st), musl)
     digest = _source_digest.get(seen)
     if digest is None:
-        digest = hashlib.sha256(GUARD_SOURCE.read_bytes() + repr(GUARD_FLAGS).encode()).hexdigest()[:12]
+        digest = hashlib.sha256(GUARD_SOURCE.read_bytes() + repr((GUARD_BUILDS, musl)).encode()
+                                ).hexdigest()[:12]
         if time.time() - st.st_ctime > tools.FRESH:
-            _source_digest.clear()
+            if len(_source_digest) >= 8:
+                _source_digest.clear()
             _source_digest[seen] = digest
     return digest
 
 
-def build_guard(cache_dir: Path, cc: str | None) -> tuple[Path | None, str]:
+def build_guard(cache_dir: Path, cc: str | None,
+                which: Callable[[str], str | None] = shutil.which) -> tuple[Path | None, str]:
     """Compile guard.c once per source version (checked before every use: tools.py); (None,
-    why) when it cannot be built."""
-    target = cache_dir / "guard" / f"idrrun-guard-{guard_digest()}"
+    why) when it cannot be built. With musl (found by `which`) unless a C compiler `cc` is
+    named; which: a PATH lookup (the probe's, which a kernel keeps while PATH is as it was)."""
+    musl = which(MUSL_GCC) if cc is None else None
+    target = cache_dir / "guard" / f"idrrun-guard-{guard_digest(musl)}"
     if tools.checked(target):
         return target, ""
     compiler = tools.c_compiler(None, cc)
-    if compiler is None:
+    builds = [(c, flags) for c, flags in ((musl if name == MUSL_GCC else compiler, flags)
+                                          for name, flags in GUARD_BUILDS) if c is not None]
+    if not builds:
         return None, "no C compiler to build the run guard"
 
     def compile_to(tmp: Path) -> ProcResult:
         # Static where the C library's static archive is installed (Debian's libc6-dev has
         # it; Fedora's glibc-static is apart), else as the system links.
-        for flags in GUARD_FLAGS:
-            done = proc.run([compiler, *flags, "-o", str(tmp), str(GUARD_SOURCE)],
+        for c, flags in builds:
+            done = proc.run([c, *flags, "-o", str(tmp), str(GUARD_SOURCE)],
                             what="build guard", timeout=60)
             if done.ok:
                 break
@@ -171,8 +192,9 @@ def build_guard(cache_dir: Path, cc: str | None) -> tuple[Path | None, str]:
     return tools.build(target, compile_to, "the run guard")
 
 
-def probe(cache_dir: Path, cc: str | None = None) -> Protections:
-    guard, why = build_guard(cache_dir, cc)
+def probe(cache_dir: Path, cc: str | None = None,
+          which: Callable[[str], str | None] = shutil.which) -> Protections:
+    guard, why = build_guard(cache_dir, cc, which)
     cgroups = probe_cgroups()
     root = os.geteuid() == 0
     notes = []

@@ -56,7 +56,7 @@ def probe(settings: Settings, family_flag: str | None = None) -> Probe:
     return Probe(
         family=name, compilers=compilers, gpus=gpus, offload=offload,
         offload_targets=targets, warnings=(warning,) if warning else (),
-        protections=isolation.probe(settings.cache_dir),
+        protections=isolation.probe(settings.cache_dir, which=view.which),
     )
 
 
