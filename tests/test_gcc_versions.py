@@ -163,6 +163,7 @@ def test_a_runtime_newer_than_gcc_14_s_is_a_warning() -> None:
 def test_what_the_runtimes_do_at_each_launch_is_said() -> None:
     assert "allocates its argument table on the device" in gccversions.runtime_said(gccversions.RUNTIMES[12])
     assert "no allocation or copy of its own" in gccversions.runtime_said(gccversions.RUNTIMES[14])
+    assert "still allocates, copies and frees one block a launch" in gccversions.runtime_said(gccversions.RUNTIMES[14])
     assert "not measured" in gccversions.runtime_said(gccversions.RUNTIMES[13])
 
 
