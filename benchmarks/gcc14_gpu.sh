@@ -15,6 +15,13 @@
 #                                 bash benchmarks/gcc14_gpu.sh gcc14 .gpu14/gcc14-root.tar.xz
 #   call 4 (nothing carried):     bash benchmarks/gcc14_gpu.sh compare
 #
+# With the MPI exercise (2026-12-03): the root made with GCC14_ROOT_MPI=1 (.gpu14/gcc14-root-mpi.tar.xz)
+# and GCC14_MPI=1 on both sides. Each `jacobi` step also counts the driver calls per iteration
+# (`calls`, benchmarks/driver_calls.c, built into $RESULTS by the gcc12 call with the machine's
+# gcc): on a machine lost between calls, carry .gpu/bin/bwrap and a driver_calls.so built here
+# and copy them into $RESULTS/bin and $RESULTS before the gcc14 call (the compare step then runs
+# here, on the two course-*.json brought back).
+#
 # gcc12: the Jacobi under the machine's gcc (GCC 12, /opt/gcc-offload), then `idrrun course check
 # --json` with it; gcc14: the root unpacked into /opt/gcc14-root (once), then the same inside it;
 # compare: both tables side by side, and docker/same_rows.py on the two course checks (the same
@@ -216,7 +223,7 @@ EOF
 
 # The root as gcc14_root.sh makes it has no MPI: the exercises whose spec runs MPI ranks
 # (multigpu_integral) are left out of both course checks, unless GCC14_MPI=1 (a root made with
-# GCC14_ROOT_MPI=1, twice the size).
+# GCC14_ROOT_MPI=1: 339 MiB against 280, xz 70 MiB in two parts).
 exercises() {
   local spec
   [[ ${GCC14_MPI:-0} == 1 || -n ${COURSE_ARGS:-} ]] && return 0

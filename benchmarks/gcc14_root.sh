@@ -10,7 +10,8 @@
 #   GCC14_ROOT_MPI=1 bash benchmarks/gcc14_root.sh ...    # with Open MPI (multigpu_integral)
 #
 # Measured 2026-12-02 (2 shared cores): 280 MiB unpacked; xz -9 58.4 MiB in 4 min 18 s, zstd -19
-# --long=27 65.6 MiB in 1 min 54 s. With the working tree (~9 MiB) neither fits one 64 MiB carry:
+# --long=27 65.6 MiB in 1 min 54 s; with Open MPI (GCC14_ROOT_MPI=1, UCX's ROCm transports left
+# out) 339 MiB, xz 70 MiB in 3 min (2026-12-03). With the working tree (~9 MiB) neither fits one 64 MiB carry:
 # a tarball over PART_MIB (default 40) is also written as parts of that size, OUT.part-aa, -ab,
 # with OUT.sha256, each part carried in a call of its own (benchmarks/gcc14_gpu.sh says how).
 # Inside the checkout, OUT's folder is added to git's info/exclude (a carry takes ignored paths).
@@ -86,7 +87,7 @@ if [[ ${GCC14_ROOT_MPI:-0} == 1 ]]; then
     "$lib"/libhsa-runtime64.so* "$lib"/libz3.so*
   find "$lib" -name '*.a' -type f -print | sed "s|^$root||" \
     | grep -vxF -f <(grep '\.a$' "$root"/var/lib/dpkg/info/libc6-dev:amd64.list) \
-    | sed "s|^|$root|" | xargs -r rm -f
+    | sed "s|^|$root|" | xargs -r -d '\n' rm -f
 fi
 find "$root/usr/lib/python3" "$root/usr/lib/python3.13" "$root/opt/idrrun-site" -name __pycache__ -type d -prune -exec rm -rf {} +
 

@@ -129,7 +129,7 @@ def _v2_parent(point: Path, own: dict[str, str]) -> Cgroups | None:
 # start costs ~0.15 ms on the 2-core development machine, against ~0.7 ms linked statically
 # with glibc, whose start asks the CPU of its features and caches some 70 times (cpuid, a trap
 # to the hypervisor in a virtual machine: 6.8 us each there; benchmarks/RESULTS.md, 2026-12-03
-# 16:00); statically with the system's C library, without the dynamic loader, ~0.3 ms less than
+# 16:50); statically with the system's C library, without the dynamic loader, ~0.3 ms less than
 # linked dynamically (1.66 against 1.95 ms, 2026-12-03 11:25), which is what is left where no
 # static C library is installed. None: the C compiler (tools.c_compiler).
 MUSL_GCC = "musl-gcc"
